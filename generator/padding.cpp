@@ -1,0 +1,290 @@
+#include "padding.h"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+namespace padfold {
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Floor division that is right for negative numerators too.
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+std::string axis_name(size_t i) { return "spatial axis " + std::to_string(i); }
+
+void check_axis(const AxisParams& a, size_t i) {
+  auto require = [&](int64_t v, const char* what) {
+    if (v <= 0)
+      throw PaddingError(axis_name(i) + ": " + what + " must be a positive integer, got " +
+                         std::to_string(v));
+  };
+  require(a.input, "input size");
+  require(a.kernel, "kernel size");
+  require(a.stride, "stride");
+  require(a.dilation, "dilation");
+}
+
+// Splits a total pad; `extra_before` puts the odd pixel first.
+AxisPads split(int64_t total, bool extra_before) {
+  AxisPads p;
+  p.before = extra_before ? total - total / 2 : total / 2;
+  p.after = total - p.before;
+  return p;
+}
+
+void finish(Resolved& r) {
+  r.asymmetric = std::any_of(r.axes.begin(), r.axes.end(),
+                             [](const AxisPads& p) { return p.before != p.after; });
+}
+
+void check_explicit(const PaddingSpec& spec, size_t dims) {
+  if (spec.before.size() != dims || spec.after.size() != dims)
+    throw PaddingError("explicit pads '" + spec.written + "' give " +
+                       std::to_string(spec.before.size()) + " axes but the layer has " +
+                       std::to_string(dims) + " spatial dims");
+}
+
+}  // namespace
+
+int64_t effective_kernel(const AxisParams& a) { return (a.kernel - 1) * a.dilation + 1; }
+
+std::string to_string(PadMode mode) {
+  switch (mode) {
+    case PadMode::Explicit: return "explicit";
+    case PadMode::Valid: return "valid";
+    case PadMode::SameUpper: return "same_upper";
+    case PadMode::SameLower: return "same_lower";
+    case PadMode::TorchSame: return "torch_same";
+    case PadMode::ScipySame: return "scipy_same";
+    case PadMode::Causal: return "causal";
+    case PadMode::Full: return "full";
+  }
+  return "?";
+}
+
+PaddingSpec parse_padding_name(const std::string& name, const std::string& convention) {
+  PaddingSpec spec;
+  spec.written = convention.empty() ? name : name + " (" + convention + ")";
+  const std::string n = lower(name);
+  const std::string c = lower(convention);
+  if (n == "same") {
+    if (c.empty() || c == "tensorflow" || c == "tf" || c == "keras" || c == "onnx" ||
+        c == "onnx_upper" || c == "same_upper")
+      spec.mode = PadMode::SameUpper;
+    else if (c == "onnx_lower" || c == "same_lower")
+      spec.mode = PadMode::SameLower;
+    else if (c == "pytorch" || c == "torch")
+      spec.mode = PadMode::TorchSame;
+    else if (c == "scipy")
+      spec.mode = PadMode::ScipySame;
+    else
+      throw PaddingError("unknown convention '" + convention +
+                         "' for padding 'same'; expected one of tensorflow, keras, onnx, "
+                         "onnx_lower, pytorch, scipy");
+    return spec;
+  }
+  if (!c.empty())
+    throw PaddingError("a convention ('" + convention + "') only applies to padding 'same', not '" +
+                       name + "'");
+  if (n == "valid")
+    spec.mode = PadMode::Valid;
+  else if (n == "same_upper")
+    spec.mode = PadMode::SameUpper;
+  else if (n == "same_lower")
+    spec.mode = PadMode::SameLower;
+  else if (n == "torch_same")
+    spec.mode = PadMode::TorchSame;
+  else if (n == "scipy_same")
+    spec.mode = PadMode::ScipySame;
+  else if (n == "causal")
+    spec.mode = PadMode::Causal;
+  else if (n == "full")
+    spec.mode = PadMode::Full;
+  else
+    throw PaddingError("unknown padding '" + name +
+                       "'; expected valid, same (with a convention), same_upper, same_lower, "
+                       "torch_same, scipy_same, causal, full, or explicit integer pads");
+  return spec;
+}
+
+PaddingSpec explicit_padding(const std::vector<int64_t>& values, int spatial_dims) {
+  PaddingSpec spec;
+  spec.mode = PadMode::Explicit;
+  spec.written = "[";
+  for (size_t i = 0; i < values.size(); ++i)
+    spec.written += (i ? "," : "") + std::to_string(values[i]);
+  spec.written += "]";
+  const size_t d = static_cast<size_t>(spatial_dims);
+  if (values.size() == 1) {
+    spec.before.assign(d, values[0]);
+    spec.after.assign(d, values[0]);
+  } else if (values.size() == d) {
+    spec.before = spec.after = values;
+  } else if (values.size() == 2 * d) {
+    spec.before.assign(values.begin(), values.begin() + d);
+    spec.after.assign(values.begin() + d, values.end());
+  } else {
+    throw PaddingError("explicit pads " + spec.written + " have " + std::to_string(values.size()) +
+                       " values; a layer with " + std::to_string(d) +
+                       " spatial dims takes 1, " + std::to_string(d) + " (one per dim) or " +
+                       std::to_string(2 * d) + " (ONNX order: all befores, then all afters)");
+  }
+  for (int64_t v : values)
+    if (v < 0)
+      throw PaddingError("explicit pads " + spec.written + " contain a negative value; pads "
+                         "must be >= 0 (crop the output instead)");
+  return spec;
+}
+
+Resolved resolve_forward(const PaddingSpec& spec, const std::vector<AxisParams>& axes,
+                         bool ceil_mode) {
+  if (spec.mode == PadMode::Explicit) check_explicit(spec, axes.size());
+  Resolved r;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const AxisParams& a = axes[i];
+    check_axis(a, i);
+    const int64_t ke = effective_kernel(a);
+    const bool strided = a.stride != 1;
+    AxisPads p;
+    switch (spec.mode) {
+      case PadMode::Explicit: p.before = spec.before[i]; p.after = spec.after[i]; break;
+      case PadMode::Valid: break;
+      case PadMode::SameUpper:
+      case PadMode::SameLower: {
+        const int64_t out = ceil_div(a.input, a.stride);
+        const int64_t total = std::max<int64_t>((out - 1) * a.stride + ke - a.input, 0);
+        p = split(total, spec.mode == PadMode::SameLower);
+        if (strided) r.input_dependent = true;
+        break;
+      }
+      case PadMode::TorchSame:
+      case PadMode::ScipySame:
+        if (strided)
+          throw PaddingError(
+              axis_name(i) + ": padding '" + spec.written + "' is only defined for stride 1 (got " +
+              std::to_string(a.stride) + "); for strided layers use same_upper (TensorFlow/Keras "
+              "SAME) or same_lower, or give explicit pads");
+        p = split(ke - 1, spec.mode == PadMode::ScipySame);
+        break;
+      case PadMode::Causal: p.before = ke - 1; break;
+      case PadMode::Full: p.before = p.after = ke - 1; break;
+    }
+    const int64_t padded = a.input + p.before + p.after;
+    if (padded < ke)
+      throw PaddingError(axis_name(i) + ": the effective kernel (" + std::to_string(ke) +
+                         ") is larger than the padded input (" + std::to_string(a.input) + " + " +
+                         std::to_string(p.before) + " + " + std::to_string(p.after) + " = " +
+                         std::to_string(padded) + "); use a smaller kernel or dilation, or more "
+                         "padding");
+    if (ceil_mode) {
+      p.output = ceil_div(padded - ke, a.stride) + 1;
+      // The last window must start inside the input or the left padding (PyTorch rule).
+      if ((p.output - 1) * a.stride >= a.input + p.before) --p.output;
+    } else {
+      p.output = floor_div(padded - ke, a.stride) + 1;
+    }
+    r.axes.push_back(p);
+  }
+  finish(r);
+  return r;
+}
+
+Resolved resolve_transposed(const PaddingSpec& spec, const std::vector<AxisParams>& axes,
+                            const std::vector<int64_t>& output_padding,
+                            const std::optional<std::vector<int64_t>>& output_shape) {
+  if (!output_padding.empty() && output_padding.size() != axes.size())
+    throw PaddingError("output_padding has " + std::to_string(output_padding.size()) +
+                       " values; expected one per spatial dim (" + std::to_string(axes.size()) +
+                       ")");
+  if (output_shape && output_shape->size() != axes.size())
+    throw PaddingError("output_shape has " + std::to_string(output_shape->size()) +
+                       " values; expected one per spatial dim (" + std::to_string(axes.size()) +
+                       ")");
+  const bool auto_same = spec.mode == PadMode::SameUpper || spec.mode == PadMode::SameLower;
+  if (!auto_same && spec.mode != PadMode::Explicit && spec.mode != PadMode::Valid)
+    throw PaddingError("transposed convolution takes explicit pads, valid, same_upper or "
+                       "same_lower (ONNX auto_pad), not '" + spec.written + "'");
+  if (spec.mode == PadMode::Explicit && !output_shape) check_explicit(spec, axes.size());
+  Resolved r;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const AxisParams& a = axes[i];
+    check_axis(a, i);
+    const int64_t op = output_padding.empty() ? 0 : output_padding[i];
+    if (op < 0 || op >= std::max(a.stride, a.dilation))
+      throw PaddingError(axis_name(i) + ": output_padding " + std::to_string(op) +
+                         " must be >= 0 and smaller than the stride or the dilation (" +
+                         std::to_string(std::max(a.stride, a.dilation)) + ")");
+    const int64_t full = a.stride * (a.input - 1) + op + effective_kernel(a);
+    AxisPads p;
+    if (output_shape || auto_same) {
+      p.output = output_shape ? (*output_shape)[i] : a.input * a.stride;
+      const int64_t total = full - p.output;
+      if (total < 0) {
+        p.after = total;  // zero-extension at the end (ONNX)
+      } else {
+        p = split(total, spec.mode != PadMode::SameUpper);
+      }
+      if (auto_same && !output_shape) r.input_dependent = true;
+    } else if (spec.mode == PadMode::Explicit) {
+      p.before = spec.before[i];
+      p.after = spec.after[i];
+    }
+    p.output = full - p.before - p.after;
+    if (p.output <= 0)
+      throw PaddingError(axis_name(i) + ": pads " + std::to_string(p.before) + "+" +
+                         std::to_string(p.after) + " crop the whole transposed output (full size " +
+                         std::to_string(full) + "); use smaller pads");
+    r.axes.push_back(p);
+  }
+  finish(r);
+  return r;
+}
+
+Border parse_border(const std::string& name) {
+  const std::string n = lower(name);
+  if (n == "zeros" || n == "zero") return Border::Zeros;
+  if (n == "constant") return Border::Constant;
+  if (n == "reflect" || n == "mirror") return Border::Reflect;
+  if (n == "symmetric") return Border::Symmetric;
+  if (n == "replicate" || n == "edge" || n == "nearest") return Border::Replicate;
+  if (n == "circular" || n == "wrap" || n == "grid-wrap") return Border::Circular;
+  throw PaddingError("unknown border mode '" + name +
+                     "'; expected zeros, constant, reflect, symmetric, replicate or circular "
+                     "(aliases: mirror, edge, nearest, wrap)");
+}
+
+std::string to_string(Border border) {
+  switch (border) {
+    case Border::Zeros: return "zeros";
+    case Border::Constant: return "constant";
+    case Border::Reflect: return "reflect";
+    case Border::Symmetric: return "symmetric";
+    case Border::Replicate: return "replicate";
+    case Border::Circular: return "circular";
+  }
+  return "?";
+}
+
+void validate_border(Border border, const Resolved& pads, const std::vector<AxisParams>& axes) {
+  for (size_t i = 0; i < axes.size() && i < pads.axes.size(); ++i) {
+    const int64_t widest = std::max(pads.axes[i].before, pads.axes[i].after);
+    const int64_t n = axes[i].input;
+    if (border == Border::Reflect && widest >= n)
+      throw PaddingError(axis_name(i) + ": reflect padding of " + std::to_string(widest) +
+                         " needs an input larger than the pad, but the input is " +
+                         std::to_string(n) + "; use symmetric or replicate, or pads < " +
+                         std::to_string(n));
+    if ((border == Border::Symmetric || border == Border::Circular) && widest > n)
+      throw PaddingError(axis_name(i) + ": " + to_string(border) + " padding of " +
+                         std::to_string(widest) + " exceeds the input size " + std::to_string(n) +
+                         "; use replicate, or pads <= " + std::to_string(n));
+  }
+}
+
+}  // namespace padfold

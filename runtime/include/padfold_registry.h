@@ -1,0 +1,70 @@
+/* What `padfold compile` emits for each target: a table describing every generated kernel. The
+ * generated registry.c fills these structs; the runtime (padfold_runtime.h) reads them, either from a
+ * bundle's shared object (dlopen) or from a registry compiled into the application (embedded). */
+#ifndef PADFOLD_REGISTRY_H
+#define PADFOLD_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PF_FORMAT_VERSION 1
+#define PF_MAX_RANK 8
+
+typedef enum pf_dtype { PF_F32 = 0, PF_F16 = 1, PF_I8 = 2 } pf_dtype;
+typedef enum pf_role { PF_ROLE_INPUT = 0, PF_ROLE_WEIGHTS = 1, PF_ROLE_BIAS = 2, PF_ROLE_OUTPUT = 3 } pf_role;
+
+/* One buffer argument of a kernel. shape and strides are outermost-first, in the order the layout
+ * string names them (e.g. "NHWC"); strides count elements. */
+typedef struct pf_buffer_desc {
+  const char *name;   /* "input", "weights", "bias", "output" */
+  pf_role role;
+  pf_dtype dtype;
+  const char *layout; /* e.g. "NHWC", "HWIO", "O" */
+  int rank;
+  int64_t shape[PF_MAX_RANK];
+  int64_t strides[PF_MAX_RANK];
+} pf_buffer_desc;
+
+/* A Halide AOT entry point in its argv form: args[i] points to the i-th buffer's halide_buffer_t,
+ * in the order of `buffers`. */
+typedef int (*pf_argv_fn)(void **args);
+
+typedef struct pf_kernel_desc {
+  const char *layer;    /* layer name from the spec */
+  const char *function; /* C symbol of the kernel */
+  const char *op;       /* conv2d, max_pool, ... */
+  pf_argv_fn argv_fn;
+  int num_buffers;
+  const pf_buffer_desc *buffers;
+} pf_kernel_desc;
+
+/* Halide runtime hooks of the bundle (NULL where unavailable). Types are those of HalideRuntime.h,
+ * erased here so this header stands alone. */
+typedef struct pf_runtime_hooks {
+  void *(*set_custom_malloc)(void *fn);
+  void *(*set_custom_free)(void *fn);
+  void *(*set_custom_do_par_for)(void *fn);
+  int (*set_num_threads)(int n);
+} pf_runtime_hooks;
+
+typedef struct pf_registry {
+  int format_version;   /* PF_FORMAT_VERSION */
+  const char *model;
+  const char *target;   /* Halide target string, e.g. "x86-64-linux-avx2-fma" */
+  int num_kernels;
+  const pf_kernel_desc *kernels;
+  pf_runtime_hooks hooks;
+} pf_registry;
+
+/* Every bundle shared object exports this symbol, returning its registry. */
+#define PF_BUNDLE_ENTRY "padfold_bundle_registry"
+typedef const pf_registry *(*pf_bundle_entry_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
