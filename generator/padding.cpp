@@ -13,10 +13,16 @@ std::string lower(std::string s) {
 }
 
 // Floor division that is right for negative numerators too.
-int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+int64_t ceil_div(int64_t a, int64_t b) {
+  return -floor_div(-a, b);
+}
 
-std::string axis_name(size_t i) { return "spatial axis " + std::to_string(i); }
+std::string axis_name(size_t i) {
+  return "spatial axis " + std::to_string(i);
+}
 
 void check_axis(const AxisParams& a, size_t i) {
   auto require = [&](int64_t v, const char* what) {
@@ -52,18 +58,28 @@ void check_explicit(const PaddingSpec& spec, size_t dims) {
 
 }  // namespace
 
-int64_t effective_kernel(const AxisParams& a) { return (a.kernel - 1) * a.dilation + 1; }
+int64_t effective_kernel(const AxisParams& a) {
+  return (a.kernel - 1) * a.dilation + 1;
+}
 
 std::string to_string(PadMode mode) {
   switch (mode) {
-    case PadMode::Explicit: return "explicit";
-    case PadMode::Valid: return "valid";
-    case PadMode::SameUpper: return "same_upper";
-    case PadMode::SameLower: return "same_lower";
-    case PadMode::TorchSame: return "torch_same";
-    case PadMode::ScipySame: return "scipy_same";
-    case PadMode::Causal: return "causal";
-    case PadMode::Full: return "full";
+    case PadMode::Explicit:
+      return "explicit";
+    case PadMode::Valid:
+      return "valid";
+    case PadMode::SameUpper:
+      return "same_upper";
+    case PadMode::SameLower:
+      return "same_lower";
+    case PadMode::TorchSame:
+      return "torch_same";
+    case PadMode::ScipySame:
+      return "scipy_same";
+    case PadMode::Causal:
+      return "causal";
+    case PadMode::Full:
+      return "full";
   }
   return "?";
 }
@@ -131,13 +147,14 @@ PaddingSpec explicit_padding(const std::vector<int64_t>& values, int spatial_dim
     spec.after.assign(values.begin() + d, values.end());
   } else {
     throw PaddingError("explicit pads " + spec.written + " have " + std::to_string(values.size()) +
-                       " values; a layer with " + std::to_string(d) +
-                       " spatial dims takes 1, " + std::to_string(d) + " (one per dim) or " +
-                       std::to_string(2 * d) + " (ONNX order: all befores, then all afters)");
+                       " values; a layer with " + std::to_string(d) + " spatial dims takes 1, " +
+                       std::to_string(d) + " (one per dim) or " + std::to_string(2 * d) +
+                       " (ONNX order: all befores, then all afters)");
   }
   for (int64_t v : values)
     if (v < 0)
-      throw PaddingError("explicit pads " + spec.written + " contain a negative value; pads "
+      throw PaddingError("explicit pads " + spec.written +
+                         " contain a negative value; pads "
                          "must be >= 0 (crop the output instead)");
   return spec;
 }
@@ -153,34 +170,44 @@ Resolved resolve_forward(const PaddingSpec& spec, const std::vector<AxisParams>&
     const bool strided = a.stride != 1;
     AxisPads p;
     switch (spec.mode) {
-      case PadMode::Explicit: p.before = spec.before[i]; p.after = spec.after[i]; break;
-      case PadMode::Valid: break;
+      case PadMode::Explicit:
+        p.before = spec.before[i];
+        p.after = spec.after[i];
+        break;
+      case PadMode::Valid:
+        break;
       case PadMode::SameUpper:
       case PadMode::SameLower: {
         const int64_t out = ceil_div(a.input, a.stride);
         const int64_t total = std::max<int64_t>((out - 1) * a.stride + ke - a.input, 0);
         p = split(total, spec.mode == PadMode::SameLower);
-        if (strided) r.input_dependent = true;
+        // The total is ke - (in mod s, or s): it varies with the input unless ke == 1.
+        if (strided && ke > 1) r.input_dependent = true;
         break;
       }
       case PadMode::TorchSame:
       case PadMode::ScipySame:
         if (strided)
-          throw PaddingError(
-              axis_name(i) + ": padding '" + spec.written + "' is only defined for stride 1 (got " +
-              std::to_string(a.stride) + "); for strided layers use same_upper (TensorFlow/Keras "
-              "SAME) or same_lower, or give explicit pads");
+          throw PaddingError(axis_name(i) + ": padding '" + spec.written +
+                             "' is only defined for stride 1 (got " + std::to_string(a.stride) +
+                             "); for strided layers use same_upper (TensorFlow/Keras "
+                             "SAME) or same_lower, or give explicit pads");
         p = split(ke - 1, spec.mode == PadMode::ScipySame);
         break;
-      case PadMode::Causal: p.before = ke - 1; break;
-      case PadMode::Full: p.before = p.after = ke - 1; break;
+      case PadMode::Causal:
+        p.before = ke - 1;
+        break;
+      case PadMode::Full:
+        p.before = p.after = ke - 1;
+        break;
     }
     const int64_t padded = a.input + p.before + p.after;
     if (padded < ke)
       throw PaddingError(axis_name(i) + ": the effective kernel (" + std::to_string(ke) +
                          ") is larger than the padded input (" + std::to_string(a.input) + " + " +
                          std::to_string(p.before) + " + " + std::to_string(p.after) + " = " +
-                         std::to_string(padded) + "); use a smaller kernel or dilation, or more "
+                         std::to_string(padded) +
+                         "); use a smaller kernel or dilation, or more "
                          "padding");
     if (ceil_mode) {
       p.output = ceil_div(padded - ke, a.stride) + 1;
@@ -208,8 +235,10 @@ Resolved resolve_transposed(const PaddingSpec& spec, const std::vector<AxisParam
                        ")");
   const bool auto_same = spec.mode == PadMode::SameUpper || spec.mode == PadMode::SameLower;
   if (!auto_same && spec.mode != PadMode::Explicit && spec.mode != PadMode::Valid)
-    throw PaddingError("transposed convolution takes explicit pads, valid, same_upper or "
-                       "same_lower (ONNX auto_pad), not '" + spec.written + "'");
+    throw PaddingError(
+        "transposed convolution takes explicit pads, valid, same_upper or "
+        "same_lower (ONNX auto_pad), not '" +
+        spec.written + "'");
   if (spec.mode == PadMode::Explicit && !output_shape) check_explicit(spec, axes.size());
   Resolved r;
   for (size_t i = 0; i < axes.size(); ++i) {
@@ -230,7 +259,6 @@ Resolved resolve_transposed(const PaddingSpec& spec, const std::vector<AxisParam
       } else {
         p = split(total, spec.mode != PadMode::SameUpper);
       }
-      if (auto_same && !output_shape) r.input_dependent = true;
     } else if (spec.mode == PadMode::Explicit) {
       p.before = spec.before[i];
       p.after = spec.after[i];
@@ -261,12 +289,18 @@ Border parse_border(const std::string& name) {
 
 std::string to_string(Border border) {
   switch (border) {
-    case Border::Zeros: return "zeros";
-    case Border::Constant: return "constant";
-    case Border::Reflect: return "reflect";
-    case Border::Symmetric: return "symmetric";
-    case Border::Replicate: return "replicate";
-    case Border::Circular: return "circular";
+    case Border::Zeros:
+      return "zeros";
+    case Border::Constant:
+      return "constant";
+    case Border::Reflect:
+      return "reflect";
+    case Border::Symmetric:
+      return "symmetric";
+    case Border::Replicate:
+      return "replicate";
+    case Border::Circular:
+      return "circular";
   }
   return "?";
 }
@@ -284,6 +318,26 @@ void validate_border(Border border, const Resolved& pads, const std::vector<Axis
       throw PaddingError(axis_name(i) + ": " + to_string(border) + " padding of " +
                          std::to_string(widest) + " exceeds the input size " + std::to_string(n) +
                          "; use replicate, or pads <= " + std::to_string(n));
+  }
+}
+
+void validate_pool_windows(const Resolved& pads, const std::vector<AxisParams>& axes) {
+  for (size_t i = 0; i < axes.size() && i < pads.axes.size(); ++i) {
+    const AxisParams& a = axes[i];
+    const AxisPads& p = pads.axes[i];
+    for (int64_t o = 0; o < p.output; ++o) {
+      bool touches_input = false;
+      for (int64_t k = 0; k < a.kernel && !touches_input; ++k) {
+        const int64_t pos = o * a.stride - p.before + k * a.dilation;
+        touches_input = pos >= 0 && pos < a.input;
+      }
+      if (!touches_input)
+        throw PaddingError(axis_name(i) + ": with pads " + std::to_string(p.before) + "/" +
+                           std::to_string(p.after) + ", pooling window " + std::to_string(o) +
+                           " has every tap in the padding and no input to pool; use pads "
+                           "smaller than the window (PyTorch requires pad <= kernel/2), or "
+                           "count_include_pad / a non-zero border");
+    }
   }
 }
 

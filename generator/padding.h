@@ -96,4 +96,9 @@ std::string to_string(Border border);
 // circular need pad <= input). Throws PaddingError naming the axis.
 void validate_border(Border border, const Resolved& pads, const std::vector<AxisParams>& axes);
 
+// For pooling that ignores the padding (max pool over zero padding, average pool without
+// count_include_pad), a window lying wholly in the padding has no value; it is an error naming the
+// axis and the window.
+void validate_pool_windows(const Resolved& pads, const std::vector<AxisParams>& axes);
+
 }  // namespace padfold

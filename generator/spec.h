@@ -48,7 +48,7 @@ struct Layer {
   int64_t groups = 1;
   std::vector<int64_t> in_spatial;  // D, H, W order
   std::vector<int64_t> kernel, stride, dilation;
-  std::vector<int64_t> output_padding;  // conv_transpose only
+  std::vector<int64_t> output_padding;               // conv_transpose only
   std::optional<std::vector<int64_t>> output_shape;  // conv_transpose: requested spatial output
 
   PaddingSpec padding;
@@ -67,10 +67,10 @@ struct Layer {
   Resolved pads;
   std::vector<int64_t> out_spatial;
 
-  std::vector<AxisParams> axes() const;        // one per spatial dim
-  std::vector<int64_t> input_shape() const;    // in layout order, with N and C
+  std::vector<AxisParams> axes() const;            // one per spatial dim
+  std::vector<int64_t> input_shape() const;        // in layout order, with N and C
   std::vector<int64_t> output_shape_full() const;  // in layout order, with N and C
-  std::vector<int64_t> weight_shape() const;   // in weight layout order; empty for pooling
+  std::vector<int64_t> weight_shape() const;       // in weight layout order; empty for pooling
   bool has_weights() const { return op == Op::Conv || op == Op::ConvTranspose; }
   double flops() const;  // 2*MACs over every output, taps in the padding included
 };

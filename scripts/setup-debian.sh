@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev libonnx-testdata libprotobuf-dev   # ONNX node tests, read with protobuf
   libxtensor-dev               # .npy I/O (xtensor/xnpy.hpp)
+  libkainjow-mustache-dev      # templates for emitted files (templates/)
   libcjson-dev                 # manifest parsing inside the C runtime
   libdnnl-dev                  # oneDNN: the benchmark peer
   python3-jsonschema           # validates example specs against the JSON Schema in tests

@@ -1,0 +1,10 @@
+// Subcommands of the padfold tool. Each add_*_command registers its options and a callback on the
+// app; callbacks report failures by throwing, and main() prints them.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+void add_pads_command(CLI::App& app);
+void add_check_command(CLI::App& app);
+void add_compile_command(CLI::App& app);
+void add_run_command(CLI::App& app);

@@ -1,0 +1,26 @@
+#include <fmt/format.h>
+
+#include <exception>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "padfold: generates conv/pool kernels with exact, framework-matching padding.\n"
+      "Example: padfold pads --input 7x7 --kernel 4x4 --stride 2 --padding same --compare",
+      "padfold"};
+  app.require_subcommand(1);
+  add_pads_command(app);
+  add_check_command(app);
+  add_compile_command(app);
+  add_run_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "padfold: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

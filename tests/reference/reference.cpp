@@ -1,0 +1,434 @@
+#include "reference/reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace padfold::ref {
+namespace {
+
+// Row-major strides of a shape.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
+  return s;
+}
+
+// Advances a multi-index over `extent` (row-major); returns false after the last one.
+bool next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& extent) {
+  for (size_t i = idx.size(); i-- > 0;) {
+    if (++idx[i] < extent[i]) return true;
+    idx[i] = 0;
+  }
+  return false;
+}
+
+// Per-axis parameter with a default when the vector is empty.
+std::vector<int64_t> per_axis(const std::vector<int64_t>& v, size_t dims, int64_t dflt,
+                              const char* what) {
+  if (v.empty()) return std::vector<int64_t>(dims, dflt);
+  if (v.size() != dims)
+    throw std::invalid_argument(std::string("reference: ") + what + " has " +
+                                std::to_string(v.size()) + " values, expected " +
+                                std::to_string(dims));
+  return v;
+}
+
+void require(bool ok, const std::string& msg) {
+  if (!ok) throw std::invalid_argument("reference: " + msg);
+}
+
+int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+// Per-axis window geometry shared by conv and pooling, with defaults filled in and the output size
+// derived from the pads when not given.
+struct Window {
+  size_t dims;
+  std::vector<int64_t> in, k, s, d, pb, pa, out;
+};
+
+Window make_window(const Tensor& x, const std::vector<int64_t>& kernel,
+                   const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation,
+                   const std::vector<int64_t>& pad_before, const std::vector<int64_t>& pad_after,
+                   std::vector<int64_t> out_spatial) {
+  require(x.rank() >= 3, "input must be N, C and at least one spatial dim");
+  Window w;
+  w.dims = static_cast<size_t>(x.spatial_dims());
+  w.in.assign(x.shape.begin() + 2, x.shape.end());
+  w.k = per_axis(kernel, w.dims, 1, "kernel");
+  w.s = per_axis(stride, w.dims, 1, "stride");
+  w.d = per_axis(dilation, w.dims, 1, "dilation");
+  w.pb = per_axis(pad_before, w.dims, 0, "pad_before");
+  w.pa = per_axis(pad_after, w.dims, 0, "pad_after");
+  if (out_spatial.empty()) {
+    for (size_t a = 0; a < w.dims; ++a) {
+      const int64_t ke = (w.k[a] - 1) * w.d[a] + 1;
+      out_spatial.push_back(floor_div(w.in[a] + w.pb[a] + w.pa[a] - ke, w.s[a]) + 1);
+    }
+  }
+  require(out_spatial.size() == w.dims, "out_spatial has the wrong number of dims");
+  for (size_t a = 0; a < w.dims; ++a) {
+    require(w.k[a] > 0 && w.s[a] > 0 && w.d[a] > 0, "kernel, stride, dilation must be positive");
+    require(out_spatial[a] > 0, "output size along spatial axis " + std::to_string(a) + " is " +
+                                    std::to_string(out_spatial[a]));
+  }
+  w.out = out_spatial;
+  return w;
+}
+
+}  // namespace
+
+Tensor::Tensor(std::vector<int64_t> shape_, float fill)
+    : shape(std::move(shape_)), data(static_cast<size_t>(ref::numel(shape)), fill) {}
+
+Tensor::Tensor(std::vector<int64_t> shape_, std::vector<float> data_)
+    : shape(std::move(shape_)), data(std::move(data_)) {
+  require(static_cast<int64_t>(data.size()) == ref::numel(shape),
+          "data size " + std::to_string(data.size()) + " does not match the shape");
+}
+
+int64_t Tensor::numel() const {
+  return ref::numel(shape);
+}
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t v : shape) n *= v;
+  return n;
+}
+
+int64_t border_index(int64_t i, int64_t n, BorderKind kind) {
+  if (i >= 0 && i < n) return i;
+  const auto fail = [&](const char* mode) -> int64_t {
+    throw std::out_of_range(std::string("reference: ") + mode + " border cannot produce index " +
+                            std::to_string(i) + " of an axis of length " + std::to_string(n));
+  };
+  switch (kind) {
+    case BorderKind::Zeros:
+    case BorderKind::Constant:
+      return -1;
+    case BorderKind::Replicate:
+      return i < 0 ? 0 : n - 1;
+    case BorderKind::Reflect: {
+      // Mirror about the first/last element, which itself is not repeated:
+      // ... x2 x1 | x0 x1 ... x(n-1) | x(n-2) ...
+      const int64_t j = i < 0 ? -i : 2 * (n - 1) - i;
+      return (j >= 0 && j < n && n > 1) ? j : fail("reflect");
+    }
+    case BorderKind::Symmetric: {
+      // Mirror about the edge between elements, so the edge element repeats:
+      // ... x1 x0 | x0 x1 ... x(n-1) | x(n-1) x(n-2) ...
+      const int64_t j = i < 0 ? -i - 1 : 2 * n - 1 - i;
+      return (j >= 0 && j < n) ? j : fail("symmetric");
+    }
+    case BorderKind::Circular: {
+      const int64_t j = i < 0 ? i + n : i - n;
+      return (j >= 0 && j < n) ? j : fail("circular");
+    }
+  }
+  return fail("unknown");
+}
+
+std::vector<float> pad1d(const std::vector<float>& v, int64_t before, int64_t after,
+                         BorderKind kind, float value) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  std::vector<float> out;
+  for (int64_t i = -before; i < n + after; ++i) {
+    const int64_t j = border_index(i, n, kind);
+    out.push_back(j < 0 ? (kind == BorderKind::Constant ? value : 0.f) : v[static_cast<size_t>(j)]);
+  }
+  return out;
+}
+
+Tensor conv(const Tensor& x, const Tensor& w, const Tensor* bias, const ConvParams& p,
+            std::vector<int64_t> out_spatial) {
+  require(x.rank() >= 3, "conv input must be N, C and at least one spatial dim");
+  require(w.rank() == x.rank(), "conv weights must have the same rank as the input");
+  const size_t dims = static_cast<size_t>(x.spatial_dims());
+  const int64_t N = x.shape[0], C = x.shape[1], O = w.shape[0], Cg = w.shape[1], G = p.groups;
+  require(G > 0 && C == Cg * G && O % G == 0, "conv channels/groups mismatch");
+  const std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
+  const Window win = make_window(x, kernel, p.stride, p.dilation, p.pad_before, p.pad_after,
+                                 std::move(out_spatial));
+  require(!bias || bias->numel() == O, "bias must have one value per output channel");
+
+  std::vector<int64_t> yshape = {N, O};
+  yshape.insert(yshape.end(), win.out.begin(), win.out.end());
+  Tensor y(yshape);
+  const auto xs = strides_of(x.shape), ws = strides_of(w.shape);
+  const int64_t Og = O / G;
+  int64_t yi = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t o = 0; o < O; ++o) {
+      const int64_t g = o / Og;
+      std::vector<int64_t> oi(dims, 0);
+      do {
+        double acc = bias ? bias->data[static_cast<size_t>(o)] : 0.0;
+        for (int64_t c = 0; c < Cg; ++c) {
+          const int64_t ic = g * Cg + c;
+          std::vector<int64_t> ki(dims, 0);
+          do {
+            int64_t xoff = n * xs[0] + ic * xs[1];
+            int64_t woff = o * ws[0] + c * ws[1];
+            bool skip = false, constant = false;
+            for (size_t a = 0; a < dims; ++a) {
+              const int64_t pos = oi[a] * win.s[a] + ki[a] * win.d[a] - win.pb[a];
+              if (pos < -win.pb[a] || pos >= win.in[a] + win.pa[a]) {
+                skip = true;
+                break;
+              }
+              const int64_t src = border_index(pos, win.in[a], p.border);
+              if (src < 0) constant = true;
+              xoff += src * xs[a + 2];
+              woff += ki[a] * ws[a + 2];
+            }
+            if (skip) continue;
+            const double xv = constant ? (p.border == BorderKind::Constant ? p.border_value : 0.0)
+                                       : x.data[static_cast<size_t>(xoff)];
+            acc += xv * static_cast<double>(w.data[static_cast<size_t>(woff)]);
+          } while (next_index(ki, kernel));
+        }
+        y.data[static_cast<size_t>(yi++)] = static_cast<float>(acc);
+      } while (next_index(oi, win.out));
+    }
+  }
+  return y;
+}
+
+Tensor conv_transpose(const Tensor& x, const Tensor& w, const Tensor* bias,
+                      const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation,
+                      const std::vector<int64_t>& crop_before,
+                      const std::vector<int64_t>& crop_after, int64_t groups,
+                      std::vector<int64_t> out_spatial) {
+  require(x.rank() >= 3, "conv_transpose input must be N, C and at least one spatial dim");
+  require(w.rank() == x.rank(), "conv_transpose weights must have the same rank as the input");
+  const size_t dims = static_cast<size_t>(x.spatial_dims());
+  const int64_t N = x.shape[0], Cin = x.shape[1], Cog = w.shape[1], G = groups;
+  require(G > 0 && w.shape[0] == Cin && Cin % G == 0, "conv_transpose channels/groups mismatch");
+  const int64_t Cig = Cin / G, O = Cog * G;
+  require(!bias || bias->numel() == O, "bias must have one value per output channel");
+  const std::vector<int64_t> in(x.shape.begin() + 2, x.shape.end());
+  const std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
+  const auto s = per_axis(stride, dims, 1, "stride");
+  const auto d = per_axis(dilation, dims, 1, "dilation");
+  const auto cb = per_axis(crop_before, dims, 0, "crop_before");
+  const auto ca = per_axis(crop_after, dims, 0, "crop_after");
+  if (out_spatial.empty())
+    for (size_t a = 0; a < dims; ++a)
+      out_spatial.push_back(s[a] * (in[a] - 1) + (kernel[a] - 1) * d[a] + 1 - cb[a] - ca[a]);
+  require(out_spatial.size() == dims, "out_spatial has the wrong number of dims");
+  for (int64_t v : out_spatial) require(v > 0, "conv_transpose output size must be positive");
+
+  std::vector<int64_t> yshape = {N, O};
+  yshape.insert(yshape.end(), out_spatial.begin(), out_spatial.end());
+  const auto xs = strides_of(x.shape), ws = strides_of(w.shape), ys = strides_of(yshape);
+  std::vector<double> acc(static_cast<size_t>(numel(yshape)), 0.0);
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t ic = 0; ic < Cin; ++ic) {
+      const int64_t g = ic / Cig;
+      std::vector<int64_t> ii(dims, 0);
+      do {
+        int64_t xoff = n * xs[0] + ic * xs[1];
+        for (size_t a = 0; a < dims; ++a) xoff += ii[a] * xs[a + 2];
+        const double xv = x.data[static_cast<size_t>(xoff)];
+        for (int64_t oc = 0; oc < Cog; ++oc) {
+          std::vector<int64_t> ki(dims, 0);
+          do {
+            int64_t yoff = n * ys[0] + (g * Cog + oc) * ys[1];
+            int64_t woff = ic * ws[0] + oc * ws[1];
+            bool inside = true;
+            for (size_t a = 0; a < dims && inside; ++a) {
+              const int64_t j = ii[a] * s[a] + ki[a] * d[a] - cb[a];
+              inside = j >= 0 && j < out_spatial[a];
+              yoff += j * ys[a + 2];
+              woff += ki[a] * ws[a + 2];
+            }
+            if (inside) acc[static_cast<size_t>(yoff)] += xv * w.data[static_cast<size_t>(woff)];
+          } while (next_index(ki, kernel));
+        }
+      } while (next_index(ii, in));
+    }
+  }
+  Tensor y(yshape);
+  const int64_t per_channel = numel(out_spatial);
+  for (size_t i = 0; i < acc.size(); ++i) {
+    const int64_t o = (static_cast<int64_t>(i) / per_channel) % O;
+    y.data[i] = static_cast<float>(acc[i] + (bias ? bias->data[static_cast<size_t>(o)] : 0.0));
+  }
+  return y;
+}
+
+namespace {
+
+// One tap of a pooling window that lies inside [-pad_before, in + pad_after).
+struct Tap {
+  double value;
+  bool inside_input;   // the tap reads a real input element
+  bool from_constant;  // Zeros/Constant border value
+};
+
+// Pooling skeleton: for every output element collects the taps of its window and stores f(taps).
+template <typename F>
+Tensor pool(const Tensor& x, const PoolParams& p, std::vector<int64_t> out_spatial, F f) {
+  const Window win = make_window(x, p.kernel, p.stride, p.dilation, p.pad_before, p.pad_after,
+                                 std::move(out_spatial));
+  const size_t dims = win.dims;
+  const int64_t N = x.shape[0], C = x.shape[1];
+  std::vector<int64_t> yshape = {N, C};
+  yshape.insert(yshape.end(), win.out.begin(), win.out.end());
+  Tensor y(yshape);
+  const auto xs = strides_of(x.shape);
+  int64_t yi = 0;
+  std::vector<Tap> taps;
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t c = 0; c < C; ++c) {
+      std::vector<int64_t> oi(dims, 0);
+      do {
+        taps.clear();
+        std::vector<int64_t> ki(dims, 0);
+        do {
+          int64_t xoff = n * xs[0] + c * xs[1];
+          bool skip = false, constant = false, inside = true;
+          for (size_t a = 0; a < dims; ++a) {
+            const int64_t pos = oi[a] * win.s[a] + ki[a] * win.d[a] - win.pb[a];
+            if (pos < -win.pb[a] || pos >= win.in[a] + win.pa[a]) {
+              skip = true;  // ceil_mode overhang: not part of any convention's window
+              break;
+            }
+            if (pos < 0 || pos >= win.in[a]) inside = false;
+            const int64_t src = border_index(pos, win.in[a], p.border);
+            if (src < 0) constant = true;
+            xoff += src * xs[a + 2];
+          }
+          if (skip) continue;
+          const double v = constant ? (p.border == BorderKind::Constant ? p.border_value : 0.0)
+                                    : x.data[static_cast<size_t>(xoff)];
+          taps.push_back({v, inside, constant});
+        } while (next_index(ki, win.k));
+        y.data[static_cast<size_t>(yi++)] = f(taps);
+      } while (next_index(oi, win.out));
+    }
+  }
+  return y;
+}
+
+}  // namespace
+
+Tensor max_pool(const Tensor& x, const PoolParams& p, std::vector<int64_t> out_spatial) {
+  const bool zeros = p.border == BorderKind::Zeros;
+  return pool(x, p, std::move(out_spatial), [&](const std::vector<Tap>& taps) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (const Tap& t : taps)
+      if (!(zeros && t.from_constant)) m = std::max(m, t.value);
+    return static_cast<float>(m);
+  });
+}
+
+Tensor avg_pool(const Tensor& x, const PoolParams& p, std::vector<int64_t> out_spatial) {
+  for (int64_t d : p.dilation) require(d == 1, "avg_pool has no dilation");
+  return pool(x, p, std::move(out_spatial), [&](const std::vector<Tap>& taps) {
+    double sum = 0;
+    int64_t count = 0;
+    for (const Tap& t : taps) {
+      if (!p.count_include_pad && !t.inside_input) continue;
+      sum += t.value;
+      ++count;
+    }
+    return count ? static_cast<float>(sum / static_cast<double>(count))
+                 : std::numeric_limits<float>::quiet_NaN();
+  });
+}
+
+float activation(float v, ActivationKind kind, float alpha) {
+  switch (kind) {
+    case ActivationKind::None:
+      return v;
+    case ActivationKind::Relu:
+      return v > 0.f ? v : 0.f;
+    case ActivationKind::Relu6:
+      return std::min(std::max(v, 0.f), 6.f);
+    case ActivationKind::LeakyRelu:
+      return v >= 0.f ? v : alpha * v;
+  }
+  return v;
+}
+
+Tensor activation(const Tensor& t, ActivationKind kind, float alpha) {
+  Tensor y = t;
+  for (float& v : y.data) v = activation(v, kind, alpha);
+  return y;
+}
+
+Tensor permute(const Tensor& t, const std::string& from, const std::string& to) {
+  require(from.size() == t.shape.size(),
+          "layout '" + from + "' does not match the tensor rank " + std::to_string(t.shape.size()));
+  require(to.size() == from.size() && std::is_permutation(from.begin(), from.end(), to.begin()),
+          "layout '" + to + "' is not a permutation of '" + from + "'");
+  const size_t r = from.size();
+  std::vector<size_t> src_axis(r);  // output axis i is input axis src_axis[i]
+  std::vector<int64_t> shape(r);
+  for (size_t i = 0; i < r; ++i) {
+    src_axis[i] = from.find(to[i]);
+    require(from.find(to[i], src_axis[i] + 1) == std::string::npos,
+            "layout '" + from + "' repeats a letter");
+    shape[i] = t.shape[src_axis[i]];
+  }
+  const auto in_strides = strides_of(t.shape);
+  Tensor y(shape);
+  if (y.data.empty()) return y;
+  std::vector<int64_t> idx(r, 0);
+  size_t k = 0;
+  do {
+    int64_t off = 0;
+    for (size_t i = 0; i < r; ++i) off += idx[i] * in_strides[src_axis[i]];
+    y.data[k++] = t.data[static_cast<size_t>(off)];
+  } while (next_index(idx, shape));
+  return y;
+}
+
+std::string spatial_letters(int spatial_dims) {
+  require(spatial_dims >= 1 && spatial_dims <= 3, "1-3 spatial dims supported");
+  return std::string("DHW").substr(static_cast<size_t>(3 - spatial_dims));
+}
+
+Tensor to_channels_last(const Tensor& t) {
+  const std::string sp = spatial_letters(t.spatial_dims());
+  return permute(t, "NC" + sp, "N" + sp + "C");
+}
+
+Tensor from_channels_last(const Tensor& t) {
+  const std::string sp = spatial_letters(t.spatial_dims());
+  return permute(t, "N" + sp + "C", "NC" + sp);
+}
+
+Tensor weights_to(const Tensor& oi, const std::string& order) {
+  return permute(oi, "OI" + spatial_letters(oi.spatial_dims()), order);
+}
+
+Tensor weights_from(const Tensor& t, const std::string& order) {
+  return permute(t, order, "OI" + spatial_letters(t.spatial_dims()));
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  require(a.shape == b.shape, "max_abs_diff: shapes differ");
+  double m = 0;
+  for (size_t i = 0; i < a.data.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(a.data[i]) - b.data[i]);
+    if (std::isnan(d)) return std::numeric_limits<double>::infinity();
+    m = std::max(m, d);
+  }
+  return m;
+}
+
+double max_abs(const Tensor& t) {
+  double m = 0;
+  for (float v : t.data) m = std::max(m, std::fabs(static_cast<double>(v)));
+  return m;
+}
+
+}  // namespace padfold::ref
