@@ -42,13 +42,25 @@ typedef struct pf_kernel_desc {
   const pf_buffer_desc *buffers;
 } pf_kernel_desc;
 
-/* Halide runtime hooks of the bundle (NULL where unavailable). Types are those of HalideRuntime.h,
- * erased here so this header stands alone. */
+/* Function types of the Halide runtime hooks: the same types as HalideRuntime.h's halide_malloc_t,
+ * halide_free_t, halide_task_t, halide_do_par_for_t and halide_error_handler_t, repeated here so
+ * this header stands alone. registry.c assigns halide_set_custom_malloc etc. without casts. */
+typedef void *(*pf_malloc_fn)(void *user_context, size_t size);
+typedef void (*pf_free_fn)(void *user_context, void *ptr);
+typedef int (*pf_task_fn)(void *user_context, int task_number, uint8_t *closure);
+typedef int (*pf_do_par_for_fn)(void *user_context, pf_task_fn task, int min, int size,
+                                uint8_t *closure);
+typedef void (*pf_error_handler_fn)(void *user_context, const char *msg);
+
+/* Halide runtime hooks of the bundle (NULL where unavailable): halide_set_custom_malloc,
+ * halide_set_custom_free, halide_set_custom_do_par_for, halide_set_num_threads and
+ * halide_set_error_handler of the Halide runtime the kernels are linked with. */
 typedef struct pf_runtime_hooks {
-  void *(*set_custom_malloc)(void *fn);
-  void *(*set_custom_free)(void *fn);
-  void *(*set_custom_do_par_for)(void *fn);
+  pf_malloc_fn (*set_custom_malloc)(pf_malloc_fn fn);
+  pf_free_fn (*set_custom_free)(pf_free_fn fn);
+  pf_do_par_for_fn (*set_custom_do_par_for)(pf_do_par_for_fn fn);
   int (*set_num_threads)(int n);
+  pf_error_handler_fn (*set_error_handler)(pf_error_handler_fn fn);
 } pf_runtime_hooks;
 
 typedef struct pf_registry {

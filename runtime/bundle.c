@@ -1,0 +1,478 @@
+/* Opens a bundle directory: manifest.json (cJSON), target choice, dlopen, registry cross-check. */
+#define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+
+#define BUNDLE_FORMAT "padfold-bundle"
+#define MAX_FEATURES 64
+
+typedef struct mf_target {
+  const char *target, *arch, *os, *dir, *lib;
+  int64_t bits;
+  const char* features[MAX_FEATURES];
+  int num_features;
+} mf_target;
+
+typedef struct manifest {
+  const char *file, *model;
+  int num_targets, num_kernels;
+  mf_target* targets;
+  pf_kernel_desc* kernels;
+  pf_buffer_desc* buffers; /* PF_MAX_BUFFERS per kernel */
+  char* err;
+  size_t errlen;
+} manifest;
+
+static char* join(const char* dir, const char* name) {
+  char* p = (char*)malloc(strlen(dir) + strlen(name) + 2);
+  if (p) sprintf(p, "%s%s%s", name[0] == '/' ? "" : dir, name[0] == '/' ? "" : "/", name);
+  return p;
+}
+
+static char* read_text(const char* path) {
+  FILE* f = fopen(path, "rb");
+  char *text = NULL, *grown = NULL;
+  size_t len = 0, cap = 0, got;
+  if (!f) return NULL;
+  do {
+    if (len + 4096 + 1 > cap) {
+      cap = 2 * cap + 4096 + 1;
+      if (!(grown = (char*)realloc(text, cap))) break;
+      text = grown;
+    }
+    len += got = fread(text + len, 1, cap - len - 1, f);
+  } while (got > 0);
+  if (ferror(f) || !grown) {
+    free(text);
+    text = NULL;
+  } else {
+    text[len] = '\0';
+  }
+  fclose(f);
+  return text;
+}
+
+/* ---- typed field access with messages naming the field's path ---- */
+
+static const char* json_type(const cJSON* v) {
+  if (cJSON_IsString(v)) return "a string";
+  if (cJSON_IsNumber(v)) return "a number";
+  if (cJSON_IsBool(v)) return "a boolean";
+  if (cJSON_IsNull(v)) return "null";
+  if (cJSON_IsArray(v)) return "an array";
+  return "an object";
+}
+
+static pf_status bad(manifest* m, const char* path, const char* key, const char* want,
+                     const cJSON* v) {
+  const char* dot = path[0] ? "." : "";
+  if (!v) {
+    return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST, "%s: missing field %s%s%s", m->file, path,
+                   dot, key);
+  }
+  return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST, "%s: %s%s%s: expected %s, got %s", m->file,
+                 path, dot, key, want, json_type(v));
+}
+
+static pf_status get_str(manifest* m, const cJSON* obj, const char* path, const char* key,
+                         int nullable, const char** out) {
+  const cJSON* v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  *out = NULL;
+  if (nullable && cJSON_IsNull(v)) return PF_OK;
+  if (!cJSON_IsString(v)) return bad(m, path, key, nullable ? "a string or null" : "a string", v);
+  *out = v->valuestring;
+  return PF_OK;
+}
+
+static int as_int(const cJSON* v, int64_t* out) {
+  if (!cJSON_IsNumber(v) || !(v->valuedouble > -9e18 && v->valuedouble < 9e18) ||
+      v->valuedouble != (double)(int64_t)v->valuedouble) {
+    return 0;
+  }
+  *out = (int64_t)v->valuedouble;
+  return 1;
+}
+
+static pf_status get_int(manifest* m, const cJSON* obj, const char* path, const char* key,
+                         int64_t* out) {
+  const cJSON* v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  return as_int(v, out) ? PF_OK : bad(m, path, key, "an integer", v);
+}
+
+static pf_status get_array(manifest* m, const cJSON* obj, const char* path, const char* key,
+                           int max, const cJSON** out) {
+  const cJSON* v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  *out = v;
+  if (!cJSON_IsArray(v)) return bad(m, path, key, "an array", v);
+  if (cJSON_GetArraySize(v) > max) {
+    return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST, "%s: %s%s%s: more than %d entries", m->file,
+                   path, path[0] ? "." : "", key, max);
+  }
+  return PF_OK;
+}
+
+/* ---- manifest parts ---- */
+
+static pf_status parse_target(manifest* m, const cJSON* j, int i, mf_target* t) {
+  char path[32];
+  const cJSON *fs, *f;
+  pf_status s;
+  snprintf(path, sizeof path, "targets[%d]", i);
+  if (!cJSON_IsObject(j)) return bad(m, "", path, "an object", j);
+  if ((s = get_str(m, j, path, "target", 0, &t->target)) ||
+      (s = get_str(m, j, path, "arch", 0, &t->arch)) ||
+      (s = get_int(m, j, path, "bits", &t->bits)) || (s = get_str(m, j, path, "os", 0, &t->os)) ||
+      (s = get_str(m, j, path, "dir", 0, &t->dir)) ||
+      (s = get_str(m, j, path, "shared_library", 1, &t->lib)) ||
+      (s = get_array(m, j, path, "features", MAX_FEATURES, &fs))) {
+    return s;
+  }
+  t->num_features = 0;
+  cJSON_ArrayForEach(f, fs) {
+    if (!cJSON_IsString(f)) {
+      char key[32];
+      snprintf(key, sizeof key, "features[%d]", t->num_features);
+      return bad(m, path, key, "a string", f);
+    }
+    t->features[t->num_features++] = f->valuestring;
+  }
+  return PF_OK;
+}
+
+static pf_status parse_dims(manifest* m, const cJSON* j, const char* path, const char* key,
+                            int64_t* dims, int* rank) {
+  const cJSON *a, *v;
+  int n = 0;
+  pf_status s = get_array(m, j, path, key, PF_MAX_RANK, &a);
+  if (s) return s;
+  cJSON_ArrayForEach(v, a) {
+    if (!as_int(v, &dims[n])) {
+      char k[32];
+      snprintf(k, sizeof k, "%s[%d]", key, n);
+      return bad(m, path, k, "an integer", v);
+    }
+    n++;
+  }
+  *rank = n;
+  return PF_OK;
+}
+
+static pf_status parse_enum(manifest* m, const char* path, const char* key, const char* value,
+                            const char* (*name_of)(int), int* out) {
+  int i;
+  for (i = 0; name_of(i); i++) {
+    if (strcmp(name_of(i), value) == 0) {
+      *out = i;
+      return PF_OK;
+    }
+  }
+  return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST, "%s: %s.%s: unknown value '%s'", m->file, path,
+                 key, value);
+}
+
+static const char* dtype_at(int i) {
+  return pf_dtype_name((pf_dtype)i);
+}
+static const char* role_at(int i) {
+  return pf_role_name((pf_role)i);
+}
+
+static pf_status parse_buffer(manifest* m, const cJSON* j, const char* path, pf_buffer_desc* b) {
+  const char *role, *dtype;
+  int r, t, srank;
+  pf_status s;
+  if (!cJSON_IsObject(j)) return bad(m, "", path, "an object", j);
+  if ((s = get_str(m, j, path, "name", 0, &b->name)) ||
+      (s = get_str(m, j, path, "role", 0, &role)) ||
+      (s = get_str(m, j, path, "dtype", 0, &dtype)) ||
+      (s = get_str(m, j, path, "layout", 0, &b->layout)) ||
+      (s = parse_enum(m, path, "role", role, role_at, &r)) ||
+      (s = parse_enum(m, path, "dtype", dtype, dtype_at, &t)) ||
+      (s = parse_dims(m, j, path, "shape", b->shape, &b->rank)) ||
+      (s = parse_dims(m, j, path, "strides", b->strides, &srank))) {
+    return s;
+  }
+  b->role = (pf_role)r;
+  b->dtype = (pf_dtype)t;
+  if (srank != b->rank) {
+    return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST, "%s: %s: %d strides for rank %d", m->file,
+                   path, srank, b->rank);
+  }
+  return PF_OK;
+}
+
+static pf_status parse_kernel(manifest* m, const cJSON* j, int i) {
+  pf_kernel_desc* k = &m->kernels[i];
+  pf_buffer_desc* bufs = &m->buffers[i * PF_MAX_BUFFERS];
+  char path[32], bpath[64];
+  const cJSON *bs, *b;
+  pf_status s;
+  snprintf(path, sizeof path, "kernels[%d]", i);
+  if (!cJSON_IsObject(j)) return bad(m, "", path, "an object", j);
+  if ((s = get_str(m, j, path, "layer", 0, &k->layer)) ||
+      (s = get_str(m, j, path, "function", 0, &k->function)) ||
+      (s = get_str(m, j, path, "op", 0, &k->op)) ||
+      (s = get_array(m, j, path, "buffers", PF_MAX_BUFFERS, &bs))) {
+    return s;
+  }
+  k->buffers = bufs;
+  k->num_buffers = 0;
+  cJSON_ArrayForEach(b, bs) {
+    snprintf(bpath, sizeof bpath, "%s.buffers[%d]", path, k->num_buffers);
+    if ((s = parse_buffer(m, b, bpath, &bufs[k->num_buffers++]))) return s;
+  }
+  return PF_OK;
+}
+
+static pf_status parse_manifest(manifest* m, const cJSON* root) {
+  const char* format;
+  const cJSON *ts, *ks, *v;
+  int64_t version = 0;
+  int i = 0;
+  pf_status s;
+  if (!cJSON_IsObject(root)) return bad(m, "", "(top level)", "an object", root);
+  if ((s = get_str(m, root, "", "format", 0, &format))) return s;
+  if (strcmp(format, BUNDLE_FORMAT) != 0) {
+    return pf_fail(m->err, m->errlen, PF_ERR_VERSION, "%s: format is '%s', expected '%s'", m->file,
+                   format, BUNDLE_FORMAT);
+  }
+  if ((s = get_int(m, root, "", "format_version", &version))) return s;
+  if (version != PF_FORMAT_VERSION) {
+    return pf_fail(m->err, m->errlen, PF_ERR_VERSION,
+                   "%s: format_version %lld is not supported by this runtime (supports %d): use a "
+                   "padfold runtime matching the padfold that wrote the bundle",
+                   m->file, (long long)version, PF_FORMAT_VERSION);
+  }
+  if ((s = get_str(m, root, "", "model", 0, &m->model)) ||
+      (s = get_array(m, root, "", "targets", 256, &ts)) ||
+      (s = get_array(m, root, "", "kernels", 1 << 16, &ks))) {
+    return s;
+  }
+  m->num_targets = cJSON_GetArraySize(ts);
+  m->num_kernels = cJSON_GetArraySize(ks);
+  if (m->num_targets == 0) {
+    return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST, "%s: targets is empty", m->file);
+  }
+  m->targets = (mf_target*)calloc((size_t)m->num_targets, sizeof *m->targets);
+  m->kernels = (pf_kernel_desc*)calloc((size_t)m->num_kernels + 1, sizeof *m->kernels);
+  m->buffers =
+      (pf_buffer_desc*)calloc((size_t)m->num_kernels * PF_MAX_BUFFERS + 1, sizeof *m->buffers);
+  if (!m->targets || !m->kernels || !m->buffers) {
+    return pf_fail(m->err, m->errlen, PF_ERR_NO_MEMORY, "out of memory");
+  }
+  cJSON_ArrayForEach(v, ts) {
+    if ((s = parse_target(m, v, i, &m->targets[i]))) return s;
+    i++;
+  }
+  i = 0;
+  cJSON_ArrayForEach(v, ks) {
+    if ((s = parse_kernel(m, v, i++))) return s;
+  }
+  return PF_OK;
+}
+
+/* ---- target choice ---- */
+
+static pf_status choose_target(manifest* m, const pf_cpu* cpu, const char* dir, int* chosen) {
+  char why[768], msg[4096];
+  int i;
+  snprintf(msg, sizeof msg, "no target of bundle '%s' runs on this machine (", dir);
+  pf_cpu_describe(cpu, msg + strlen(msg), sizeof msg - strlen(msg));
+  pf_append(msg, sizeof msg, "):");
+  for (i = 0; i < m->num_targets; i++) {
+    const mf_target* t = &m->targets[i];
+    if (strcmp(t->os, cpu->os) != 0) {
+      snprintf(why, sizeof why, "is for os %s, this machine runs %s", t->os, cpu->os);
+    } else if (pf_cpu_check(cpu, t->arch, (int)t->bits, t->features, t->num_features, why,
+                            sizeof why) == PF_OK) {
+      if (t->lib) {
+        *chosen = i;
+        return PF_OK;
+      }
+      snprintf(why, sizeof why,
+               "has no shared library (no linker for it when the bundle was built): link its "
+               "static library and use pf_registry_open");
+    }
+    pf_append(msg, sizeof msg, "\n  target %s %s", t->target, why);
+  }
+  pf_append(msg, sizeof msg,
+            "\nthe bundle has no fallback target for this machine: recompile with --target "
+            "host,%s-%d-%s",
+            cpu->arch, cpu->bits, cpu->os);
+  return pf_fail(m->err, m->errlen, PF_ERR_NO_TARGET, "%s", msg);
+}
+
+/* ---- registry against manifest ---- */
+
+#define DIFFER(fmt, ...)                \
+  pf_fail(err, errlen, PF_ERR_MISMATCH, \
+          "corrupted or mismatched bundle: %s does not match %s: " fmt, lib, file, __VA_ARGS__)
+
+static pf_status compare_kernel(const pf_kernel_desc* a, const pf_kernel_desc* b, const char* lib,
+                                const char* file, char* err, size_t errlen) {
+  int i, d;
+  if (strcmp(a->function, b->function) != 0 || strcmp(a->op, b->op) != 0) {
+    return DIFFER("kernel '%s' function/op: manifest has %s/%s, library has %s/%s", a->layer,
+                  a->function, a->op, b->function, b->op);
+  }
+  if (a->num_buffers != b->num_buffers) {
+    return DIFFER("kernel '%s': manifest has %d buffers, library has %d", a->layer, a->num_buffers,
+                  b->num_buffers);
+  }
+  for (i = 0; i < a->num_buffers; i++) {
+    const pf_buffer_desc *x = &a->buffers[i], *y = &b->buffers[i];
+    char xs[24], ys[24];
+    const char *field = NULL, *xv = xs, *yv = ys;
+    snprintf(xs, sizeof xs, "%d", x->rank);
+    snprintf(ys, sizeof ys, "%d", y->rank);
+    if (strcmp(x->name, y->name) != 0)
+      field = "name", xv = x->name, yv = y->name;
+    else if (x->role != y->role)
+      field = "role", xv = pf_role_name(x->role), yv = pf_role_name(y->role);
+    else if (x->dtype != y->dtype)
+      field = "dtype", xv = pf_dtype_name(x->dtype), yv = pf_dtype_name(y->dtype);
+    else if (strcmp(x->layout, y->layout) != 0)
+      field = "layout", xv = x->layout, yv = y->layout;
+    else if (x->rank != y->rank)
+      field = "rank";
+    if (field) {
+      return DIFFER("kernel '%s' buffer %d ('%s') %s: manifest has %s, library has %s", a->layer, i,
+                    x->name, field, xv, yv);
+    }
+    for (d = 0; d < x->rank; d++) {
+      if (x->shape[d] != y->shape[d] || x->strides[d] != y->strides[d]) {
+        int sh = x->shape[d] != y->shape[d];
+        return DIFFER("kernel '%s' buffer '%s' %s[%d]: manifest has %lld, library has %lld",
+                      a->layer, x->name, sh ? "shape" : "strides", d,
+                      (long long)(sh ? x->shape[d] : x->strides[d]),
+                      (long long)(sh ? y->shape[d] : y->strides[d]));
+      }
+    }
+  }
+  return PF_OK;
+}
+
+static pf_status compare(const manifest* m, const mf_target* t, const pf_registry* reg,
+                         const char* lib, char* err, size_t errlen) {
+  const char* file = m->file;
+  int i;
+  pf_status s;
+  if (reg->format_version != PF_FORMAT_VERSION) {
+    return DIFFER("format_version: manifest has %d, library has %d", PF_FORMAT_VERSION,
+                  reg->format_version);
+  }
+  if ((s = pf_registry_validate(reg, err, errlen)) != PF_OK) return s;
+  if (strcmp(reg->model, m->model) != 0 || strcmp(reg->target, t->target) != 0) {
+    return DIFFER("model/target: manifest has %s/%s, library has %s/%s", m->model, t->target,
+                  reg->model, reg->target);
+  }
+  if (reg->num_kernels != m->num_kernels) {
+    return DIFFER("manifest has %d kernels, library has %d", m->num_kernels, reg->num_kernels);
+  }
+  for (i = 0; i < m->num_kernels; i++) {
+    if (strcmp(m->kernels[i].layer, reg->kernels[i].layer) != 0) {
+      return DIFFER("kernel %d: manifest has layer '%s', library has '%s'", i, m->kernels[i].layer,
+                    reg->kernels[i].layer);
+    }
+    if ((s = compare_kernel(&m->kernels[i], &reg->kernels[i], lib, file, err, errlen))) return s;
+  }
+  return PF_OK;
+}
+
+/* ---- loading ---- */
+
+static void release_library(void* handle) {
+  dlclose(handle);
+}
+
+static pf_status load(const char* path, const char* target, void** handle, const pf_registry** reg,
+                      char* err, size_t errlen) {
+  struct stat st;
+  pf_bundle_entry_fn entry;
+  void* sym;
+  if (stat(path, &st) != 0) {
+    return pf_fail(err, errlen, PF_ERR_LOAD, "shared library of target %s is missing: %s: %s",
+                   target, path, strerror(errno));
+  }
+  if (!(*handle = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
+    return pf_fail(err, errlen, PF_ERR_LOAD, "cannot load %s: %s", path, dlerror());
+  }
+  if (!(sym = dlsym(*handle, PF_BUNDLE_ENTRY))) {
+    return pf_fail(err, errlen, PF_ERR_LOAD, "%s does not export %s (not a padfold bundle library)",
+                   path, PF_BUNDLE_ENTRY);
+  }
+  memcpy(&entry, &sym, sizeof entry); /* POSIX: data and function pointers convert */
+  if (!(*reg = entry())) {
+    return pf_fail(err, errlen, PF_ERR_LOAD, "%s: %s() returned NULL", path, PF_BUNDLE_ENTRY);
+  }
+  return PF_OK;
+}
+
+static pf_status open_parsed(manifest* m, const char* dir, const pf_open_options* opts,
+                             pf_bundle** out, char* err, size_t errlen) {
+  pf_cpu cpu;
+  int chosen = -1;
+  char* lib = NULL;
+  void* handle = NULL;
+  const pf_registry* reg = NULL;
+  pf_status s = pf_cpu_get(opts, &cpu, err, errlen);
+  if (!s && !(s = choose_target(m, &cpu, dir, &chosen))) {
+    lib = join(dir, m->targets[chosen].lib);
+    s = lib ? load(lib, m->targets[chosen].target, &handle, &reg, err, errlen)
+            : pf_fail(err, errlen, PF_ERR_NO_MEMORY, "out of memory");
+  }
+  if (!s) s = compare(m, &m->targets[chosen], reg, lib, err, errlen);
+  if (!s) s = pf_bundle_create(reg, opts, dir, release_library, handle, out, err, errlen);
+  if (s && handle) dlclose(handle);
+  free(lib);
+  return s;
+}
+
+pf_status pf_bundle_open(const char* dir, const pf_open_options* opts, pf_bundle** out, char* err,
+                         size_t errlen) {
+  struct stat st;
+  manifest m;
+  cJSON* root = NULL;
+  char *path, *text = NULL;
+  const char* end = NULL;
+  pf_status s;
+  if (!dir || !out) return pf_fail(err, errlen, PF_ERR_ARGUMENT, "NULL directory or out");
+  *out = NULL;
+  if (stat(dir, &st) != 0) {
+    return pf_fail(err, errlen, PF_ERR_IO, "bundle directory '%s' cannot be opened: %s", dir,
+                   strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return pf_fail(err, errlen, PF_ERR_IO, "bundle path '%s' is not a directory", dir);
+  }
+  if (!(path = join(dir, "manifest.json"))) return pf_fail(err, errlen, PF_ERR_NO_MEMORY, "OOM");
+  memset(&m, 0, sizeof m);
+  m.file = path;
+  m.err = err;
+  m.errlen = errlen;
+  if (!(text = read_text(path))) {
+    s = pf_fail(err, errlen, PF_ERR_IO, "cannot read %s: %s (not a padfold bundle directory?)",
+                path, strerror(errno));
+  } else if (!(root = cJSON_ParseWithOpts(text, &end, 1))) {
+    int line = 1;
+    const char* p;
+    for (p = text; end && p < end; p++) line += *p == '\n';
+    s = pf_fail(err, errlen, PF_ERR_MANIFEST, "%s: invalid JSON at line %d", path, line);
+  } else if (!(s = parse_manifest(&m, root))) {
+    s = open_parsed(&m, dir, opts, out, err, errlen);
+  }
+  cJSON_Delete(root);
+  free(m.targets);
+  free(m.kernels);
+  free(m.buffers);
+  free(text);
+  free(path);
+  return s;
+}

@@ -1,0 +1,525 @@
+/* The runtime's core: registry handles, kernel lookup, tensor checks and kernel calls. No
+ * filesystem, no libdl, no JSON: embedded builds compile this (and cpu.c) only. */
+#include <HalideRuntime.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PF_TLS __thread
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_THREADS__)
+#define PF_TLS _Thread_local
+#endif
+
+struct pf_bundle {
+  const pf_registry* reg;
+  char* dir;
+  void (*release)(void*);
+  void* release_ctx;
+};
+
+pf_status pf_fail(char* err, size_t errlen, pf_status s, const char* fmt, ...) {
+  va_list ap;
+  if (err && errlen > 0) {
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return s;
+}
+
+void pf_append(char* buf, size_t len, const char* fmt, ...) {
+  va_list ap;
+  size_t used;
+  if (!buf || len == 0) return;
+  used = strlen(buf);
+  if (used + 1 >= len) return;
+  va_start(ap, fmt);
+  vsnprintf(buf + used, len - used, fmt, ap);
+  va_end(ap);
+}
+
+const char* pf_status_name(pf_status s) {
+  static const char* const names[] = {"PF_OK",
+                                      "PF_ERR_ARGUMENT",
+                                      "PF_ERR_NO_MEMORY",
+                                      "PF_ERR_IO",
+                                      "PF_ERR_MANIFEST",
+                                      "PF_ERR_VERSION",
+                                      "PF_ERR_NO_TARGET",
+                                      "PF_ERR_LOAD",
+                                      "PF_ERR_MISMATCH",
+                                      "PF_ERR_NOT_FOUND",
+                                      "PF_ERR_UNSUPPORTED",
+                                      "PF_ERR_TENSOR_COUNT",
+                                      "PF_ERR_TENSOR_NAME",
+                                      "PF_ERR_DTYPE",
+                                      "PF_ERR_RANK",
+                                      "PF_ERR_SHAPE",
+                                      "PF_ERR_STRIDES",
+                                      "PF_ERR_NULL_DATA",
+                                      "PF_ERR_ALIGNMENT",
+                                      "PF_ERR_SIZE",
+                                      "PF_ERR_KERNEL"};
+  if ((int)s < 0 || (size_t)s >= sizeof names / sizeof names[0]) return "PF_UNKNOWN_STATUS";
+  return names[s];
+}
+
+const char* pf_dtype_name(pf_dtype t) {
+  switch (t) {
+    case PF_F32:
+      return "float32";
+    case PF_F16:
+      return "float16";
+    case PF_I8:
+      return "int8";
+  }
+  return NULL;
+}
+
+const char* pf_role_name(pf_role r) {
+  switch (r) {
+    case PF_ROLE_INPUT:
+      return "input";
+    case PF_ROLE_WEIGHTS:
+      return "weights";
+    case PF_ROLE_BIAS:
+      return "bias";
+    case PF_ROLE_OUTPUT:
+      return "output";
+  }
+  return NULL;
+}
+
+size_t pf_dtype_size(pf_dtype t) {
+  switch (t) {
+    case PF_F32:
+      return 4;
+    case PF_F16:
+      return 2;
+    case PF_I8:
+      return 1;
+  }
+  return 0;
+}
+
+static size_t span_bytes(int rank, const int64_t* shape, const int64_t* strides, pf_dtype t) {
+  uint64_t last = 0;
+  int i;
+  for (i = 0; i < rank; i++) {
+    if (shape[i] <= 0) return 0;
+    last += (uint64_t)(shape[i] - 1) * (uint64_t)strides[i];
+  }
+  return (size_t)((last + 1) * pf_dtype_size(t));
+}
+
+size_t pf_buffer_bytes(const pf_buffer_desc* b) {
+  return b ? span_bytes(b->rank, b->shape, b->strides, b->dtype) : 0;
+}
+
+pf_tensor pf_tensor_of(const pf_buffer_desc* b, void* data, size_t bytes) {
+  pf_tensor t;
+  memset(&t, 0, sizeof t);
+  if (b) {
+    t.name = b->name;
+    t.dtype = b->dtype;
+    t.rank = b->rank;
+    t.shape = b->shape;
+    t.strides = b->strides;
+  }
+  t.data = data;
+  t.bytes = bytes;
+  return t;
+}
+
+/* ---- registry checks ---- */
+
+static pf_status check_buffer(const pf_kernel_desc* k, int i, char* err, size_t errlen) {
+  const pf_buffer_desc* b = &k->buffers[i];
+  double span = 0;
+  int d, j;
+  const char* what = NULL;
+  if (!b->name || !b->layout)
+    what = "NULL name or layout";
+  else if (!pf_role_name(b->role))
+    what = "unknown role";
+  else if (!pf_dtype_name(b->dtype))
+    what = "unknown dtype";
+  else if (b->rank < 0 || b->rank > PF_MAX_RANK)
+    what = "rank out of range";
+  for (d = 0; !what && d < b->rank; d++) {
+    if (b->shape[d] < 1 || b->shape[d] > INT32_MAX) what = "extent out of range";
+    if (b->strides[d] < 0 || b->strides[d] > INT32_MAX) what = "stride out of range";
+    span += (double)(b->shape[d] - 1) * (double)b->strides[d];
+  }
+  if (!what && (span + 1) * (double)pf_dtype_size(b->dtype) > (double)(SIZE_MAX / 2)) {
+    what = "larger than the address space";
+  }
+  for (j = 0; !what && j < i; j++) {
+    if (strcmp(k->buffers[j].name, b->name) == 0) what = "duplicate buffer name";
+  }
+  if (what) {
+    return pf_fail(err, errlen, PF_ERR_MISMATCH, "malformed registry: kernel '%s' buffer %d: %s",
+                   k->layer, i, what);
+  }
+  return PF_OK;
+}
+
+pf_status pf_registry_validate(const pf_registry* reg, char* err, size_t errlen) {
+  int i, j;
+  pf_status s;
+  if (!reg) return pf_fail(err, errlen, PF_ERR_ARGUMENT, "registry is NULL");
+  if (reg->format_version != PF_FORMAT_VERSION) {
+    return pf_fail(err, errlen, PF_ERR_VERSION,
+                   "registry format_version %d is not supported by this runtime (supports %d)",
+                   reg->format_version, PF_FORMAT_VERSION);
+  }
+  if (!reg->model || !reg->target || reg->num_kernels < 0 || (reg->num_kernels && !reg->kernels)) {
+    return pf_fail(err, errlen, PF_ERR_MISMATCH,
+                   "malformed registry: NULL model, target or kernels, or negative num_kernels");
+  }
+  for (i = 0; i < reg->num_kernels; i++) {
+    const pf_kernel_desc* k = &reg->kernels[i];
+    if (!k->layer || !k->function || !k->op || !k->argv_fn || !k->buffers || k->num_buffers < 1 ||
+        k->num_buffers > PF_MAX_BUFFERS) {
+      return pf_fail(
+          err, errlen, PF_ERR_MISMATCH,
+          "malformed registry: kernel %d ('%s'): NULL field or buffer count not in 1..%d", i,
+          k->layer ? k->layer : "?", PF_MAX_BUFFERS);
+    }
+    for (j = 0; j < i; j++) {
+      if (strcmp(reg->kernels[j].layer, k->layer) == 0) {
+        return pf_fail(err, errlen, PF_ERR_MISMATCH,
+                       "malformed registry: two kernels for layer '%s'", k->layer);
+      }
+    }
+    for (j = 0; j < k->num_buffers; j++) {
+      if ((s = check_buffer(k, j, err, errlen)) != PF_OK) return s;
+    }
+  }
+  return PF_OK;
+}
+
+/* ---- Halide error capture: the handler writes into the current thread's pf_run, if any ---- */
+
+typedef struct pf_call {
+  char* msg;
+  size_t len;
+  int captured;
+} pf_call;
+
+#ifdef PF_TLS
+static PF_TLS pf_call* current_call;
+
+static void capture_error(void* user_context, const char* msg) {
+  pf_call* c = current_call;
+  (void)user_context;
+  if (c && !c->captured) {
+    c->captured = 1;
+    if (c->msg && c->len > 0) snprintf(c->msg, c->len, "%s", msg);
+  } else if (!c) {
+    fprintf(stderr, "padfold: Halide error: %s\n", msg);
+  }
+}
+#endif
+
+/* ---- handles ---- */
+
+pf_status pf_bundle_create(const pf_registry* reg, const pf_open_options* opts, const char* dir,
+                           void (*release)(void*), void* ctx, pf_bundle** out, char* err,
+                           size_t errlen) {
+  pf_bundle* b;
+  pf_status s;
+  if ((s = pf_registry_validate(reg, err, errlen)) != PF_OK) return s;
+  if ((s = pf_target_check(reg->target, opts, err, errlen)) != PF_OK) return s;
+  b = (pf_bundle*)calloc(1, sizeof *b);
+  if (!b || (dir && !(b->dir = (char*)malloc(strlen(dir) + 1)))) {
+    free(b);
+    return pf_fail(err, errlen, PF_ERR_NO_MEMORY, "out of memory");
+  }
+  if (dir) strcpy(b->dir, dir);
+  b->reg = reg;
+  b->release = release;
+  b->release_ctx = ctx;
+#ifdef PF_TLS
+  if (reg->hooks.set_error_handler && !(opts && opts->keep_error_handler)) {
+    reg->hooks.set_error_handler(capture_error);
+  }
+#endif
+  *out = b;
+  return PF_OK;
+}
+
+pf_status pf_registry_open(const pf_registry* reg, const pf_open_options* opts, pf_bundle** out,
+                           char* err, size_t errlen) {
+  if (!out) return pf_fail(err, errlen, PF_ERR_ARGUMENT, "out is NULL");
+  *out = NULL;
+  return pf_bundle_create(reg, opts, NULL, NULL, NULL, out, err, errlen);
+}
+
+void pf_bundle_close(pf_bundle* b) {
+  if (!b) return;
+  if (b->release) b->release(b->release_ctx);
+  free(b->dir);
+  free(b);
+}
+
+const char* pf_bundle_model(const pf_bundle* b) {
+  return b ? b->reg->model : NULL;
+}
+const char* pf_bundle_target(const pf_bundle* b) {
+  return b ? b->reg->target : NULL;
+}
+const char* pf_bundle_dir(const pf_bundle* b) {
+  return b ? b->dir : NULL;
+}
+const pf_registry* pf_bundle_registry(const pf_bundle* b) {
+  return b ? b->reg : NULL;
+}
+int pf_bundle_num_kernels(const pf_bundle* b) {
+  return b ? b->reg->num_kernels : 0;
+}
+
+const pf_kernel_desc* pf_bundle_kernel(const pf_bundle* b, int i) {
+  return b && i >= 0 && i < b->reg->num_kernels ? &b->reg->kernels[i] : NULL;
+}
+
+pf_status pf_bundle_find(const pf_bundle* b, const char* layer, const pf_kernel_desc** out,
+                         char* err, size_t errlen) {
+  int i;
+  if (!b || !layer || !out) return pf_fail(err, errlen, PF_ERR_ARGUMENT, "NULL argument");
+  *out = NULL;
+  for (i = 0; i < b->reg->num_kernels; i++) {
+    if (strcmp(b->reg->kernels[i].layer, layer) == 0) {
+      *out = &b->reg->kernels[i];
+      return PF_OK;
+    }
+  }
+  pf_fail(err, errlen, PF_ERR_NOT_FOUND,
+          "model '%s' has no kernel for layer '%s' (layers:", b->reg->model, layer);
+  for (i = 0; i < b->reg->num_kernels; i++) {
+    pf_append(err, errlen, "%s %s", i ? "," : "", b->reg->kernels[i].layer);
+  }
+  pf_append(err, errlen, ")");
+  return PF_ERR_NOT_FOUND;
+}
+
+/* ---- hooks ---- */
+
+static pf_status no_hook(const pf_bundle* b, const char* hook, char* err, size_t errlen) {
+  return pf_fail(err, errlen, PF_ERR_UNSUPPORTED, "the registry of model '%s' (%s) has no %s hook",
+                 b->reg->model, b->reg->target, hook);
+}
+
+pf_status pf_bundle_set_allocator(pf_bundle* b, pf_malloc_fn malloc_fn, pf_free_fn free_fn,
+                                  pf_malloc_fn* old_malloc, pf_free_fn* old_free, char* err,
+                                  size_t errlen) {
+  pf_malloc_fn m;
+  pf_free_fn f;
+  if (!b || !malloc_fn || !free_fn) {
+    return pf_fail(err, errlen, PF_ERR_ARGUMENT,
+                   "NULL bundle or function (to restore Halide's allocator, pass back the old "
+                   "functions)");
+  }
+  if (!b->reg->hooks.set_custom_malloc) return no_hook(b, "set_custom_malloc", err, errlen);
+  if (!b->reg->hooks.set_custom_free) return no_hook(b, "set_custom_free", err, errlen);
+  m = b->reg->hooks.set_custom_malloc(malloc_fn);
+  f = b->reg->hooks.set_custom_free(free_fn);
+  if (old_malloc) *old_malloc = m;
+  if (old_free) *old_free = f;
+  return PF_OK;
+}
+
+pf_status pf_bundle_set_do_par_for(pf_bundle* b, pf_do_par_for_fn fn, pf_do_par_for_fn* old_fn,
+                                   char* err, size_t errlen) {
+  pf_do_par_for_fn old;
+  if (!b || !fn) return pf_fail(err, errlen, PF_ERR_ARGUMENT, "NULL bundle or function");
+  if (!b->reg->hooks.set_custom_do_par_for) return no_hook(b, "set_custom_do_par_for", err, errlen);
+  old = b->reg->hooks.set_custom_do_par_for(fn);
+  if (old_fn) *old_fn = old;
+  return PF_OK;
+}
+
+pf_status pf_bundle_set_num_threads(pf_bundle* b, int n, int* old_n, char* err, size_t errlen) {
+  int old;
+  if (!b || n < 0) return pf_fail(err, errlen, PF_ERR_ARGUMENT, "NULL bundle or n < 0");
+  if (!b->reg->hooks.set_num_threads) return no_hook(b, "set_num_threads", err, errlen);
+  old = b->reg->hooks.set_num_threads(n);
+  if (old_n) *old_n = old;
+  return PF_OK;
+}
+
+/* ---- tensors ---- */
+
+static int find_buffer(const pf_kernel_desc* k, const char* name) {
+  int i;
+  for (i = 0; i < k->num_buffers; i++) {
+    if (strcmp(k->buffers[i].name, name) == 0) return i;
+  }
+  return -1;
+}
+
+static void list_buffers(const pf_kernel_desc* k, char* err, size_t errlen) {
+  int i;
+  for (i = 0; i < k->num_buffers; i++) {
+    pf_append(err, errlen, "%s%s", i ? ", " : " (", k->buffers[i].name);
+  }
+  pf_append(err, errlen, ")");
+}
+
+/* Pairs each of k's buffers with its tensor: by name where named, else by position. */
+static pf_status bind(const pf_kernel_desc* k, const pf_tensor* t, int n, const pf_tensor** bound,
+                      char* err, size_t errlen) {
+  int i, j;
+  if (n != k->num_buffers) {
+    pf_fail(err, errlen, PF_ERR_TENSOR_COUNT, "kernel '%s': expected %d tensors, got %d", k->layer,
+            k->num_buffers, n);
+    list_buffers(k, err, errlen);
+    return PF_ERR_TENSOR_COUNT;
+  }
+  for (i = 0; i < n; i++) bound[i] = NULL;
+  for (i = 0; i < n; i++) {
+    j = t[i].name ? find_buffer(k, t[i].name) : i;
+    if (j < 0) {
+      pf_fail(err, errlen, PF_ERR_TENSOR_NAME, "kernel '%s': tensor %d is named '%s', no buffer is",
+              k->layer, i, t[i].name);
+      list_buffers(k, err, errlen);
+      return PF_ERR_TENSOR_NAME;
+    }
+    if (bound[j]) {
+      return pf_fail(err, errlen, PF_ERR_TENSOR_NAME,
+                     "kernel '%s': buffer '%s' is given twice (tensors %d and %d)", k->layer,
+                     k->buffers[j].name, (int)(bound[j] - t), i);
+    }
+    bound[j] = &t[i];
+  }
+  return PF_OK;
+}
+
+static char axis(const pf_buffer_desc* b, int d) {
+  return (int)strlen(b->layout) == b->rank ? b->layout[d] : '?';
+}
+
+static pf_status check_tensor(const pf_kernel_desc* k, const pf_buffer_desc* b, const pf_tensor* t,
+                              char* err, size_t errlen) {
+  int d;
+  int64_t dense = 1, got;
+  size_t need = pf_buffer_bytes(b), esize = pf_dtype_size(b->dtype);
+#define PF_FAIL(code, ...) pf_fail(err, errlen, code, "kernel '%s': buffer '%s'" __VA_ARGS__)
+  if (!t->data) return PF_FAIL(PF_ERR_NULL_DATA, ": data pointer is NULL", k->layer, b->name);
+  if (t->dtype != b->dtype) {
+    const char* got_name = pf_dtype_name(t->dtype);
+    return PF_FAIL(PF_ERR_DTYPE, ": expected dtype %s, got %s", k->layer, b->name,
+                   pf_dtype_name(b->dtype), got_name ? got_name : "(invalid)");
+  }
+  if (t->rank != b->rank) {
+    return PF_FAIL(PF_ERR_RANK, ": expected rank %d (%s), got %d", k->layer, b->name, b->rank,
+                   b->layout, t->rank);
+  }
+  if (b->rank > 0 && !t->shape)
+    return PF_FAIL(PF_ERR_ARGUMENT, ": shape is NULL", k->layer, b->name);
+  for (d = 0; d < b->rank; d++) {
+    if (t->shape[d] != b->shape[d]) {
+      return PF_FAIL(PF_ERR_SHAPE, " dim %d (%c): expected %lld, got %lld", k->layer, b->name, d,
+                     axis(b, d), (long long)b->shape[d], (long long)t->shape[d]);
+    }
+  }
+  for (d = b->rank - 1; d >= 0; d--) {
+    got = t->strides ? t->strides[d] : dense;
+    if (got != b->strides[d]) {
+      return PF_FAIL(PF_ERR_STRIDES, " dim %d (%c): expected stride %lld, got %lld%s", k->layer,
+                     b->name, d, axis(b, d), (long long)b->strides[d], (long long)got,
+                     t->strides ? "" : " (strides NULL: dense row-major)");
+    }
+    dense *= b->shape[d];
+  }
+  if ((uintptr_t)t->data % esize != 0) {
+    return PF_FAIL(PF_ERR_ALIGNMENT, ": data pointer %p is not aligned to %u bytes (%s)", k->layer,
+                   b->name, t->data, (unsigned)esize, pf_dtype_name(b->dtype));
+  }
+  if (t->bytes < need) {
+    return PF_FAIL(PF_ERR_SIZE, ": the kernel accesses %lu bytes, the allocation has %lu", k->layer,
+                   b->name, (unsigned long)need, (unsigned long)t->bytes);
+  }
+#undef PF_FAIL
+  return PF_OK;
+}
+
+static pf_status check_all(const pf_kernel_desc* k, const pf_tensor* t, int n,
+                           const pf_tensor** bound, char* err, size_t errlen) {
+  int i;
+  pf_status s;
+  if (!k || (n > 0 && !t) || n < 0 || k->num_buffers > PF_MAX_BUFFERS) {
+    return pf_fail(err, errlen, PF_ERR_ARGUMENT, "NULL kernel or tensors, or bad count");
+  }
+  if ((s = bind(k, t, n, bound, err, errlen)) != PF_OK) return s;
+  for (i = 0; i < n; i++) {
+    if ((s = check_tensor(k, &k->buffers[i], bound[i], err, errlen)) != PF_OK) return s;
+  }
+  return PF_OK;
+}
+
+pf_status pf_check(const pf_kernel_desc* k, const pf_tensor* tensors, int n, char* err,
+                   size_t errlen) {
+  const pf_tensor* bound[PF_MAX_BUFFERS];
+  return check_all(k, tensors, n, bound, err, errlen);
+}
+
+static struct halide_type_t halide_type(pf_dtype t) {
+  struct halide_type_t h;
+  h.code = t == PF_I8 ? halide_type_int : halide_type_float;
+  h.bits = (uint8_t)(pf_dtype_size(t) * 8);
+  h.lanes = 1;
+  return h;
+}
+
+pf_status pf_run(const pf_kernel_desc* k, const pf_tensor* tensors, int n, char* err,
+                 size_t errlen) {
+  const pf_tensor* bound[PF_MAX_BUFFERS];
+  halide_buffer_t hb[PF_MAX_BUFFERS];
+  halide_dimension_t dims[PF_MAX_BUFFERS][PF_MAX_RANK];
+  void* args[PF_MAX_BUFFERS];
+  pf_call call, *outer = NULL;
+  pf_status s = check_all(k, tensors, n, bound, err, errlen);
+  int i, d, rc;
+  if (s != PF_OK) return s;
+  for (i = 0; i < k->num_buffers; i++) {
+    const pf_buffer_desc* b = &k->buffers[i];
+    memset(&hb[i], 0, sizeof hb[i]);
+    hb[i].host = (uint8_t*)bound[i]->data;
+    hb[i].type = halide_type(b->dtype);
+    hb[i].dimensions = b->rank;
+    hb[i].dim = dims[i];
+    for (d = 0; d < b->rank; d++) { /* Halide lists dimensions innermost first */
+      dims[i][d].min = 0;
+      dims[i][d].extent = (int32_t)b->shape[b->rank - 1 - d];
+      dims[i][d].stride = (int32_t)b->strides[b->rank - 1 - d];
+      dims[i][d].flags = 0;
+    }
+    args[i] = &hb[i];
+  }
+  call.msg = err;
+  call.len = errlen;
+  call.captured = 0;
+#ifdef PF_TLS
+  outer = current_call;
+  current_call = &call;
+#endif
+  rc = k->argv_fn(args);
+#ifdef PF_TLS
+  current_call = outer;
+#endif
+  (void)outer;
+  if (rc == 0) return PF_OK;
+  if (call.captured) {
+    char msg[PF_ERRLEN];
+    snprintf(msg, sizeof msg, "%s", err ? err : "");
+    return pf_fail(err, errlen, PF_ERR_KERNEL, "kernel '%s' (%s) failed with Halide error %d: %s",
+                   k->layer, k->function, rc, msg);
+  }
+  return pf_fail(err, errlen, PF_ERR_KERNEL, "kernel '%s' (%s) failed with Halide error %d",
+                 k->layer, k->function, rc);
+}

@@ -1,0 +1,150 @@
+/* padfold runtime: opens the kernels of a padfold bundle and runs them on caller memory.
+ *
+ *   pf_bundle_open()    a bundle directory written by `padfold compile` (manifest.json + one shared
+ *                       library per target; picks the best target this CPU runs). Needs the full
+ *                       library (padfold_runtime: cJSON + libdl).
+ *   pf_registry_open()  a registry compiled into the application (embedded builds; the core library
+ *                       padfold_runtime_core needs neither a filesystem nor libdl nor cJSON).
+ *
+ * Errors: every fallible call returns a pf_status and writes a NUL-terminated message into the
+ * caller's buffer `err` of `errlen` bytes (truncated if needed; err may be NULL). The runtime keeps
+ * no mutable global state: any number of threads may call pf_run on the same kernel at once. Kernel
+ * and buffer descriptions (padfold_registry.h) stay valid until pf_bundle_close. */
+#ifndef PADFOLD_RUNTIME_H
+#define PADFOLD_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "padfold_registry.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PF_ERRLEN 1024    /* a message buffer size that fits every message of this runtime */
+#define PF_MAX_BUFFERS 16 /* most buffers per kernel */
+
+typedef enum pf_status {
+  PF_OK = 0,
+  PF_ERR_ARGUMENT,    /* invalid argument (NULL handle, negative count, ...) */
+  PF_ERR_NO_MEMORY,   /* malloc failed */
+  PF_ERR_IO,          /* bundle directory or manifest.json missing or unreadable */
+  PF_ERR_MANIFEST,    /* manifest.json is not valid JSON, or a field is missing or mistyped */
+  PF_ERR_VERSION,     /* unsupported "format" or "format_version" (manifest or registry) */
+  PF_ERR_NO_TARGET,   /* no target of the bundle runs on this machine (arch, OS, CPU features) */
+  PF_ERR_LOAD,        /* the target's shared library or its entry symbol cannot be loaded */
+  PF_ERR_MISMATCH,    /* registry and manifest differ, or the registry is malformed */
+  PF_ERR_NOT_FOUND,   /* no kernel for that layer name */
+  PF_ERR_UNSUPPORTED, /* the registry lacks the Halide hook needed */
+  /* pf_run / pf_check: the tensors do not match the kernel's buffers */
+  PF_ERR_TENSOR_COUNT, /* number of tensors differs from the kernel's buffer count */
+  PF_ERR_TENSOR_NAME,  /* a tensor names no buffer of the kernel, or a buffer is given twice */
+  PF_ERR_DTYPE,        /* element type differs */
+  PF_ERR_RANK,         /* rank differs */
+  PF_ERR_SHAPE,        /* a dimension's extent differs */
+  PF_ERR_STRIDES,      /* a stride differs (kernels are specialized to the manifest's layout) */
+  PF_ERR_NULL_DATA,    /* data pointer is NULL */
+  PF_ERR_ALIGNMENT,    /* data pointer is not aligned to the element size */
+  PF_ERR_SIZE,         /* the caller's allocation (bytes) is smaller than the buffer's extent */
+  PF_ERR_KERNEL        /* the kernel returned a nonzero Halide error code */
+} pf_status;
+
+/* "PF_ERR_SHAPE", ... ("PF_UNKNOWN_STATUS" for other values). */
+const char* pf_status_name(pf_status s);
+
+/* "float32", "float16", "int8"; "input", "weights", "bias", "output"; NULL if out of range. */
+const char* pf_dtype_name(pf_dtype t);
+const char* pf_role_name(pf_role r);
+size_t pf_dtype_size(pf_dtype t); /* bytes per element, 0 if unknown */
+
+/* Bytes a buffer spans: (1 + sum_i (shape[i] - 1) * strides[i]) * element size. */
+size_t pf_buffer_bytes(const pf_buffer_desc* b);
+
+typedef struct pf_bundle pf_bundle;
+
+typedef struct pf_open_options {
+  /* CPU flags to assume instead of detecting them, separated by commas or spaces, named as
+   * pf_host_describe names them ("sse41,avx,avx2,fma,f16c,avx512f,..."); NULL: detect. For tests,
+   * and to check a bundle against another machine of the same architecture. */
+  const char* cpu_flags;
+  /* Nonzero: leave the Halide runtime's error handler alone. By default opening installs one that
+   * copies Halide's error messages into the err buffer of the pf_run that raised them (messages
+   * raised outside pf_run or on Halide worker threads go to stderr). */
+  int keep_error_handler;
+} pf_open_options;
+
+/* Opens a bundle directory: reads manifest.json, picks the first target (best first) whose arch and
+ * OS match and whose features this CPU has, dlopens its shared library and checks its registry
+ * against the manifest. opts may be NULL. On error *out is NULL. */
+pf_status pf_bundle_open(const char* dir, const pf_open_options* opts, pf_bundle** out, char* err,
+                         size_t errlen);
+
+/* Uses a registry linked into the application. Checks its format version, its contents and that
+ * this CPU has its target's features. The registry must outlive the handle. opts may be NULL. */
+pf_status pf_registry_open(const pf_registry* reg, const pf_open_options* opts, pf_bundle** out,
+                           char* err, size_t errlen);
+
+/* Releases the handle (and dlcloses the bundle's library). NULL is ignored. */
+void pf_bundle_close(pf_bundle* b);
+
+const char* pf_bundle_model(const pf_bundle* b);
+const char* pf_bundle_target(const pf_bundle* b); /* the chosen Halide target string */
+const char* pf_bundle_dir(const pf_bundle* b);    /* NULL for pf_registry_open */
+const pf_registry* pf_bundle_registry(const pf_bundle* b);
+
+/* Kernels in registry order; pf_bundle_kernel returns NULL when i is out of range. */
+int pf_bundle_num_kernels(const pf_bundle* b);
+const pf_kernel_desc* pf_bundle_kernel(const pf_bundle* b, int i);
+pf_status pf_bundle_find(const pf_bundle* b, const char* layer, const pf_kernel_desc** out,
+                         char* err, size_t errlen);
+
+/* A caller's buffer. shape and strides are outermost-first as in the kernel's layout; strides count
+ * elements (NULL: dense row-major). bytes is the size of the allocation at data: the runtime
+ * checks that the kernel's accesses stay inside it. */
+typedef struct pf_tensor {
+  const char* name; /* buffer name, or NULL to bind to the buffer at the same position */
+  void* data;
+  pf_dtype dtype;
+  int rank;
+  const int64_t* shape;
+  const int64_t* strides;
+  size_t bytes;
+} pf_tensor;
+
+/* A tensor with b's name, dtype, shape and strides. */
+pf_tensor pf_tensor_of(const pf_buffer_desc* b, void* data, size_t bytes);
+
+/* Checks tensors against kernel k without running it. */
+pf_status pf_check(const pf_kernel_desc* k, const pf_tensor* tensors, int n, char* err,
+                   size_t errlen);
+
+/* Checks, then runs k on the tensors' memory (zero copy). Thread-safe. */
+pf_status pf_run(const pf_kernel_desc* k, const pf_tensor* tensors, int n, char* err,
+                 size_t errlen);
+
+/* Halide runtime hooks. They are process-wide for the Halide runtime of the bundle's library (for
+ * pf_registry_open: the Halide runtime linked into the application, shared by all its Halide
+ * code); set them before running kernels, not concurrently with pf_run. Previous values are
+ * returned through the optional old_* pointers, to restore them later (NULL is not accepted). */
+pf_status pf_bundle_set_allocator(pf_bundle* b, pf_malloc_fn malloc_fn, pf_free_fn free_fn,
+                                  pf_malloc_fn* old_malloc, pf_free_fn* old_free, char* err,
+                                  size_t errlen);
+pf_status pf_bundle_set_do_par_for(pf_bundle* b, pf_do_par_for_fn fn, pf_do_par_for_fn* old_fn,
+                                   char* err, size_t errlen);
+/* n = 0: Halide's default (HL_NUM_THREADS or the number of cores). */
+pf_status pf_bundle_set_num_threads(pf_bundle* b, int n, int* old_n, char* err, size_t errlen);
+
+/* This machine as Halide names it and its CPU flags, e.g. "x86-64-linux: sse41 avx avx2 fma ...".
+ * Returns the length of the full text (like snprintf). */
+size_t pf_host_describe(char* buf, size_t len);
+
+/* PF_OK if this machine (with opts->cpu_flags if set) can run code for the Halide target string
+ * (e.g. "x86-64-linux-avx512_skylake"); else PF_ERR_NO_TARGET naming the missing CPU flags. */
+pf_status pf_target_check(const char* target, const pf_open_options* opts, char* err,
+                          size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
