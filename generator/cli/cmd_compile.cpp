@@ -1,0 +1,81 @@
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "bundle.h"
+#include "commands.h"
+#include "spec.h"
+
+namespace {
+
+struct CompileArgs {
+  std::string spec, out, targets = "host", schedules;
+  bool emit_stmt = false;
+};
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> parts;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, ','))
+    if (!part.empty()) parts.push_back(part);
+  return parts;
+}
+
+nlohmann::json read_schedules(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("cannot read schedule file " + path);
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path + ": not valid JSON: " + e.what());
+  }
+}
+
+void run_compile(const CompileArgs& a) {
+  const padfold::Model model = padfold::load_spec(a.spec);
+  padfold::CompileOptions opt;
+  opt.out_dir = a.out;
+  opt.targets = split_list(a.targets);
+  opt.emit_stmt = a.emit_stmt;
+  if (!a.schedules.empty()) opt.schedule_overrides = read_schedules(a.schedules);
+  for (const auto& [layer, params] : opt.schedule_overrides.items()) {
+    bool known = false;
+    for (const auto& L : model.layers) known = known || L.name == layer;
+    if (!known)
+      throw std::runtime_error(a.schedules + ": layer '" + layer + "' is not in " + a.spec);
+  }
+  fmt::print("{:<34} {:<24} {:<22} {:>9} {:>10}\n", "target", "layer", "schedule", "compile",
+             "object");
+  double total_seconds = 0;
+  const auto reports = padfold::compile_bundle(model, opt, [&](const padfold::KernelReport& r) {
+    fmt::print("{:<34} {:<24} {:<22} {:>8.2f}s {:>8.1f}KB\n", r.target, r.layer, r.schedule,
+               r.compile_seconds, static_cast<double>(r.object_bytes) / 1024.0);
+    total_seconds += r.compile_seconds;
+  });
+  fmt::print("{} kernels in {:.1f}s; bundle written to {} (manifest.json, padfold_{}.cmake)\n",
+             reports.size(), total_seconds, a.out, padfold::c_identifier(model.name));
+}
+
+}  // namespace
+
+void add_compile_command(CLI::App& app) {
+  auto args = std::make_shared<CompileArgs>();
+  CLI::App* cmd = app.add_subcommand("compile",
+                                     "Generate ahead-of-time kernels for every layer of a spec.\n"
+                                     "Example: padfold compile examples/tiny.json -o out/tiny "
+                                     "--target host,x86-64-linux-avx2-fma");
+  cmd->add_option("spec", args->spec, "layer spec (JSON)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-o,--out", args->out, "bundle directory to write")->required();
+  cmd->add_option("--target", args->targets,
+                  "comma-separated Halide targets, best first: host, x86-64-linux-avx2-fma, "
+                  "x86-64-linux-avx512_skylake, arm-64-linux, arm-32-linux ...")
+      ->capture_default_str();
+  cmd->add_option("--schedules", args->schedules,
+                  "JSON file: {layer: {schedule parameter: value}} overriding the defaults");
+  cmd->add_flag("--emit-stmt", args->emit_stmt,
+                "also write each kernel's lowered Halide statement (<target>/<layer>.stmt)");
+  cmd->callback([args] { run_compile(*args); });
+}

@@ -1,0 +1,26 @@
+// Runs one layer both ways, for tests: padfold's Halide kernel (JIT-compiled with the same
+// algorithm and schedule that `padfold compile` emits) and the naive reference, on the same random
+// data in [-1, 1].
+#pragma once
+
+#include <string>
+
+#include "reference/reference.h"
+#include "spec.h"
+
+namespace padfold::testing {
+
+struct LayerData {
+  ref::Tensor input, weights, bias;  // in the layer's own layouts (as the kernel takes them)
+};
+
+LayerData random_data(const Layer& layer, unsigned seed);
+
+// The reference output in the layer's output layout.
+ref::Tensor reference_output(const Layer& layer, const LayerData& data);
+
+// padfold's output, JIT-compiled for `target` ("host" or a Halide target string).
+ref::Tensor kernel_output(const Layer& layer, const LayerData& data,
+                          const std::string& target = "host");
+
+}  // namespace padfold::testing

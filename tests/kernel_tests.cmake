@@ -1,0 +1,7 @@
+add_library(padfold_kernel_testing STATIC kernel_cases.cpp kernel_runner.cpp)
+target_include_directories(padfold_kernel_testing PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(padfold_kernel_testing PUBLIC padfold_reference padfold_bundle)
+
+add_executable(kernels_test kernels_test.cpp)
+target_link_libraries(kernels_test PRIVATE padfold_kernel_testing GTest::gtest_main)
+gtest_discover_tests(kernels_test DISCOVERY_TIMEOUT 60 PROPERTIES LABELS kernels)
