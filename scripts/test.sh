@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs the whole default test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh -DPADFOLD_BUILD_TESTS=ON
+cd build
+ctest -j "$(nproc)" --output-on-failure --timeout 900
