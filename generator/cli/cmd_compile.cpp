@@ -47,12 +47,16 @@ void run_compile(const CompileArgs& a) {
     if (!known)
       throw std::runtime_error(a.schedules + ": layer '" + layer + "' is not in " + a.spec);
   }
-  fmt::print("{:<34} {:<24} {:<22} {:>9} {:>10}\n", "target", "layer", "schedule", "compile",
-             "object");
   double total_seconds = 0;
+  std::string current_target;
   const auto reports = padfold::compile_bundle(model, opt, [&](const padfold::KernelReport& r) {
-    fmt::print("{:<34} {:<24} {:<22} {:>8.2f}s {:>8.1f}KB\n", r.target, r.layer, r.schedule,
-               r.compile_seconds, static_cast<double>(r.object_bytes) / 1024.0);
+    if (r.target != current_target) {
+      current_target = r.target;
+      fmt::print("target {}\n  {:<24} {:<22} {:>9} {:>10}\n", r.target, "layer", "schedule",
+                 "compile", "object");
+    }
+    fmt::print("  {:<24} {:<22} {:>8.2f}s {:>8.1f}KB\n", r.layer, r.schedule, r.compile_seconds,
+               static_cast<double>(r.object_bytes) / 1024.0);
     total_seconds += r.compile_seconds;
   });
   fmt::print("{} kernels in {:.1f}s; bundle written to {} (manifest.json, padfold_{}.cmake)\n",
