@@ -49,8 +49,7 @@ std::vector<Expr> weight_args(const WeightLayout& layout, int dims, Expr o, Expr
     } else if (*it == 'I') {
       args.push_back(i);
     } else {
-      // Spatial letters are the last `dims` of "DHW", outermost first.
-      const int outer_index = static_cast<int>(std::string("DHW").find(*it)) - (3 - dims);
+      const int outer_index = static_cast<int>(spatial_letters(dims).find(*it));
       args.push_back(k[axis_of(static_cast<size_t>(outer_index), static_cast<size_t>(dims))]);
     }
   }

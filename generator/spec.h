@@ -90,6 +90,9 @@ struct SpecError : std::runtime_error {
 Model load_spec(const std::string& path);
 Model parse_spec(const std::string& json_text, const std::string& file_label);
 
+// "W", "HW" or "DHW": the spatial axis letters of a 1-3 dimensional layer, outermost first.
+std::string spatial_letters(int dims);
+
 std::string to_string(Op op);
 std::string to_string(Activation act);
 

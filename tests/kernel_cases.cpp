@@ -27,12 +27,12 @@ const char* kConventions[] = {"valid",      "same_upper", "same_lower", "torch_s
 const char* kBorders[] = {"zeros", "constant", "reflect", "symmetric", "replicate", "circular"};
 
 std::string layout_name(int dims, bool channels_last) {
-  const std::string sp = std::string("DHW").substr(3 - dims);
+  const std::string sp = spatial_letters(dims);
   return channels_last ? "N" + sp + "C" : "NC" + sp;
 }
 
 std::string weight_layout(int dims, bool channels_last, bool transposed) {
-  const std::string sp = std::string("DHW").substr(3 - dims);
+  const std::string sp = spatial_letters(dims);
   if (transposed) return channels_last ? sp + "OI" : "IO" + sp;
   return channels_last ? sp + "IO" : "OI" + sp;
 }

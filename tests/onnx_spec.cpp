@@ -1,5 +1,7 @@
 #include "onnx_spec.h"
 
+#include "spec.h"
+
 namespace padfold::onnx_test {
 
 using json = nlohmann::json;
@@ -7,10 +9,6 @@ using json = nlohmann::json;
 namespace {
 
 constexpr int kOnnxFloat = 1;
-
-std::string spatial(size_t dims) {
-  return std::string("DHW").substr(3 - dims);
-}
 
 json padding(const NodeTest& t, size_t dims) {
   const std::string auto_pad = t.get_string("auto_pad", "NOTSET");
@@ -30,7 +28,7 @@ json layer_spec(const NodeTest& t, const std::string& name) {
   const std::string dims_s = std::to_string(dims) + "d";
   json L = {{"name", name},
             {"input_shape", X.shape},
-            {"layout", "NC" + spatial(dims)},
+            {"layout", "NC" + spatial_letters(static_cast<int>(dims))},
             {"stride", t.get_ints("strides", std::vector<int64_t>(dims, 1))},
             {"padding", padding(t, dims)}};
   if (t.op_type == "Conv" || t.op_type == "ConvTranspose") {
@@ -42,7 +40,7 @@ json layer_spec(const NodeTest& t, const std::string& name) {
     L["dilation"] = t.get_ints("dilations", std::vector<int64_t>(dims, 1));
     L["groups"] = group;
     L["bias"] = t.inputs.size() > 2;
-    L["weight_layout"] = (transposed ? "IO" : "OI") + spatial(dims);
+    L["weight_layout"] = (transposed ? "IO" : "OI") + spatial_letters(static_cast<int>(dims));
     L["out_channels"] = transposed ? W.shape[1] * group : W.shape[0];
     if (transposed) {
       if (t.has("output_padding")) L["output_padding"] = t.get_ints("output_padding");
