@@ -19,10 +19,6 @@ ref::Tensor random_tensor(std::vector<int64_t> shape, std::mt19937& rng) {
   return t;
 }
 
-std::string spatial_letters(int dims) {
-  return std::string("DHW").substr(3 - dims);
-}
-
 ref::BorderKind border_kind(Border b) {
   switch (b) {
     case Border::Zeros:
