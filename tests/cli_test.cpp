@@ -170,4 +170,40 @@ TEST(CliCheck, BadSpecFails) {
   EXPECT_TRUE(has(missing.out, "/nonexistent.json: cannot open")) << missing.out;
 }
 
+TEST(CliCompile, WritesBundleAndReportsEachKernel) {
+  const std::string out = testing::TempDir() + "padfold_cli_bundle";
+  const Result r = run(std::string("compile ") + PADFOLD_EXAMPLES_DIR + "/tiny.json -o " + out +
+                       " --target x86-64-linux-avx2-fma");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "target x86-64-linux-avx2-fma")) << r.out;
+  for (const char* layer : {"stem", "dw", "pool", "avg"}) EXPECT_TRUE(has(r.out, layer)) << r.out;
+  EXPECT_TRUE(has(r.out, "4 kernels in")) << r.out;
+  std::ifstream manifest(out + "/manifest.json");
+  ASSERT_TRUE(manifest) << "no manifest.json";
+  const json m = json::parse(manifest);
+  EXPECT_EQ(m.at("format_version"), 1);
+  EXPECT_EQ(m.at("targets").size(), 1u);
+  EXPECT_EQ(m.at("kernels").size(), 4u);
+  EXPECT_EQ(m.at("kernels")[0].at("buffers")[0].at("shape"), json({1, 7, 7, 3}));
+}
+
+TEST(CliCompile, ErrorsNameWhatIsWrong) {
+  const std::string tiny = std::string(PADFOLD_EXAMPLES_DIR) + "/tiny.json";
+  const std::string out = testing::TempDir() + "padfold_cli_bad";
+  const Result target = run("compile " + tiny + " -o " + out + " --target x86-64-lnux", true);
+  EXPECT_EQ(target.status, 1);
+  EXPECT_TRUE(has(target.out, "unknown target 'x86-64-lnux'")) << target.out;
+
+  const std::string sched = testing::TempDir() + "padfold_sched.json";
+  std::ofstream(sched) << R"({"nosuchlayer": {"tile_x": 2}})";
+  const Result layer = run("compile " + tiny + " -o " + out + " --schedules " + sched, true);
+  EXPECT_EQ(layer.status, 1);
+  EXPECT_TRUE(has(layer.out, "layer 'nosuchlayer' is not in")) << layer.out;
+
+  std::ofstream(sched) << R"({"stem": {"tile_z": 2}})";
+  const Result param = run("compile " + tiny + " -o " + out + " --schedules " + sched, true);
+  EXPECT_EQ(param.status, 1);
+  EXPECT_TRUE(has(param.out, "layer 'stem': unknown schedule parameter 'tile_z'")) << param.out;
+}
+
 }  // namespace

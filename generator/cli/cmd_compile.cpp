@@ -6,6 +6,7 @@
 
 #include "bundle.h"
 #include "commands.h"
+#include "schedule.h"
 #include "spec.h"
 
 namespace {
@@ -46,6 +47,14 @@ void run_compile(const CompileArgs& a) {
     for (const auto& L : model.layers) known = known || L.name == layer;
     if (!known)
       throw std::runtime_error(a.schedules + ": layer '" + layer + "' is not in " + a.spec);
+    try {
+      padfold::ScheduleParams probe;
+      padfold::update_from_json(probe, params);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(
+          a.schedules + ": layer '" + layer + "': " + e.what() +
+          " (parameters: " + padfold::to_json(padfold::ScheduleParams{}).dump() + ")");
+    }
   }
   double total_seconds = 0;
   std::string current_target;
