@@ -195,17 +195,24 @@ Expr inside_padding(const Layer& L, const std::vector<Expr>& pos) {
   return ok;
 }
 
-void build_max_pool(Algorithm& a, const Layer& L) {
-  // Padded taps never win a max: zero padding means "excluded", as in ONNX and PyTorch.
-  const Border border = L.border == Border::Zeros ? Border::Constant : L.border;
-  const float value = L.border == Border::Zeros ? kNegInf : L.border_value;
+// One tap of a pooling window: the input seen through `border` at the window's tap positions
+// (returned in `pos`).
+Expr pool_tap(Algorithm& a, const Layer& L, Border border, float value, std::vector<Expr>& pos) {
   a.bordered = apply_border(a.input, L, border, value);
   a.r = make_rdom(L, 1);
   Expr rc;
   std::vector<Expr> rk;
   split_rdom(a.r, 1, rc, rk);
-  const std::vector<Expr> pos = tap_positions(a, L, rk);
-  const Expr x = a.bordered(tensor_args(L.layout, a.c, pos, a.n));
+  pos = tap_positions(a, L, rk);
+  return a.bordered(tensor_args(L.layout, a.c, pos, a.n));
+}
+
+void build_max_pool(Algorithm& a, const Layer& L) {
+  // Padded taps never win a max: zero padding means "excluded", as in ONNX and PyTorch.
+  const bool excluded = L.border == Border::Zeros;
+  std::vector<Expr> pos;
+  const Expr x = pool_tap(a, L, excluded ? Border::Constant : L.border,
+                          excluded ? kNegInf : L.border_value, pos);
   a.reduce(a.vars) = kNegInf;
   a.reduce(a.vars) = max(a.reduce(a.vars), select(inside_padding(L, pos), x, kNegInf));
 }
@@ -213,14 +220,9 @@ void build_max_pool(Algorithm& a, const Layer& L) {
 void build_avg_pool(Algorithm& a, const Layer& L) {
   const size_t D = L.in_spatial.size();
   // Without count_include_pad only real taps are summed, whatever the border mode.
-  const Border border = L.count_include_pad ? L.border : Border::Zeros;
-  a.bordered = apply_border(a.input, L, border, L.border_value);
-  a.r = make_rdom(L, 1);
-  Expr rc;
-  std::vector<Expr> rk;
-  split_rdom(a.r, 1, rc, rk);
-  const std::vector<Expr> pos = tap_positions(a, L, rk);
-  const Expr x = a.bordered(tensor_args(L.layout, a.c, pos, a.n));
+  std::vector<Expr> pos;
+  const Expr x =
+      pool_tap(a, L, L.count_include_pad ? L.border : Border::Zeros, L.border_value, pos);
   a.reduce(a.vars) = 0.f;
   a.reduce(a.vars) += select(inside_padding(L, pos), x, 0.f);
 
