@@ -13,6 +13,7 @@ packages=(
   libdnnl-dev                  # oneDNN: the benchmark peer
   python3-jsonschema           # validates example specs against the JSON Schema in tests
   qemu-user g++-aarch64-linux-gnu g++-arm-linux-gnueabihf  # embedded (cross) builds
+  g++-riscv64-linux-gnu        # embedded riscv-64-linux cross build (tests/embedded_*)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,32 @@
+/* Deterministic test data for padfold kernels, identical on every platform (integer arithmetic,
+ * exactly representable floats). Shared by the embedded example (main.c) and the host tests that
+ * check its output (tests/embedded_cross_test.cpp).
+ *
+ *   seed  = FNV-1a (32 bit) of "<layer>/<buffer>", e.g. "stem/weights"
+ *   state = state * 1664525 + 1013904223 (mod 2^32), once per element
+ *   value = ((state >> 8) - 2^23) / 2^23, in [-1, 1) with 24 significant bits */
+#ifndef PADFOLD_EXAMPLE_LCG_H
+#define PADFOLD_EXAMPLE_LCG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+static uint32_t pf_lcg_seed(const char* layer, const char* buffer) {
+  uint32_t h = 2166136261u;
+  const char* p;
+  for (p = layer; *p; p++) h = (h ^ (uint8_t)*p) * 16777619u;
+  h = (h ^ (uint8_t)'/') * 16777619u;
+  for (p = buffer; *p; p++) h = (h ^ (uint8_t)*p) * 16777619u;
+  return h;
+}
+
+static void pf_lcg_fill(float* x, size_t n, uint32_t seed) {
+  uint32_t s = seed;
+  size_t i;
+  for (i = 0; i < n; i++) {
+    s = s * 1664525u + 1013904223u;
+    x[i] = (float)((int32_t)(s >> 8) - 8388608) * (1.0f / 8388608.0f);
+  }
+}
+
+#endif
