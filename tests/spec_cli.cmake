@@ -21,3 +21,9 @@ gtest_discover_tests(cli_test)
 add_test(NAME spec_schema
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/schema_test.py
                  ${PADFOLD_REPO_DIR}/generator/spec.schema.json ${PADFOLD_REPO_DIR}/examples)
+
+# Random mutations of the examples: the parser rejects them cleanly or accepts valid ones.
+add_executable(spec_fuzz_test ${CMAKE_CURRENT_LIST_DIR}/spec_fuzz_test.cpp)
+target_link_libraries(spec_fuzz_test PRIVATE padfold_core GTest::gtest_main)
+target_compile_definitions(spec_fuzz_test PRIVATE PADFOLD_EXAMPLES_DIR="${PADFOLD_REPO_DIR}/examples")
+gtest_discover_tests(spec_fuzz_test)
