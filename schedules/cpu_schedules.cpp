@@ -2,7 +2,11 @@
 // is computed per tile with its accumulators vectorized and unrolled so they live in registers,
 // and rows are spread over threads. The border is read through the bounded input inline; since
 // every shape is fixed, Halide's loop partitioning peels the border tiles off and the interior
-// tiles run with no boundary tests.
+// tiles run with no boundary tests. Tiles that divide the output keep that partitioning possible
+// (fit_tiles), and unrolled kernel taps make the tap positions of the peeled border tiles
+// constant, so the taps that fall in the padding are dropped at compile time rather than
+// multiplied by zero. Data-dependent choices (tile reshaping, loop order for large weights,
+// threads over channel blocks for one-row outputs) are the only logic; the rest is the table.
 #include <algorithm>
 
 #include "schedule.h"
@@ -23,6 +27,32 @@ void split_tile(Func f, const Var& v, const Var& outer, const Var& inner, int fa
 
 int clamp_int(int64_t v, int lo, int64_t hi) {
   return static_cast<int>(std::max<int64_t>(lo, std::min<int64_t>(v, hi)));
+}
+
+// A tile size for an axis of `extent` near `preferred`: with fit_tiles, the size in
+// [preferred/2, 2*preferred] (at most `most`) computing the fewest points (a divisor of the extent
+// computes no overlap), ties to the size nearest `preferred`, larger first.
+int fit_tile(int preferred, int64_t extent, int most) {
+  int best = preferred;
+  int64_t best_total = (extent + preferred - 1) / preferred * preferred;
+  for (int t = std::max(1, preferred / 2); t <= std::min<int64_t>(2 * preferred, extent); ++t) {
+    if (t > most) break;
+    const int64_t total = (extent + t - 1) / t * t;
+    const int distance = std::abs(t - preferred), best_distance = std::abs(best - preferred);
+    if (total < best_total || (total == best_total && (distance < best_distance ||
+                                                       (distance == best_distance && t > best)))) {
+      best = t;
+      best_total = total;
+    }
+  }
+  return best;
+}
+
+// The largest divisor of `extent` that is at most `most`.
+int divisor_at_most(int64_t extent, int most) {
+  for (int d = std::min<int64_t>(most, extent); d > 1; --d)
+    if (extent % d == 0) return d;
+  return 1;
 }
 
 struct Tile {
@@ -57,8 +87,38 @@ void apply_schedule(Algorithm& a, const ScheduleParams& p, const Target& target)
   if (lanes < natural) lanes = 1;
   const int accumulators = std::max(1, p.channel_vectors) * std::max(1, p.tile_x);
   int vectors = clamp_int(cl ? p.channel_vectors : p.tile_x, 1, vec_extent / lanes);
-  const int unroll = clamp_int(accumulators / vectors, 1, unr_extent);
-  const int ty = D >= 2 ? clamp_int(p.tile_y, 1, Y) : 1;
+  int unroll = clamp_int(accumulators / vectors, 1, unr_extent);
+  int ty = D >= 2 ? clamp_int(p.tile_y, 1, Y) : 1;
+  if (p.fit_tiles) {
+    // A tile that does not divide its axis recomputes an overlap (ShiftInwards), and on an axis
+    // with padding it also keeps Halide from peeling the border tiles off (every tile then tests
+    // the border): such tiles are reshaped within the accumulator budget to divide the axis.
+    // Rows may only shrink, the unrolled axis may change within the budget left by the vectors;
+    // then a tile left well short of the budget (small outputs) gets more vectors, then rows.
+    const int budget = accumulators * std::max(1, ty);
+    auto needs_fit = [&](int tile, int64_t extent, bool padded) {
+      if (extent % tile == 0) return false;
+      const double computed = static_cast<double>((extent + tile - 1) / tile * tile);
+      return padded || computed > 1.05 * static_cast<double>(extent);
+    };
+    auto padded_axis = [&](int spatial_index) {  // 0 = innermost spatial axis
+      const AxisPads& ap = L.pads.axes[static_cast<size_t>(D - 1 - spatial_index)];
+      return ap.before > 0 || ap.after > 0;
+    };
+    if (D >= 2 && needs_fit(ty, Y, padded_axis(1))) ty = fit_tile(ty, Y, ty);
+    if (needs_fit(unroll, unr_extent, cl && padded_axis(0)))
+      unroll = fit_tile(unroll, unr_extent, std::max(1, budget / (ty * vectors)));
+    // Rows first: a tile spanning the whole of a small output makes every tap position a
+    // constant, so all the taps in the padding drop out.
+    if (D >= 2 && 2 * vectors * unroll * ty <= budget)
+      ty = std::max(ty, divisor_at_most(Y, std::max(1, budget / (vectors * unroll))));
+    if (2 * vectors * unroll * ty <= budget) {
+      const int want = std::max(1, budget / (unroll * ty));
+      const int64_t whole_vectors = vec_extent / lanes;
+      vectors = vec_extent % lanes == 0 ? std::max(1, divisor_at_most(whole_vectors, want))
+                                        : clamp_int(want, 1, whole_vectors);
+    }
+  }
   const int vec_tile = vectors * lanes;
 
   Tile t;
@@ -70,39 +130,92 @@ void apply_schedule(Algorithm& a, const ScheduleParams& p, const Target& target)
     split_tile(out, a.spatial[1], t.y_outer, t.y_inner, ty, Y);
     order.push_back(t.y_inner);
   }
-  // Tile loops, innermost first: the vectorized block, then the unrolled block, then rows.
-  order.push_back(t.vec_outer);
-  order.push_back(t.unr_outer);
+  // Tile loops, innermost first: the vectorized block, then the unrolled block, then rows; with
+  // channels_outer the channel block loop goes outside the pixel loops.
+  const Var chan_outer = cl ? t.vec_outer : t.unr_outer;
+  const Var pix_outer = cl ? t.unr_outer : t.vec_outer;
+  int64_t weight_bytes = 0;
+  if (L.has_weights()) {
+    weight_bytes = 4;
+    for (int64_t e : L.weight_shape()) weight_bytes *= e;
+  }
+  const bool channels_outer =
+      p.channels_outer_kb > 0 && weight_bytes > int64_t{1024} * p.channels_outer_kb;
+  if (channels_outer) {
+    order.push_back(pix_outer);
+  } else {
+    order.push_back(t.vec_outer);
+    order.push_back(t.unr_outer);
+  }
   if (D >= 2) order.push_back(t.y_outer);
   for (int j = 2; j < D; ++j) order.push_back(a.spatial[j]);
+  if (channels_outer) order.push_back(chan_outer);
   order.push_back(a.n);
   out.reorder(order);
   out.vectorize(t.vec_inner, lanes);
 
   // Accumulators: one register tile, computed per tile of the output.
-  a.reduce.compute_at(out, t.vec_outer);
+  const Var innermost_tile = channels_outer ? pix_outer : t.vec_outer;
+  a.reduce.compute_at(out, innermost_tile);
   std::vector<VarOrRVar> inner{vec_var, unr_var};
   if (D >= 2) inner.push_back(a.spatial[1]);
   a.reduce.vectorize(vec_var, lanes).unroll(vec_var).unroll(unr_var);
   if (D >= 2) a.reduce.unroll(a.spatial[1]);
   auto update = a.reduce.update();
+
+  // The reduction: input channels (when the RDom has them) and kernel taps, innermost first.
+  const int first_tap = a.r.dimensions() - D;
+  const bool has_rc = first_tap > 0;
+  std::vector<VarOrRVar> channel_loops, tap_loops;
+  if (has_rc) {
+    const int64_t rc_extent = L.in_channels / L.groups;  // only convolutions reduce channels
+    const int f = p.unroll_channels > 1 ? divisor_at_most(rc_extent, p.unroll_channels) : 1;
+    if (f > 1 && f < rc_extent) {
+      RVar rco("rco"), rci("rci");
+      update.split(a.r[0], rco, rci, f);
+      channel_loops = {rci, rco};
+      update.unroll(rci);
+    } else {
+      channel_loops = {a.r[0]};
+      if (f > 1) update.unroll(a.r[0]);
+    }
+  }
+  for (int i = first_tap; i < a.r.dimensions(); ++i) tap_loops.push_back(a.r[i]);
   std::vector<VarOrRVar> update_order = inner;
-  for (int i = 0; i < a.r.dimensions(); ++i) update_order.push_back(a.r[i]);
+  const auto& first = p.taps_inner ? tap_loops : channel_loops;
+  const auto& second = p.taps_inner ? channel_loops : tap_loops;
+  update_order.insert(update_order.end(), first.begin(), first.end());
+  update_order.insert(update_order.end(), second.begin(), second.end());
   for (int j = 2; j < D; ++j) update_order.push_back(a.spatial[j]);
   update_order.push_back(a.n);
   update.reorder(update_order).vectorize(vec_var, lanes).unroll(vec_var).unroll(unr_var);
   if (D >= 2) update.unroll(a.spatial[1]);
-  // The innermost kernel tap (the RDom's first spatial variable) is unrolled when short.
-  const int first_tap = a.r.dimensions() - D;
-  const int64_t taps = L.kernel[D - 1];
-  if (p.unroll_taps > 0 && taps <= p.unroll_taps && taps > 1) update.unroll(a.r[first_tap]);
+  // Short kernel axes are unrolled: the innermost one (the RDom's first spatial variable) up to
+  // unroll_taps, the others up to unroll_taps_outer, all of them on outputs of at most
+  // unroll_taps_rows rows. Unrolled taps make the border conditions of border tiles constant, so
+  // Halide drops the taps that fall in the padding.
+  const bool small_output = p.unroll_taps_rows > 0 && Y <= p.unroll_taps_rows;
+  for (int j = 0; j < D; ++j) {
+    const int64_t taps = L.kernel[D - 1 - j];
+    const int limit = j == 0 ? p.unroll_taps : p.unroll_taps_outer;
+    if (taps > 1 && (small_output || (limit > 0 && taps <= limit)))
+      update.unroll(a.r[first_tap + j]);
+  }
 
-  if (!p.inline_border) a.bordered.compute_at(out, t.vec_outer);
+  if (!p.inline_border) a.bordered.compute_at(out, innermost_tile);
 
-  // Threads over rows (the outermost spatial tile loop), fused with batch.
+  // Threads over rows (the outermost spatial tile loop); over channel blocks instead when they are
+  // the outer loop, or when the output is a single row of tiles.
   if (p.rows_per_task > 0) {
-    const Var rows = D >= 2 ? t.y_outer : t.unr_outer;
-    out.parallel(rows, p.rows_per_task > 1 ? p.rows_per_task : 1);
+    const int64_t row_tiles = D >= 2 ? (Y + ty - 1) / ty : (unr_extent + unroll - 1) / unroll;
+    const int64_t channel_tiles =
+        cl ? (vec_extent + vec_tile - 1) / vec_tile : (unr_extent + unroll - 1) / unroll;
+    if ((channels_outer && p.parallel_channels) || (row_tiles < 2 && channel_tiles >= 2)) {
+      out.parallel(chan_outer);
+    } else {
+      const Var rows = D >= 2 ? t.y_outer : t.unr_outer;
+      out.parallel(rows, p.rows_per_task > 1 ? p.rows_per_task : 1);
+    }
   }
 }
 

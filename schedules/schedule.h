@@ -24,6 +24,21 @@ struct ScheduleParams {
   int rows_per_task = 1;      // output rows per parallel task (0 = no parallelism)
   int unroll_taps = 0;        // unroll the innermost kernel axis when it has at most this many taps
   bool inline_border = true;  // read the border through the bounded input inline (no staging)
+  // The defaults below keep the shape above; the rows of cpu_table.cpp turn them on.
+  int unroll_taps_outer = 0;  // unroll the outer kernel axes (H, D) up to this many taps
+  int unroll_taps_rows = 0;   // unroll every kernel axis when the output has at most this many
+                              // rows (small outputs, where the border rows are a large share)
+  int unroll_channels = 0;    // unroll the input-channel reduction by this factor (a divisor of
+                              // the channel count; all of it when the count is at most this)
+  bool taps_inner = false;    // reduction order: kernel taps inside input channels (default:
+                              // input channels innermost, weights read as a stream)
+  bool fit_tiles = false;     // reshape tile_x/tile_y within the accumulator budget to divide the
+                              // output, instead of recomputing an overlap (see cpu_schedules.cpp)
+  int channels_outer_kb = 0;  // when the weights exceed this many KiB (0 = never), channel blocks
+                              // are the outermost tile loop, so each block's weights stay in
+                              // cache across all pixels
+  bool parallel_channels = false;  // with channel blocks outermost, threads over them (one task
+                                   // per block) instead of over rows
 };
 
 TargetFamily target_family(const Halide::Target& target);
