@@ -32,10 +32,10 @@
 //                   [--max-other-load 0.3] [--min-probe 0.85] [--retries 5] [--retry-wait 10]
 //                   [--settle 0.01]
 // A layer is timed again (up to --retries times, --retry-wait seconds apart) while other processes
-// used more than --max-other-load cores during its timing, or, at several threads, while a probe
-// of plain arithmetic on that many threads (just before and after the timing) got less than
-// --min-probe x as many cores (other tenants of the virtual machine's host take cores without
-// showing in /proc/stat). Both are reported per row.
+// used more than --max-other-load cores during its timing, or while a probe of plain arithmetic
+// (just before and after the timing) ran at less than --min-probe of its best speed on one thread
+// or, at several threads, got less than --min-probe x as many cores: other tenants of the virtual
+// machine's host slow or take cores without showing in /proc/stat. All are reported per row.
 #include <omp.h>
 #include <unistd.h>
 
@@ -332,7 +332,13 @@ double spin_work(int64_t iterations) {
   return sum;
 }
 
-double capacity(int n) {
+struct Probe {
+  double speed = 1;  // one thread's speed against the fastest seen in this run (<= 1)
+  double cores = 1;  // cores' worth of arithmetic n threads got
+};
+
+Probe probe(int n) {
+  static double fastest = 1e9;  // seconds for the work on one thread, best seen
   const int64_t kIterations = static_cast<int64_t>(400000 * probe_start);  // about 1.5 ms
   auto run = [&](int threads) {
     std::vector<std::thread> pool;
@@ -351,9 +357,13 @@ double capacity(int n) {
   double one = 1e9, many = 1e9;
   for (int rep = 0; rep < 3; ++rep) {
     one = std::min(one, run(1));
-    many = std::min(many, run(n));
+    if (n > 1) many = std::min(many, run(n));
   }
-  return n * one / many;
+  fastest = std::min(fastest, one);
+  Probe p;
+  p.speed = fastest / one;
+  p.cores = n > 1 ? n * one / many : 1.0;
+  return p;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -420,8 +430,9 @@ struct Row {
   bool asym = false, depthwise = false;
   double pf = NAN, dnnl = NAN, padconv = NAN, pre = NAN, blocked = NAN;  // ms
   std::string dnnl_impl, blocked_impl;
-  double other_load = 0;  // cores used by other processes while this row was timed
-  double capacity = 1;    // cores' worth of arithmetic the threads got (probe), before/after
+  double other_load = 0;   // cores used by other processes while this row was timed
+  double probe_speed = 1;  // probe: one thread's speed against its best in the run
+  double capacity = 1;     // probe: cores' worth of arithmetic the threads got
 };
 
 std::string fmt(const char* f, double v) {
@@ -527,6 +538,7 @@ int main(int argc, char** argv) {
   if (pf_bundle_open(bundle_dir.c_str(), nullptr, &bundle, err, sizeof err) != PF_OK)
     fail(std::string("pf_bundle_open: ") + err);
 
+  for (int i = 0; i < 10; ++i) probe(1);  // the single-thread probe's best, for reference
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream strm(eng);
   const std::vector<std::string> only_names = parse_names(only);
@@ -647,26 +659,31 @@ int main(int argc, char** argv) {
         // max_other_load cores, or (several threads) while the probe found less than min_probe x n
         // cores' worth of arithmetic before or after the timing: on a shared 2-core machine
         // either distorts the times, the 2-thread ones especially.
-        double load = 0, cap = n;
+        double load = 0;
+        Probe seen;
         for (int attempt = 0;; ++attempt) {
           for (Method* m : methods) m->samples.clear(), m->total = 0;
-          const double cap_before = n > 1 ? capacity(n) : 1.0;
+          const Probe first = probe(n);
           const CpuSnapshot before = cpu_snapshot();
           time_methods(methods, min_time, settle);
           load = other_load(before, cpu_snapshot());
-          cap = std::min(cap_before, n > 1 ? capacity(n) : 1.0);
-          const bool ok = load <= max_other_load && (n == 1 || cap >= min_probe * n);
+          const Probe last = probe(n);
+          seen.speed = std::min(first.speed, last.speed);
+          seen.cores = std::min(first.cores, last.cores);
+          const bool ok = load <= max_other_load && seen.speed >= min_probe &&
+                          (n == 1 || seen.cores >= min_probe * n);
           if (ok || attempt >= retries) break;
           std::fprintf(stderr,
-                       "%s %dT: other processes used %.2f cores, %d threads got %.2f cores; "
-                       "timing again in %g s\n",
-                       L.name.c_str(), n, load, n, cap, retry_wait);
+                       "%s %dT: other processes used %.2f cores; probe: one thread at %.2f of "
+                       "its best, %d threads got %.2f cores; timing again in %g s\n",
+                       L.name.c_str(), n, load, seen.speed, n, seen.cores, retry_wait);
           std::this_thread::sleep_for(std::chrono::duration<double>(retry_wait));
         }
 
         Row r;
         r.other_load = load;
-        r.capacity = cap;
+        r.probe_speed = seen.speed;
+        r.capacity = seen.cores;
         r.name = L.name;
         r.kind = kind_of(L);
         r.pads = L.pads();
@@ -684,11 +701,11 @@ int main(int argc, char** argv) {
         r.dnnl_impl = dn.impl;
         std::fprintf(stderr,
                      "%-20s %dT  padfold %8.4f ms %6.1f GF/s | oneDNN %8.4f ms %6.1f GF/s (%s) | "
-                     "ratio %.2f | pad+conv %s | tax %s | blocked %s | probe %.2f\n",
+                     "ratio %.2f | pad+conv %s | tax %s | blocked %s | probe %.2f/%.2f\n",
                      r.name.c_str(), n, r.pf, gflops(r.mflop, r.pf), r.dnnl,
                      gflops(r.mflop, r.dnnl), r.dnnl_impl.c_str(), r.dnnl / r.pf,
                      fmt("%.4f", r.padconv).c_str(), fmt("%.3f", r.pf / r.pre).c_str(),
-                     fmt("%.4f", r.blocked).c_str(), r.capacity);
+                     fmt("%.4f", r.blocked).c_str(), r.probe_speed, r.capacity);
         rows[t].push_back(r);
       }
     }
@@ -719,11 +736,13 @@ int main(int argc, char** argv) {
      << "); min time per method and layer " << min_time << " s.\n\n";
   md << "Speed ratios are time(peer) / time(padfold): above 1 means padfold is faster. "
         "Border tax = time(padfold SAME kernel) / time(padfold `_prepadded` VALID kernel). "
-        "Other load: cores used by other processes while the row was timed. Probe cores (2+ "
-        "threads): the cores' worth of plain arithmetic that many threads got just before and "
-        "after the row (the smaller). A row is timed again, up to "
+        "Other load: cores used by other processes while the row was timed. Probes, just before "
+        "and after each row (the smaller is shown): speed = one thread's plain arithmetic "
+        "against its best in this run; cores (2+ threads) = the cores' worth of arithmetic that "
+        "many threads got. A row is timed again, up to "
      << retries << " times, while other load exceeds " << max_other_load
-     << " or probe cores are below " << min_probe << " x the thread count.\n\n";
+     << ", probe speed is below " << min_probe << " or probe cores below " << min_probe
+     << " x the thread count.\n\n";
 
   const size_t t1 = 0;
   for (size_t t = 0; t < threads.size(); ++t) {
@@ -732,12 +751,12 @@ int main(int argc, char** argv) {
           "padfold/oneDNN | pad+conv ms | padfold/pad+conv | border tax |";
     if (with_blocked) md << " oneDNN blocked ms | padfold/blocked |";
     if (t != t1) md << " padfold " << threads[t] << "T/1T | oneDNN " << threads[t] << "T/1T |";
-    md << " other load |";
+    md << " other load | probe speed |";
     if (t != t1) md << " probe cores |";
     md << "\n|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|";
     if (with_blocked) md << "---:|---:|";
     if (t != t1) md << "---:|---:|";
-    md << "---:|";
+    md << "---:|---:|";
     if (t != t1) md << "---:|";
     md << "\n";
     for (size_t i = 0; i < rows[t].size(); ++i) {
@@ -754,7 +773,7 @@ int main(int argc, char** argv) {
         const Row& r1 = rows[t1][i];
         md << " " << fmt("%.2f", r1.pf / r.pf) << " | " << fmt("%.2f", r1.dnnl / r.dnnl) << " |";
       }
-      md << " " << fmt("%.2f", r.other_load) << " |";
+      md << " " << fmt("%.2f", r.other_load) << " | " << fmt("%.2f", r.probe_speed) << " |";
       if (t != t1) md << " " << fmt("%.2f", r.capacity) << " |";
       md << "\n";
     }

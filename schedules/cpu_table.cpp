@@ -52,16 +52,17 @@ ScheduleParams row(int lanes, int channel_vectors, int tile_x, int tile_y, int r
 //             (resnet_3x3 with 16-column tiles on 56 columns: 82 instead of 118 GFLOP/s).
 //  dense      one channel vector x 16 columns (14 after fitting 56/28): one weight vector per 14
 //             broadcast FMAs streams 4x less weight data from L2 than 4x4 tiles (the 590 KB of
-//             resnet_3x3_s2_same: 91 -> 110 GFLOP/s); small outputs grow the tile to the whole
+//             resnet_3x3_s2_same: 109 -> 114 GFLOP/s); small outputs grow the tile to the whole
 //             image (seed_even_k4_s2: 4x4 pixels). All taps unrolled: border tiles then have
-//             constant tap positions and Halide drops the taps in the padding (seed: 121 -> 166).
+//             constant tap positions and Halide drops the taps in the padding (seed: 125 -> 175).
 //  stem       3 input channels: the taps are the long reduction, so they go innermost and the
-//             channels are unrolled (resnet_stem +5%).
+//             channels are unrolled (resnet_stem +1-5%).
 //  pointwise  weights above 1 MiB (effnet_head_pw: 1.6 MB, more than L2): channel blocks
 //             outermost, so each block's weights stay in cache over all pixels, and threads over
-//             the blocks (its 7 rows split 4/3 over 2 threads); 90 -> 112 GFLOP/s.
+//             the blocks (its 7 rows split 4/3 over 2 threads); 98 -> 113 GFLOP/s.
 //  depthwise  small tiles over two rows; 3x3 kernels fully unrolled, 5x5 only on small outputs
-//             (unrolling the rows of 5x5 taps on 28x28 costs the SAME kernel 5% against VALID).
+//             (unrolling the rows of 5x5 taps on 28x28 costs the SAME kernel 5% against VALID;
+//             on the 7x7 effnet_dw5_s2_b it drops the padding: 46 -> 106 GFLOP/s with kFit).
 // AVX2 and generic (SSE4.1) rows take the same structure with their own tile budgets (spot-checked
 // on this machine); NEON rows are unchanged: they cannot be timed or run here.
 const std::map<Key, ScheduleParams>& table() {
