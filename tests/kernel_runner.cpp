@@ -107,10 +107,13 @@ ref::Tensor reference_output(const Layer& L, const LayerData& d) {
   return L.layout.channels_last ? ref::to_channels_last(y) : y;
 }
 
-ref::Tensor kernel_output(const Layer& L, const LayerData& d, const std::string& target_name) {
+ref::Tensor kernel_output(const Layer& L, const LayerData& d, const std::string& target_name,
+                          const nlohmann::json& schedule) {
   const Halide::Target target(resolve_target(target_name));
   Algorithm a = build_algorithm(L);
-  apply_schedule(a, default_schedule(L, target), target);
+  ScheduleParams params = default_schedule(L, target);
+  update_from_json(params, schedule);
+  apply_schedule(a, params, target);
   a.input.set(as_buffer(d.input));
   if (L.has_weights()) a.weights.set(as_buffer(d.weights));
   if (L.bias) a.bias.set(as_buffer(d.bias));

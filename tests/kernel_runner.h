@@ -3,6 +3,7 @@
 // data in [-1, 1].
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "reference/reference.h"
@@ -19,8 +20,10 @@ LayerData random_data(const Layer& layer, unsigned seed);
 // The reference output in the layer's output layout.
 ref::Tensor reference_output(const Layer& layer, const LayerData& data);
 
-// padfold's output, JIT-compiled for `target` ("host" or a Halide target string).
+// padfold's output, JIT-compiled for `target` ("host" or a Halide target string) with the default
+// schedule, overridden by `schedule` (ScheduleParams fields as JSON).
 ref::Tensor kernel_output(const Layer& layer, const LayerData& data,
-                          const std::string& target = "host");
+                          const std::string& target = "host",
+                          const nlohmann::json& schedule = nlohmann::json::object());
 
 }  // namespace padfold::testing

@@ -1,5 +1,5 @@
-// Every op x padding convention x border mode x layout x target family, element-wise against the naive reference
-// (double accumulation, no Halide) on random data in [-1, 1].
+// Every op x padding convention x border mode x layout x target family, element-wise against the
+// naive reference (double accumulation, no Halide) on random data in [-1, 1].
 //
 // Tolerance: |padfold - reference| <= 1e-5 * (taps per output + 1) * max(|reference|, 1), i.e.
 // float32 rounding growing with the length of each dot product, relative to the output's size.
@@ -23,9 +23,12 @@ int64_t taps_per_output(const Layer& L) {
 struct TargetCase {
   std::string target;
   KernelCase layer;
+  nlohmann::json schedule = nlohmann::json::object();  // overrides of the default schedule
 };
 
-void PrintTo(const TargetCase& c, std::ostream* os) { *os << c.target << "/" << c.layer.name; }
+void PrintTo(const TargetCase& c, std::ostream* os) {
+  *os << c.target << "/" << c.layer.name << " " << c.schedule.dump();
+}
 
 class KernelVsReference : public ::testing::TestWithParam<TargetCase> {};
 
@@ -36,13 +39,14 @@ TEST_P(KernelVsReference, MatchesElementwise) {
   const LayerData data = random_data(L, 1234);
   ASSERT_GT(ref::max_abs(data.input), 0.1) << "inputs must not be all zeros";
   const ref::Tensor expected = reference_output(L, data);
-  const ref::Tensor actual = kernel_output(L, data, GetParam().target);
+  const ref::Tensor actual = kernel_output(L, data, GetParam().target, GetParam().schedule);
   ASSERT_EQ(actual.shape, expected.shape);
   const double scale = std::max(ref::max_abs(expected), 1.0);
   const double tol = 1e-5 * static_cast<double>(taps_per_output(L) + 1) * scale;
   for (size_t i = 0; i < expected.data.size(); ++i)
     ASSERT_NEAR(actual.data[i], expected.data[i], tol)
-        << "element " << i << " of " << expected.data.size() << "\nspec: " << c.spec;
+        << "element " << i << " of " << expected.data.size() << "\nspec: " << c.spec
+        << "\nschedule overrides: " << GetParam().schedule.dump();
 }
 
 // Each target family's schedules (AVX-512 on this host, AVX2, and the generic SSE4.1 fallback) on
@@ -53,16 +57,38 @@ std::vector<TargetCase> cases_for(const std::string& target, unsigned seed) {
   return out;
 }
 
+// The schedule options the default rows turn on only for some shapes, forced on for a quarter of
+// the cases each, so every option is checked on shapes the benchmark does not have.
+std::vector<TargetCase> option_cases() {
+  const char* options[] = {
+      R"({"fit_tiles": true})",      R"({"taps_inner": true})",
+      R"({"unroll_channels": 2})",   R"({"unroll_taps_outer": 5})",
+      R"({"unroll_taps_rows": 64})", R"({"channels_outer_kb": 1, "parallel_channels": true})",
+      R"({"channels_outer_kb": 1})", R"({"inline_border": false})"};
+  std::vector<TargetCase> out;
+  const std::vector<KernelCase> layers = make_kernel_cases(31337, 1);
+  for (size_t o = 0; o < std::size(options); ++o)
+    for (size_t i = o % 4; i < layers.size(); i += 4)
+      out.push_back({"host", layers[i], nlohmann::json::parse(options[o])});
+  return out;
+}
+
 std::string case_name(const ::testing::TestParamInfo<TargetCase>& info) {
   return info.param.layer.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Host, KernelVsReference,
-                         ::testing::ValuesIn(cases_for("host", 20261130)), case_name);
+std::string option_case_name(const ::testing::TestParamInfo<TargetCase>& info) {
+  return info.param.layer.name + "_option" + std::to_string(info.index);
+}
+
+INSTANTIATE_TEST_SUITE_P(Host, KernelVsReference, ::testing::ValuesIn(cases_for("host", 20261130)),
+                         case_name);
 INSTANTIATE_TEST_SUITE_P(Avx2, KernelVsReference,
                          ::testing::ValuesIn(cases_for("x86-64-linux-avx2-fma", 7)), case_name);
 INSTANTIATE_TEST_SUITE_P(Generic, KernelVsReference,
                          ::testing::ValuesIn(cases_for("x86-64-linux-sse41", 99)), case_name);
+INSTANTIATE_TEST_SUITE_P(Options, KernelVsReference, ::testing::ValuesIn(option_cases()),
+                         option_case_name);
 
 }  // namespace
 }  // namespace padfold::testing
