@@ -1,6 +1,7 @@
 // Runs the padfold binary and checks what it prints.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -156,7 +157,7 @@ TEST(CliCheck, Table) {
 }
 
 TEST(CliCheck, BadSpecFails) {
-  const std::string path = testing::TempDir() + "padfold_bad_spec.json";
+  const std::string path = testing::TempDir() + std::to_string(getpid()) + "_padfold_bad_spec.json";
   std::ofstream(path) << R"({"model": "m", "layers": [{"name": "c", "op": "conv2d",
     "input_shape": [1, 3, 8, 8], "out_channels": 4, "kernel": 3, "strides": 2}]})";
   const Result r = run("check " + path, true);
@@ -171,7 +172,7 @@ TEST(CliCheck, BadSpecFails) {
 }
 
 TEST(CliCompile, WritesBundleAndReportsEachKernel) {
-  const std::string out = testing::TempDir() + "padfold_cli_bundle";
+  const std::string out = testing::TempDir() + std::to_string(getpid()) + "_padfold_cli_bundle";
   const Result r = run(std::string("compile ") + PADFOLD_EXAMPLES_DIR + "/tiny.json -o " + out +
                        " --target x86-64-linux-avx2-fma");
   ASSERT_EQ(r.status, 0) << r.out;
@@ -189,12 +190,12 @@ TEST(CliCompile, WritesBundleAndReportsEachKernel) {
 
 TEST(CliCompile, ErrorsNameWhatIsWrong) {
   const std::string tiny = std::string(PADFOLD_EXAMPLES_DIR) + "/tiny.json";
-  const std::string out = testing::TempDir() + "padfold_cli_bad";
+  const std::string out = testing::TempDir() + std::to_string(getpid()) + "_padfold_cli_bad";
   const Result target = run("compile " + tiny + " -o " + out + " --target x86-64-lnux", true);
   EXPECT_EQ(target.status, 1);
   EXPECT_TRUE(has(target.out, "unknown target 'x86-64-lnux'")) << target.out;
 
-  const std::string sched = testing::TempDir() + "padfold_sched.json";
+  const std::string sched = testing::TempDir() + std::to_string(getpid()) + "_padfold_sched.json";
   std::ofstream(sched) << R"({"nosuchlayer": {"tile_x": 2}})";
   const Result layer = run("compile " + tiny + " -o " + out + " --schedules " + sched, true);
   EXPECT_EQ(layer.status, 1);

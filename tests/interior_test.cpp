@@ -2,6 +2,7 @@
 // --emit-stmt` writes, the innermost reduction loops of the interior contain no boundary test
 // (no select), while the border strips do; and each kernel's object stays small.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -52,7 +53,9 @@ class Interior : public ::testing::Test {
     spec["layers"][0]["name"] = name;
     const Model model = parse_spec(spec.dump(), "interior_test");
     CompileOptions opt;
-    opt.out_dir = (fs::temp_directory_path() / ("padfold_interior_" + name)).string();
+    opt.out_dir =
+        (fs::temp_directory_path() / ("padfold_interior_" + name + "_" + std::to_string(getpid())))
+            .string();
     fs::remove_all(opt.out_dir);
     opt.targets = {"x86-64-linux-avx2-fma"};
     opt.emit_stmt = true;
@@ -64,6 +67,7 @@ class Interior : public ::testing::Test {
     std::stringstream ss;
     ss << f.rdbuf();
     loops_ = classify_reduction_loops(ss.str());
+    fs::remove_all(opt.out_dir);
   }
   InnermostLoops loops_;
   int64_t object_bytes_ = 0;

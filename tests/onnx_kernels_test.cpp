@@ -7,6 +7,7 @@
 // other dtypes, see spec_test), and the Indices output of MaxPool-with-argmax (padfold does not
 // produce indices; output 0 is checked).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -44,18 +45,25 @@ class OnnxKernels : public ::testing::TestWithParam<std::string> {
     const nlohmann::json spec = {{"model", "onnx_nodes"}, {"layers", layers}};
     model = parse_spec(spec.dump(), "onnx node tests");
     CompileOptions opt;
-    opt.out_dir = (fs::temp_directory_path() / "padfold_onnx_bundle").string();
+    opt.out_dir =
+        (fs::temp_directory_path() / ("padfold_onnx_bundle_" + std::to_string(getpid()))).string();
     fs::remove_all(opt.out_dir);
+    dir_ = opt.out_dir;
     opt.targets = {"host"};
     compile_bundle(model, opt);
     char err[PF_ERRLEN];
     ASSERT_EQ(pf_bundle_open(opt.out_dir.c_str(), nullptr, &bundle_, err, sizeof err), PF_OK)
         << err;
   }
-  static void TearDownTestSuite() { pf_bundle_close(bundle_); }
+  static void TearDownTestSuite() {
+    pf_bundle_close(bundle_);
+    fs::remove_all(dir_);
+  }
   static pf_bundle* bundle_;
+  static std::string dir_;
 };
 pf_bundle* OnnxKernels::bundle_ = nullptr;
+std::string OnnxKernels::dir_;
 
 TEST(OnnxKernelsData, Installed) {
   EXPECT_GE(float_node_tests().size(), 40u)
