@@ -25,15 +25,16 @@ std::string axis_name(size_t i) {
 }
 
 void check_axis(const AxisParams& a, size_t i) {
-  auto require = [&](int64_t v, const char* what) {
+  auto require = [&](int64_t v, const char* what, const char* field) {
     if (v <= 0)
-      throw PaddingError(axis_name(i) + ": " + what + " must be a positive integer, got " +
-                         std::to_string(v));
+      throw PaddingError(
+          axis_name(i) + ": " + what + " must be a positive integer, got " + std::to_string(v),
+          field);
   };
-  require(a.input, "input size");
-  require(a.kernel, "kernel size");
-  require(a.stride, "stride");
-  require(a.dilation, "dilation");
+  require(a.input, "input size", "input_shape");
+  require(a.kernel, "kernel size", "kernel");
+  require(a.stride, "stride", "stride");
+  require(a.dilation, "dilation", "dilation");
 }
 
 // Splits a total pad; `extra_before` puts the odd pixel first.
@@ -204,11 +205,12 @@ Resolved resolve_forward(const PaddingSpec& spec, const std::vector<AxisParams>&
     const int64_t padded = a.input + p.before + p.after;
     if (padded < ke)
       throw PaddingError(axis_name(i) + ": the effective kernel (" + std::to_string(ke) +
-                         ") is larger than the padded input (" + std::to_string(a.input) + " + " +
-                         std::to_string(p.before) + " + " + std::to_string(p.after) + " = " +
-                         std::to_string(padded) +
-                         "); use a smaller kernel or dilation, or more "
-                         "padding");
+                             ") is larger than the padded input (" + std::to_string(a.input) +
+                             " + " + std::to_string(p.before) + " + " + std::to_string(p.after) +
+                             " = " + std::to_string(padded) +
+                             "); use a smaller kernel or dilation, or more "
+                             "padding",
+                         "kernel");
     if (ceil_mode) {
       p.output = ceil_div(padded - ke, a.stride) + 1;
       // The last window must start inside the input or the left padding (PyTorch rule).
@@ -227,12 +229,14 @@ Resolved resolve_transposed(const PaddingSpec& spec, const std::vector<AxisParam
                             const std::optional<std::vector<int64_t>>& output_shape) {
   if (!output_padding.empty() && output_padding.size() != axes.size())
     throw PaddingError("output_padding has " + std::to_string(output_padding.size()) +
-                       " values; expected one per spatial dim (" + std::to_string(axes.size()) +
-                       ")");
+                           " values; expected one per spatial dim (" + std::to_string(axes.size()) +
+                           ")",
+                       "output_padding");
   if (output_shape && output_shape->size() != axes.size())
     throw PaddingError("output_shape has " + std::to_string(output_shape->size()) +
-                       " values; expected one per spatial dim (" + std::to_string(axes.size()) +
-                       ")");
+                           " values; expected one per spatial dim (" + std::to_string(axes.size()) +
+                           ")",
+                       "output_shape");
   const bool auto_same = spec.mode == PadMode::SameUpper || spec.mode == PadMode::SameLower;
   if (!auto_same && spec.mode != PadMode::Explicit && spec.mode != PadMode::Valid)
     throw PaddingError(
@@ -247,8 +251,9 @@ Resolved resolve_transposed(const PaddingSpec& spec, const std::vector<AxisParam
     const int64_t op = output_padding.empty() ? 0 : output_padding[i];
     if (op < 0 || op >= std::max(a.stride, a.dilation))
       throw PaddingError(axis_name(i) + ": output_padding " + std::to_string(op) +
-                         " must be >= 0 and smaller than the stride or the dilation (" +
-                         std::to_string(std::max(a.stride, a.dilation)) + ")");
+                             " must be >= 0 and smaller than the stride or the dilation (" +
+                             std::to_string(std::max(a.stride, a.dilation)) + ")",
+                         "output_padding");
     const int64_t full = a.stride * (a.input - 1) + op + effective_kernel(a);
     AxisPads p;
     if (output_shape || auto_same) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace padfold {
@@ -29,8 +30,12 @@ struct PaddingSpec {
 };
 
 // Raised for any request that cannot be resolved; the message says what is wrong and what is valid.
+// `field` names the layer-spec field at fault (padding, kernel, stride, dilation, input_shape,
+// output_padding, output_shape), so callers can point at it without parsing the message.
 struct PaddingError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit PaddingError(const std::string& message, std::string field_name = "padding")
+      : std::runtime_error(message), field(std::move(field_name)) {}
+  std::string field;
 };
 
 // One spatial axis of a layer.

@@ -213,20 +213,6 @@ bool valid_weight_layout(const std::string& order, int dims) {
 }
 
 // The padding module names the quantity it rejects; map that back to the spec field.
-std::string field_of(const PaddingError& e) {
-  const std::string m = e.what();
-  if (m.find("must be a positive integer") != std::string::npos) {
-    if (m.find("kernel size") != std::string::npos) return "kernel";
-    if (m.find("input size") != std::string::npos) return "input_shape";
-    if (m.find(": stride") != std::string::npos) return "stride";
-    if (m.find(": dilation") != std::string::npos) return "dilation";
-  }
-  if (m.find("effective kernel") != std::string::npos) return "kernel";
-  if (m.find("output_padding") != std::string::npos) return "output_padding";
-  if (m.find("output_shape") != std::string::npos) return "output_shape";
-  return "padding";
-}
-
 struct Defaults {
   std::optional<std::string> layout, weight_layout;
   json dtype, border;  // null when not given
@@ -643,7 +629,7 @@ class Parser {
       else
         l.pads = resolve_forward(l.padding, axes, l.ceil_mode);
     } catch (const PaddingError& e) {
-      c.fail(field_of(e), e.what());
+      c.fail(e.field, e.what());
     }
     if (l.op == Op::ConvTranspose && l.border != Border::Zeros)
       c.fail("border", fmt::format("'{}' on a {} layer", to_string(l.border), l.op_name),

@@ -61,10 +61,10 @@ void run_compile(const CompileArgs& a) {
   const auto reports = padfold::compile_bundle(model, opt, [&](const padfold::KernelReport& r) {
     if (r.target != current_target) {
       current_target = r.target;
-      fmt::print("target {}\n  {:<24} {:<22} {:>9} {:>10}\n", r.target, "layer", "schedule",
+      fmt::print("target {}\n  {:<30} {:<22} {:>9} {:>10}\n", r.target, "layer", "schedule",
                  "compile", "object");
     }
-    fmt::print("  {:<24} {:<22} {:>8.2f}s {:>8.1f}KB\n", r.layer, r.schedule, r.compile_seconds,
+    fmt::print("  {:<30} {:<22} {:>8.2f}s {:>8.1f}KB\n", r.layer, r.schedule, r.compile_seconds,
                static_cast<double>(r.object_bytes) / 1024.0);
     total_seconds += r.compile_seconds;
   });
