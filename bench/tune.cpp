@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "algorithm.h"
-#include "bundle.h"
-#include "schedule.h"
+#include "lower.h"
 #include "spec.h"
+#include "target.h"
 
 namespace {
 
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   }
   if (params.empty()) params.push_back("{}");
   const padfold::Model model = padfold::load_spec(spec_path);
-  const Halide::Target target(padfold::resolve_target(target_name));
+  const Halide::Target target = padfold::resolve_target(target_name);
   bool ok = true;
   for (const padfold::Layer& L : model.layers) {
     if (!layer_names.empty() &&
@@ -97,8 +97,7 @@ int main(int argc, char** argv) {
     // (so that noise from a shared machine hits them alike) and report medians.
     struct Variant {
       std::string json, name;
-      Halide::Pipeline pipe;
-      padfold::Algorithm alg;
+      padfold::Kernel kernel;
       std::vector<double> samples;
       double total = 0, compile_s = 0, diff = 0;
     };
@@ -107,18 +106,15 @@ int main(int argc, char** argv) {
     for (size_t v = 0; v < params.size(); ++v) {
       Variant& V = variants[v];
       V.json = params[v];
-      V.alg = padfold::build_algorithm(L);
-      padfold::ScheduleParams p = padfold::default_schedule(L, target);
-      padfold::update_from_json(p, nlohmann::json::parse(V.json));
-      V.name = p.name;
-      padfold::apply_schedule(V.alg, p, target);
-      V.alg.input.set(in);
-      if (L.has_weights()) V.alg.weights.set(w);
-      V.pipe = Halide::Pipeline(V.alg.output);
+      V.kernel = padfold::lower(
+          L, target, padfold::requested_schedule(L, target, nlohmann::json::parse(V.json)));
+      V.name = V.kernel.schedule.name;
+      V.kernel.algorithm.input.set(in);
+      if (L.has_weights()) V.kernel.algorithm.weights.set(w);
       const auto c0 = Clock::now();
-      V.pipe.compile_jit(target);
+      V.kernel.pipeline.compile_jit(target);
       V.compile_s = std::chrono::duration<double>(Clock::now() - c0).count();
-      V.pipe.realize(out, target);
+      V.kernel.pipeline.realize(out, target);
       if (!first.defined()) {
         first = out.copy();
       } else {
@@ -129,7 +125,7 @@ int main(int argc, char** argv) {
         });
         V.diff /= std::max(scale, 1e-30);
       }
-      for (int i = 0; i < 3; ++i) V.pipe.realize(out, target);
+      for (int i = 0; i < 3; ++i) V.kernel.pipeline.realize(out, target);
     }
     bool done = false;
     while (!done) {
@@ -140,7 +136,7 @@ int main(int argc, char** argv) {
         const auto b0 = Clock::now();
         do {
           const double t0 = now(cpu_time);
-          V.pipe.realize(out, target);
+          V.kernel.pipeline.realize(out, target);
           const double dt = now(cpu_time) - t0;
           V.samples.push_back(dt);
           V.total += dt;

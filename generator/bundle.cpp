@@ -1,17 +1,24 @@
 #include "bundle.h"
 
 #include <Halide.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <kainjow/mustache.hpp>
 #include <sstream>
+#include <thread>
 
-#include "algorithm.h"
+#include "bundle_dir.h"
+#include "lower.h"
 #include "padfold_templates.h"
-#include "schedule.h"
+#include "process.h"
+#include "target.h"
 
 namespace padfold {
 
@@ -56,18 +63,6 @@ const char* role_enum(const std::string& name) {
   return "PF_ROLE_OUTPUT";
 }
 
-// Halide's feature names, for the runtime's CPU check.
-std::vector<std::string> feature_names(const Halide::Target& t) {
-  std::vector<std::string> names;
-  std::stringstream ss(t.to_string());
-  std::string part;
-  int index = 0;
-  while (std::getline(ss, part, '-')) {
-    if (index++ >= 3 && part != "no_runtime") names.push_back(part);
-  }
-  return names;
-}
-
 std::string arch_name(const Halide::Target& t) {
   switch (t.arch) {
     case Halide::Target::X86:
@@ -83,9 +78,9 @@ std::string arch_name(const Halide::Target& t) {
 
 // The C compiler that can link a shared library for `t` on this machine, or "" if none.
 std::string linker_for(const Halide::Target& t) {
-  const Halide::Target host = Halide::get_host_target();
+  const Halide::Target cpu = Halide::get_host_target();
   std::string cc;
-  if (t.arch == host.arch && t.bits == host.bits && t.os == host.os)
+  if (t.arch == cpu.arch && t.bits == cpu.bits && t.os == cpu.os)
     cc = "cc";
   else if (t.arch == Halide::Target::ARM && t.bits == 64 && t.os == Halide::Target::Linux)
     cc = "aarch64-linux-gnu-gcc";
@@ -93,137 +88,167 @@ std::string linker_for(const Halide::Target& t) {
     cc = "arm-linux-gnueabihf-gcc";
   else if (t.arch == Halide::Target::RISCV && t.os == Halide::Target::Linux)
     cc = "riscv64-linux-gnu-gcc";
-  if (cc.empty()) return "";
-  return std::system(("command -v " + cc + " >/dev/null 2>&1").c_str()) == 0 ? cc : "";
+  return !cc.empty() && program_on_path(cc) ? cc : "";
 }
 
-void run_command(const std::string& cmd, const std::string& what) {
-  if (std::system(cmd.c_str()) != 0)
-    throw std::runtime_error(what + " failed; command was: " + cmd);
-}
+// --- fault injection (tests only) ---------------------------------------------------------------
 
-// Copies the C runtime (sources, headers and its CMakeLists.txt) into the bundle.
-void copy_runtime(const fs::path& from, const fs::path& to) {
-  fs::create_directories(to);
-  fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-}
-
-struct TargetOutput {
-  json manifest;
-  std::vector<KernelReport> reports;
+struct InjectedFault {
+  std::string kind;  // sigfpe, sigsegv, abort, hang
+  bool every = false;
 };
 
-TargetOutput compile_target(const Model& model, const std::string& target_name,
-                            const CompileOptions& opt,
-                            const std::function<void(const KernelReport&)>& progress) {
-  const Halide::Target target(target_name);
-  const Halide::Target kernel_target = target.with_feature(Halide::Target::NoRuntime);
-  const std::string dir_name = target.to_string();
-  const fs::path dir = fs::path(opt.out_dir) / dir_name;
-  const fs::path obj_dir = dir / "obj";
-  fs::create_directories(obj_dir);
-  const std::string model_id = c_identifier(model.name);
-
-  TargetOutput result;
-  std::vector<std::string> objects;
-  kainjow::mustache::list kernels;
-  for (const Layer& L : model.layers) {
-    const auto start = std::chrono::steady_clock::now();
-    Algorithm alg = build_algorithm(L);
-    ScheduleParams params = default_schedule(L, target);
-    if (opt.schedule_overrides.contains(L.name))
-      update_from_json(params, opt.schedule_overrides.at(L.name));
-    apply_schedule(alg, params, target);
-    const std::string fn = kernel_function_name(model, L);
-    Halide::Pipeline pipeline(alg.output);
-    std::map<OutputFileType, std::string> outputs{
-        {OutputFileType::object, (obj_dir / (fn + ".o")).string()},
-        {OutputFileType::c_header, (fs::path(opt.out_dir) / "include" / (fn + ".h")).string()}};
-    if (opt.emit_stmt) outputs[OutputFileType::stmt] = (dir / (L.name + ".stmt")).string();
-    try {
-      pipeline.compile_to(outputs, alg.arguments(), fn, kernel_target);
-    } catch (const Halide::CompileError& e) {
-      throw std::runtime_error("target " + dir_name + ", layer '" + L.name +
-                               "': Halide could not compile the kernel: " + e.what());
-    }
-    objects.push_back(outputs[OutputFileType::object]);
-
-    KernelReport rep;
-    rep.target = dir_name;
-    rep.layer = L.name;
-    rep.schedule = params.name;
-    rep.compile_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    rep.object_bytes = static_cast<int64_t>(fs::file_size(objects.back()));
-    if (progress) progress(rep);
-    result.reports.push_back(rep);
-
-    kainjow::mustache::list buffers;
-    for (const BufferInfo& b : buffer_infos(L)) {
-      kainjow::mustache::object o{
-          {"name", b.name},           {"role", role_enum(b.name)},
-          {"layout", b.layout},       {"rank", std::to_string(b.shape.size())},
-          {"shape", joined(b.shape)}, {"strides", joined(dense_strides(b.shape))}};
-      buffers.push_back(o);
-    }
-    kainjow::mustache::object k{{"layer", L.name},
-                                {"function", fn},
-                                {"op", L.op_name},
-                                {"num_buffers", std::to_string(buffers.size())},
-                                {"buffers", buffers}};
-    kernels.push_back(k);
-    result.manifest["schedules"][L.name] = to_json(params);
+std::map<std::string, InjectedFault> injected_faults() {
+  std::map<std::string, InjectedFault> faults;
+  const char* spec = std::getenv(kInjectFaultVariable);
+  std::stringstream items(spec ? spec : "");
+  for (std::string item; std::getline(items, item, ',');) {
+    std::vector<std::string> parts;
+    std::stringstream ss(item);
+    for (std::string p; std::getline(ss, p, ':');) parts.push_back(p);
+    if (parts.empty() || parts[0].empty()) continue;
+    InjectedFault f{parts.size() > 1 ? parts[1] : "sigfpe",
+                    parts.size() > 2 && parts[2] == "every"};
+    static const char* kinds[] = {"sigfpe", "sigsegv", "abort", "hang"};
+    if (std::find(std::begin(kinds), std::end(kinds), f.kind) == std::end(kinds))
+      throw std::runtime_error(std::string(kInjectFaultVariable) + ": unknown fault '" + f.kind +
+                               "' (expected sigfpe, sigsegv, abort or hang)");
+    faults[parts[0]] = f;
   }
-
-  const std::string lib = "libpadfold_" + model_id + ".a";
-  Halide::create_static_library(objects, target, (dir / lib).string());
-  Halide::compile_standalone_runtime(
-      {{OutputFileType::static_library, (dir / "halide_runtime.a").string()}}, target);
-
-  const std::string registry_symbol = "padfold_registry_" + model_id;
-  kainjow::mustache::data data;
-  data.set("version", PADFOLD_VERSION);
-  data.set("spec", model.file);
-  data.set("target", dir_name);
-  data.set("model", model_id);
-  data.set("registry_symbol", registry_symbol);
-  data.set("num_kernels", std::to_string(model.layers.size()));
-  data.set("kernels", kernels);
-  write_file(dir / "registry.c", render(templates::registry_c, data));
-  write_file(dir / "bundle_entry.c", render(templates::bundle_entry_c, data));
-
-  json shared = nullptr;
-  const std::string cc = linker_for(target);
-  if (!cc.empty()) {
-    const std::string so = "libpadfold_" + model_id + ".so";
-    const fs::path inc = fs::path(opt.out_dir) / "include";
-    const fs::path rt_inc = fs::path(opt.out_dir) / "runtime" / "include";
-    run_command(cc + " -shared -fPIC -O2 -std=c99 -o '" + (dir / so).string() + "' -I'" +
-                    inc.string() + "' -I'" + rt_inc.string() + "' '" +
-                    (dir / "registry.c").string() + "' '" + (dir / "bundle_entry.c").string() +
-                    "' -Wl,--whole-archive '" + (dir / lib).string() +
-                    "' -Wl,--no-whole-archive '" + (dir / "halide_runtime.a").string() +
-                    "' -Wl,--exclude-libs,ALL -lpthread -ldl -lm",
-                "linking the shared library for " + dir_name);
-    shared = dir_name + "/" + so;
-  }
-  fs::remove_all(obj_dir);
-
-  result.manifest["target"] = dir_name;
-  result.manifest["arch"] = arch_name(target);
-  result.manifest["bits"] = target.bits;
-  result.manifest["os"] = target.os == Halide::Target::Linux ? "linux" : "other";
-  result.manifest["features"] = feature_names(target);
-  result.manifest["dir"] = dir_name;
-  result.manifest["static_library"] = dir_name + "/" + lib;
-  result.manifest["halide_runtime"] = dir_name + "/halide_runtime.a";
-  result.manifest["registry_source"] = dir_name + "/registry.c";
-  result.manifest["registry_symbol"] = registry_symbol;
-  result.manifest["shared_library"] = shared;
-  return result;
+  return faults;
 }
 
-json kernel_manifest(const Model& model, const Layer& L) {
+void raise_fault(const InjectedFault& f) {
+  if (f.kind == "hang")
+    for (;;) pause();
+  if (f.kind == "abort") std::abort();
+  raise(f.kind == "sigsegv" ? SIGSEGV : SIGFPE);
+}
+
+// --- kernels ------------------------------------------------------------------------------------
+
+struct TargetPlan {
+  Halide::Target target;
+  std::string name;  // the target string: directory name and manifest key
+  fs::path dir;
+};
+
+struct KernelTask {
+  const Layer* layer = nullptr;
+  size_t target = 0;  // index into the plans
+  ScheduleParams schedule;
+  bool fallback = false;
+  std::string fallback_from, fallback_reason;
+  WorkerResult result;
+};
+
+fs::path object_path(const TargetPlan& t, const std::string& fn) {
+  return t.dir / "obj" / (fn + ".o");
+}
+
+// What a compile worker does for one kernel: lower, then emit object, header and statement.
+void compile_kernel(const Model& model, const KernelTask& task, const TargetPlan& t,
+                    const fs::path& root, bool write_header, bool emit_stmt,
+                    const std::map<std::string, InjectedFault>& faults) {
+  const Layer& L = *task.layer;
+  const auto fault = faults.find(L.name);
+  if (fault != faults.end() && (!task.fallback || fault->second.every)) raise_fault(fault->second);
+  const std::string fn = kernel_function_name(model, L);
+  Kernel k = lower(L, t.target, task.schedule);
+  std::map<OutputFileType, std::string> outputs{
+      {OutputFileType::object, object_path(t, fn).string()}};
+  if (write_header) outputs[OutputFileType::c_header] = (root / "include" / (fn + ".h")).string();
+  if (emit_stmt) outputs[OutputFileType::stmt] = (t.dir / (L.name + ".stmt")).string();
+  k.pipeline.compile_to(outputs, k.arguments, fn, t.target.with_feature(Halide::Target::NoRuntime));
+}
+
+std::string task_label(const KernelTask& task, const TargetPlan& t) {
+  return "target " + t.name + ", layer '" + task.layer->name + "', schedule " + task.schedule.name;
+}
+
+// Compiles every kernel in workers; kernels whose tuned schedule fails are retried once with the
+// conservative schedule. Throws, naming each kernel that failed both ways.
+void compile_kernels(const Model& model, std::vector<KernelTask>& tasks,
+                     const std::vector<TargetPlan>& plans, const fs::path& root,
+                     const CompileOptions& opt,
+                     const std::function<void(const KernelTask&)>& on_compiled) {
+  const auto faults = injected_faults();
+  WorkerOptions wopt;
+  wopt.parallel = opt.jobs > 0 ? opt.jobs : default_parallel_jobs();
+  wopt.timeout_s = opt.kernel_timeout_s;
+  std::vector<size_t> pending(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) pending[i] = i;
+  for (int attempt = 0; attempt < 2 && !pending.empty(); ++attempt) {
+    std::vector<WorkerJob> jobs;
+    for (size_t i : pending) {
+      const KernelTask& task = tasks[i];
+      jobs.push_back({task_label(task, plans[task.target]), [&, i] {
+                        compile_kernel(model, tasks[i], plans[tasks[i].target], root,
+                                       tasks[i].target == 0, opt.emit_stmt, faults);
+                      }});
+    }
+    wopt.on_done = [&](size_t job, const WorkerResult& r) {
+      KernelTask& task = tasks[pending[job]];
+      task.result = r;
+      if (!r.output.empty())  // Halide's warnings, or a crash's last words
+        std::fprintf(stderr, "%s:\n%s", jobs[job].label.c_str(), r.output.c_str());
+      if (r.ok) on_compiled(task);
+    };
+    run_workers(jobs, wopt);
+    std::vector<size_t> failed;
+    for (size_t i : pending)
+      if (!tasks[i].result.ok) failed.push_back(i);
+    if (attempt == 0) {
+      for (size_t i : failed) {
+        KernelTask& task = tasks[i];
+        task.fallback_from = task.schedule.name;
+        task.fallback_reason = task.result.error;
+        task.schedule = conservative_schedule(*task.layer, plans[task.target].target);
+        task.fallback = true;
+      }
+    }
+    pending = failed;
+  }
+  if (pending.empty()) return;
+  std::string msg = std::to_string(pending.size()) + " kernel(s) failed to compile:";
+  for (size_t i : pending) {
+    const KernelTask& task = tasks[i];
+    msg += "\n  target " + plans[task.target].name + ", layer '" + task.layer->name +
+           "': schedule " + task.fallback_from + ": " + task.fallback_reason +
+           "; retried with schedule " + task.schedule.name + ": " + task.result.error;
+  }
+  throw std::runtime_error(msg);
+}
+
+// --- per-target libraries -----------------------------------------------------------------------
+
+// The kernels' static library and the target's Halide runtime (compiled in a worker too: it is
+// LLVM code generation like the kernels).
+void build_target_libraries(const std::vector<TargetPlan>& plans, const Model& model,
+                            const CompileOptions& opt) {
+  std::vector<WorkerJob> jobs;
+  for (const TargetPlan& t : plans) {
+    jobs.push_back({"target " + t.name + ": kernel library and Halide runtime", [&model, &t] {
+                      std::vector<std::string> objects;
+                      for (const Layer& L : model.layers)
+                        objects.push_back(object_path(t, kernel_function_name(model, L)).string());
+                      Halide::create_static_library(
+                          objects, t.target,
+                          (t.dir / ("libpadfold_" + c_identifier(model.name) + ".a")).string());
+                      Halide::compile_standalone_runtime(
+                          {{OutputFileType::static_library, (t.dir / "halide_runtime.a").string()}},
+                          t.target);
+                    }});
+  }
+  WorkerOptions wopt;
+  wopt.parallel = opt.jobs > 0 ? opt.jobs : default_parallel_jobs();
+  wopt.timeout_s = opt.kernel_timeout_s;
+  const std::vector<WorkerResult> results = run_workers(jobs, wopt);
+  for (size_t i = 0; i < results.size(); ++i)
+    if (!results[i].ok) throw std::runtime_error(jobs[i].label + ": " + results[i].error);
+}
+
+json kernel_buffers_json(const Layer& L) {
   json buffers = json::array();
   for (const BufferInfo& b : buffer_infos(L))
     buffers.push_back({{"name", b.name},
@@ -232,6 +257,87 @@ json kernel_manifest(const Model& model, const Layer& L) {
                        {"layout", b.layout},
                        {"shape", b.shape},
                        {"strides", dense_strides(b.shape)}});
+  return buffers;
+}
+
+kainjow::mustache::list registry_kernels(const Model& model) {
+  kainjow::mustache::list kernels;
+  for (const Layer& L : model.layers) {
+    kainjow::mustache::list buffers;
+    for (const BufferInfo& b : buffer_infos(L)) {
+      buffers.push_back(kainjow::mustache::object{{"name", b.name},
+                                                  {"role", role_enum(b.name)},
+                                                  {"layout", b.layout},
+                                                  {"rank", std::to_string(b.shape.size())},
+                                                  {"shape", joined(b.shape)},
+                                                  {"strides", joined(dense_strides(b.shape))}});
+    }
+    kernels.push_back(kainjow::mustache::object{{"layer", L.name},
+                                                {"function", kernel_function_name(model, L)},
+                                                {"op", L.op_name},
+                                                {"num_buffers", std::to_string(buffers.size())},
+                                                {"buffers", buffers}});
+  }
+  return kernels;
+}
+
+// registry.c, bundle_entry.c and (where a linker exists) the shared library; returns the target's
+// manifest entry.
+json finish_target(const TargetPlan& t, const Model& model, const fs::path& root,
+                   const std::vector<KernelTask>& tasks, size_t target_index) {
+  const std::string model_id = c_identifier(model.name);
+  const std::string lib = "libpadfold_" + model_id + ".a";
+  const std::string registry_symbol = "padfold_registry_" + model_id;
+  kainjow::mustache::data data;
+  data.set("version", PADFOLD_VERSION);
+  data.set("target", t.name);
+  data.set("model", model_id);
+  data.set("registry_symbol", registry_symbol);
+  data.set("num_kernels", std::to_string(model.layers.size()));
+  data.set("kernels", registry_kernels(model));
+  write_file(t.dir / "registry.c", render(templates::registry_c, data));
+  write_file(t.dir / "bundle_entry.c", render(templates::bundle_entry_c, data));
+
+  json shared = nullptr;
+  const std::string cc = linker_for(t.target);
+  if (!cc.empty()) {
+    const std::string so = "libpadfold_" + model_id + ".so";
+    run_program({cc, "-shared", "-fPIC", "-O2", "-std=c99", "-o", (t.dir / so).string(),
+                 "-I" + (root / "include").string(), "-I" + (root / "runtime" / "include").string(),
+                 (t.dir / "registry.c").string(), (t.dir / "bundle_entry.c").string(),
+                 "-Wl,--whole-archive", (t.dir / lib).string(), "-Wl,--no-whole-archive",
+                 (t.dir / "halide_runtime.a").string(), "-Wl,--exclude-libs,ALL", "-lpthread",
+                 "-ldl", "-lm"},
+                "linking the shared library for " + t.name);
+    shared = t.name + "/" + so;
+  }
+  fs::remove_all(t.dir / "obj");
+
+  json schedules = json::object();
+  for (const KernelTask& task : tasks) {
+    if (task.target != target_index) continue;
+    json s = to_json(task.schedule);
+    if (task.fallback)
+      s["fallback"] = {{"from", task.fallback_from}, {"reason", task.fallback_reason}};
+    schedules[task.layer->name] = s;
+  }
+  const std::string tune = tuning_name(t.target);
+  return {{"target", t.name},
+          {"arch", arch_name(t.target)},
+          {"bits", t.target.bits},
+          {"os", t.target.os == Halide::Target::Linux ? "linux" : "other"},
+          {"features", cpu_feature_names(t.target)},
+          {"tuned_for", tune.empty() ? json(nullptr) : json(tune)},
+          {"dir", t.name},
+          {"static_library", t.name + "/" + lib},
+          {"halide_runtime", t.name + "/halide_runtime.a"},
+          {"registry_source", t.name + "/registry.c"},
+          {"registry_symbol", registry_symbol},
+          {"shared_library", shared},
+          {"schedules", schedules}};
+}
+
+json kernel_manifest(const Model& model, const Layer& L) {
   json pads_before = json::array(), pads_after = json::array();
   for (const AxisPads& p : L.pads.axes) {
     pads_before.push_back(p.before);
@@ -240,11 +346,31 @@ json kernel_manifest(const Model& model, const Layer& L) {
   return {{"layer", L.name},
           {"function", kernel_function_name(model, L)},
           {"op", L.op_name},
-          {"buffers", buffers},
+          {"buffers", kernel_buffers_json(L)},
           {"pads_before", pads_before},
           {"pads_after", pads_after},
           {"border", to_string(L.border)},
           {"flops", L.flops()}};
+}
+
+void write_consumer_files(const Model& model, const std::vector<TargetPlan>& plans,
+                          const fs::path& root) {
+  const std::string model_id = c_identifier(model.name);
+  std::string umbrella = "/* Generated by padfold. Do not edit. */\n#pragma once\n";
+  for (const Layer& L : model.layers)
+    umbrella += "#include \"" + kernel_function_name(model, L) + ".h\"\n";
+  write_file(root / "include" / ("padfold_" + model_id + ".h"), umbrella);
+
+  kainjow::mustache::list target_list;
+  for (const TargetPlan& t : plans)
+    target_list.push_back(kainjow::mustache::object{{"dir", t.name}});
+  kainjow::mustache::data data;
+  data.set("version", PADFOLD_VERSION);
+  data.set("model", model_id);
+  data.set("targets", target_list);
+  data.set("static_library", "libpadfold_" + model_id + ".a");
+  data.set("halide_runtime", "halide_runtime.a");
+  write_file(root / ("padfold_" + model_id + ".cmake"), render(templates::consumer_cmake, data));
 }
 
 }  // namespace
@@ -260,72 +386,80 @@ std::string kernel_function_name(const Model& model, const Layer& layer) {
   return "pf_" + c_identifier(model.name) + "_" + layer.name;
 }
 
-std::string resolve_target(const std::string& name) {
-  Halide::Target t;
-  if (name == "host") {
-    t = Halide::get_host_target();
-  } else if (Halide::Target::validate_target_string(name)) {
-    t = Halide::Target(name);
-  } else {
-    throw std::runtime_error("unknown target '" + name +
-                             "'; expected 'host' or a Halide target "
-                             "such as x86-64-linux-avx2-fma, x86-64-linux-avx512_skylake, "
-                             "arm-64-linux, arm-32-linux (arch-bits-os[-feature...])");
-  }
-  if (t.has_gpu_feature())
-    throw std::runtime_error("target '" + name + "': GPU targets are not generated yet");
-  return t.without_feature(Halide::Target::NoRuntime).to_string();
-}
-
 std::vector<KernelReport> compile_bundle(const Model& model, const CompileOptions& opt,
                                          const std::function<void(const KernelReport&)>& progress) {
   if (opt.targets.empty()) throw std::runtime_error("no target given");
-  const fs::path out(opt.out_dir);
-  fs::create_directories(out / "include");
+  if (opt.out_dir.empty()) throw std::runtime_error("no output directory given");
+  for (const auto& [layer, params] : opt.schedule_overrides.items()) {
+    const auto it = std::find_if(model.layers.begin(), model.layers.end(),
+                                 [&](const Layer& L) { return L.name == layer; });
+    if (it == model.layers.end())
+      throw std::runtime_error("schedule overrides: layer '" + layer + "' is not in the model");
+  }
+  StagedDirectory staged(opt.out_dir);
+  const fs::path root = staged.path();
 
+  std::vector<TargetPlan> plans;
+  for (const std::string& name : opt.targets) {
+    const Halide::Target target = resolve_target(name);
+    const std::string dir = target.to_string();
+    if (std::any_of(plans.begin(), plans.end(), [&](const TargetPlan& p) { return p.name == dir; }))
+      continue;
+    plans.push_back({target, dir, root / dir});
+    fs::create_directories(root / dir / "obj");
+  }
+  fs::create_directories(root / "include");
   // The runtime sources and Halide's runtime header travel with the bundle, so it is
   // self-contained for embedded builds.
-  copy_runtime(PADFOLD_RUNTIME_DIR, out / "runtime");
-  fs::copy_file(PADFOLD_HALIDE_INCLUDE_DIR "/HalideRuntime.h", out / "include" / "HalideRuntime.h",
-                fs::copy_options::overwrite_existing);
+  fs::copy(PADFOLD_RUNTIME_DIR, root / "runtime", fs::copy_options::recursive);
+  fs::copy_file(PADFOLD_HALIDE_INCLUDE_DIR "/HalideRuntime.h",
+                root / "include" / "HalideRuntime.h");
 
-  json manifest = {{"format", "padfold-bundle"},
-                   {"format_version", kBundleFormatVersion},
-                   {"padfold_version", PADFOLD_VERSION},
-                   {"model", c_identifier(model.name)},
-                   {"spec", model.file},
-                   {"targets", json::array()},
-                   {"kernels", json::array()}};
-  std::vector<KernelReport> reports;
-  std::vector<std::string> seen;
-  kainjow::mustache::list target_list;
-  for (const std::string& name : opt.targets) {
-    const std::string resolved = resolve_target(name);
-    if (std::find(seen.begin(), seen.end(), resolved) != seen.end()) continue;
-    seen.push_back(resolved);
-    TargetOutput t = compile_target(model, resolved, opt, progress);
-    manifest["targets"].push_back(t.manifest);
-    reports.insert(reports.end(), t.reports.begin(), t.reports.end());
-    target_list.push_back(kainjow::mustache::object{{"dir", resolved}});
+  std::vector<KernelTask> tasks;
+  for (size_t t = 0; t < plans.size(); ++t) {
+    for (const Layer& L : model.layers) {
+      const json overrides = opt.schedule_overrides.contains(L.name)
+                                 ? opt.schedule_overrides.at(L.name)
+                                 : json::object();
+      KernelTask task;
+      task.layer = &L;
+      task.target = t;
+      task.schedule = requested_schedule(L, plans[t].target, overrides);
+      tasks.push_back(task);
+    }
   }
-  for (const Layer& L : model.layers) manifest["kernels"].push_back(kernel_manifest(model, L));
-  // Each kernel's header: one umbrella header includes them all.
-  std::string umbrella = "/* Generated by padfold. Do not edit. */\n#pragma once\n";
-  for (const Layer& L : model.layers)
-    umbrella += "#include \"" + kernel_function_name(model, L) + ".h\"\n";
-  write_file(out / "include" / ("padfold_" + c_identifier(model.name) + ".h"), umbrella);
-  write_file(out / "manifest.json", manifest.dump(2) + "\n");
+  std::vector<KernelReport> reports;
+  compile_kernels(model, tasks, plans, root, opt, [&](const KernelTask& task) {
+    const TargetPlan& t = plans[task.target];
+    KernelReport rep{t.name,
+                     task.layer->name,
+                     task.schedule.name,
+                     task.result.seconds,
+                     static_cast<int64_t>(
+                         fs::file_size(object_path(t, kernel_function_name(model, *task.layer)))),
+                     task.fallback_from,
+                     task.fallback_reason};
+    if (progress) progress(rep);
+    reports.push_back(rep);
+  });
+  build_target_libraries(plans, model, opt);
 
-  kainjow::mustache::data data;
-  data.set("version", PADFOLD_VERSION);
-  data.set("spec", model.file);
-  data.set("model", c_identifier(model.name));
-  data.set("targets", target_list);
-  data.set("static_library", "libpadfold_" + c_identifier(model.name) + ".a");
-  data.set("halide_runtime", "halide_runtime.a");
-  write_file(out / ("padfold_" + c_identifier(model.name) + ".cmake"),
-             render(templates::consumer_cmake, data));
-  return reports;
+  json manifest = {{"format", "padfold-bundle"},         {"format_version", kBundleFormatVersion},
+                   {"padfold_version", PADFOLD_VERSION}, {"model", c_identifier(model.name)},
+                   {"targets", json::array()},           {"kernels", json::array()}};
+  for (size_t t = 0; t < plans.size(); ++t)
+    manifest["targets"].push_back(finish_target(plans[t], model, root, tasks, t));
+  for (const Layer& L : model.layers) manifest["kernels"].push_back(kernel_manifest(model, L));
+  write_consumer_files(model, plans, root);
+  write_file(root / "manifest.json", manifest.dump(2) + "\n");
+  staged.commit();
+  // Reports in (target, layer) order, whatever order the workers finished in.
+  std::vector<KernelReport> ordered;
+  for (const TargetPlan& t : plans)
+    for (const Layer& L : model.layers)
+      for (const KernelReport& r : reports)
+        if (r.target == t.name && r.layer == L.name) ordered.push_back(r);
+  return ordered;
 }
 
 }  // namespace padfold

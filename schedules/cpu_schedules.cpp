@@ -81,10 +81,7 @@ void apply_schedule(Algorithm& a, const ScheduleParams& p, const Target& target)
   const int64_t vec_extent = cl ? C : X;
   const int64_t unr_extent = cl ? X : C;
 
-  // Vectors narrower than the target's native width trip Halide 14's load alignment pass on some
-  // shapes (a division by zero inside the compiler), so such short axes stay scalar.
   int lanes = clamp_int(lanes_wanted, 1, vec_extent);
-  if (lanes < natural) lanes = 1;
   const int accumulators = std::max(1, p.channel_vectors) * std::max(1, p.tile_x);
   int vectors = clamp_int(cl ? p.channel_vectors : p.tile_x, 1, vec_extent / lanes);
   int unroll = clamp_int(accumulators / vectors, 1, unr_extent);

@@ -12,7 +12,7 @@
 
 namespace padfold {
 
-enum class TargetFamily { X86Avx512, X86Avx2, ArmNeon, Generic };
+enum class TargetFamily { X86Avx512, X86Avx2, ArmNeon, RiscV, Generic };
 enum class OpClass { Dense, Stem, Pointwise, Depthwise, Pooling, Transposed };
 
 struct ScheduleParams {
@@ -48,6 +48,10 @@ std::string to_string(OpClass op_class);
 
 // The tuned defaults for a layer on a target (schedules/cpu_table.cpp).
 ScheduleParams default_schedule(const Layer& layer, const Halide::Target& target);
+
+// A schedule simple enough to compile where a tuned one made Halide crash or hang: scalar, one
+// output per tile, nothing unrolled ("<family>.conservative").
+ScheduleParams conservative_schedule(const Layer& layer, const Halide::Target& target);
 
 // Applies the schedule to the algorithm's Funcs (schedules/cpu_schedules.cpp).
 void apply_schedule(Algorithm& algorithm, const ScheduleParams& params,

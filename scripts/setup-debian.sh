@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package padfold needs to build, test and benchmark. Idempotent.
+# Installs everything padfold needs to build, test and benchmark on Debian 12. Idempotent.
+#   Debian packages: compilers, libraries, cross toolchains, oneDNN (benchmark peer).
+#   .venv/ (project-local, from PyPI): the Halide C++ SDK (the kernel compiler) and a CMake
+#   new enough for Halide's CMake package. Versions are pinned in scripts/requirements.txt.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 packages=(
-  build-essential cmake ninja-build pkg-config clang-format
-  libhalide14-0-dev            # Halide 14 (LLVM inside): the kernel compiler
+  build-essential ninja-build pkg-config clang-format
+  python3 python3-venv         # the project-local venv holding Halide and CMake
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev libonnx-testdata libprotobuf-dev   # ONNX node tests, read with protobuf
@@ -23,4 +27,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+# Debian's own Python (the wheel is built for CPython 3.11), not whatever python3 is first on PATH.
+venv=.venv
+if [ ! -x "$venv/bin/python" ]; then
+  /usr/bin/python3 -m venv "$venv"
+fi
+if ! cmp -s scripts/requirements.txt "$venv/.installed-requirements"; then
+  "$venv/bin/python" -m pip install --disable-pip-version-check -q -r scripts/requirements.txt
+  cp scripts/requirements.txt "$venv/.installed-requirements"
 fi

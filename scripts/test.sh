@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh -DPADFOLD_BUILD_TESTS=ON
 cd build
-ctest -j "$(nproc)" --output-on-failure --timeout 900
+../.venv/bin/ctest -j "$(nproc)" --output-on-failure --timeout 900

@@ -33,6 +33,7 @@ struct CrossArch {
   const char* qemu;           // qemu-user binary
   const char* compiler_package;  // Debian package of <triple>-gcc
   bool link_static;              // PADFOLD_EXAMPLE_STATIC: run without qemu -L
+  const char* qemu_cpu = "";     // qemu -cpu, when the default CPU lacks what the target needs
 };
 
 const CrossArch kArchs[] = {
@@ -40,9 +41,10 @@ const CrossArch kArchs[] = {
      false},
     // Halide's arm-32-linux is ARMv7-A + NEON (cortex-a9, VFPv3), hard-float ABI: Debian armhf.
     {"armhf", "arm-32-linux", "arm-linux-gnueabihf", "qemu-arm", "g++-arm-linux-gnueabihf", true},
-    // RV64GC, lp64d ABI (no vector extension).
-    {"riscv64", "riscv-64-linux", "riscv64-linux-gnu", "qemu-riscv64", "g++-riscv64-linux-gnu",
-     false},
+    // RV64GCV, lp64d ABI: Halide 21 generates RISC-V code only with the vector extension, so
+    // qemu emulates a CPU with 128-bit vectors.
+    {"riscv64", "riscv-64-linux-rvv-vector_bits_128", "riscv64-linux-gnu", "qemu-riscv64",
+     "g++-riscv64-linux-gnu", false, "rv64,v=true,vlen=128,vext_spec=v1.0"},
 };
 
 void PrintTo(const CrossArch& a, std::ostream* os) {
@@ -134,8 +136,9 @@ TEST_P(EmbeddedCross, StaticRegistryUnderQemuMatchesReference) {
     EXPECT_FALSE(contains(dyn, "NEEDED")) << dyn;
   }
 
-  const std::string qemu =
-      std::string(a.qemu) + (a.link_static ? "" : " -L " + shell_quote(sysroot.string()));
+  const std::string qemu = std::string(a.qemu) +
+                           (*a.qemu_cpu ? std::string(" -cpu ") + a.qemu_cpu : "") +
+                           (a.link_static ? "" : " -L " + shell_quote(sysroot.string()));
   std::string printed;
   ASSERT_TRUE(step("running the example under qemu",
                    qemu + " " + shell_quote(app.string()) + " " + shell_quote(out.string()),

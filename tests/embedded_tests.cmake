@@ -93,3 +93,10 @@ add_test(NAME embedded_spec_schema
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/schema_test.py
                  ${_pf_repo}/generator/spec.schema.json ${_pf_repo}/examples/embedded)
 set_tests_properties(embedded_spec_schema PROPERTIES LABELS embedded)
+
+# Compile workers: injected crashes and hangs, fallbacks, atomic bundle replacement; host override.
+add_executable(compile_worker_test ${CMAKE_CURRENT_LIST_DIR}/compile_worker_test.cpp)
+target_link_libraries(compile_worker_test PRIVATE padfold_kernel_testing padfold_runtime
+                                                  GTest::gtest_main)
+target_compile_definitions(compile_worker_test PRIVATE ${_pf_bundle_defs})
+gtest_discover_tests(compile_worker_test PROPERTIES LABELS bundle TIMEOUT 300)

@@ -1,12 +1,13 @@
 #include "kernel_runner.h"
 
 #include <Halide.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <random>
 
-#include "algorithm.h"
-#include "bundle.h"
-#include "schedule.h"
+#include "lower.h"
+#include "target.h"
 
 namespace padfold::testing {
 
@@ -109,18 +110,46 @@ ref::Tensor reference_output(const Layer& L, const LayerData& d) {
 
 ref::Tensor kernel_output(const Layer& L, const LayerData& d, const std::string& target_name,
                           const nlohmann::json& schedule) {
-  const Halide::Target target(resolve_target(target_name));
-  Algorithm a = build_algorithm(L);
-  ScheduleParams params = default_schedule(L, target);
-  update_from_json(params, schedule);
-  apply_schedule(a, params, target);
+  const Halide::Target target = resolve_target(target_name);
+  Kernel k = lower(L, target, requested_schedule(L, target, schedule));
+  Algorithm& a = k.algorithm;
   a.input.set(as_buffer(d.input));
   if (L.has_weights()) a.weights.set(as_buffer(d.weights));
   if (L.bias) a.bias.set(as_buffer(d.bias));
   ref::Tensor out(L.output_shape_full());
   Halide::Buffer<float> out_buf = as_buffer(out);
-  Halide::Pipeline(a.output).realize(out_buf, target);
+  k.pipeline.realize(out_buf, target);
   return out;
+}
+
+const std::vector<TargetFamilyCase>& cpu_target_families() {
+  static const std::vector<TargetFamilyCase> families = {
+      {"Avx512", "x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41", 5},
+      {"Avx2", "x86-64-linux-avx2-fma", 7},
+      {"Sse41", "x86-64-linux-sse41", 99},
+      {"Arm64", "arm-64-linux", 11},
+      {"Arm32", "arm-32-linux", 13},
+      {"RiscV64", "riscv-64-linux-rvv-vector_bits_128", 17},
+  };
+  return families;
+}
+
+bool runs_here(const std::string& target) {
+  return can_run_here(resolve_target(target));
+}
+
+int64_t compile_only(const Layer& L, const std::string& target_name,
+                     const nlohmann::json& schedule) {
+  namespace fs = std::filesystem;
+  const Halide::Target target = resolve_target(target_name);
+  Kernel k = lower(L, target, requested_schedule(L, target, schedule));
+  const fs::path obj =
+      fs::temp_directory_path() / ("padfold_compile_only_" + std::to_string(getpid()) + ".o");
+  k.pipeline.compile_to({{Halide::OutputFileType::object, obj.string()}}, k.arguments, "kernel",
+                        target.with_feature(Halide::Target::NoRuntime));
+  const auto bytes = static_cast<int64_t>(fs::file_size(obj));
+  fs::remove(obj);
+  return bytes;
 }
 
 }  // namespace padfold::testing

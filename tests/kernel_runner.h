@@ -26,4 +26,20 @@ ref::Tensor kernel_output(const Layer& layer, const LayerData& data,
                           const std::string& target = "host",
                           const nlohmann::json& schedule = nlohmann::json::object());
 
+// The CPU target families the kernel tests cover, by forced target string (with the seed each one
+// draws its cases with): AVX-512, AVX2, SSE4.1, and the cross targets that are compile-only here.
+struct TargetFamilyCase {
+  std::string name, target;
+  unsigned seed;
+};
+const std::vector<TargetFamilyCase>& cpu_target_families();
+
+// Compiles the kernel for `target` without running it (for targets this CPU cannot run) and
+// returns the object's size in bytes.
+int64_t compile_only(const Layer& layer, const std::string& target,
+                     const nlohmann::json& schedule = nlohmann::json::object());
+
+// Whether this CPU runs code for `target` ("host" or a Halide target string).
+bool runs_here(const std::string& target);
+
 }  // namespace padfold::testing

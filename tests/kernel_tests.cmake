@@ -8,7 +8,7 @@ target_link_libraries(padfold_kernel_testing PUBLIC padfold_reference padfold_bu
 
 add_executable(kernels_test kernels_test.cpp)
 target_link_libraries(kernels_test PRIVATE padfold_kernel_testing GTest::gtest_main)
-set(_pf_shards 2)
+set(_pf_shards 3)
 math(EXPR _pf_last "${_pf_shards} - 1")
 foreach(_i RANGE ${_pf_last})
   add_test(NAME kernels_vs_reference_shard${_i} COMMAND kernels_test)
@@ -16,12 +16,29 @@ foreach(_i RANGE ${_pf_last})
     ENVIRONMENT "GTEST_TOTAL_SHARDS=${_pf_shards};GTEST_SHARD_INDEX=${_i}")
 endforeach()
 
+# Every family's whole matrix compiled without running (one ctest entry per family).
+add_executable(kernels_compile_test kernels_compile_test.cpp)
+target_link_libraries(kernels_compile_test PRIVATE padfold_kernel_testing GTest::gtest_main)
+gtest_discover_tests(kernels_compile_test PROPERTIES LABELS kernels TIMEOUT 1500)
+
 add_executable(onnx_kernels_test onnx_kernels_test.cpp onnx_spec.cpp)
 target_link_libraries(onnx_kernels_test PRIVATE padfold_bundle padfold_runtime padfold_reference
                                                 padfold_onnx_testdata GTest::gtest_main)
 add_test(NAME onnx_node_kernels COMMAND onnx_kernels_test)
 set_tests_properties(onnx_node_kernels PROPERTIES LABELS kernels)
 
+# The benchmark layers' spec (for interior_test), written from the shared layer set.
+set(_pf_bench_spec "${CMAKE_CURRENT_BINARY_DIR}/bench_spec.json")
+add_custom_command(
+  OUTPUT "${_pf_bench_spec}"
+  COMMAND /usr/bin/python3 "${PROJECT_SOURCE_DIR}/bench/make_bench_spec.py"
+          "${PROJECT_SOURCE_DIR}/../shared/bench/layers.json" "${_pf_bench_spec}"
+  DEPENDS "${PROJECT_SOURCE_DIR}/bench/make_bench_spec.py"
+          "${PROJECT_SOURCE_DIR}/../shared/bench/layers.json")
+add_custom_target(padfold_test_bench_spec DEPENDS "${_pf_bench_spec}")
+
 add_executable(interior_test interior_test.cpp)
 target_link_libraries(interior_test PRIVATE padfold_bundle GTest::gtest_main)
+target_compile_definitions(interior_test PRIVATE PADFOLD_BENCH_SPEC="${_pf_bench_spec}")
+add_dependencies(interior_test padfold_test_bench_spec)
 gtest_discover_tests(interior_test PROPERTIES LABELS kernels)

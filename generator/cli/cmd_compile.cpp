@@ -1,5 +1,7 @@
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -14,6 +16,8 @@ namespace {
 struct CompileArgs {
   std::string spec, out, targets = "host", schedules;
   bool emit_stmt = false;
+  int jobs = 0;
+  double kernel_timeout = 600;
 };
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -41,6 +45,8 @@ void run_compile(const CompileArgs& a) {
   opt.out_dir = a.out;
   opt.targets = split_list(a.targets);
   opt.emit_stmt = a.emit_stmt;
+  opt.jobs = a.jobs;
+  opt.kernel_timeout_s = a.kernel_timeout;
   if (!a.schedules.empty()) opt.schedule_overrides = read_schedules(a.schedules);
   for (const auto& [layer, params] : opt.schedule_overrides.items()) {
     bool known = false;
@@ -56,9 +62,16 @@ void run_compile(const CompileArgs& a) {
           " (parameters: " + padfold::to_json(padfold::ScheduleParams{}).dump() + ")");
     }
   }
+  const bool live = isatty(fileno(stderr)) != 0;
+  size_t done = 0;
+  const size_t total = model.layers.size() * opt.targets.size();
+  const auto reports = padfold::compile_bundle(model, opt, [&](const padfold::KernelReport& r) {
+    if (live) fmt::print(stderr, "\r[{}/{}] {} {}\x1b[K", ++done, total, r.target, r.layer);
+  });
+  if (live) fmt::print(stderr, "\r\x1b[K");
   double total_seconds = 0;
   std::string current_target;
-  const auto reports = padfold::compile_bundle(model, opt, [&](const padfold::KernelReport& r) {
+  for (const padfold::KernelReport& r : reports) {
     if (r.target != current_target) {
       current_target = r.target;
       fmt::print("target {}\n  {:<30} {:<22} {:>9} {:>10}\n", r.target, "layer", "schedule",
@@ -66,10 +79,15 @@ void run_compile(const CompileArgs& a) {
     }
     fmt::print("  {:<30} {:<22} {:>8.2f}s {:>8.1f}KB\n", r.layer, r.schedule, r.compile_seconds,
                static_cast<double>(r.object_bytes) / 1024.0);
+    if (!r.fallback_from.empty())
+      fmt::print("    fallback: schedule {} failed ({}); compiled with {} instead\n",
+                 r.fallback_from, r.fallback_reason, r.schedule);
     total_seconds += r.compile_seconds;
-  });
-  fmt::print("{} kernels in {:.1f}s; bundle written to {} (manifest.json, padfold_{}.cmake)\n",
-             reports.size(), total_seconds, a.out, padfold::c_identifier(model.name));
+  }
+  fmt::print(
+      "{} kernels in {:.1f}s of compile time; bundle written to {} (manifest.json, "
+      "padfold_{}.cmake)\n",
+      reports.size(), total_seconds, a.out, padfold::c_identifier(model.name));
 }
 
 }  // namespace
@@ -88,6 +106,14 @@ void add_compile_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--schedules", args->schedules,
                   "JSON file: {layer: {schedule parameter: value}} overriding the defaults");
+  cmd->add_option("-j,--jobs", args->jobs,
+                  "kernels compiled at once, each in its own worker process (default: one per "
+                  "core)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--kernel-timeout", args->kernel_timeout,
+                  "seconds one kernel may take to compile before its worker is killed")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_flag("--emit-stmt", args->emit_stmt,
                 "also write each kernel's lowered Halide statement (<target>/<layer>.stmt)");
   cmd->callback([args] { run_compile(*args); });

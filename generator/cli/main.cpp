@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   add_check_command(app);
   add_compile_command(app);
   add_run_command(app);
+  add_stmt_check_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

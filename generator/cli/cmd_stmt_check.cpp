@@ -1,0 +1,76 @@
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "commands.h"
+#include "stmt_check.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct StmtCheckArgs {
+  std::vector<std::string> paths;
+  bool verbose = false;
+};
+
+std::vector<fs::path> stmt_files(const std::vector<std::string>& paths) {
+  std::vector<fs::path> files;
+  for (const std::string& p : paths) {
+    if (!fs::is_directory(p)) {
+      files.emplace_back(p);
+      continue;
+    }
+    std::vector<fs::path> found;  // a bundle: every target's statements
+    for (const auto& target : fs::directory_iterator(p))
+      if (target.is_directory())
+        for (const auto& f : fs::directory_iterator(target.path()))
+          if (f.path().extension() == ".stmt") found.push_back(f.path());
+    if (found.empty())
+      throw std::runtime_error(p + ": no <target>/<layer>.stmt files (compile with --emit-stmt)");
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+void run_stmt_check(const StmtCheckArgs& a) {
+  bool failed = false;
+  for (const fs::path& path : stmt_files(a.paths)) {
+    std::ifstream f(path);
+    if (!f) throw std::runtime_error("cannot read " + path.string());
+    std::stringstream ss;
+    ss << f.rdbuf();
+    const padfold::StmtReport r = padfold::check_stmt(ss.str());
+    const bool ok = r.interior_is_clean();
+    failed = failed || !ok;
+    fmt::print(
+        "{:<4} {}/{}: steady-state innermost loops {:3d}, with tests {:2d} | border: loops "
+        "{:3d}, with tests {:2d}\n",
+        ok ? "ok" : "FAIL", path.parent_path().filename().string(), path.filename().string(),
+        r.steady_loops(), r.steady_loops_with_tests(), r.border_loops(),
+        r.border_loops_with_tests());
+    if (a.verbose || !ok)
+      for (const padfold::StmtLoop& l : r.innermost)
+        if (!l.test.empty() && (a.verbose || l.steady))
+          fmt::print("     line {} ({}, {:.0f} iterations): {}\n       test: ...{}...\n", l.line,
+                     l.steady ? "steady" : "border", l.iterations, l.header, l.test);
+  }
+  if (failed)
+    throw std::runtime_error("boundary tests in the steady state of the kernels marked FAIL");
+}
+
+}  // namespace
+
+void add_stmt_check_command(CLI::App& app) {
+  auto args = std::make_shared<StmtCheckArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "stmt-check",
+      "Check that kernels' steady-state loops are free of boundary tests (reads the statements\n"
+      "`padfold compile --emit-stmt` writes). Example: padfold stmt-check out/tiny");
+  cmd->add_option("paths", args->paths, "bundle directories or .stmt files")->required();
+  cmd->add_flag("-v,--verbose", args->verbose, "list every innermost loop with a test");
+  cmd->callback([args] { run_stmt_check(*args); });
+}

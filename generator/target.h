@@ -1,0 +1,35 @@
+// Targets: what a user's target name means, what `host` stands for, and which of a target's
+// features a CPU must have to run its code.
+#pragma once
+
+#include <Halide.h>
+
+#include <string>
+#include <vector>
+
+namespace padfold {
+
+// The environment variable naming the Halide target `host` stands for (default: this CPU). Lets a
+// machine with AVX-512 generate and test the code an AVX2-only machine would get.
+constexpr const char* kHostTargetVariable = "PADFOLD_HOST_TARGET";
+
+// The target `host` stands for: $PADFOLD_HOST_TARGET if set (an error names the variable when it
+// is not a valid target), else this CPU as Halide detects it.
+Halide::Target host_target();
+
+// Resolves a user target name ("host", "x86-64-linux-avx2-fma", ...) into the target kernels are
+// compiled for, or throws naming the valid forms. GPU targets are not generated yet.
+Halide::Target resolve_target(const std::string& name);
+
+// The features a CPU needs for `t`'s code, as Halide names them (no tune_<cpu>, vector_bits_<n>
+// or no_runtime):
+// what a bundle's manifest lists for the runtime's CPU check.
+std::vector<std::string> cpu_feature_names(const Halide::Target& t);
+// The processor `t` is tuned for ("znver3"), or "" when generic. Tuning changes instruction
+// scheduling only, never which instructions are used.
+std::string tuning_name(const Halide::Target& t);
+
+// Whether this machine (the real CPU, whatever `host` stands for) can run code for `t`.
+bool can_run_here(const Halide::Target& t);
+
+}  // namespace padfold
