@@ -20,7 +20,7 @@ namespace {
 using padfold::testing::contains;
 
 // CPU flags of an AVX2 machine without AVX-512, named as pf_open_options.cpu_flags takes them.
-constexpr const char* kAvx2Flags = "sse41,avx,avx2,fma,f16c";
+constexpr const char* kAvx2Flags = "sse41,ssse3,sse4_2,popcnt,avx,avx2,fma,f16c,bmi1,bmi2,abm,movbe";
 
 struct LayerRun {
   const pf_kernel_desc* kernel = nullptr;

@@ -235,7 +235,7 @@ TEST(Targets, Zen3BundleOpensOnAnAvx2Cpu) {
   for (const auto& f : m["targets"][0]["features"])
     EXPECT_EQ(f.get<std::string>().rfind("tune_", 0), std::string::npos) << f;
   pf_open_options o{};
-  o.cpu_flags = "sse41 avx avx2 fma f16c";
+  o.cpu_flags = "sse41 ssse3 sse4_2 popcnt avx avx2 fma f16c bmi1 bmi2 abm movbe";  // a Zen 3
   char err[PF_ERRLEN];
   pf_bundle* b = nullptr;
   ASSERT_EQ(pf_bundle_open(out.c_str(), &o, &b, err, sizeof err), PF_OK) << err;

@@ -1,8 +1,18 @@
 // Opening bundles and registries: the happy paths, target choice, and every way a bundle can be
 // broken. Each error test checks the status and that the message names the culprit.
+#include <cstdint>
 #include <cstring>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "runtime_test_util.h"
+
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#endif
 
 using BundleOpen = ScratchBundle;
 
@@ -211,9 +221,12 @@ TEST_F(BundleOpen, TargetForAnotherOs) {
   EXPECT_HAS(err_, "is for os osx, this machine runs linux");
 }
 
-// A feature this CPU lacks, and the flags the test pretends the CPU has.
+// A feature this CPU lacks, and the flags the test pretends the CPU has (x86: an AVX2 CPU with
+// AVX-512F/CD only).
 static const char* kMissingFeature = IsX86() ? "avx512_skylake" : "arm_dot_prod";
-static const char* kCpuFlags = IsX86() ? "sse41 avx avx2 fma f16c avx512f avx512cd" : "neon";
+static const char* kCpuFlags =
+    IsX86() ? "sse41 ssse3 sse4_2 popcnt avx avx2 fma f16c bmi1 bmi2 abm movbe avx512f avx512cd"
+            : "neon";
 static const char* kLacks = IsX86()
                                 ? "needs avx512_skylake, this CPU lacks avx512bw avx512dq avx512vl"
                                 : "needs arm_dot_prod, this CPU lacks asimddp";
@@ -240,6 +253,13 @@ TEST_F(BundleOpen, FallsBackToNextTarget) {
 TEST_F(BundleOpen, UnknownCpuFlagOverride) {
   EXPECT_EQ(Open("sse41,avx9000"), PF_ERR_ARGUMENT);
   EXPECT_HAS(err_, "unknown CPU flag 'avx9000'");
+}
+
+// The generator leaves tune_<cpu> out of a manifest's features, but one listed changes nothing.
+TEST_F(BundleOpen, TuneTokenInFeaturesIsNoRequirement) {
+  manifest_["targets"][0]["features"].push_back("tune_znver3");
+  ASSERT_EQ(Open(kCpuFlags), PF_OK) << err_;
+  EXPECT_STREQ(pf_bundle_target(bundle_), FAKE_TARGET);
 }
 
 TEST_F(BundleOpen, UnsupportedFeature) {
@@ -286,25 +306,288 @@ TEST_F(BadRegistry, TargetNeedsFeatureTheCpuLacks) {
 }
 
 #if defined(__x86_64__) || defined(__i386__)  // x86 feature names
+namespace {
+
+// The CPU flags code for each Halide 21 feature may use: the target-features CodeGen_X86::mattrs()
+// gives LLVM (with complete_x86_target's implications and LLVM's own: avx -> sse4.2 -> ssse3), and
+// what the target-cpu mcpu_target() picks lets LLVM use unasked (popcnt from corei7-avx; bmi1
+// bmi2 lzcnt=abm movbe from haswell; sse4a gfni avx512_vpopcntdq from znver4/5; gfni
+// avx512_vpopcntdq avx512_fp16 from sapphirerapids).
+const std::string kHaswell = "sse41 ssse3 sse4_2 popcnt avx avx2 fma f16c bmi1 bmi2 abm movbe";
+const std::string kSkylake = kHaswell + " avx512f avx512cd avx512bw avx512dq avx512vl";
+const std::string kCannonlake = kSkylake + " avx512ifma avx512vbmi";
+const std::string kAvx512Zen4Set = " avx512_vbmi2 avx512_vnni avx512_bf16 avx512_bitalg";
+const std::string kZen4 = kCannonlake + kAvx512Zen4Set + " sse4a gfni avx512_vpopcntdq";
+const std::string kZen5 = kZen4 + " avx_vnni";
+const std::string kSapphireRapids = kCannonlake + kAvx512Zen4Set +
+                                    " gfni avx512_vpopcntdq avx512_fp16 avx_vnni amx_tile "
+                                    "amx_int8 amx_bf16";
+const std::string kAvx10_256 =
+    kCannonlake + kAvx512Zen4Set + " avx512_vpopcntdq avx512_fp16";  // avx10.1-256, -mcpu=haswell
+// The target Halide 21 detects as host on this project's Sapphire Rapids machines.
+const std::string kSapphireRapidsHost =
+    "x86-64-linux-avx-avx2-avx512-avx512_cannonlake-avx512_sapphirerapids-avx512_skylake-avxvnni-"
+    "f16c-fma-sse41";
+
+std::vector<std::string> Words(const std::string& text) {
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+std::string Unwords(const std::vector<std::string>& words, size_t skip = SIZE_MAX) {
+  std::string text;
+  for (size_t i = 0; i < words.size(); i++) {
+    if (i != skip) text += (text.empty() ? "" : " ") + words[i];
+  }
+  return text;
+}
+
+pf_status Check(const std::string& target, const std::string& flags, char (&err)[PF_ERRLEN]) {
+  pf_open_options opts = {flags.c_str(), 0};
+  return pf_target_check(target.c_str(), &opts, err, sizeof err);
+}
+
 TEST(TargetCheck, Features) {
   char err[PF_ERRLEN];
-  pf_open_options cnl = {
-      "sse41 avx avx2 fma f16c avx512f avx512cd avx512bw avx512dq avx512vl "
-      "avx512ifma avx512vbmi",
-      0};
-  EXPECT_EQ(pf_target_check("x86-64-linux-avx512_cannonlake-no_runtime", &cnl, err, sizeof err),
-            PF_OK)
-      << err;
-  EXPECT_EQ(pf_target_check("x86-64-linux-avx512_sapphirerapids", &cnl, err, sizeof err),
-            PF_ERR_NO_TARGET);
-  EXPECT_HAS(err, "needs avx512_sapphirerapids, this CPU lacks avx512vnni avx512bf16");
-  EXPECT_EQ(pf_target_check("x86-64-linux-arm_dot_prod", &cnl, err, sizeof err), PF_ERR_NO_TARGET);
+  EXPECT_EQ(Check("x86-64-linux-avx512_cannonlake-no_runtime", kCannonlake, err), PF_OK) << err;
+  EXPECT_EQ(Check("x86-64-linux-avx512_sapphirerapids", kCannonlake, err), PF_ERR_NO_TARGET);
+  EXPECT_HAS(err,
+             "needs avx512_sapphirerapids, this CPU lacks gfni avx512_vbmi2 avx512_vnni "
+             "avx512_bf16 avx512_bitalg avx512_vpopcntdq avx512_fp16 avx_vnni amx_tile amx_int8 "
+             "amx_bf16");
+  EXPECT_EQ(Check("x86-64-linux-arm_dot_prod", kCannonlake, err), PF_ERR_NO_TARGET);
   EXPECT_HAS(err, "feature arm_dot_prod is for arm, this machine is x86");
-  EXPECT_EQ(pf_target_check("x86", &cnl, err, sizeof err), PF_ERR_ARGUMENT);
+  EXPECT_EQ(Check("x86", kCannonlake, err), PF_ERR_ARGUMENT);
   EXPECT_HAS(err, "malformed target string 'x86'");
   EXPECT_EQ(pf_target_check("x86-64-linux-sse41", nullptr, err, sizeof err), PF_OK) << err;
 }
+
+// A target with one feature, and every CPU flag code for it may use.
+struct FeatureNeeds {
+  const char* name;
+  const char* target;
+  const char* needs;  // how the refusal names the feature
+  std::string flags;
+};
+
+void PrintTo(const FeatureNeeds& f, std::ostream* os) {
+  *os << f.name;
+}
+
+class ExactNeeds : public testing::TestWithParam<FeatureNeeds> {};
+
+// Runs on a CPU with exactly these flags; without any one of them it is refused, the message
+// naming that flag alone.
+TEST_P(ExactNeeds, AllFlagsPassAnyMissingOneIsNamed) {
+  const FeatureNeeds& f = GetParam();
+  char err[PF_ERRLEN];
+  const std::vector<std::string> flags = Words(f.flags);
+  EXPECT_EQ(Check(f.target, f.flags, err), PF_OK) << err;
+  for (size_t i = 0; i < flags.size(); i++) {
+    EXPECT_EQ(Check(f.target, Unwords(flags, i), err), PF_ERR_NO_TARGET) << "without " << flags[i];
+    EXPECT_STREQ(
+        err, (std::string("target ") + f.target + " " + f.needs + ", this CPU lacks " + flags[i])
+                 .c_str());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Halide21, ExactNeeds,
+    testing::Values(
+        FeatureNeeds{"sse41", "x86-64-linux-sse41", "needs sse41", "sse41 ssse3"},
+        FeatureNeeds{"avx", "x86-64-linux-avx", "needs avx", "sse41 ssse3 sse4_2 popcnt avx"},
+        FeatureNeeds{"fma", "x86-64-linux-fma", "needs fma", "sse41 ssse3 sse4_2 avx fma"},
+        FeatureNeeds{"fma4", "x86-64-linux-fma4", "needs fma4",
+                     "sse41 ssse3 sse4_2 avx fma4 sse4a"},
+        FeatureNeeds{"avx2", "x86-64-linux-avx2", "needs avx2", kHaswell},
+        FeatureNeeds{"avxvnni", "x86-64-linux-avxvnni", "needs avxvnni",
+                     "sse41 ssse3 sse4_2 avx avx2 avx_vnni"},
+        FeatureNeeds{"avx512", "x86-64-linux-avx512", "needs avx512",
+                     kHaswell + " avx512f avx512cd"},
+        FeatureNeeds{"avx512_knl", "x86-64-linux-avx512_knl", "needs avx512_knl",
+                     kHaswell + " avx512f avx512cd avx512er avx512pf"},
+        FeatureNeeds{"avx512_skylake", "x86-64-linux-avx512_skylake", "needs avx512_skylake",
+                     kSkylake},
+        FeatureNeeds{"avx512_cannonlake", "x86-64-linux-avx512_cannonlake",
+                     "needs avx512_cannonlake", kCannonlake},
+        FeatureNeeds{"avx512_zen4", "x86-64-linux-avx512_zen4", "needs avx512_zen4", kZen4},
+        FeatureNeeds{"avx512_zen5", "x86-64-linux-avx512_zen5", "needs avx512_zen5", kZen5},
+        FeatureNeeds{"avx512_sapphirerapids", "x86-64-linux-avx512_sapphirerapids",
+                     "needs avx512_sapphirerapids", kSapphireRapids},
+        FeatureNeeds{"avx10_1_512", "x86-64-linux-avx10_1-vector_bits_512",
+                     "needs avx10_1 (vector_bits_512)", kSapphireRapids},
+        FeatureNeeds{"avx10_1_256", "x86-64-linux-avx10_1-vector_bits_256",
+                     "needs avx10_1 (vector_bits_256)", kAvx10_256},
+        FeatureNeeds{"x86apx", "x86-64-linux-x86apx", "needs x86apx", "apx"},
+        FeatureNeeds{"zen3_host", "x86-64-linux-tune_znver3-avx2", "needs avx2", kHaswell}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// tune_<cpu> changes scheduling only: the Halide 21 host target of an AMD Zen 3 needs what its
+// features need, and a tuning for a CPU nothing here knows is no requirement either.
+TEST(TargetCheck, TuneTokensAreNoRequirement) {
+  const std::string zen3 = "x86-64-linux-tune_znver3-avx-avx2-f16c-fma-sse41";
+  char err[PF_ERRLEN];
+  EXPECT_EQ(Check(zen3, kHaswell, err), PF_OK) << err;
+  EXPECT_EQ(Check("x86-64-linux-tune_znver5-sse41-tune_generic", "sse41 ssse3", err), PF_OK) << err;
+  EXPECT_EQ(Check("x86-64-linux-tune_someday_cpu", "", err), PF_OK) << err;
+
+  EXPECT_EQ(Check(zen3, "sse41 ssse3", err), PF_ERR_NO_TARGET);
+  EXPECT_HAS(err, ("target " + zen3 +
+                   " needs avx, this CPU lacks sse4_2 popcnt avx; needs avx2, this CPU lacks "
+                   "sse4_2 popcnt avx avx2 fma f16c bmi1 bmi2 abm movbe; needs f16c, this CPU "
+                   "lacks sse4_2 avx f16c; needs fma, this CPU lacks sse4_2 avx fma")
+                      .c_str());
+  EXPECT_EQ(std::string(err).find("needs tune_"), std::string::npos) << err;
+  EXPECT_EQ(std::string(err).find("does not support"), std::string::npos) << err;
+}
+
+// avx512_sapphirerapids makes Halide pick -mcpu=sapphirerapids over znver4, so the avx512_zen4 it
+// implies needs no sse4a; alone, avx512_zen4 gets -mcpu=znver4, whose code may use sse4a.
+TEST(TargetCheck, SapphireRapidsCpuReplacesZen4s) {
+  char err[PF_ERRLEN];
+  EXPECT_EQ(Check("x86-64-linux-avx512_sapphirerapids-avx512_zen4", kSapphireRapids, err), PF_OK)
+      << err;
+  EXPECT_EQ(Check("x86-64-linux-avx512_zen4", kSapphireRapids, err), PF_ERR_NO_TARGET);
+  EXPECT_STREQ(err, "target x86-64-linux-avx512_zen4 needs avx512_zen4, this CPU lacks sse4a");
+  EXPECT_EQ(Check("x86-64-linux-avx512_zen4-avx512_zen5", kZen4, err), PF_ERR_NO_TARGET);
+  EXPECT_STREQ(err,
+               "target x86-64-linux-avx512_zen4-avx512_zen5 needs avx512_zen5, this CPU lacks "
+               "avx_vnni");
+}
+
+TEST(TargetCheck, SapphireRapidsHostString) {
+  char err[PF_ERRLEN];
+  EXPECT_EQ(Check(kSapphireRapidsHost, kSapphireRapids, err), PF_OK) << err;
+  // One flag only avx512_sapphirerapids needs, and one all of its features need.
+  std::vector<std::string> flags = Words(kSapphireRapids);
+  const size_t fp16 = std::find(flags.begin(), flags.end(), "avx512_fp16") - flags.begin();
+  EXPECT_EQ(Check(kSapphireRapidsHost, Unwords(flags, fp16), err), PF_ERR_NO_TARGET);
+  EXPECT_STREQ(err, ("target " + kSapphireRapidsHost +
+                     " needs avx512_sapphirerapids, this CPU lacks avx512_fp16")
+                        .c_str());
+  EXPECT_EQ(Check(kSapphireRapidsHost, Unwords(flags, 1 /* ssse3 */), err), PF_ERR_NO_TARGET);
+  for (const char* f : {"avx", "avx2", "avx512", "avx512_cannonlake", "avx512_sapphirerapids",
+                        "avx512_skylake", "avxvnni", "f16c", "fma", "sse41"}) {
+    EXPECT_HAS(err, (std::string("needs ") + f + ", this CPU lacks ssse3").c_str());
+  }
+  // The flags of old spellings (padfold's before Halide 21, Linux's sse4_1) are the same flags.
+  std::string old = kSapphireRapids;
+  for (auto [now, then] : {std::pair<std::string, std::string>{"sse41", "sse4_1"},
+                           {"avx512_vnni", "avx512vnni"},
+                           {"avx512_bf16", "avx512bf16"}}) {
+    old.replace(old.find(now), now.size(), then);
+  }
+  EXPECT_EQ(Check(kSapphireRapidsHost, old, err), PF_OK) << err;
+}
+
+TEST(TargetCheck, Avx10NeedsItsVectorWidth) {
+  char err[PF_ERRLEN];
+  EXPECT_EQ(Check("x86-64-linux-avx10_1", kSapphireRapids, err), PF_ERR_NO_TARGET);
+  EXPECT_HAS(err,
+             "needs avx10_1 with vector_bits_256 or vector_bits_512, the target has no "
+             "vector_bits_<n>");
+  EXPECT_EQ(Check("x86-64-linux-avx10_1-vector_bits_128", kSapphireRapids, err), PF_ERR_NO_TARGET);
+  EXPECT_HAS(err, "the target has vector_bits_128");
+  // vector_bits_<n> sizes avx10_1 (and sve) only: no requirement of its own.
+  EXPECT_EQ(Check("x86-64-linux-sse41-vector_bits_512", "sse41 ssse3", err), PF_OK) << err;
+}
+
+TEST(TargetCheck, CodeGenerationOnlyFeaturesAndRefusedOnes) {
+  char err[PF_ERRLEN];
+  EXPECT_EQ(Check("x86-64-linux-sse41-enable_backtraces-c_plus_plus_name_mangling-no_asserts-"
+                  "no_bounds_query-large_buffers-strict_float-profile_by_timer",
+                  "sse41 ssse3", err),
+            PF_OK)
+      << err;
+  for (const char* f : {"cuda", "vulkan", "webgpu", "opencl", "user_context", "jit", "wasm_simd128",
+                        "avx10_2", "armv85a"}) {
+    EXPECT_EQ(Check(std::string("x86-64-linux-sse41-") + f, kSapphireRapids, err), PF_ERR_NO_TARGET)
+        << f;
+    EXPECT_HAS(
+        err, (std::string("needs ") + f + ", which the padfold runtime does not support").c_str());
+  }
+  EXPECT_EQ(Check("x86-64-linux-armv82a", kSapphireRapids, err), PF_ERR_NO_TARGET);
+  EXPECT_HAS(err, "feature armv82a is for arm, this machine is x86");
+}
+
+#if defined(__linux__)
+// Every x86 flag the runtime knows but apx (Linux does not list it), as /proc/cpuinfo names it.
+// clang-format off
+const char* const kX86Flags[] = {
+    "sse4_1", "ssse3", "sse4_2", "popcnt", "avx", "avx2", "fma", "fma4", "f16c", "bmi1", "bmi2",
+    "abm", "movbe", "sse4a", "gfni", "avx512f", "avx512cd", "avx512er", "avx512pf", "avx512bw",
+    "avx512dq", "avx512vl", "avx512ifma", "avx512vbmi", "avx512_vbmi2", "avx512_vnni",
+    "avx512_bf16", "avx512_bitalg", "avx512_vpopcntdq", "avx512_fp16", "avx_vnni", "amx_tile",
+    "amx_int8", "amx_bf16"};
+// clang-format on
+
+std::set<std::string> ProcCpuinfoFlags() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("flags", 0) == 0 && line.find(':') != std::string::npos) {
+      const std::vector<std::string> w = Words(line.substr(line.find(':') + 1));
+      return {w.begin(), w.end()};
+    }
+  }
+  return {};
+}
+
+std::set<std::string> DetectedFlags() {
+  char text[1024];
+  pf_host_describe(text, sizeof text);
+  std::string flags = std::strchr(text, ':') + 1;
+  std::set<std::string> s;
+  for (std::string w : Words(flags)) s.insert(w == "sse41" ? "sse4_1" : w);
+  return s;
+}
+
+// cpuid/xgetbv detection finds what the kernel reports (AMX after asking the kernel for it).
+TEST(TargetCheck, DetectionMatchesProcCpuinfo) {
+  const std::set<std::string> linux_flags = ProcCpuinfoFlags(), detected = DetectedFlags();
+  ASSERT_FALSE(linux_flags.empty());
+#if defined(__x86_64__)
+  // Linux faults AMX instructions of a process that did not ask for them: detection asked, and
+  // reports AMX only where the kernel said yes (it may not, to a process with a small sigaltstack).
+  unsigned long perm = 0;
+  ASSERT_EQ(syscall(SYS_arch_prctl, 0x1022 /* ARCH_GET_XCOMP_PERM */, &perm), 0);
+  const bool amx_granted = perm >> 18 & 1;
+  if (detected.count("amx_tile")) {
+    EXPECT_TRUE(amx_granted) << std::hex << perm;
+  }
+  const bool amx_refused =
+      !amx_granted && syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18) != 0;
+#else
+  const bool amx_refused = true;  // AMX is 64-bit only
 #endif
+  for (const char* f : kX86Flags) {
+    if (amx_refused && std::string(f).rfind("amx_", 0) == 0) continue;
+    EXPECT_EQ(detected.count(f), linux_flags.count(f)) << f;
+  }
+}
+
+// The real host target runs here exactly when this CPU has every flag it needs (and Linux lets
+// this process use AMX).
+TEST(TargetCheck, SapphireRapidsHostStringWithDetectedFlags) {
+  char err[PF_ERRLEN];
+  const pf_status s = pf_target_check(kSapphireRapidsHost.c_str(), nullptr, err, sizeof err);
+  const std::set<std::string> linux_flags = ProcCpuinfoFlags();
+  bool runs = true;
+  for (std::string f : Words(kSapphireRapids)) {
+    runs &= linux_flags.count(f == "sse41" ? "sse4_1" : f) > 0;
+  }
+#if defined(__x86_64__)
+  unsigned long perm = 0;
+  runs &= syscall(SYS_arch_prctl, 0x1022 /* ARCH_GET_XCOMP_PERM */, &perm) == 0 && (perm >> 18 & 1);
+#endif
+  EXPECT_EQ(s, runs ? PF_OK : PF_ERR_NO_TARGET) << err;
+  if (!runs) std::printf("[ note     ] not a Sapphire Rapids class CPU: %s\n", err);
+}
+#endif  // __linux__
+
+}  // namespace
+#endif  // x86
 
 TEST(TargetCheck, HostDescription) {
   char text[512];
