@@ -112,9 +112,9 @@ int main(int argc, char** argv) {
       V.kernel.algorithm.input.set(in);
       if (L.has_weights()) V.kernel.algorithm.weights.set(w);
       const auto c0 = Clock::now();
-      V.kernel.pipeline.compile_jit(target);
+      V.kernel.pipeline.compile_jit(padfold::codegen_target(target));
       V.compile_s = std::chrono::duration<double>(Clock::now() - c0).count();
-      V.kernel.pipeline.realize(out, target);
+      V.kernel.pipeline.realize(out, padfold::codegen_target(target));
       if (!first.defined()) {
         first = out.copy();
       } else {
@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
         });
         V.diff /= std::max(scale, 1e-30);
       }
-      for (int i = 0; i < 3; ++i) V.kernel.pipeline.realize(out, target);
+      for (int i = 0; i < 3; ++i) V.kernel.pipeline.realize(out, padfold::codegen_target(target));
     }
     bool done = false;
     while (!done) {
@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
         const auto b0 = Clock::now();
         do {
           const double t0 = now(cpu_time);
-          V.kernel.pipeline.realize(out, target);
+          V.kernel.pipeline.realize(out, padfold::codegen_target(target));
           const double dt = now(cpu_time) - t0;
           V.samples.push_back(dt);
           V.total += dt;

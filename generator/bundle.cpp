@@ -159,7 +159,8 @@ void compile_kernel(const Model& model, const KernelTask& task, const TargetPlan
       {OutputFileType::object, object_path(t, fn).string()}};
   if (write_header) outputs[OutputFileType::c_header] = (root / "include" / (fn + ".h")).string();
   if (emit_stmt) outputs[OutputFileType::stmt] = (t.dir / (L.name + ".stmt")).string();
-  k.pipeline.compile_to(outputs, k.arguments, fn, t.target.with_feature(Halide::Target::NoRuntime));
+  k.pipeline.compile_to(outputs, k.arguments, fn,
+                        codegen_target(t.target).with_feature(Halide::Target::NoRuntime));
 }
 
 std::string task_label(const KernelTask& task, const TargetPlan& t) {

@@ -58,6 +58,10 @@ Target resolve_target(const std::string& name) {
   return t.without_feature(Target::NoRuntime);
 }
 
+Target codegen_target(const Target& t) {
+  return t.with_feature(Target::EnableLLVMLoopOpt);
+}
+
 std::vector<std::string> cpu_feature_names(const Target& t) {
   std::vector<std::string> names;
   const std::vector<std::string> tokens = target_tokens(t.without_feature(Target::NoRuntime));

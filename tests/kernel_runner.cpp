@@ -118,7 +118,7 @@ ref::Tensor kernel_output(const Layer& L, const LayerData& d, const std::string&
   if (L.bias) a.bias.set(as_buffer(d.bias));
   ref::Tensor out(L.output_shape_full());
   Halide::Buffer<float> out_buf = as_buffer(out);
-  k.pipeline.realize(out_buf, target);
+  k.pipeline.realize(out_buf, codegen_target(target));
   return out;
 }
 
@@ -146,7 +146,7 @@ int64_t compile_only(const Layer& L, const std::string& target_name,
   const fs::path obj =
       fs::temp_directory_path() / ("padfold_compile_only_" + std::to_string(getpid()) + ".o");
   k.pipeline.compile_to({{Halide::OutputFileType::object, obj.string()}}, k.arguments, "kernel",
-                        target.with_feature(Halide::Target::NoRuntime));
+                        codegen_target(target).with_feature(Halide::Target::NoRuntime));
   const auto bytes = static_cast<int64_t>(fs::file_size(obj));
   fs::remove(obj);
   return bytes;
