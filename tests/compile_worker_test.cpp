@@ -4,6 +4,8 @@
 // leaves an existing bundle at the same path exactly as it was. Also: `host` can be overridden
 // (PADFOLD_HOST_TARGET), and tuning-only target parts are not CPU requirements.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -181,6 +183,33 @@ TEST(CompileWorkers, ReplacesABundleButNotOtherDirectories) {
     EXPECT_NE(std::string(e.what()).find("is not a padfold bundle"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(fs::exists(precious / "notes.txt"));
+}
+
+// `padfold compile` interrupted (Ctrl-C) while a kernel compiles: the workers are stopped, the
+// staging directory removed and the existing bundle left as it was.
+TEST(CompileWorkers, InterruptedCompileKeepsTheOldBundle) {
+  const fs::path out = work_dir() / "bundle";
+  compile_bundle(tiny(), options(out));
+  const auto before = snapshot(out);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv(kInjectFaultVariable, "pool:hang:every", 1);
+    execl(PADFOLD_BIN, PADFOLD_BIN, "compile", PF_TINY_SPEC, "-o", out.c_str(), "--target",
+          "x86-64-linux-avx2-fma", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until the staging directory exists (the compile has started), then interrupt.
+  for (int i = 0; i < 200 && entries_beside(out) == 0; ++i) usleep(20000);
+  EXPECT_EQ(entries_beside(out), 1) << "no staging directory seen";
+  usleep(300000);
+  kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status)) << "padfold died of a signal instead of cleaning up";
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_EQ(snapshot(out), before) << "the existing bundle was changed";
+  EXPECT_EQ(entries_beside(out), 0) << "a staging directory was left behind";
 }
 
 TEST(CompileWorkers, WorkersReportExceptionsAndSignals) {

@@ -99,4 +99,5 @@ add_executable(compile_worker_test ${CMAKE_CURRENT_LIST_DIR}/compile_worker_test
 target_link_libraries(compile_worker_test PRIVATE padfold_kernel_testing padfold_runtime
                                                   GTest::gtest_main)
 target_compile_definitions(compile_worker_test PRIVATE ${_pf_bundle_defs})
+add_dependencies(compile_worker_test padfold)
 gtest_discover_tests(compile_worker_test PROPERTIES LABELS bundle TIMEOUT 300)

@@ -65,9 +65,16 @@ void run_compile(const CompileArgs& a) {
   const bool live = isatty(fileno(stderr)) != 0;
   size_t done = 0;
   const size_t total = model.layers.size() * opt.targets.size();
-  const auto reports = padfold::compile_bundle(model, opt, [&](const padfold::KernelReport& r) {
-    if (live) fmt::print(stderr, "\r[{}/{}] {} {}\x1b[K", ++done, total, r.target, r.layer);
-  });
+  std::vector<padfold::KernelReport> reports;
+  try {
+    reports = padfold::compile_bundle(model, opt, [&](const padfold::KernelReport& r) {
+      if (live) fmt::print(stderr, "\r[{}/{}] {} {}\x1b[K", ++done, total, r.target, r.layer);
+    });
+  } catch (const std::exception& e) {
+    if (live) fmt::print(stderr, "\r\x1b[K");
+    throw std::runtime_error(std::string(e.what()) + "\nno bundle written; " + a.out +
+                             " is as it was");
+  }
   if (live) fmt::print(stderr, "\r\x1b[K");
   double total_seconds = 0;
   std::string current_target;

@@ -65,7 +65,8 @@ typedef struct pf_bundle pf_bundle;
 
 typedef struct pf_open_options {
   /* CPU flags to assume instead of detecting them, separated by commas or spaces, named as
-   * pf_host_describe names them ("sse41,avx,avx2,fma,f16c,avx512f,..."); NULL: detect. For tests,
+   * pf_host_describe names them ("sse41,ssse3,sse4_2,popcnt,avx,avx2,fma,f16c,bmi1,bmi2,abm,
+   * movbe,avx512f,..." as /proc/cpuinfo does); NULL: detect. For tests,
    * and to check a bundle against another machine of the same architecture. */
   const char* cpu_flags;
   /* Nonzero: leave the Halide runtime's error handler alone. By default opening installs one that
