@@ -4,7 +4,10 @@ layer by layer and in geometric mean, for each thread count: e.g. the same machi
 after a Halide or schedule change. Both runs measured padfold and oneDNN side by side, so their
 ratios are comparable across runs even when the machine's speed drifted between them.
 
-usage: compare_results.py BEFORE.md AFTER.md [--names before,after] [--tolerance 0.05]
+usage: compare_results.py BEFORE.md[,BEFORE2.md,...] AFTER.md[,AFTER2.md,...]
+                          [--names before,after] [--tolerance 0.05]
+Several comma-separated tables per side (repeated runs, ideally interleaved A B A B ...) are
+combined by taking each layer's median ratio.
 Exits 1 if a layer's ratio dropped by more than the tolerance (relative), or the geomean did.
 """
 import math
@@ -31,6 +34,20 @@ def ratios(path):
     return out
 
 
+def median_ratios(paths):
+    """The per-layer median of several tables' ratios."""
+    tables = [ratios(p) for p in paths.split(",")]
+    out = {}
+    for threads in tables[0]:
+        out[threads] = {}
+        for layer in tables[0][threads]:
+            values = sorted(t[threads][layer] for t in tables if layer in t.get(threads, {}))
+            n = len(values)
+            out[threads][layer] = (values[n // 2] if n % 2 else
+                                   (values[n // 2 - 1] + values[n // 2]) / 2)
+    return out
+
+
 def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
@@ -48,7 +65,7 @@ def main():
         del args[i:i + 2]
     if len(args) != 2:
         raise SystemExit(__doc__)
-    before, after = ratios(args[0]), ratios(args[1])
+    before, after = median_ratios(args[0]), median_ratios(args[1])
     worse = []
     for threads in sorted(before):
         b, a = before[threads], after.get(threads, {})

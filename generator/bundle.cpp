@@ -12,7 +12,6 @@
 #include <fstream>
 #include <kainjow/mustache.hpp>
 #include <sstream>
-#include <thread>
 
 #include "bundle_dir.h"
 #include "lower.h"
