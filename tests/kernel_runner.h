@@ -32,7 +32,9 @@ struct TargetFamilyCase {
   std::string name, target;
   unsigned seed;
 };
-inline void PrintTo(const TargetFamilyCase& f, std::ostream* os) { *os << f.target; }
+inline void PrintTo(const TargetFamilyCase& f, std::ostream* os) {
+  *os << f.target;
+}
 const std::vector<TargetFamilyCase>& cpu_target_families();
 
 // Compiles the kernel for `target` without running it (for targets this CPU cannot run) and
