@@ -165,6 +165,7 @@ ScheduleParams default_schedule(const Layer& layer, const Halide::Target& target
   const bool riscv = family == TargetFamily::RiscV;
   ScheduleParams p = table().at({riscv ? TargetFamily::Generic : family, op_class});
   if (riscv) p.vector_lanes = 1;
+  p.min_task_kflop = 500;  // every family: about 5 us of work per parallel task on these cores
   p.name = to_string(family) + "." + to_string(op_class);
   return p;
 }
@@ -196,7 +197,8 @@ nlohmann::json to_json(const ScheduleParams& p) {
           {"taps_inner", p.taps_inner},
           {"fit_tiles", p.fit_tiles},
           {"channels_outer_kb", p.channels_outer_kb},
-          {"parallel_channels", p.parallel_channels}};
+          {"parallel_channels", p.parallel_channels},
+          {"min_task_kflop", p.min_task_kflop}};
 }
 
 void update_from_json(ScheduleParams& p, const nlohmann::json& j) {
@@ -231,6 +233,8 @@ void update_from_json(ScheduleParams& p, const nlohmann::json& j) {
       p.channels_outer_kb = value.get<int>();
     else if (key == "parallel_channels")
       p.parallel_channels = value.get<bool>();
+    else if (key == "min_task_kflop")
+      p.min_task_kflop = value.get<int>();
     else
       throw std::invalid_argument("unknown schedule parameter '" + key + "'");
   }

@@ -39,6 +39,8 @@ struct ScheduleParams {
                               // cache across all pixels
   bool parallel_channels = false;  // with channel blocks outermost, threads over them (one task
                                    // per block) instead of over rows
+  int min_task_kflop = 0;  // threads over rows: group row tiles into tasks of at least this many
+                           // kFLOP (0 = one task per rows_per_task tiles; see cpu_schedules.cpp)
 };
 
 TargetFamily target_family(const Halide::Target& target);

@@ -80,6 +80,28 @@ std::vector<TargetCase> option_cases() {
   return out;
 }
 
+// Row tiles grouped into larger parallel tasks (min_task_kflop) on an output tall enough for it
+// (at least 32 row tiles), at 1, 2, 4 and 8 rows per task.
+TEST(KernelOptions, GroupedRowTasksMatchReference) {
+  const Model model = parse_spec(R"({"model": "grain", "layers": [{"name": "dw", "op": "conv2d",
+      "input_shape": [1, 128, 20, 16], "layout": "NHWC", "weight_layout": "HWIO",
+      "out_channels": 16, "groups": 16, "kernel": 3, "padding": "same_upper"}]})",
+                                 "grain");
+  const Layer& L = model.layers.at(0);
+  const LayerData data = random_data(L, 7);
+  const ref::Tensor expected = reference_output(L, data);
+  for (int kflop : {0, 10, 20, 1000000}) {  // 5.8 kFLOP per row: 1, 2, 4 and 8 rows per task
+    SCOPED_TRACE("min_task_kflop " + std::to_string(kflop));
+    const nlohmann::json schedule = {{"tile_y", 1}, {"min_task_kflop", kflop}};
+    const ref::Tensor actual = kernel_output(L, data, "host", schedule);
+    ASSERT_EQ(actual.shape, expected.shape);
+    const double tol =
+        1e-5 * static_cast<double>(taps_per_output(L) + 1) * std::max(ref::max_abs(expected), 1.0);
+    for (size_t i = 0; i < expected.data.size(); ++i)
+      ASSERT_NEAR(actual.data[i], expected.data[i], tol) << "element " << i;
+  }
+}
+
 std::string case_name(const ::testing::TestParamInfo<TargetCase>& info) {
   return info.param.layer.name;
 }
