@@ -39,6 +39,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -446,23 +447,6 @@ double gflops(double mflop, double ms) {
   return mflop / ms;
 }  // MFLOP / ms = GFLOP/s
 
-std::vector<int> parse_ints(const std::string& s) {
-  std::vector<int> v;
-  std::stringstream ss(s);
-  std::string part;
-  while (std::getline(ss, part, ',')) v.push_back(std::stoi(part));
-  return v;
-}
-
-std::vector<std::string> parse_names(const std::string& s) {
-  std::vector<std::string> v;
-  std::stringstream ss(s);
-  std::string part;
-  while (std::getline(ss, part, ','))
-    if (!part.empty()) v.push_back(part);
-  return v;
-}
-
 std::string kind_of(const LayerSpec& L) {
   if (L.depthwise()) return "depthwise";
   if (L.KH == 1 && L.KW == 1) return "pointwise";
@@ -473,53 +457,40 @@ std::string kind_of(const LayerSpec& L) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string bundle_dir, layers_path, markdown, only;
+  std::string bundle_dir, layers_path, markdown;
+  std::vector<std::string> only_names, skip;
   std::vector<int> threads{1, 2};
   double min_time = 0.3;
-  bool with_blocked = true;
-  std::vector<std::string> skip;
+  bool no_blocked = false;
   double max_other_load = 0.3, retry_wait = 10, settle = 0.01, min_probe = 0.85;
   int retries = 5;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) fail("missing value after " + a);
-      return argv[++i];
-    };
-    if (a == "--bundle")
-      bundle_dir = next();
-    else if (a == "--layers")
-      layers_path = next();
-    else if (a == "--threads")
-      threads = parse_ints(next());
-    else if (a == "--min-time")
-      min_time = std::stod(next());
-    else if (a == "--markdown")
-      markdown = next();
-    else if (a == "--only")
-      only = next();
-    else if (a == "--skip")  // for diagnosis: padfold,onednn,padconv,prepadded,blocked
-      skip = parse_names(next());
-    else if (a == "--max-other-load")
-      max_other_load = std::stod(next());
-    else if (a == "--settle")
-      settle = std::stod(next());
-    else if (a == "--min-probe")
-      min_probe = std::stod(next());
-    else if (a == "--retries")
-      retries = std::stoi(next());
-    else if (a == "--retry-wait")
-      retry_wait = std::stod(next());
-    else if (a == "--no-blocked")
-      with_blocked = false;
-    else
-      fail("unknown argument " + a +
-           "\nusage: bench_conv --bundle DIR --layers layers.json [--threads 1,2] "
-           "[--min-time 0.3] [--only a,b] [--markdown results.md] [--no-blocked] "
-           "[--max-other-load 0.3] [--min-probe 0.85] [--retries 5] [--retry-wait 10] "
-           "[--settle 0.01]");
-  }
-  if (bundle_dir.empty() || layers_path.empty()) fail("--bundle and --layers are required");
+  CLI::App app("padfold against oneDNN, side by side, on the layers of layers.json.", "bench_conv");
+  app.add_option("--bundle", bundle_dir, "the bundle (padfold compile of the bench spec)")
+      ->required();
+  app.add_option("--layers", layers_path, "the layer set (layers.json)")->required();
+  app.add_option("--threads", threads, "thread counts, best in increasing order: 1,2")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--min-time", min_time, "seconds timed per method, layer and thread count")
+      ->capture_default_str();
+  app.add_option("--markdown", markdown, "write the results table to this file");
+  app.add_option("--only", only_names, "only these layers: a,b")->delimiter(',');
+  app.add_option("--skip", skip,
+                 "for diagnosis, methods not to time: padfold,onednn,padconv,prepadded,blocked")
+      ->delimiter(',');
+  app.add_option("--max-other-load", max_other_load,
+                 "time a layer again while other processes used more cores than this")
+      ->capture_default_str();
+  app.add_option("--settle", settle, "seconds slept before each block")->capture_default_str();
+  app.add_option("--min-probe", min_probe,
+                 "time a layer again while the arithmetic probe ran slower than this fraction")
+      ->capture_default_str();
+  app.add_option("--retries", retries, "times a disturbed layer is timed again")
+      ->capture_default_str();
+  app.add_option("--retry-wait", retry_wait, "seconds between retries")->capture_default_str();
+  app.add_flag("--no-blocked", no_blocked, "leave out oneDNN in its preferred blocked layouts");
+  CLI11_PARSE(app, argc, argv);
+  const bool with_blocked = !no_blocked;
 
   json layers_json, manifest;
   {
@@ -541,7 +512,6 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 10; ++i) probe(1);  // the single-thread probe's best, for reference
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream strm(eng);
-  const std::vector<std::string> only_names = parse_names(only);
 
   std::vector<LayerSpec> specs;
   for (const json& j : layers_json.at("layers")) {

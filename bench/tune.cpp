@@ -9,20 +9,20 @@
 // Threads: HL_NUM_THREADS (e.g. HL_NUM_THREADS=1).
 #include <Halide.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "algorithm.h"
-#include "lower.h"
-#include "spec.h"
-#include "target.h"
+#include "algorithm/algorithm.h"
+#include "compile/lower.h"
+#include "compile/target.h"
+#include "frontend/spec.h"
 
 namespace {
 
@@ -57,29 +57,21 @@ int main(int argc, char** argv) {
   std::vector<std::string> layer_names, params;
   double min_time = 0.3;
   bool cpu_time = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const std::string v = i + 1 < argc ? argv[i + 1] : "";
-    if (a == "--spec") {
-      spec_path = v, ++i;
-    } else if (a == "--layer") {
-      std::stringstream ss(v);
-      std::string part;
-      while (std::getline(ss, part, ',')) layer_names.push_back(part);
-      ++i;
-    } else if (a == "--params") {
-      params.push_back(v), ++i;
-    } else if (a == "--min-time") {
-      min_time = std::stod(v), ++i;
-    } else if (a == "--cpu-time") {
-      cpu_time = true;
-    } else if (a == "--target") {
-      target_name = v, ++i;
-    } else {
-      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
-      return 2;
-    }
-  }
+  CLI::App app(
+      "Times layers of a spec under schedule parameter sets (JIT), checking that every variant "
+      "computes the same output as the first. Threads: HL_NUM_THREADS.",
+      "padfold_tune");
+  app.add_option("--spec", spec_path, "the spec file (e.g. bench_spec.json)")->required();
+  app.add_option("--layer", layer_names, "only these layers: a,b (default: every layer)")
+      ->delimiter(',');
+  app.add_option("--params", params,
+                 "a schedule parameter set as JSON, e.g. '{\"tile_x\": 4}'; repeat for more "
+                 "(none: the default schedule only)")
+      ->allow_extra_args(false);  // one JSON value per --params
+  app.add_option("--min-time", min_time, "seconds timed per variant")->capture_default_str();
+  app.add_flag("--cpu-time", cpu_time, "time with the thread's CPU clock (single thread only)");
+  app.add_option("--target", target_name, "padfold target")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   if (params.empty()) params.push_back("{}");
   const padfold::Model model = padfold::load_spec(spec_path);
   const Halide::Target target = padfold::resolve_target(target_name);
@@ -91,6 +83,7 @@ int main(int argc, char** argv) {
     std::mt19937 rng(1234);
     Halide::Buffer<float> in = random_buffer(L.input_shape(), rng);
     Halide::Buffer<float> w = random_buffer(L.weight_shape(), rng);
+    Halide::Buffer<float> b = random_buffer({L.out_channels}, rng);
     std::vector<int64_t> os = L.output_shape_full();
     Halide::Buffer<float> out(std::vector<int>(os.rbegin(), os.rend()));
     // Compile every variant, check it against the first, then time them round robin in blocks
@@ -106,11 +99,11 @@ int main(int argc, char** argv) {
     for (size_t v = 0; v < params.size(); ++v) {
       Variant& V = variants[v];
       V.json = params[v];
-      V.kernel = padfold::lower(
-          L, target, padfold::requested_schedule(L, target, nlohmann::json::parse(V.json)));
+      V.kernel = padfold::lower(L, target, nlohmann::json::parse(V.json));
       V.name = V.kernel.schedule.name;
-      V.kernel.algorithm.input.set(in);
-      if (L.has_weights()) V.kernel.algorithm.weights.set(w);
+      V.kernel.param("input").set(in);
+      if (L.has_weights()) V.kernel.param("weights").set(w);
+      if (L.bias) V.kernel.param("bias").set(b);
       const auto c0 = Clock::now();
       V.kernel.pipeline.compile_jit(padfold::codegen_target(target));
       V.compile_s = std::chrono::duration<double>(Clock::now() - c0).count();

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh -DPADFOLD_BUILD_TESTS=OFF
-pf=build/generator/padfold
+pf=build/bin/padfold
 set -x
 $pf pads --input 7x7 --kernel 4x4 --stride 2 --padding same --compare
 $pf check examples/tiny.json

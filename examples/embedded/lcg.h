@@ -1,6 +1,6 @@
 /* Deterministic test data for padfold kernels, identical on every platform (integer arithmetic,
  * exactly representable floats). Shared by the embedded example (main.c) and the host tests that
- * check its output (tests/embedded_cross_test.cpp).
+ * check its output (tests/e2e/embedded_cross_test.cpp).
  *
  *   seed  = FNV-1a (32 bit) of "<layer>/<buffer>", e.g. "stem/weights"
  *   state = state * 1664525 + 1013904223 (mod 2^32), once per element

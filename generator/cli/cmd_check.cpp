@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "spec.h"
+#include "frontend/spec.h"
 
 namespace {
 

@@ -4,30 +4,20 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "bundle.h"
 #include "commands.h"
-#include "schedule.h"
-#include "spec.h"
+#include "emit/bundle.h"
+#include "frontend/spec.h"
 
 namespace {
 
 struct CompileArgs {
-  std::string spec, out, targets = "host", schedules;
+  std::string spec, out, schedules;
+  std::vector<std::string> targets{"host"};
   bool emit_stmt = false;
   int jobs = 0;
   double kernel_timeout = 600;
 };
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> parts;
-  std::stringstream ss(s);
-  std::string part;
-  while (std::getline(ss, part, ','))
-    if (!part.empty()) parts.push_back(part);
-  return parts;
-}
 
 nlohmann::json read_schedules(const std::string& path) {
   std::ifstream f(path);
@@ -43,24 +33,15 @@ void run_compile(const CompileArgs& a) {
   const padfold::Model model = padfold::load_spec(a.spec);
   padfold::CompileOptions opt;
   opt.out_dir = a.out;
-  opt.targets = split_list(a.targets);
+  opt.targets = a.targets;
   opt.emit_stmt = a.emit_stmt;
   opt.jobs = a.jobs;
   opt.kernel_timeout_s = a.kernel_timeout;
   if (!a.schedules.empty()) opt.schedule_overrides = read_schedules(a.schedules);
-  for (const auto& [layer, params] : opt.schedule_overrides.items()) {
-    bool known = false;
-    for (const auto& L : model.layers) known = known || L.name == layer;
-    if (!known)
-      throw std::runtime_error(a.schedules + ": layer '" + layer + "' is not in " + a.spec);
-    try {
-      padfold::ScheduleParams probe;
-      padfold::update_from_json(probe, params);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(
-          a.schedules + ": layer '" + layer + "': " + e.what() +
-          " (parameters: " + padfold::to_json(padfold::ScheduleParams{}).dump() + ")");
-    }
+  try {
+    padfold::validate_schedule_overrides(model, opt.schedule_overrides);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(a.schedules + ": " + e.what() + " (see padfold knobs)");
   }
   const bool live = isatty(fileno(stderr)) != 0;
   size_t done = 0;
@@ -110,9 +91,11 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--target", args->targets,
                   "comma-separated Halide targets, best first: host, x86-64-linux-avx2-fma, "
                   "x86-64-linux-avx512_skylake, arm-64-linux, arm-32-linux ...")
+      ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--schedules", args->schedules,
-                  "JSON file: {layer: {schedule parameter: value}} overriding the defaults");
+                  "JSON file: {layer: {knob: value}} overriding the default knobs (padfold knobs "
+                  "lists them)");
   cmd->add_option("-j,--jobs", args->jobs,
                   "kernels compiled at once, each in its own worker process (default: one per "
                   "core)")

@@ -10,7 +10,8 @@
 #include <optional>
 
 #include "commands.h"
-#include "padding.h"
+#include "padding/enum_names.h"
+#include "padding/padding.h"
 
 namespace {
 
@@ -60,26 +61,20 @@ std::string axis_name(size_t i, size_t dims) {
   return std::string(1, "DHW"[3 - dims + i]);
 }
 
+// What each mode is called elsewhere, for titles and the JSON "convention" field.
+constexpr padfold::EnumName<PadMode> kModeDescriptions[] = {
+    {PadMode::Explicit, "explicit pads"},
+    {PadMode::Valid, "no padding (TensorFlow/Keras/ONNX VALID, PyTorch padding=0)"},
+    {PadMode::SameUpper, "TensorFlow/Keras SAME, ONNX SAME_UPPER"},
+    {PadMode::SameLower, "ONNX SAME_LOWER"},
+    {PadMode::TorchSame, "PyTorch padding='same' (stride 1 only)"},
+    {PadMode::ScipySame, "SciPy signal.correlate/convolve mode='same' (stride 1 only)"},
+    {PadMode::Causal, "Keras Conv1D padding='causal'"},
+    {PadMode::Full, "full convolution (SciPy mode='full')"},
+};
+
 std::string describe(PadMode mode) {
-  switch (mode) {
-    case PadMode::Explicit:
-      return "explicit pads";
-    case PadMode::Valid:
-      return "no padding (TensorFlow/Keras/ONNX VALID, PyTorch padding=0)";
-    case PadMode::SameUpper:
-      return "TensorFlow/Keras SAME, ONNX SAME_UPPER";
-    case PadMode::SameLower:
-      return "ONNX SAME_LOWER";
-    case PadMode::TorchSame:
-      return "PyTorch padding='same' (stride 1 only)";
-    case PadMode::ScipySame:
-      return "SciPy signal.correlate/convolve mode='same' (stride 1 only)";
-    case PadMode::Causal:
-      return "Keras Conv1D padding='causal'";
-    case PadMode::Full:
-      return "full convolution (SciPy mode='full')";
-  }
-  return "?";
+  return padfold::name_of(kModeDescriptions, mode);
 }
 
 struct Request {
@@ -115,8 +110,7 @@ std::vector<Row> compare_rows(const Request& r, const PaddingSpec& chosen) {
     Row row{std::move(label), {}, std::nullopt, "", false};
     try {
       row.spec = make();
-      if (row.spec.mode == PadMode::Causal && r.dims() != 1)
-        throw PaddingError("Keras has causal padding for Conv1D only");
+      padfold::validate_keras_causal(row.spec, r.dims());
       row.pads = r.resolve(row.spec);
       row.chosen = row.spec.mode == chosen.mode && row.spec.mode != PadMode::Explicit;
     } catch (const PaddingError& e) {
@@ -211,7 +205,7 @@ Snippets forward_snippets(const Request& r, const PaddingSpec& spec, const Resol
       per_axis(tf, [](auto& a) { return a.before; }) ==
           per_axis(p, [](auto& a) { return a.before; }) &&
       per_axis(tf, [](auto& a) { return a.after; }) == per_axis(p, [](auto& a) { return a.after; });
-  if (spec.mode == PadMode::Causal && d == 1)
+  if (spec.mode == PadMode::Causal && padfold::keras_has_causal(d))
     s.keras = fmt::format("layers.{}(..., {}, padding='causal')", keras_conv, keras_args);
   else if (zero)
     s.keras = fmt::format("layers.{}(..., {}, padding='valid')", keras_conv, keras_args);
@@ -447,8 +441,8 @@ void add_pads_command(CLI::App& app) {
   cmd->add_option("--stride", o->stride, "Stride (default 1)");
   cmd->add_option("--dilation", o->dilation, "Dilation (default 1)");
   cmd->add_option("--padding", o->padding,
-                  "valid, same, same_upper, same_lower, torch_same, scipy_same, causal, full, or "
-                  "explicit pads such as 1 or 1,1,2,2 (ONNX order) (default same)");
+                  padfold::padding_names() +
+                      ", or explicit pads such as 1 or 1,1,2,2 (ONNX order) (default same)");
   cmd->add_option("--convention", o->convention,
                   "For --padding same: tensorflow (default), keras, onnx, onnx_lower, pytorch, "
                   "scipy");

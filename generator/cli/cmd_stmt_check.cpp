@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "commands.h"
-#include "stmt_check.h"
+#include "compile/stmt_check.h"
 
 namespace {
 

@@ -7,5 +7,6 @@
 void add_pads_command(CLI::App& app);
 void add_check_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
+void add_knobs_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_stmt_check_command(CLI::App& app);

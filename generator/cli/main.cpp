@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   add_pads_command(app);
   add_check_command(app);
   add_compile_command(app);
+  add_knobs_command(app);
   add_run_command(app);
   add_stmt_check_command(app);
   try {

@@ -1,0 +1,308 @@
+#include "algorithm/algorithm.h"
+
+#include <limits>
+
+namespace padfold {
+
+using namespace Halide;
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Fixes a buffer's bounds and dense row-major strides (shape is outermost first).
+void fix_shape(OutputImageParam param, const std::vector<int64_t>& shape) {
+  int64_t stride = 1;
+  const int rank = static_cast<int>(shape.size());
+  for (int i = 0; i < rank; ++i) {
+    const int64_t extent = shape[rank - 1 - i];
+    param.dim(i).set_bounds(0, static_cast<int>(extent)).set_stride(static_cast<int>(stride));
+    stride *= extent;
+  }
+}
+
+// Spatial index j of Halide (innermost first) is axis D-1-j of the layer (outermost first).
+size_t axis_of(size_t j, size_t dims) {
+  return dims - 1 - j;
+}
+
+// Builds arguments in a tensor's Halide dimension order from logical channel, spatial
+// (innermost first) and batch expressions.
+std::vector<Expr> tensor_args(const TensorLayout& layout, Expr ch, const std::vector<Expr>& sp,
+                              Expr batch) {
+  std::vector<Expr> args;
+  if (layout.channels_last) args.push_back(ch);
+  for (const Expr& e : sp) args.push_back(e);
+  if (!layout.channels_last) args.push_back(ch);
+  args.push_back(batch);
+  return args;
+}
+
+// Builds arguments in the weight buffer's Halide order (reverse of the layout letters).
+std::vector<Expr> weight_args(const WeightLayout& layout, int dims, Expr o, Expr i,
+                              const std::vector<Expr>& k) {
+  std::vector<Expr> args;
+  const std::string& order = layout.order;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    if (*it == 'O') {
+      args.push_back(o);
+    } else if (*it == 'I') {
+      args.push_back(i);
+    } else {
+      const int outer_index = static_cast<int>(spatial_letters(dims).find(*it));
+      args.push_back(k[axis_of(static_cast<size_t>(outer_index), static_cast<size_t>(dims))]);
+    }
+  }
+  return args;
+}
+
+Func apply_border(const ImageParam& in, const Layer& L, Border border, float value) {
+  Region region;
+  const TensorLayout& lay = L.layout;
+  const int rank = in.dimensions();
+  for (int d = 0; d < rank; ++d) {
+    const bool is_channel = lay.channels_last ? d == 0 : d == L.spatial_dims;
+    const bool is_batch = d == rank - 1;
+    if (is_channel || is_batch)
+      region.emplace_back();
+    else
+      region.emplace_back(in.dim(d).min(), in.dim(d).extent());
+  }
+  switch (border) {
+    case Border::Zeros:
+      return BoundaryConditions::constant_exterior(in, 0.f, region);
+    case Border::Constant:
+      return BoundaryConditions::constant_exterior(in, value, region);
+    case Border::Reflect:
+      return BoundaryConditions::mirror_interior(in, region);
+    case Border::Symmetric:
+      return BoundaryConditions::mirror_image(in, region);
+    case Border::Replicate:
+      return BoundaryConditions::repeat_edge(in, region);
+    case Border::Circular:
+      return BoundaryConditions::repeat_image(in, region);
+  }
+  return Func();
+}
+
+Expr activate(Expr v, const Layer& L) {
+  switch (L.activation) {
+    case Activation::None:
+      return v;
+    case Activation::Relu:
+      return max(v, 0.f);
+    case Activation::Relu6:
+      return clamp(v, 0.f, 6.f);
+    case Activation::LeakyRelu:
+      return select(v > 0.f, v, v * L.activation_alpha);
+  }
+  return v;
+}
+
+// Reduction domain: input channels of a group (when more than one), then kernel taps innermost
+// spatial axis first.
+RDom make_rdom(const Layer& L, int64_t channels) {
+  Region dom;
+  if (channels > 1) dom.emplace_back(0, static_cast<int>(channels));
+  for (size_t j = 0; j < L.kernel.size(); ++j)
+    dom.emplace_back(0, static_cast<int>(L.kernel[axis_of(j, L.kernel.size())]));
+  return RDom(dom, L.name + "_r");
+}
+
+// Splits an RDom into the input-channel variable (or 0) and the kernel taps (innermost first).
+void split_rdom(const RDom& r, int64_t channels, Expr& rc, std::vector<Expr>& rk) {
+  int next = 0;
+  rc = channels > 1 ? Expr(r[next++]) : Expr(0);
+  for (; next < r.dimensions(); ++next) rk.push_back(r[next]);
+}
+
+// Input positions of a window's taps, one per spatial axis (innermost first).
+std::vector<Expr> tap_positions(const Algorithm& a, const Layer& L, const std::vector<Expr>& rk) {
+  std::vector<Expr> pos;
+  const size_t D = L.in_spatial.size();
+  for (size_t j = 0; j < D; ++j) {
+    const size_t ax = axis_of(j, D);
+    pos.push_back(tap_position<Expr>(a.spatial[j], rk[j], L.stride[ax], L.pads.axes[ax].before,
+                                     L.dilation[ax]));
+  }
+  return pos;
+}
+
+void build_conv(Algorithm& a, const Layer& L) {
+  const size_t D = L.in_spatial.size();
+  const int64_t in_per_group = L.in_channels / L.groups;
+  const int64_t out_per_group = L.out_channels / L.groups;
+  a.bordered = apply_border(a.input, L, L.border, L.border_value);
+  a.r = make_rdom(L, in_per_group);
+  Expr rc;
+  std::vector<Expr> rk;
+  split_rdom(a.r, in_per_group, rc, rk);
+
+  Expr ic = rc;
+  if (L.groups > 1)
+    ic = (a.c / static_cast<int>(out_per_group)) * static_cast<int>(in_per_group) + rc;
+  const Expr x = a.bordered(tensor_args(L.layout, ic, tap_positions(a, L, rk), a.n));
+  const Expr w = a.weights(weight_args(L.weight_layout, static_cast<int>(D), a.c, rc, rk));
+  a.reduce(a.vars) = 0.f;
+  a.reduce(a.vars) += x * w;
+}
+
+void build_conv_transpose(Algorithm& a, const Layer& L) {
+  const size_t D = L.in_spatial.size();
+  const int64_t in_per_group = L.in_channels / L.groups;
+  const int64_t out_per_group = L.out_channels / L.groups;
+  // Taps that miss the input contribute nothing: a transposed convolution's pads crop its output,
+  // so its border is zeros (validate_transposed_border).
+  a.bordered = apply_border(a.input, L, Border::Zeros, 0.f);
+  a.r = make_rdom(L, in_per_group);
+  Expr rc;
+  std::vector<Expr> rk;
+  split_rdom(a.r, in_per_group, rc, rk);
+
+  const Expr group = a.c / static_cast<int>(out_per_group);
+  const Expr ic = group * static_cast<int>(in_per_group) + rc;
+  const Expr oc = a.c % static_cast<int>(out_per_group);
+  // Input i reaches output y through tap k when i*stride == transposed_source_times_stride(y, k).
+  Expr hits = Internal::const_true();
+  std::vector<Expr> pos;
+  for (size_t j = 0; j < D; ++j) {
+    const size_t ax = axis_of(j, D);
+    const int s = static_cast<int>(L.stride[ax]);
+    const Expr num = transposed_source_times_stride<Expr>(a.spatial[j], rk[j],
+                                                          L.pads.axes[ax].before, L.dilation[ax]);
+    if (s > 1) hits = hits && (num % s == 0);
+    pos.push_back(s > 1 ? num / s : num);
+  }
+  const Expr x = a.bordered(tensor_args(L.layout, ic, pos, a.n));
+  const Expr w = a.weights(weight_args(L.weight_layout, static_cast<int>(D), oc, ic, rk));
+  a.reduce(a.vars) = 0.f;
+  a.reduce(a.vars) += select(hits, x * w, 0.f);
+}
+
+// True where a tap lies before input + pad_after on every axis whose last window overhangs the
+// padding (ceil_mode, last_window_overhangs); taps beyond the padding never count.
+Expr inside_padding(const Layer& L, const std::vector<Expr>& pos) {
+  Expr ok = Internal::const_true();
+  const size_t D = L.in_spatial.size();
+  const std::vector<AxisParams> axes = L.axes();
+  for (size_t j = 0; j < D; ++j) {
+    const size_t ax = axis_of(j, D);
+    const AxisPads& p = L.pads.axes[ax];
+    if (last_window_overhangs(axes[ax], p))
+      ok = ok && pos[j] < static_cast<int>(axes[ax].input + p.after);
+  }
+  return ok;
+}
+
+// One tap of a pooling window: the input seen through `border` at the window's tap positions
+// (returned in `pos`).
+Expr pool_tap(Algorithm& a, const Layer& L, Border border, float value, std::vector<Expr>& pos) {
+  a.bordered = apply_border(a.input, L, border, value);
+  a.r = make_rdom(L, 1);
+  Expr rc;
+  std::vector<Expr> rk;
+  split_rdom(a.r, 1, rc, rk);
+  pos = tap_positions(a, L, rk);
+  return a.bordered(tensor_args(L.layout, a.c, pos, a.n));
+}
+
+void build_max_pool(Algorithm& a, const Layer& L) {
+  // Padding that is ignored (pool_ignores_padding) reads as -inf: it never wins the max.
+  const bool excluded = L.ignores_padding();
+  std::vector<Expr> pos;
+  const Expr x = pool_tap(a, L, excluded ? Border::Constant : L.border,
+                          excluded ? kNegInf : L.border_value, pos);
+  a.reduce(a.vars) = kNegInf;
+  a.reduce(a.vars) = max(a.reduce(a.vars), select(inside_padding(L, pos), x, kNegInf));
+}
+
+void build_avg_pool(Algorithm& a, const Layer& L) {
+  const size_t D = L.in_spatial.size();
+  // Padding that is ignored (pool_ignores_padding) reads as zeros and is not counted.
+  const bool ignored = L.ignores_padding();
+  std::vector<Expr> pos;
+  const Expr x = pool_tap(a, L, ignored ? Border::Zeros : L.border, L.border_value, pos);
+  a.reduce(a.vars) = 0.f;
+  a.reduce(a.vars) += select(inside_padding(L, pos), x, 0.f);
+
+  // Divisor: the taps that count, per axis (the count is separable), tabulated once.
+  Expr divisor = 1.f;
+  for (size_t j = 0; j < D; ++j) {
+    const size_t ax = axis_of(j, D);
+    const AxisParams p = L.axes()[ax];
+    const int lo = ignored ? 0 : -static_cast<int>(L.pads.axes[ax].before);
+    const int hi = static_cast<int>(p.input + (ignored ? 0 : L.pads.axes[ax].after));
+    Var x("x");
+    RDom k(0, static_cast<int>(p.kernel), L.name + "_count_k" + std::to_string(j));
+    const Expr tap = tap_position<Expr>(x, k, p.stride, L.pads.axes[ax].before, p.dilation);
+    Func count(L.name + "_count" + std::to_string(j));
+    count(x) = 0;
+    count(x) += select(tap >= lo && tap < hi, 1, 0);
+    a.helpers.push_back(count);
+    divisor = divisor * cast<float>(count(a.spatial[j]));
+  }
+  a.output(a.vars) = a.reduce(a.vars) / divisor;
+}
+
+}  // namespace
+
+std::vector<BufferInfo> buffer_infos(const Layer& L) {
+  std::vector<BufferInfo> out;
+  out.push_back({"input", "input", L.layout.name(), L.input_shape()});
+  if (L.has_weights())
+    out.push_back({"weights", "weights", L.weight_layout.order, L.weight_shape()});
+  if (L.bias) out.push_back({"bias", "bias", "O", {L.out_channels}});
+  out.push_back({"output", "output", L.layout.name(), L.output_shape_full()});
+  return out;
+}
+
+Algorithm build_algorithm(const Layer& L) {
+  if (L.dtype != DType::F32)
+    throw std::runtime_error("layer '" + L.name + "': only float32 kernels are generated");
+  Algorithm a;
+  a.layer = &L;
+  for (const BufferInfo& b : buffer_infos(L)) {
+    BufferParam bp{b, {}};
+    if (b.role != "output") {
+      bp.param = ImageParam(Float(32), static_cast<int>(b.shape.size()), L.name + "_" + b.name);
+      fix_shape(bp.param, b.shape);
+      (b.role == "input" ? a.input : b.role == "weights" ? a.weights : a.bias) = bp.param;
+    }
+    a.buffers.push_back(bp);
+  }
+
+  a.c = Var("c");
+  a.n = Var("n");
+  const char* names[] = {"x", "y", "z"};
+  for (int j = 0; j < L.spatial_dims; ++j) a.spatial.emplace_back(names[j]);
+  if (L.layout.channels_last) a.vars.push_back(a.c);
+  for (const Var& v : a.spatial) a.vars.push_back(v);
+  if (!L.layout.channels_last) a.vars.push_back(a.c);
+  a.vars.push_back(a.n);
+
+  a.reduce = Func(L.name + "_reduce");
+  a.output = Func(L.name);
+  switch (L.op) {
+    case Op::Conv:
+      build_conv(a, L);
+      break;
+    case Op::ConvTranspose:
+      build_conv_transpose(a, L);
+      break;
+    case Op::MaxPool:
+      build_max_pool(a, L);
+      break;
+    case Op::AvgPool:
+      build_avg_pool(a, L);
+      break;
+  }
+  if (!a.output.defined()) {
+    Expr v = a.reduce(a.vars);
+    if (L.bias) v = v + a.bias(a.c);
+    a.output(a.vars) = activate(v, L);
+  }
+  fix_shape(a.output.output_buffer(), L.output_shape_full());
+  return a;
+}
+
+}  // namespace padfold

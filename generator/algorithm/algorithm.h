@@ -1,0 +1,53 @@
+// Halide algorithms: what each op computes, with every shape fixed and the border folded into the
+// kernel (no padded copy). Nothing here decides how it is computed: that is schedules/.
+#pragma once
+
+#include <Halide.h>
+
+#include <string>
+#include <vector>
+
+#include "frontend/spec.h"
+
+namespace padfold {
+
+// A buffer of a layer in manifest order (input, weights?, bias?, output).
+struct BufferInfo {
+  std::string name;  // input, weights, bias, output
+  std::string role;  // the runtime's role of the buffer: the name, for a single layer
+  std::string layout;
+  std::vector<int64_t> shape;  // outermost first
+};
+std::vector<BufferInfo> buffer_infos(const Layer& layer);
+
+// A buffer with the Halide parameter that carries it (undefined for the output).
+struct BufferParam {
+  BufferInfo info;
+  Halide::ImageParam param;
+};
+
+// The Funcs and parameters of one layer's pipeline, exposed so a schedule can be applied.
+struct Algorithm {
+  const Layer* layer = nullptr;
+
+  Halide::ImageParam input, weights, bias;  // weights/bias undefined when the op has none
+  Halide::Func bordered;  // the input seen through the border mode, infinite along spatial axes
+  Halide::Func reduce;    // the reduction (conv sum, pool max/sum), args in `vars` order
+  Halide::Func output;    // bias, activation, averaging; args in `vars` order
+
+  // Pure variables in the output buffer's dimension order (Halide order: innermost first).
+  std::vector<Halide::Var> vars;
+  Halide::Var c, n;                  // channel and batch, also present in `vars`
+  std::vector<Halide::Var> spatial;  // spatial[0] is the innermost spatial axis (W)
+  Halide::RDom r;                    // reduction domain of `reduce`
+  std::vector<Halide::Func>
+      helpers;  // small tables (e.g. avg-pool divisors) a schedule computes at root
+
+  std::vector<BufferParam> buffers;  // every buffer in manifest order; input/weights/bias above
+                                     // are the same parameters
+};
+
+// Builds the algorithm for a resolved layer. The buffers have fixed shapes and dense strides.
+Algorithm build_algorithm(const Layer& layer);
+
+}  // namespace padfold

@@ -1,0 +1,46 @@
+// Lowering: the one way a layer becomes a scheduled Halide pipeline, used by `padfold compile`,
+// the tests and the benchmark tools alike (and next by the tuner and the GPU path).
+#pragma once
+
+#include <Halide.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "algorithm/algorithm.h"
+#include "schedules/schedule.h"
+
+namespace padfold {
+
+// A scheduled pipeline with its buffers. Not tied to one layer's four buffers: a fused block is
+// one Kernel with several layers' weights.
+struct Kernel {
+  std::string name;                  // the Halide function's base name
+  ScheduleParams schedule;           // the knobs in effect (resolved), as the manifest records them
+  std::vector<BufferParam> buffers;  // manifest order; outputs have no parameter
+  Halide::Pipeline pipeline;
+
+  std::vector<Halide::Argument> arguments() const;  // the input parameters, in buffer order
+  // The parameter of input buffer `name`; throws std::invalid_argument for any other name.
+  Halide::ImageParam param(const std::string& name) const;
+};
+
+// The layer's default knobs for `target` with `overrides` (knob name -> value) applied; bad
+// overrides throw KnobError naming the knob.
+ScheduleParams requested_schedule(const Layer& layer, const Halide::Target& target,
+                                  const nlohmann::json& overrides = nlohmann::json::object());
+
+// Builds the layer's algorithm and schedules it for `target`.
+Kernel lower(const Layer& layer, const Halide::Target& target,
+             const nlohmann::json& overrides = nlohmann::json::object());
+Kernel lower(const Layer& layer, const Halide::Target& target, const ScheduleParams& requested);
+
+// Writes the kernel's AOT outputs (object, header, statement ...) as `function`, without the
+// Halide runtime (a bundle carries one per target), with padfold's code generation options.
+void compile_kernel_files(const Kernel& kernel, const Halide::Target& target,
+                          const std::map<Halide::OutputFileType, std::string>& outputs,
+                          const std::string& function);
+
+}  // namespace padfold

@@ -1,0 +1,457 @@
+#include "emit/bundle.h"
+
+#include <Halide.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <kainjow/mustache.hpp>
+
+#include "compile/lower.h"
+#include "compile/process.h"
+#include "compile/target.h"
+#include "emit/bundle_dir.h"
+#include "emit/data_dir.h"
+#include "emit/fault_injection.h"
+#include "padfold_templates.h"
+
+namespace padfold {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Halide::OutputFileType;
+
+namespace {
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  if (!f) throw std::runtime_error("cannot write " + path.string());
+}
+
+std::string render(const char* tmpl, const kainjow::mustache::data& data) {
+  kainjow::mustache::mustache m{std::string(tmpl)};
+  if (!m.is_valid()) throw std::logic_error("bad template: " + m.error_message());
+  return m.render(data);
+}
+
+std::string joined(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s;
+}
+
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+// The runtime's pf_role for a buffer role (runtime/include/padfold_runtime.h).
+const char* role_enum(const std::string& role) {
+  static const std::pair<const char*, const char*> roles[] = {{"input", "PF_ROLE_INPUT"},
+                                                              {"weights", "PF_ROLE_WEIGHTS"},
+                                                              {"bias", "PF_ROLE_BIAS"},
+                                                              {"output", "PF_ROLE_OUTPUT"}};
+  for (const auto& [name, value] : roles)
+    if (role == name) return value;
+  throw std::logic_error("no runtime role for buffer role '" + role + "'");
+}
+
+std::string arch_name(const Halide::Target& t) {
+  switch (t.arch) {
+    case Halide::Target::X86:
+      return t.bits == 64 ? "x86-64" : "x86-32";
+    case Halide::Target::ARM:
+      return t.bits == 64 ? "arm-64" : "arm-32";
+    case Halide::Target::RISCV:
+      return "riscv-64";
+    default:
+      return "other";
+  }
+}
+
+// The C compiler that can link a shared library for `t` on this machine, or "" if none.
+std::string linker_for(const Halide::Target& t) {
+  const Halide::Target cpu = Halide::get_host_target();
+  std::string cc;
+  if (t.arch == cpu.arch && t.bits == cpu.bits && t.os == cpu.os)
+    cc = "cc";
+  else if (t.arch == Halide::Target::ARM && t.bits == 64 && t.os == Halide::Target::Linux)
+    cc = "aarch64-linux-gnu-gcc";
+  else if (t.arch == Halide::Target::ARM && t.bits == 32 && t.os == Halide::Target::Linux)
+    cc = "arm-linux-gnueabihf-gcc";
+  else if (t.arch == Halide::Target::RISCV && t.os == Halide::Target::Linux)
+    cc = "riscv64-linux-gnu-gcc";
+  return !cc.empty() && program_on_path(cc) ? cc : "";
+}
+
+// --- kernels ------------------------------------------------------------------------------------
+
+struct TargetPlan {
+  Halide::Target target;
+  std::string name;  // the target string: directory name and manifest key
+  fs::path dir;
+};
+
+struct KernelTask {
+  const Layer* layer = nullptr;
+  size_t target = 0;  // index into the plans
+  ScheduleParams schedule;
+  bool fallback = false;
+  std::string fallback_from, fallback_reason;
+  WorkerResult result;
+};
+
+fs::path object_path(const TargetPlan& t, const std::string& fn) {
+  return t.dir / "obj" / (fn + ".o");
+}
+
+// What a compile worker does for one kernel: lower, then emit object, header and statement.
+void compile_kernel(const Model& model, const KernelTask& task, const TargetPlan& t,
+                    const fs::path& root, bool write_header, bool emit_stmt,
+                    const InjectedFaults& faults) {
+  const Layer& L = *task.layer;
+  const auto fault = faults.find(L.name);
+  if (fault != faults.end() && (!task.fallback || fault->second.every)) raise_fault(fault->second);
+  const std::string fn = kernel_function_name(model, L);
+  Kernel k = lower(L, t.target, task.schedule);
+  std::map<OutputFileType, std::string> outputs{
+      {OutputFileType::object, object_path(t, fn).string()}};
+  if (write_header) outputs[OutputFileType::c_header] = (root / "include" / (fn + ".h")).string();
+  if (emit_stmt) outputs[OutputFileType::stmt] = (t.dir / (L.name + ".stmt")).string();
+  compile_kernel_files(k, t.target, outputs, fn);
+}
+
+std::string task_label(const KernelTask& task, const TargetPlan& t) {
+  return "target " + t.name + ", layer '" + task.layer->name + "', schedule " + task.schedule.name;
+}
+
+// Compiles every kernel in workers; kernels whose tuned schedule fails are retried once with the
+// conservative schedule. Throws, naming each kernel that failed both ways.
+void compile_kernels(const Model& model, std::vector<KernelTask>& tasks,
+                     const std::vector<TargetPlan>& plans, const fs::path& root,
+                     const CompileOptions& opt,
+                     const std::function<void(const KernelTask&)>& on_compiled) {
+  const auto faults = injected_faults();
+  WorkerOptions wopt;
+  wopt.parallel = opt.jobs > 0 ? opt.jobs : default_parallel_jobs();
+  wopt.timeout_s = opt.kernel_timeout_s;
+  std::vector<size_t> pending(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) pending[i] = i;
+  for (int attempt = 0; attempt < 2 && !pending.empty(); ++attempt) {
+    std::vector<WorkerJob> jobs;
+    for (size_t i : pending) {
+      const KernelTask& task = tasks[i];
+      jobs.push_back({task_label(task, plans[task.target]), [&, i] {
+                        compile_kernel(model, tasks[i], plans[tasks[i].target], root,
+                                       tasks[i].target == 0, opt.emit_stmt, faults);
+                      }});
+    }
+    wopt.on_done = [&](size_t job, const WorkerResult& r) {
+      KernelTask& task = tasks[pending[job]];
+      task.result = r;
+      if (!r.output.empty())  // Halide's warnings, or a crash's last words
+        std::fprintf(stderr, "%s:\n%s", jobs[job].label.c_str(), r.output.c_str());
+      if (r.ok) on_compiled(task);
+    };
+    run_workers(jobs, wopt);
+    std::vector<size_t> failed;
+    for (size_t i : pending)
+      if (!tasks[i].result.ok) failed.push_back(i);
+    if (attempt == 0) {
+      for (size_t i : failed) {
+        KernelTask& task = tasks[i];
+        task.fallback_from = task.schedule.name;
+        task.fallback_reason = task.result.error;
+        task.schedule = conservative_schedule(*task.layer, plans[task.target].target);
+        task.fallback = true;
+      }
+    }
+    pending = failed;
+  }
+  if (pending.empty()) return;
+  std::string msg = std::to_string(pending.size()) + " kernel(s) failed to compile:";
+  for (size_t i : pending) {
+    const KernelTask& task = tasks[i];
+    msg += "\n  target " + plans[task.target].name + ", layer '" + task.layer->name +
+           "': schedule " + task.fallback_from + ": " + task.fallback_reason +
+           "; retried with schedule " + task.schedule.name + ": " + task.result.error;
+  }
+  throw std::runtime_error(msg);
+}
+
+// --- per-target libraries -----------------------------------------------------------------------
+
+// The kernels' static library and the target's Halide runtime (compiled in a worker too: it is
+// LLVM code generation like the kernels).
+void build_target_libraries(const std::vector<TargetPlan>& plans, const Model& model,
+                            const CompileOptions& opt) {
+  std::vector<WorkerJob> jobs;
+  for (const TargetPlan& t : plans) {
+    jobs.push_back({"target " + t.name + ": kernel library and Halide runtime", [&model, &t] {
+                      std::vector<std::string> objects;
+                      for (const Layer& L : model.layers)
+                        objects.push_back(object_path(t, kernel_function_name(model, L)).string());
+                      Halide::create_static_library(
+                          objects, t.target,
+                          (t.dir / ("libpadfold_" + c_identifier(model.name) + ".a")).string());
+                      Halide::compile_standalone_runtime(
+                          {{OutputFileType::static_library, (t.dir / "halide_runtime.a").string()}},
+                          t.target);
+                    }});
+  }
+  WorkerOptions wopt;
+  wopt.parallel = opt.jobs > 0 ? opt.jobs : default_parallel_jobs();
+  wopt.timeout_s = opt.kernel_timeout_s;
+  const std::vector<WorkerResult> results = run_workers(jobs, wopt);
+  for (size_t i = 0; i < results.size(); ++i)
+    if (!results[i].ok) throw std::runtime_error(jobs[i].label + ": " + results[i].error);
+}
+
+json kernel_buffers_json(const Layer& L) {
+  json buffers = json::array();
+  for (const BufferInfo& b : buffer_infos(L))
+    buffers.push_back({{"name", b.name},
+                       {"role", b.role},
+                       {"dtype", "float32"},
+                       {"layout", b.layout},
+                       {"shape", b.shape},
+                       {"strides", dense_strides(b.shape)}});
+  return buffers;
+}
+
+kainjow::mustache::list registry_kernels(const Model& model) {
+  kainjow::mustache::list kernels;
+  for (const Layer& L : model.layers) {
+    kainjow::mustache::list buffers;
+    for (const BufferInfo& b : buffer_infos(L)) {
+      buffers.push_back(kainjow::mustache::object{{"name", b.name},
+                                                  {"role", role_enum(b.role)},
+                                                  {"layout", b.layout},
+                                                  {"rank", std::to_string(b.shape.size())},
+                                                  {"shape", joined(b.shape)},
+                                                  {"strides", joined(dense_strides(b.shape))}});
+    }
+    kernels.push_back(kainjow::mustache::object{{"layer", L.name},
+                                                {"function", kernel_function_name(model, L)},
+                                                {"op", L.op_name},
+                                                {"num_buffers", std::to_string(buffers.size())},
+                                                {"buffers", buffers}});
+  }
+  return kernels;
+}
+
+// registry.c and bundle_entry.c: the kernel table the runtime reads, and the bundle's entry point.
+void write_registry_sources(const TargetPlan& t, const Model& model) {
+  const std::string model_id = c_identifier(model.name);
+  kainjow::mustache::data data;
+  data.set("version", PADFOLD_VERSION);
+  data.set("target", t.name);
+  data.set("model", model_id);
+  data.set("registry_symbol", "padfold_registry_" + model_id);
+  data.set("num_kernels", std::to_string(model.layers.size()));
+  data.set("kernels", registry_kernels(model));
+  write_file(t.dir / "registry.c", render(templates::registry_c, data));
+  write_file(t.dir / "bundle_entry.c", render(templates::bundle_entry_c, data));
+}
+
+// The shared library for pf_bundle_open, where a C compiler links for the target; returns its
+// path in the bundle, or null.
+json link_shared_library(const TargetPlan& t, const Model& model, const fs::path& root) {
+  const std::string cc = linker_for(t.target);
+  if (cc.empty()) return nullptr;
+  const std::string model_id = c_identifier(model.name);
+  const std::string so = "libpadfold_" + model_id + ".so";
+  run_program(
+      {cc, "-shared", "-fPIC", "-O2", "-std=c99", "-o", (t.dir / so).string(),
+       "-I" + (root / "include").string(), "-I" + (root / "runtime" / "include").string(),
+       (t.dir / "registry.c").string(), (t.dir / "bundle_entry.c").string(), "-Wl,--whole-archive",
+       (t.dir / ("libpadfold_" + model_id + ".a")).string(), "-Wl,--no-whole-archive",
+       (t.dir / "halide_runtime.a").string(), "-Wl,--exclude-libs,ALL", "-lpthread", "-ldl", "-lm"},
+      "linking the shared library for " + t.name);
+  return t.name + "/" + so;
+}
+
+// The knobs in effect for each of the target's kernels, with the fallback where there was one.
+json target_schedules(const TargetPlan& t, const std::vector<KernelTask>& tasks,
+                      size_t target_index) {
+  json schedules = json::object();
+  for (const KernelTask& task : tasks) {
+    if (task.target != target_index) continue;
+    json s = to_json(resolve_schedule(*task.layer, t.target, task.schedule));
+    if (task.fallback)
+      s["fallback"] = {{"from", task.fallback_from}, {"reason", task.fallback_reason}};
+    schedules[task.layer->name] = s;
+  }
+  return schedules;
+}
+
+// Registry sources, shared library and the target's manifest entry.
+json finish_target(const TargetPlan& t, const Model& model, const fs::path& root,
+                   const std::vector<KernelTask>& tasks, size_t target_index) {
+  const std::string model_id = c_identifier(model.name);
+  write_registry_sources(t, model);
+  const json shared = link_shared_library(t, model, root);
+  fs::remove_all(t.dir / "obj");
+  const std::string tune = tuning_name(t.target);
+  return {{"target", t.name},
+          {"arch", arch_name(t.target)},
+          {"bits", t.target.bits},
+          {"os", t.target.os == Halide::Target::Linux ? "linux" : "other"},
+          {"features", cpu_feature_names(t.target)},
+          {"tuned_for", tune.empty() ? json(nullptr) : json(tune)},
+          {"dir", t.name},
+          {"static_library", t.name + "/libpadfold_" + model_id + ".a"},
+          {"halide_runtime", t.name + "/halide_runtime.a"},
+          {"registry_source", t.name + "/registry.c"},
+          {"registry_symbol", "padfold_registry_" + model_id},
+          {"shared_library", shared},
+          {"schedules", target_schedules(t, tasks, target_index)}};
+}
+
+json kernel_manifest(const Model& model, const Layer& L) {
+  json pads_before = json::array(), pads_after = json::array();
+  for (const AxisPads& p : L.pads.axes) {
+    pads_before.push_back(p.before);
+    pads_after.push_back(p.after);
+  }
+  return {{"layer", L.name},
+          {"function", kernel_function_name(model, L)},
+          {"op", L.op_name},
+          {"buffers", kernel_buffers_json(L)},
+          {"pads_before", pads_before},
+          {"pads_after", pads_after},
+          {"border", to_string(L.border)},
+          {"flops", L.flops()}};
+}
+
+void write_consumer_files(const Model& model, const std::vector<TargetPlan>& plans,
+                          const fs::path& root) {
+  const std::string model_id = c_identifier(model.name);
+  std::string umbrella = "/* Generated by padfold. Do not edit. */\n#pragma once\n";
+  for (const Layer& L : model.layers)
+    umbrella += "#include \"" + kernel_function_name(model, L) + ".h\"\n";
+  write_file(root / "include" / ("padfold_" + model_id + ".h"), umbrella);
+
+  kainjow::mustache::list target_list;
+  for (const TargetPlan& t : plans)
+    target_list.push_back(kainjow::mustache::object{{"dir", t.name}});
+  kainjow::mustache::data data;
+  data.set("version", PADFOLD_VERSION);
+  data.set("model", model_id);
+  data.set("targets", target_list);
+  data.set("static_library", "libpadfold_" + model_id + ".a");
+  data.set("halide_runtime", "halide_runtime.a");
+  write_file(root / ("padfold_" + model_id + ".cmake"), render(templates::consumer_cmake, data));
+}
+
+}  // namespace
+
+std::string c_identifier(const std::string& name) {
+  std::string id;
+  for (char ch : name) id += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  if (id.empty() || std::isdigit(static_cast<unsigned char>(id[0]))) id = "m_" + id;
+  return id;
+}
+
+std::string kernel_function_name(const Model& model, const Layer& layer) {
+  return "pf_" + c_identifier(model.name) + "_" + layer.name;
+}
+
+void validate_schedule_overrides(const Model& model, const json& overrides) {
+  if (!overrides.is_object())
+    throw std::runtime_error("schedule overrides: expected an object of layer names");
+  for (const auto& [layer, knobs] : overrides.items()) {
+    const auto it = std::find_if(model.layers.begin(), model.layers.end(),
+                                 [&](const Layer& L) { return L.name == layer; });
+    if (it == model.layers.end())
+      throw std::runtime_error("layer '" + layer + "' is not in the model (" + model.file + ")");
+    try {
+      ScheduleParams probe;
+      update_from_json(probe, knobs);
+    } catch (const KnobError& e) {
+      throw std::runtime_error("layer '" + layer + "': " + e.what());
+    }
+  }
+}
+
+std::vector<KernelReport> compile_bundle(const Model& model, const CompileOptions& opt,
+                                         const std::function<void(const KernelReport&)>& progress) {
+  if (opt.targets.empty()) throw std::runtime_error("no target given");
+  if (opt.out_dir.empty()) throw std::runtime_error("no output directory given");
+  validate_schedule_overrides(model, opt.schedule_overrides);
+  StagedDirectory staged(opt.out_dir);
+  const fs::path root = staged.path();
+
+  std::vector<TargetPlan> plans;
+  for (const std::string& name : opt.targets) {
+    const Halide::Target target = resolve_target(name);
+    const std::string dir = target.to_string();
+    if (std::any_of(plans.begin(), plans.end(), [&](const TargetPlan& p) { return p.name == dir; }))
+      continue;
+    plans.push_back({target, dir, root / dir});
+    fs::create_directories(root / dir / "obj");
+  }
+  fs::create_directories(root / "include");
+  // The runtime sources and Halide's runtime header travel with the bundle, so it is
+  // self-contained for embedded builds.
+  const fs::path data = data_dir();
+  fs::copy(data / "runtime", root / "runtime", fs::copy_options::recursive);
+  fs::copy_file(data / "include" / "HalideRuntime.h", root / "include" / "HalideRuntime.h");
+
+  std::vector<KernelTask> tasks;
+  for (size_t t = 0; t < plans.size(); ++t) {
+    for (const Layer& L : model.layers) {
+      const json overrides = opt.schedule_overrides.contains(L.name)
+                                 ? opt.schedule_overrides.at(L.name)
+                                 : json::object();
+      KernelTask task;
+      task.layer = &L;
+      task.target = t;
+      task.schedule = requested_schedule(L, plans[t].target, overrides);
+      tasks.push_back(task);
+    }
+  }
+  std::vector<KernelReport> reports;
+  compile_kernels(model, tasks, plans, root, opt, [&](const KernelTask& task) {
+    const TargetPlan& t = plans[task.target];
+    KernelReport rep{t.name,
+                     task.layer->name,
+                     task.schedule.name,
+                     task.result.seconds,
+                     static_cast<int64_t>(
+                         fs::file_size(object_path(t, kernel_function_name(model, *task.layer)))),
+                     task.fallback_from,
+                     task.fallback_reason};
+    if (progress) progress(rep);
+    reports.push_back(rep);
+  });
+  build_target_libraries(plans, model, opt);
+
+  json manifest = {{"format", "padfold-bundle"},         {"format_version", kBundleFormatVersion},
+                   {"padfold_version", PADFOLD_VERSION}, {"model", c_identifier(model.name)},
+                   {"targets", json::array()},           {"kernels", json::array()}};
+  for (size_t t = 0; t < plans.size(); ++t)
+    manifest["targets"].push_back(finish_target(plans[t], model, root, tasks, t));
+  for (const Layer& L : model.layers) manifest["kernels"].push_back(kernel_manifest(model, L));
+  write_consumer_files(model, plans, root);
+  write_file(root / "manifest.json", manifest.dump(2) + "\n");
+  staged.commit();
+  // Reports in (target, layer) order, whatever order the workers finished in.
+  std::vector<KernelReport> ordered;
+  for (const TargetPlan& t : plans)
+    for (const Layer& L : model.layers)
+      for (const KernelReport& r : reports)
+        if (r.target == t.name && r.layer == L.name) ordered.push_back(r);
+  return ordered;
+}
+
+}  // namespace padfold

@@ -1,0 +1,85 @@
+#include "emit/bundle_dir.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace padfold {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_bundle(const fs::path& dir) {
+  std::ifstream f(dir / "manifest.json");
+  if (!f) return false;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(f);
+    return j.is_object() && j.value("format", "") == "padfold-bundle";
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+fs::path unique_sibling(const fs::path& destination, const std::string& tag) {
+  static std::atomic<int> counter{0};
+  return destination.parent_path() / ("." + destination.filename().string() + "." + tag + "-" +
+                                      std::to_string(getpid()) + "-" + std::to_string(counter++));
+}
+
+}  // namespace
+
+StagedDirectory::StagedDirectory(const fs::path& destination) {
+  fs::path d = fs::absolute(destination).lexically_normal();
+  if (d.filename().empty()) d = d.parent_path();  // "out/tiny/"
+  destination_ = d;
+  std::error_code ec;
+  if (fs::exists(d, ec)) {
+    if (!fs::is_directory(d))
+      throw std::runtime_error("-o " + destination.string() + ": exists and is not a directory");
+    if (!fs::is_empty(d) && !is_bundle(d))
+      throw std::runtime_error(
+          "-o " + destination.string() +
+          ": exists and is not a padfold bundle (no manifest.json of format padfold-bundle); "
+          "padfold replaces only bundles: remove it or choose another directory");
+  }
+  fs::create_directories(d.parent_path());
+  staging_ = unique_sibling(d, "partial");
+  fs::create_directory(staging_);
+}
+
+StagedDirectory::~StagedDirectory() {
+  if (committed_) return;
+  std::error_code ec;
+  fs::remove_all(staging_, ec);
+}
+
+void StagedDirectory::commit() {
+  if (!fs::exists(destination_)) {
+    fs::rename(staging_, destination_);
+  } else if (renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, destination_.c_str(),
+                       RENAME_EXCHANGE) != 0) {
+    // No atomic exchange on this file system: move the old bundle aside first.
+    const fs::path old = unique_sibling(destination_, "old");
+    fs::rename(destination_, old);
+    try {
+      fs::rename(staging_, destination_);
+    } catch (...) {
+      fs::rename(old, destination_);
+      throw;
+    }
+    staging_ = old;
+  }
+  committed_ = true;
+  std::error_code ec;
+  fs::remove_all(staging_, ec);  // the previous bundle, after an exchange
+}
+
+}  // namespace padfold

@@ -1,0 +1,113 @@
+// Layer and layout helpers: shapes in layout order, weight shapes, FLOPs, names.
+#include <cstring>
+
+#include "frontend/names.h"
+#include "frontend/spec.h"
+
+namespace padfold {
+namespace {
+
+const char* const kSpatialLetters = "DHW";
+
+std::vector<int64_t> with_n_c(const Layer& l, int64_t channels,
+                              const std::vector<int64_t>& spatial) {
+  std::vector<int64_t> s{l.batch};
+  if (!l.layout.channels_last) s.push_back(channels);
+  s.insert(s.end(), spatial.begin(), spatial.end());
+  if (l.layout.channels_last) s.push_back(channels);
+  return s;
+}
+
+template <typename T>
+double product(const std::vector<T>& v) {
+  double p = 1;
+  for (T x : v) p *= static_cast<double>(x);
+  return p;
+}
+
+}  // namespace
+
+std::string spatial_letters(int dims) {
+  return std::string(kSpatialLetters + 3 - dims);
+}
+
+std::string TensorLayout::name() const {
+  const std::string s = spatial_letters(spatial_dims);
+  return channels_last ? "N" + s + "C" : "NC" + s;
+}
+
+int WeightLayout::axis_of(char letter) const {
+  if (letter >= 'S' && letter < 'S' + 3) {
+    int k = letter - 'S';
+    for (size_t i = 0; i < order.size(); ++i)
+      if (std::strchr(kSpatialLetters, order[i]) && k-- == 0) return static_cast<int>(i);
+    return -1;
+  }
+  const size_t pos = order.find(letter);
+  return pos == std::string::npos ? -1 : static_cast<int>(pos);
+}
+
+std::vector<AxisParams> Layer::axes() const {
+  std::vector<AxisParams> a;
+  for (size_t i = 0; i < in_spatial.size(); ++i)
+    a.push_back({in_spatial[i], kernel[i], stride[i], dilation[i]});
+  return a;
+}
+
+std::vector<int64_t> Layer::input_shape() const {
+  return with_n_c(*this, in_channels, in_spatial);
+}
+
+std::vector<int64_t> Layer::output_shape_full() const {
+  return with_n_c(*this, out_channels, out_spatial);
+}
+
+std::vector<int64_t> Layer::weight_shape() const {
+  if (!has_weights()) return {};
+  const bool t = op == Op::ConvTranspose;
+  std::vector<int64_t> shape;
+  for (char ch : weight_layout.order) {
+    if (ch == 'O')
+      shape.push_back(t ? out_channels / groups : out_channels);
+    else if (ch == 'I')
+      shape.push_back(t ? in_channels : in_channels / groups);
+    else
+      shape.push_back(
+          kernel[std::strchr(kSpatialLetters, ch) - kSpatialLetters - (3 - spatial_dims)]);
+  }
+  return shape;
+}
+
+double Layer::flops() const {
+  const double n = static_cast<double>(batch), k = product(kernel);
+  switch (op) {
+    case Op::Conv:
+      return 2 * n * product(out_spatial) * out_channels * (in_channels / groups) * k;
+    case Op::ConvTranspose:
+      return 2 * n * product(in_spatial) * in_channels * (out_channels / groups) * k;
+    case Op::MaxPool:
+    case Op::AvgPool:
+      return n * in_channels * product(out_spatial) * k;
+  }
+  return 0;
+}
+
+bool Layer::ignores_padding() const {
+  if (op != Op::MaxPool && op != Op::AvgPool) return false;
+  return pool_ignores_padding(op == Op::MaxPool ? PoolKind::Max : PoolKind::Avg, border,
+                              count_include_pad);
+}
+
+std::string to_string(Op op) {
+  return name_of(kOpNames, op);
+}
+
+std::string to_string(Activation act) {
+  return name_of(kActivationNames, act);
+}
+
+std::string to_string(DType dtype) {
+  return name_of(kDTypeNames, dtype);
+}
+
+}  // namespace padfold

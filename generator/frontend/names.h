@@ -1,0 +1,32 @@
+// The names of the frontend's enums, one table each (see padding/enum_names.h): to_string
+// (layer.cpp) and the spec parser (spec.cpp) both read them. Internal to the frontend.
+#pragma once
+
+#include "frontend/spec.h"
+#include "padding/enum_names.h"
+
+namespace padfold {
+
+// Op base names; the spec writes them with the spatial dims (conv2d, max_pool3d), and all but conv
+// also without (max_pool: dims from the kernel, the layout or the input).
+inline constexpr EnumName<Op> kOpNames[] = {
+    {Op::Conv, "conv"},
+    {Op::ConvTranspose, "conv_transpose"},
+    {Op::MaxPool, "max_pool"},
+    {Op::AvgPool, "avg_pool"},
+};
+
+inline constexpr EnumName<Activation> kActivationNames[] = {
+    {Activation::None, "none"},
+    {Activation::Relu, "relu"},
+    {Activation::Relu6, "relu6"},
+    {Activation::LeakyRelu, "leaky_relu"},
+};
+
+inline constexpr EnumName<DType> kDTypeNames[] = {
+    {DType::F32, "float32"}, {DType::F32, "f32", Spelling::Alias},
+    {DType::F16, "float16"}, {DType::F16, "f16", Spelling::Alias},
+    {DType::I8, "int8"},     {DType::I8, "i8", Spelling::Alias},
+};
+
+}  // namespace padfold

@@ -1,0 +1,699 @@
+#include "frontend/spec.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "frontend/names.h"
+#include "padding/enum_names.h"
+
+namespace padfold {
+namespace {
+
+using json = nlohmann::json;
+
+const std::vector<std::string> kTopKeys = {"$schema", "description", "model", "defaults", "layers"};
+const std::vector<std::string> kDefaultKeys = {"layout", "weight_layout", "dtype", "border"};
+// clang-format off
+const std::vector<std::string> kLayerKeys = {
+    "name", "description", "op", "input", "input_shape", "layout", "dtype", "weight_layout",
+    "out_channels", "kernel", "stride", "dilation", "groups", "depth_multiplier", "padding",
+    "convention", "output_padding", "output_shape", "ceil_mode", "count_include_pad", "border",
+    "bias", "activation"};
+// clang-format on
+
+// Layer fields that only some ops take; every other op rejects them.
+struct OpOnly {
+  const char* field;
+  std::vector<Op> ops;
+  const char* ops_text;
+};
+const std::vector<OpOnly> kOpOnly = {
+    {"out_channels", {Op::Conv, Op::ConvTranspose}, "convolutions"},
+    {"groups", {Op::Conv, Op::ConvTranspose}, "convolutions"},
+    {"weight_layout", {Op::Conv, Op::ConvTranspose}, "convolutions (pools have no weights)"},
+    {"bias", {Op::Conv, Op::ConvTranspose}, "convolutions"},
+    {"activation", {Op::Conv, Op::ConvTranspose}, "convolutions"},
+    {"depth_multiplier", {Op::Conv}, "conv1d/conv2d/conv3d"},
+    {"output_padding", {Op::ConvTranspose}, "conv_transpose layers"},
+    {"output_shape", {Op::ConvTranspose}, "conv_transpose layers"},
+    {"ceil_mode", {Op::MaxPool, Op::AvgPool}, "max_pool/avg_pool layers"},
+    {"count_include_pad", {Op::AvgPool}, "avg_pool layers"},
+};
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The known key closest to a misspelt one, or "" when none is close.
+std::string suggestion(const std::string& key, const std::vector<std::string>& known) {
+  std::string best;
+  size_t best_d = std::max<size_t>(2, key.size() / 3) + 1;
+  for (const auto& k : known) {
+    const size_t d = edit_distance(key, k);
+    if (d < best_d) best_d = d, best = k;
+  }
+  return best;
+}
+
+// What a JSON value is called in messages; every other kind is a number.
+constexpr EnumName<json::value_t> kJsonKinds[] = {
+    {json::value_t::string, "string"}, {json::value_t::boolean, "boolean"},
+    {json::value_t::array, "array"},   {json::value_t::object, "object"},
+    {json::value_t::null, "null"},
+};
+
+// A short description of a JSON value, for "found" parts of messages.
+std::string describe(const json& j) {
+  if (j.is_null()) return name_of(kJsonKinds, json::value_t::null);
+  std::string text = j.dump();
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  const char* kind = find_name(kJsonKinds, j.type());
+  return std::string(kind ? kind : "number") + " " + text;
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+std::string shape_text(const std::vector<int64_t>& v) {
+  return fmt::format("[{}]", fmt::join(v, ", "));
+}
+
+// Where in the file we are, so every message can name the file, the layer and the field.
+struct Ctx {
+  std::string file;
+  std::optional<std::string> layer;  // none at the top level
+  size_t index = 0;
+
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    std::string where = file + ": ";
+    if (layer) where += fmt::format("layer '{}' (#{}): ", *layer, index);
+    throw SpecError(fmt::format("{}field '{}': {}", where, field, what));
+  }
+  [[noreturn]] void fail(const std::string& field, const std::string& found,
+                         const std::string& expected) const {
+    fail(field, found + "; expected " + expected);
+  }
+
+  void check_keys(const json& obj, const std::vector<std::string>& known,
+                  const std::string& prefix = "") const {
+    for (const auto& item : obj.items())
+      if (std::find(known.begin(), known.end(), item.key()) == known.end()) {
+        const std::string guess = suggestion(item.key(), known);
+        if (!guess.empty())
+          fail(prefix + item.key(), "unknown field; did you mean '" + guess + "'?");
+        fail(prefix + item.key(), "unknown field",
+             fmt::format("one of {}", fmt::join(known, ", ")));
+      }
+  }
+
+  std::string get_string(const json& j, const std::string& field, const char* expected) const {
+    if (!j.is_string()) fail(field, describe(j), expected);
+    return j.get<std::string>();
+  }
+  bool get_bool(const json& j, const std::string& field) const {
+    if (!j.is_boolean()) fail(field, describe(j), "true or false");
+    return j.get<bool>();
+  }
+  int64_t get_int(const json& j, const std::string& field, const std::string& expected) const {
+    if (!j.is_number_integer()) fail(field, describe(j), expected);
+    return j.get<int64_t>();
+  }
+  int64_t get_positive(const json& j, const std::string& field) const {
+    const int64_t v = get_int(j, field, "a positive integer");
+    if (v <= 0) fail(field, describe(j), "a positive integer");
+    return v;
+  }
+  // An integer for every spatial dim, or a list of exactly `dims` integers.
+  std::vector<int64_t> get_per_dim(const json& j, const std::string& field, int dims) const {
+    const std::string expected =
+        fmt::format("an integer or a list of {} integers (one per spatial dim)", dims);
+    if (j.is_number_integer()) return std::vector<int64_t>(dims, j.get<int64_t>());
+    if (!j.is_array() || j.size() != static_cast<size_t>(dims)) fail(field, describe(j), expected);
+    std::vector<int64_t> v;
+    for (const auto& e : j) v.push_back(get_int(e, field, expected));
+    return v;
+  }
+  float get_number(const json& j, const std::string& field) const {
+    if (!j.is_number()) fail(field, describe(j), "a number");
+    return j.get<float>();
+  }
+};
+
+struct OpInfo {
+  Op op;
+  int dims;  // 0: taken from the kernel or the input
+};
+
+// Only conv must be written with its dims (conv2d); the other ops may take them from elsewhere.
+bool op_needs_dims(Op op) {
+  return op == Op::Conv;
+}
+
+// An op name: a base name of kOpNames, then "1d", "2d" or "3d" (optional unless op_needs_dims).
+std::optional<OpInfo> parse_op(const std::string& name) {
+  std::string base = name;
+  int dims = 0;
+  const size_t n = name.size();
+  if (n >= 2 && name[n - 1] == 'd' && name[n - 2] >= '1' && name[n - 2] <= '3') {
+    dims = name[n - 2] - '0';
+    base = name.substr(0, n - 2);
+  }
+  const auto op = value_of(kOpNames, base);
+  if (!op || (dims == 0 && op_needs_dims(*op))) return std::nullopt;
+  return OpInfo{*op, dims};
+}
+
+// "conv1d, conv2d, conv3d, conv_transpose[1d|2d|3d], ...": every op name parse_op takes.
+std::string op_names() {
+  std::vector<std::string> names;
+  for (const auto& e : kOpNames) {
+    if (op_needs_dims(e.value))
+      for (int d = 1; d <= 3; ++d) names.push_back(fmt::format("{}{}d", e.name, d));
+    else
+      names.push_back(std::string(e.name) + "[1d|2d|3d]");
+  }
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+struct LayoutName {
+  bool channels_last = false;
+  int dims = 0;  // 0: any (channels_first / channels_last)
+};
+
+std::optional<LayoutName> parse_layout(const std::string& s) {
+  if (s == "channels_first") return LayoutName{false, 0};
+  if (s == "channels_last") return LayoutName{true, 0};
+  for (int d = 1; d <= 3; ++d) {
+    if (s == "NC" + spatial_letters(d)) return LayoutName{false, d};
+    if (s == "N" + spatial_letters(d) + "C") return LayoutName{true, d};
+  }
+  return std::nullopt;
+}
+
+// O, I and the spatial letters of `dims` dims, each once, spatial letters in D, H, W order.
+bool valid_weight_layout(const std::string& order, int dims) {
+  std::string sorted = order, want = "IO" + spatial_letters(dims);
+  std::sort(sorted.begin(), sorted.end());
+  std::sort(want.begin(), want.end());
+  if (sorted != want) return false;
+  std::string spatial;
+  for (char c : order)
+    if (c != 'O' && c != 'I') spatial += c;
+  return spatial == spatial_letters(dims);
+}
+
+// The padding module names the quantity it rejects; map that back to the spec field.
+struct Defaults {
+  std::optional<std::string> layout, weight_layout;
+  json dtype, border;  // null when not given
+};
+
+class Parser {
+ public:
+  explicit Parser(std::string file) : top_{std::move(file), std::nullopt, 0} {}
+
+  Model parse(const json& root) {
+    if (!root.is_object()) top_.fail("(top level)", describe(root), "a JSON object");
+    top_.check_keys(root, kTopKeys);
+    Model m;
+    m.file = top_.file;
+    if (!root.contains("model")) top_.fail("model", "missing", "the model name (a C identifier)");
+    m.name = top_.get_string(root["model"], "model", "a C identifier");
+    if (!is_identifier(m.name))
+      top_.fail("model", "'" + m.name + "'", "a C identifier ([A-Za-z_][A-Za-z0-9_]*)");
+    if (root.contains("defaults")) parse_defaults(root["defaults"]);
+    if (!root.contains("layers")) top_.fail("layers", "missing", "a non-empty list of layers");
+    const json& layers = root["layers"];
+    if (!layers.is_array() || layers.empty())
+      top_.fail("layers", describe(layers), "a non-empty list of layers");
+    for (const auto& l : layers)
+      if (l.is_object() && l.contains("name") && l["name"].is_string())
+        all_names_.push_back(l["name"].get<std::string>());
+    for (size_t i = 0; i < layers.size(); ++i) m.layers.push_back(parse_layer(layers[i], i, m));
+    return m;
+  }
+
+ private:
+  Ctx top_;
+  Defaults defaults_;
+  std::vector<std::string> all_names_;
+
+  void parse_defaults(const json& d) {
+    if (!d.is_object()) top_.fail("defaults", describe(d), "an object");
+    top_.check_keys(d, kDefaultKeys, "defaults.");
+    if (d.contains("layout")) {
+      const auto s = top_.get_string(d["layout"], "defaults.layout", "a layout name");
+      if (!parse_layout(s)) top_.fail("defaults.layout", "'" + s + "'", layout_expected(0));
+      defaults_.layout = s;
+    }
+    if (d.contains("weight_layout"))
+      defaults_.weight_layout =
+          top_.get_string(d["weight_layout"], "defaults.weight_layout", "a weight layout");
+    if (d.contains("dtype")) defaults_.dtype = d["dtype"];
+    if (d.contains("border")) defaults_.border = d["border"];
+  }
+
+  static std::string layout_expected(int dims) {
+    std::vector<std::string> names;
+    for (int d = 1; d <= 3; ++d)
+      if (dims == 0 || d == dims) {
+        names.push_back("NC" + spatial_letters(d));
+        names.push_back("N" + spatial_letters(d) + "C");
+      }
+    return fmt::format("{}, channels_first or channels_last", fmt::join(names, ", "));
+  }
+
+  Layer parse_layer(const json& j, size_t index, const Model& m) {
+    Ctx c{top_.file, "?", index};
+    if (!j.is_object()) c.fail("(layer)", describe(j), "an object");
+    if (j.contains("name") && j["name"].is_string()) c.layer = j["name"].get<std::string>();
+    c.check_keys(j, kLayerKeys);
+    Layer l;
+    parse_identity(j, c, m, l);
+    const Layer* src = parse_source(j, c, m, l);
+    parse_layout_and_dims(j, c, src, l);
+    parse_input_shape(j, c, src, l);
+    parse_kernel(j, c, l);
+    parse_channels(j, c, l);
+    parse_padding(j, c, l);
+    parse_options(j, c, l);
+    resolve(c, l);
+    return l;
+  }
+
+  void parse_identity(const json& j, const Ctx& c, const Model& m, Layer& l) {
+    if (!j.contains("name")) c.fail("name", "missing", "a layer name (a C identifier)");
+    l.name = c.get_string(j["name"], "name", "a layer name (a C identifier)");
+    if (!is_identifier(l.name))
+      c.fail("name", "'" + l.name + "'",
+             "a C identifier ([A-Za-z_][A-Za-z0-9_]*): the name becomes a C symbol");
+    for (size_t i = 0; i < m.layers.size(); ++i)
+      if (m.layers[i].name == l.name)
+        c.fail("name", fmt::format("'{}' is already used by layer #{}", l.name, i),
+               "a unique name per layer");
+    if (!j.contains("op")) c.fail("op", "missing", "an op such as conv2d or max_pool");
+    l.op_name = c.get_string(j["op"], "op", "an op name");
+    const auto op = parse_op(l.op_name);
+    if (!op) c.fail("op", "'" + l.op_name + "'", "one of " + op_names());
+    l.op = op->op;
+    l.spatial_dims = op->dims;
+    for (const auto& only : kOpOnly)
+      if (j.contains(only.field) &&
+          std::find(only.ops.begin(), only.ops.end(), l.op) == only.ops.end())
+        c.fail(only.field, fmt::format("given on a {} layer", l.op_name),
+               fmt::format("it only on {}", only.ops_text));
+  }
+
+  // The layer whose output feeds this one, or null for a model input.
+  const Layer* parse_source(const json& j, const Ctx& c, const Model& m, Layer& l) {
+    if (j.contains("input")) {
+      const auto name = c.get_string(j["input"], "input", "the name of an earlier layer");
+      for (const auto& prev : m.layers)
+        if (prev.name == name) {
+          l.input_from = name;
+          return &prev;
+        }
+      const bool later = std::count(all_names_.begin(), all_names_.end(), name) > 0;
+      c.fail(
+          "input",
+          fmt::format("'{}'{}", name, later ? " is defined later in the file" : " is not a layer"),
+          "the name of an earlier layer");
+    }
+    if (j.contains("input_shape")) return nullptr;
+    if (m.layers.empty())
+      c.fail("input_shape", "missing on the first layer",
+             "the full input tensor shape in layout order, e.g. [1, 224, 224, 3] for NHWC");
+    l.input_from = m.layers.back().name;
+    return &m.layers.back();
+  }
+
+  void parse_layout_and_dims(const json& j, const Ctx& c, const Layer* src, Layer& l) {
+    std::optional<LayoutName> layout;
+    std::string layout_field = "layout", layout_text;
+    if (j.contains("layout")) {
+      layout_text = c.get_string(j["layout"], "layout", "a layout name");
+      layout = parse_layout(layout_text);
+      if (!layout) c.fail("layout", "'" + layout_text + "'", layout_expected(0));
+    } else if (defaults_.layout) {
+      layout_text = *defaults_.layout;
+      layout = parse_layout(layout_text);
+      layout_field = "defaults.layout";
+    } else if (src) {
+      layout = LayoutName{src->layout.channels_last, src->spatial_dims};
+      layout_text = fmt::format("{} (from input layer '{}')", src->layout.name(), src->name);
+    }
+    // Ops named without dims (max_pool, conv_transpose) take them from the kernel or the input.
+    int dims = l.spatial_dims;
+    auto dims_from_list = [&](const char* field, int offset) {
+      if (dims || !j.contains(field) || !j[field].is_array()) return;
+      dims = static_cast<int>(j[field].size()) - offset;
+      if (dims < 1 || dims > 3)
+        c.fail(
+            field, describe(j[field]),
+            fmt::format("a list of {} to {} values (1 to 3 spatial dims)", 1 + offset, 3 + offset));
+    };
+    dims_from_list("kernel", 0);
+    if (dims == 0 && layout && layout->dims) dims = layout->dims;
+    dims_from_list("input_shape", 2);
+    if (dims == 0 && src) dims = src->spatial_dims;
+    if (dims == 0)
+      c.fail("op", fmt::format("'{}' with no way to tell its spatial dims", l.op_name),
+             "a name with the dims (e.g. " + l.op_name +
+                 "2d), a kernel list or a layout such as NCHW");
+    l.spatial_dims = dims;
+    if (layout && layout->dims && layout->dims != dims)
+      c.fail(layout_field,
+             fmt::format("{} has {} spatial dim(s) but this {} layer has {}", layout_text,
+                         layout->dims, l.op_name, dims),
+             layout_expected(dims));
+    l.layout.channels_last = layout && layout->channels_last;
+    l.layout.spatial_dims = dims;
+    if (src && (src->layout.channels_last != l.layout.channels_last || src->spatial_dims != dims))
+      c.fail(layout_field,
+             fmt::format("{}, but input layer '{}' produces {}", l.layout.name(), src->name,
+                         src->layout.name()),
+             "the same layout as the input layer (padfold does not transpose between layers)");
+  }
+
+  void parse_input_shape(const json& j, const Ctx& c, const Layer* src, Layer& l) {
+    const size_t rank = static_cast<size_t>(l.spatial_dims) + 2;
+    std::vector<int64_t> shape;
+    if (j.contains("input_shape")) {
+      const std::string expected =
+          fmt::format("a list of {} integers in {} order", rank, l.layout.name());
+      const json& s = j["input_shape"];
+      if (!s.is_array() || s.size() != rank) c.fail("input_shape", describe(s), expected);
+      for (const auto& e : s) shape.push_back(c.get_int(e, "input_shape", expected));
+      if (src && shape != src->output_shape_full())
+        c.fail("input_shape",
+               fmt::format("{} but input layer '{}' produces {}", shape_text(shape), src->name,
+                           shape_text(src->output_shape_full())),
+               "them to agree (or give only one of input and input_shape)");
+    } else {
+      shape = src->output_shape_full();
+    }
+    const size_t ch = l.layout.channels_last ? rank - 1 : 1;
+    l.batch = shape[0];
+    l.in_channels = shape[ch];
+    for (size_t i = 1; i < rank; ++i)
+      if (i != ch) l.in_spatial.push_back(shape[i]);
+    if (l.batch <= 0 || l.in_channels <= 0)
+      c.fail("input_shape", shape_text(shape) + " has a non-positive batch or channel count",
+             "positive sizes");
+  }
+
+  void parse_kernel(const json& j, const Ctx& c, Layer& l) {
+    const int d = l.spatial_dims;
+    if (!j.contains("kernel"))
+      c.fail("kernel", "missing", fmt::format("an integer or a list of {} integers", d));
+    l.kernel = c.get_per_dim(j["kernel"], "kernel", d);
+    l.stride =
+        j.contains("stride") ? c.get_per_dim(j["stride"], "stride", d) : std::vector<int64_t>(d, 1);
+    l.dilation = j.contains("dilation") ? c.get_per_dim(j["dilation"], "dilation", d)
+                                        : std::vector<int64_t>(d, 1);
+    if (j.contains("output_padding"))
+      l.output_padding = c.get_per_dim(j["output_padding"], "output_padding", d);
+    if (j.contains("output_shape")) {
+      const json& s = j["output_shape"];
+      const std::string expected = fmt::format("a list of {} positive spatial sizes", d);
+      if (!s.is_array() || s.size() != static_cast<size_t>(d))
+        c.fail("output_shape", describe(s), expected);
+      l.output_shape = c.get_per_dim(s, "output_shape", d);
+    }
+  }
+
+  void parse_channels(const json& j, const Ctx& c, Layer& l) {
+    if (!l.has_weights()) {
+      l.out_channels = l.in_channels;
+      return;
+    }
+    if (j.contains("groups")) l.groups = c.get_positive(j["groups"], "groups");
+    if (j.contains("depth_multiplier")) {
+      if (j.contains("out_channels") || j.contains("groups"))
+        c.fail("depth_multiplier", "given together with out_channels or groups",
+               "either depth_multiplier (depthwise) or out_channels/groups");
+      l.groups = l.in_channels;
+      l.out_channels = l.in_channels * c.get_positive(j["depth_multiplier"], "depth_multiplier");
+    } else if (j.contains("out_channels")) {
+      l.out_channels = c.get_positive(j["out_channels"], "out_channels");
+    } else {
+      c.fail("out_channels", "missing",
+             "the number of output channels (or depth_multiplier for a depthwise conv)");
+    }
+    if (l.in_channels % l.groups != 0)
+      c.fail("groups",
+             fmt::format("{} groups do not divide the {} input channels", l.groups, l.in_channels),
+             "a divisor of the input channel count");
+    if (l.out_channels % l.groups != 0)
+      c.fail(
+          "groups",
+          fmt::format("{} groups do not divide the {} output channels", l.groups, l.out_channels),
+          "a divisor of out_channels");
+  }
+
+  void parse_padding(const json& j, const Ctx& c, Layer& l) {
+    const int d = l.spatial_dims;
+    const json p = j.value("padding", json("valid"));
+    const bool has_conv = j.contains("convention");
+    const std::string conv = has_conv ? c.get_string(j["convention"], "convention", "a name") : "";
+    if (has_conv && !p.is_string())
+      c.fail("convention", "given with explicit pads " + p.dump(), "it only with padding 'same'");
+    const std::string padding_forms = fmt::format(
+        "a padding name ({}), an integer, a list of {} or {} integers, a list of {} [before, "
+        "after] pairs or {{\"pads\": [{} integers in ONNX order]}}",
+        padding_names(), d, 2 * d, d, 2 * d);
+    try {
+      if (p.is_string()) {
+        const auto name = p.get<std::string>();
+        l.padding = parse_padding_name(name);
+        // The name alone is fine, so a failure now is the convention's.
+        try {
+          if (has_conv) l.padding = parse_padding_name(name, conv);
+        } catch (const PaddingError& e) {
+          c.fail("convention", e.what());
+        }
+        return;
+      }
+      std::vector<int64_t> values;
+      if (p.is_number_integer()) {
+        values.push_back(p.get<int64_t>());
+      } else if (p.is_object()) {
+        c.check_keys(p, {"pads"}, "padding.");
+        const json& pads = p.value("pads", json());
+        if (!pads.is_array() || pads.size() != static_cast<size_t>(2 * d))
+          c.fail("padding.pads", describe(pads),
+                 fmt::format("a list of {} integers (ONNX order: all befores, then all afters)",
+                             2 * d));
+        for (const auto& v : pads) values.push_back(c.get_int(v, "padding.pads", "integers"));
+      } else if (p.is_array() && !p.empty() && p[0].is_array()) {
+        if (p.size() != static_cast<size_t>(d)) c.fail("padding", describe(p), padding_forms);
+        std::vector<int64_t> after;
+        for (const auto& pair : p) {
+          if (!pair.is_array() || pair.size() != 2)
+            c.fail("padding", describe(pair), padding_forms);
+          values.push_back(c.get_int(pair[0], "padding", padding_forms));
+          after.push_back(c.get_int(pair[1], "padding", padding_forms));
+        }
+        values.insert(values.end(), after.begin(), after.end());
+      } else if (p.is_array()) {
+        for (const auto& v : p) values.push_back(c.get_int(v, "padding", padding_forms));
+      } else {
+        c.fail("padding", describe(p), padding_forms);
+      }
+      l.padding = explicit_padding(values, d);
+    } catch (const PaddingError& e) {
+      c.fail("padding", e.what());
+    }
+  }
+
+  void parse_border(const json& b, const std::string& field, const Ctx& c, Layer& l) {
+    const char* expected = "a border name or {\"mode\": \"constant\", \"value\": x}";
+    try {
+      if (b.is_string()) {
+        l.border = padfold::parse_border(b.get<std::string>());
+        return;
+      }
+      if (!b.is_object()) c.fail(field, describe(b), expected);
+      c.check_keys(b, {"mode", "value"}, field + ".");
+      if (!b.contains("mode")) c.fail(field + ".mode", "missing", "a border name");
+      l.border = padfold::parse_border(c.get_string(b["mode"], field + ".mode", "a border name"));
+    } catch (const PaddingError& e) {
+      c.fail(field, e.what());
+    }
+    if (b.contains("value")) {
+      if (l.border != Border::Constant)
+        c.fail(field + ".value", "given with mode '" + to_string(l.border) + "'",
+               "a value only with mode 'constant'");
+      l.border_value = c.get_number(b["value"], field + ".value");
+    }
+  }
+
+  void parse_dtype(const json& t, const std::string& field, const Ctx& c, Layer& l) {
+    const std::string generated = to_string(DType::F32);  // the only dtype generated today
+    const auto s = c.get_string(t, field, generated.c_str());
+    const auto dtype = value_of(kDTypeNames, s);
+    if (!dtype) {
+      std::string expected = generated;
+      for (const auto& e : kDTypeNames)
+        if (e.value == DType::F32 && e.spelling == Spelling::Alias)
+          expected += fmt::format(" (or {})", e.name);
+      c.fail(field, "'" + s + "'", expected);
+    }
+    l.dtype = *dtype;
+    if (l.dtype != DType::F32)
+      c.fail(field, fmt::format("'{}' is not supported yet (only {} is generated)", s, generated),
+             generated);
+  }
+
+  void parse_options(const json& j, const Ctx& c, Layer& l) {
+    if (j.contains("dtype"))
+      parse_dtype(j["dtype"], "dtype", c, l);
+    else if (!defaults_.dtype.is_null())
+      parse_dtype(defaults_.dtype, "defaults.dtype", c, l);
+    if (j.contains("ceil_mode")) l.ceil_mode = c.get_bool(j["ceil_mode"], "ceil_mode");
+    if (j.contains("count_include_pad"))
+      l.count_include_pad = c.get_bool(j["count_include_pad"], "count_include_pad");
+    if (j.contains("bias")) l.bias = c.get_bool(j["bias"], "bias");
+    if (j.contains("border"))
+      parse_border(j["border"], "border", c, l);
+    else if (!defaults_.border.is_null())
+      parse_border(defaults_.border, "defaults.border", c, l);
+    if (j.contains("activation")) parse_activation(j["activation"], c, l);
+    if (!l.has_weights()) return;
+    std::string order, field = "weight_layout";
+    if (j.contains("weight_layout")) {
+      order = c.get_string(j["weight_layout"], field, "a weight layout such as OIHW");
+    } else if (defaults_.weight_layout) {
+      order = *defaults_.weight_layout;
+      field = "defaults.weight_layout";
+    } else {
+      const std::string s = spatial_letters(l.spatial_dims);
+      const bool t = l.op == Op::ConvTranspose;
+      order = l.layout.channels_last ? s + (t ? "OI" : "IO") : (t ? "IO" : "OI") + s;
+    }
+    if (!valid_weight_layout(order, l.spatial_dims)) {
+      const std::string s = spatial_letters(l.spatial_dims);
+      c.fail(field, fmt::format("'{}' for a {} layer", order, l.op_name),
+             fmt::format("the letters O, I and {} (spatial letters in that order), e.g. OI{}, "
+                         "{}IO, IO{} or {}OI",
+                         s, s, s, s, s));
+    }
+    l.weight_layout.order = order;
+  }
+
+  void parse_activation(const json& a, const Ctx& c, Layer& l) {
+    const std::string names = names_of(kActivationNames, Spelling::Name, ", ", " or ");
+    std::string type;
+    if (a.is_string()) {
+      type = a.get<std::string>();
+    } else if (a.is_object()) {
+      c.check_keys(a, {"type", "alpha"}, "activation.");
+      if (!a.contains("type")) c.fail("activation.type", "missing", names);
+      type = c.get_string(a["type"], "activation.type", names.c_str());
+    } else {
+      c.fail("activation", describe(a), names + " or {\"type\": ..., \"alpha\": x}");
+    }
+    const auto activation = value_of(kActivationNames, type);
+    if (!activation) c.fail("activation", "'" + type + "'", names);
+    l.activation = *activation;
+    if (l.activation == Activation::LeakyRelu) l.activation_alpha = 0.01f;
+    if (a.is_object() && a.contains("alpha")) {
+      if (l.activation != Activation::LeakyRelu)
+        c.fail("activation.alpha", "given with activation '" + type + "'",
+               "alpha only with leaky_relu");
+      l.activation_alpha = c.get_number(a["alpha"], "activation.alpha");
+    }
+  }
+
+  void resolve(const Ctx& c, Layer& l) {
+    const auto axes = l.axes();
+    try {
+      if (l.op == Op::ConvTranspose)
+        l.pads = resolve_transposed(l.padding, axes, l.output_padding, l.output_shape);
+      else
+        l.pads = resolve_forward(l.padding, axes, l.ceil_mode);
+    } catch (const PaddingError& e) {
+      c.fail(e.field, e.what());
+    }
+    try {
+      if (l.op == Op::ConvTranspose)
+        validate_transposed_border(l.border, l.op_name);
+      else
+        validate_border(l.border, l.pads, axes);
+    } catch (const PaddingError& e) {
+      c.fail("border", e.what());
+    }
+    // Pools that ignore the padding have no value for a window lying wholly in it.
+    try {
+      if (l.ignores_padding()) validate_pool_windows(l.pads, axes);
+    } catch (const PaddingError& e) {
+      c.fail("padding", e.what());
+    }
+    for (const auto& a : l.pads.axes) l.out_spatial.push_back(a.output);
+  }
+};
+
+std::pair<size_t, size_t> line_col(const std::string& text, size_t byte) {
+  size_t line = 1, col = 1;
+  for (size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return {line, col};
+}
+
+}  // namespace
+
+Model parse_spec(const std::string& json_text, const std::string& file_label) {
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    const auto [line, col] = line_col(json_text, e.byte);
+    std::string msg = e.what();
+    // Drop nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: ".
+    const size_t pos = msg.find(": ", msg.find("parse error"));
+    if (pos != std::string::npos) msg = msg.substr(pos + 2);
+    throw SpecError(fmt::format("{}:{}:{}: invalid JSON: {}", file_label, line, col, msg));
+  }
+  return Parser(file_label).parse(root);
+}
+
+Model load_spec(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw SpecError(fmt::format("{}: cannot open the spec file: {}", path, std::strerror(errno)));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw SpecError(path + ": cannot read the spec file");
+  return parse_spec(ss.str(), path);
+}
+
+}  // namespace padfold

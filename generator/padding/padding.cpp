@@ -1,0 +1,380 @@
+#include "padding/padding.h"
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <string>
+
+#include "padding/enum_names.h"
+
+namespace padfold {
+namespace {
+
+// Padding modes by name. "explicit" is printed only: explicit pads are written as integers.
+constexpr EnumName<PadMode> kPadModeNames[] = {
+    {PadMode::Explicit, "explicit"},    {PadMode::Valid, "valid"},
+    {PadMode::SameUpper, "same_upper"}, {PadMode::SameLower, "same_lower"},
+    {PadMode::TorchSame, "torch_same"}, {PadMode::ScipySame, "scipy_same"},
+    {PadMode::Causal, "causal"},        {PadMode::Full, "full"},
+};
+
+// The conventions of padding 'same' (none given: tensorflow).
+constexpr EnumName<PadMode> kSameConventions[] = {
+    {PadMode::SameUpper, "tensorflow"},
+    {PadMode::SameUpper, "tf", Spelling::Quiet},
+    {PadMode::SameUpper, "keras"},
+    {PadMode::SameUpper, "onnx"},
+    {PadMode::SameUpper, "onnx_upper", Spelling::Quiet},
+    {PadMode::SameUpper, "same_upper", Spelling::Quiet},
+    {PadMode::SameLower, "onnx_lower"},
+    {PadMode::SameLower, "same_lower", Spelling::Quiet},
+    {PadMode::TorchSame, "pytorch"},
+    {PadMode::TorchSame, "torch", Spelling::Quiet},
+    {PadMode::ScipySame, "scipy"},
+};
+
+// Border modes: numpy's names, then the other frameworks' aliases.
+constexpr EnumName<Border> kBorderNames[] = {
+    {Border::Zeros, "zeros"},
+    {Border::Zeros, "zero", Spelling::Quiet},
+    {Border::Constant, "constant"},
+    {Border::Reflect, "reflect"},
+    {Border::Reflect, "mirror", Spelling::Alias},
+    {Border::Symmetric, "symmetric"},
+    {Border::Replicate, "replicate"},
+    {Border::Replicate, "edge", Spelling::Alias},
+    {Border::Replicate, "nearest", Spelling::Alias},
+    {Border::Circular, "circular"},
+    {Border::Circular, "wrap", Spelling::Alias},
+    {Border::Circular, "grid-wrap", Spelling::Quiet},
+};
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Floor division that is right for negative numerators too.
+int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+int64_t ceil_div(int64_t a, int64_t b) {
+  return -floor_div(-a, b);
+}
+
+std::string axis_name(size_t i) {
+  return "spatial axis " + std::to_string(i);
+}
+
+void check_axis(const AxisParams& a, size_t i) {
+  auto require = [&](int64_t v, const char* what, const char* field) {
+    if (v <= 0)
+      throw PaddingError(
+          axis_name(i) + ": " + what + " must be a positive integer, got " + std::to_string(v),
+          field);
+  };
+  require(a.input, "input size", "input_shape");
+  require(a.kernel, "kernel size", "kernel");
+  require(a.stride, "stride", "stride");
+  require(a.dilation, "dilation", "dilation");
+}
+
+// Splits a total pad; `extra_before` puts the odd pixel first.
+AxisPads split(int64_t total, bool extra_before) {
+  AxisPads p;
+  p.before = extra_before ? total - total / 2 : total / 2;
+  p.after = total - p.before;
+  return p;
+}
+
+void finish(Resolved& r) {
+  r.asymmetric = std::any_of(r.axes.begin(), r.axes.end(),
+                             [](const AxisPads& p) { return p.before != p.after; });
+}
+
+void check_explicit(const PaddingSpec& spec, size_t dims) {
+  if (spec.before.size() != dims || spec.after.size() != dims)
+    throw PaddingError("explicit pads '" + spec.written + "' give " +
+                       std::to_string(spec.before.size()) + " axes but the layer has " +
+                       std::to_string(dims) + " spatial dims");
+}
+
+}  // namespace
+
+int64_t effective_kernel(const AxisParams& a) {
+  return (a.kernel - 1) * a.dilation + 1;
+}
+
+bool last_window_overhangs(const AxisParams& a, const AxisPads& p) {
+  const int64_t last_tap =
+      tap_position<int64_t>(p.output - 1, a.kernel - 1, a.stride, p.before, a.dilation);
+  return last_tap >= a.input + p.after;
+}
+
+std::string to_string(PadMode mode) {
+  return name_of(kPadModeNames, mode);
+}
+
+std::string padding_names(const std::string& same_note) {
+  std::string text;
+  for (const auto& e : kPadModeNames) {
+    if (e.value == PadMode::Explicit) continue;
+    // The bare "same", resolved through a convention, comes just before its variants.
+    if (e.value == PadMode::SameUpper) text += ", same" + same_note;
+    text += (text.empty() ? "" : ", ") + std::string(e.name);
+  }
+  return text;
+}
+
+bool keras_has_causal(size_t spatial_dims) {
+  return spatial_dims == 1;
+}
+
+void validate_keras_causal(const PaddingSpec& spec, size_t spatial_dims) {
+  if (spec.mode == PadMode::Causal && !keras_has_causal(spatial_dims))
+    throw PaddingError("Keras has causal padding for Conv1D only");
+}
+
+PaddingSpec parse_padding_name(const std::string& name, const std::string& convention) {
+  PaddingSpec spec;
+  spec.written = convention.empty() ? name : name + " (" + convention + ")";
+  const std::string n = lower(name);
+  const std::string c = lower(convention);
+  if (n == "same") {
+    const std::optional<PadMode> mode =
+        c.empty() ? std::optional(PadMode::SameUpper) : value_of(kSameConventions, c);
+    if (!mode)
+      throw PaddingError("unknown convention '" + convention +
+                         "' for padding 'same'; expected one of " +
+                         names_of(kSameConventions, Spelling::Name));
+    spec.mode = *mode;
+    return spec;
+  }
+  if (!c.empty())
+    throw PaddingError("a convention ('" + convention + "') only applies to padding 'same', not '" +
+                       name + "'");
+  const auto mode = value_of(kPadModeNames, n);
+  if (!mode || *mode == PadMode::Explicit)
+    throw PaddingError("unknown padding '" + name + "'; expected " +
+                       padding_names(" (with a convention)") + ", or explicit integer pads");
+  spec.mode = *mode;
+  return spec;
+}
+
+PaddingSpec explicit_padding(const std::vector<int64_t>& values, int spatial_dims) {
+  PaddingSpec spec;
+  spec.mode = PadMode::Explicit;
+  spec.written = "[";
+  for (size_t i = 0; i < values.size(); ++i)
+    spec.written += (i ? "," : "") + std::to_string(values[i]);
+  spec.written += "]";
+  const size_t d = static_cast<size_t>(spatial_dims);
+  if (values.size() == 1) {
+    spec.before.assign(d, values[0]);
+    spec.after.assign(d, values[0]);
+  } else if (values.size() == d) {
+    spec.before = spec.after = values;
+  } else if (values.size() == 2 * d) {
+    spec.before.assign(values.begin(), values.begin() + d);
+    spec.after.assign(values.begin() + d, values.end());
+  } else {
+    throw PaddingError("explicit pads " + spec.written + " have " + std::to_string(values.size()) +
+                       " values; a layer with " + std::to_string(d) + " spatial dims takes 1, " +
+                       std::to_string(d) + " (one per dim) or " + std::to_string(2 * d) +
+                       " (ONNX order: all befores, then all afters)");
+  }
+  for (int64_t v : values)
+    if (v < 0)
+      throw PaddingError("explicit pads " + spec.written +
+                         " contain a negative value; pads "
+                         "must be >= 0 (crop the output instead)");
+  return spec;
+}
+
+Resolved resolve_forward(const PaddingSpec& spec, const std::vector<AxisParams>& axes,
+                         bool ceil_mode) {
+  if (spec.mode == PadMode::Explicit) check_explicit(spec, axes.size());
+  Resolved r;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const AxisParams& a = axes[i];
+    check_axis(a, i);
+    const int64_t ke = effective_kernel(a);
+    const bool strided = a.stride != 1;
+    AxisPads p;
+    switch (spec.mode) {
+      case PadMode::Explicit:
+        p.before = spec.before[i];
+        p.after = spec.after[i];
+        break;
+      case PadMode::Valid:
+        break;
+      case PadMode::SameUpper:
+      case PadMode::SameLower: {
+        const int64_t out = ceil_div(a.input, a.stride);
+        const int64_t total = std::max<int64_t>((out - 1) * a.stride + ke - a.input, 0);
+        p = split(total, spec.mode == PadMode::SameLower);
+        // The total is ke - (in mod s, or s): it varies with the input unless ke == 1.
+        if (strided && ke > 1) r.input_dependent = true;
+        break;
+      }
+      case PadMode::TorchSame:
+      case PadMode::ScipySame:
+        if (strided)
+          throw PaddingError(axis_name(i) + ": padding '" + spec.written +
+                             "' is only defined for stride 1 (got " + std::to_string(a.stride) +
+                             "); for strided layers use same_upper (TensorFlow/Keras "
+                             "SAME) or same_lower, or give explicit pads");
+        p = split(ke - 1, spec.mode == PadMode::ScipySame);
+        break;
+      case PadMode::Causal:
+        p.before = ke - 1;
+        break;
+      case PadMode::Full:
+        p.before = p.after = ke - 1;
+        break;
+    }
+    const int64_t padded = a.input + p.before + p.after;
+    if (padded < ke)
+      throw PaddingError(axis_name(i) + ": the effective kernel (" + std::to_string(ke) +
+                             ") is larger than the padded input (" + std::to_string(a.input) +
+                             " + " + std::to_string(p.before) + " + " + std::to_string(p.after) +
+                             " = " + std::to_string(padded) +
+                             "); use a smaller kernel or dilation, or more "
+                             "padding",
+                         "kernel");
+    if (ceil_mode) {
+      p.output = ceil_div(padded - ke, a.stride) + 1;
+      // The last window must start inside the input or the left padding (PyTorch rule).
+      if ((p.output - 1) * a.stride >= a.input + p.before) --p.output;
+    } else {
+      p.output = floor_div(padded - ke, a.stride) + 1;
+    }
+    r.axes.push_back(p);
+  }
+  finish(r);
+  return r;
+}
+
+Resolved resolve_transposed(const PaddingSpec& spec, const std::vector<AxisParams>& axes,
+                            const std::vector<int64_t>& output_padding,
+                            const std::optional<std::vector<int64_t>>& output_shape) {
+  if (!output_padding.empty() && output_padding.size() != axes.size())
+    throw PaddingError("output_padding has " + std::to_string(output_padding.size()) +
+                           " values; expected one per spatial dim (" + std::to_string(axes.size()) +
+                           ")",
+                       "output_padding");
+  if (output_shape && output_shape->size() != axes.size())
+    throw PaddingError("output_shape has " + std::to_string(output_shape->size()) +
+                           " values; expected one per spatial dim (" + std::to_string(axes.size()) +
+                           ")",
+                       "output_shape");
+  const bool auto_same = spec.mode == PadMode::SameUpper || spec.mode == PadMode::SameLower;
+  if (!auto_same && spec.mode != PadMode::Explicit && spec.mode != PadMode::Valid)
+    throw PaddingError(
+        "transposed convolution takes explicit pads, valid, same_upper or "
+        "same_lower (ONNX auto_pad), not '" +
+        spec.written + "'");
+  if (spec.mode == PadMode::Explicit && !output_shape) check_explicit(spec, axes.size());
+  Resolved r;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const AxisParams& a = axes[i];
+    check_axis(a, i);
+    const int64_t op = output_padding.empty() ? 0 : output_padding[i];
+    if (op < 0 || op >= std::max(a.stride, a.dilation))
+      throw PaddingError(axis_name(i) + ": output_padding " + std::to_string(op) +
+                             " must be >= 0 and smaller than the stride or the dilation (" +
+                             std::to_string(std::max(a.stride, a.dilation)) + ")",
+                         "output_padding");
+    const int64_t full = a.stride * (a.input - 1) + op + effective_kernel(a);
+    AxisPads p;
+    if (output_shape || auto_same) {
+      p.output = output_shape ? (*output_shape)[i] : a.input * a.stride;
+      const int64_t total = full - p.output;
+      if (total < 0) {
+        p.after = total;  // zero-extension at the end (ONNX)
+      } else {
+        p = split(total, spec.mode != PadMode::SameUpper);
+      }
+    } else if (spec.mode == PadMode::Explicit) {
+      p.before = spec.before[i];
+      p.after = spec.after[i];
+    }
+    p.output = full - p.before - p.after;
+    if (p.output <= 0)
+      throw PaddingError(axis_name(i) + ": pads " + std::to_string(p.before) + "+" +
+                         std::to_string(p.after) + " crop the whole transposed output (full size " +
+                         std::to_string(full) + "); use smaller pads");
+    r.axes.push_back(p);
+  }
+  finish(r);
+  return r;
+}
+
+Border parse_border(const std::string& name) {
+  if (const auto border = value_of(kBorderNames, lower(name))) return *border;
+  throw PaddingError("unknown border mode '" + name + "'; expected " +
+                     names_of(kBorderNames, Spelling::Name, ", ", " or ") +
+                     " (aliases: " + names_of(kBorderNames, Spelling::Alias) + ")");
+}
+
+std::string to_string(Border border) {
+  return name_of(kBorderNames, border);
+}
+
+void validate_border(Border border, const Resolved& pads, const std::vector<AxisParams>& axes) {
+  for (size_t i = 0; i < axes.size() && i < pads.axes.size(); ++i) {
+    const int64_t widest = std::max(pads.axes[i].before, pads.axes[i].after);
+    const int64_t n = axes[i].input;
+    if (border == Border::Reflect && widest >= n)
+      throw PaddingError(axis_name(i) + ": reflect padding of " + std::to_string(widest) +
+                         " needs an input larger than the pad, but the input is " +
+                         std::to_string(n) + "; use symmetric or replicate, or pads < " +
+                         std::to_string(n));
+    if ((border == Border::Symmetric || border == Border::Circular) && widest > n)
+      throw PaddingError(axis_name(i) + ": " + to_string(border) + " padding of " +
+                         std::to_string(widest) + " exceeds the input size " + std::to_string(n) +
+                         "; use replicate, or pads <= " + std::to_string(n));
+  }
+}
+
+void validate_transposed_border(Border border, const std::string& op_name) {
+  if (border != Border::Zeros)
+    throw PaddingError("'" + to_string(border) + "' on a " + op_name + " layer; expected " +
+                           to_string(Border::Zeros) +
+                           ": a transposed convolution's pads crop its output instead of "
+                           "extending its input, so there is no padded region for a border mode "
+                           "to fill",
+                       "border");
+}
+
+bool pool_ignores_padding(PoolKind kind, Border border, bool count_include_pad) {
+  switch (kind) {
+    case PoolKind::Max:
+      return border == Border::Zeros;
+    case PoolKind::Avg:
+      return !count_include_pad;
+  }
+  return false;
+}
+
+void validate_pool_windows(const Resolved& pads, const std::vector<AxisParams>& axes) {
+  for (size_t i = 0; i < axes.size() && i < pads.axes.size(); ++i) {
+    const AxisParams& a = axes[i];
+    const AxisPads& p = pads.axes[i];
+    for (int64_t o = 0; o < p.output; ++o) {
+      bool touches_input = false;
+      for (int64_t k = 0; k < a.kernel && !touches_input; ++k) {
+        const int64_t pos = tap_position<int64_t>(o, k, a.stride, p.before, a.dilation);
+        touches_input = pos >= 0 && pos < a.input;
+      }
+      if (!touches_input)
+        throw PaddingError(axis_name(i) + ": with pads " + std::to_string(p.before) + "/" +
+                           std::to_string(p.after) + ", pooling window " + std::to_string(o) +
+                           " has every tap in the padding and no input to pool; use pads "
+                           "smaller than the window (PyTorch requires pad <= kernel/2), or "
+                           "count_include_pad / a non-zero border");
+    }
+  }
+}
+
+}  // namespace padfold

@@ -1,0 +1,301 @@
+// CPU schedules. One shape for every op: the output is split into register tiles, the reduction
+// is computed per tile with its accumulators vectorized and unrolled so they live in registers,
+// and rows are spread over threads. The border is read through the bounded input inline; since
+// every shape is fixed, Halide's loop partitioning peels the border tiles off and the interior
+// tiles run with no boundary tests. Tiles that divide the output keep that partitioning possible
+// (fit_tiles), and unrolled kernel taps make the tap positions of the peeled border tiles
+// constant, so the taps that fall in the padding are dropped at compile time rather than
+// multiplied by zero. Data-dependent choices (tile reshaping, loop order for large weights,
+// threads over channel blocks for one-row outputs) are the only logic; the rest is the table.
+#include <algorithm>
+
+#include "schedules/cpu/cpu.h"
+
+namespace padfold::cpu {
+
+using namespace Halide;
+
+namespace {
+
+// Splits `v` of `f` by `factor` (<= extent) choosing a tail strategy that never reads outside the
+// fixed buffers: exact splits round up, others shift the last tile inwards.
+void split_tile(Func f, const Var& v, const Var& outer, const Var& inner, int factor,
+                int64_t extent) {
+  f.split(v, outer, inner, factor,
+          extent % factor == 0 ? TailStrategy::RoundUp : TailStrategy::ShiftInwards);
+}
+
+int clamp_int(int64_t v, int lo, int64_t hi) {
+  return static_cast<int>(std::max<int64_t>(lo, std::min<int64_t>(v, hi)));
+}
+
+struct Tile {
+  Var vec_outer{"vo"}, vec_inner{"vi"};  // the vectorized axis: channels (NHWC) or x (NCHW)
+  Var unr_outer{"uo"}, unr_inner{"ui"};  // the unrolled axis: x (NHWC) or channels (NCHW)
+  Var y_outer{"yo"}, y_inner{"yi"};
+};
+
+}  // namespace
+
+// A tile size for an axis of `extent` near `preferred`: with fit_tiles, the size in
+// [preferred/2, 2*preferred] (at most `most`) computing the fewest points (a divisor of the extent
+// computes no overlap), ties to the size nearest `preferred`, larger first.
+int fit_tile(int preferred, int64_t extent, int most) {
+  int best = preferred;
+  int64_t best_total = (extent + preferred - 1) / preferred * preferred;
+  for (int t = std::max(1, preferred / 2); t <= std::min<int64_t>(2 * preferred, extent); ++t) {
+    if (t > most) break;
+    const int64_t total = (extent + t - 1) / t * t;
+    const int distance = std::abs(t - preferred), best_distance = std::abs(best - preferred);
+    if (total < best_total || (total == best_total && (distance < best_distance ||
+                                                       (distance == best_distance && t > best)))) {
+      best = t;
+      best_total = total;
+    }
+  }
+  return best;
+}
+
+// The largest divisor of `extent` that is at most `most`.
+int divisor_at_most(int64_t extent, int most) {
+  for (int d = std::min<int64_t>(most, extent); d > 1; --d)
+    if (extent % d == 0) return d;
+  return 1;
+}
+
+// Row tiles per parallel task: rows_per_task, raised (min_task_kflop) to the smallest divisor of
+// the row tiles whose task does at least that much work, keeping 16 tasks or more (tasks of a few
+// microseconds cost more to hand out than to run: effnet_dw_s1 at 2 threads, 56 tasks of 0.13
+// MFLOP, runs 1.8x faster as 28). Divisors keep the tasks equal.
+int grouped_rows_per_task(const ScheduleParams& p, int64_t row_tiles, double flops) {
+  int64_t best = std::max(1, p.rows_per_task);
+  if (p.min_task_kflop <= 0 || row_tiles < 32) return static_cast<int>(best);
+  const double per_tile = flops / static_cast<double>(row_tiles);
+  for (int64_t d = best; d <= row_tiles / 16; ++d) {
+    if (row_tiles % d != 0) continue;
+    best = d;
+    if (static_cast<double>(d) * per_tile >= 1e3 * p.min_task_kflop) break;
+  }
+  return static_cast<int>(best);
+}
+
+namespace {
+
+// The axes a CPU schedule tiles: the vectorized one (channels when channels-last, else x) and the
+// unrolled one (x, else channels), and rows.
+struct Axes {
+  int dims;
+  bool channels_last;
+  int64_t vec_extent, unr_extent, rows;
+};
+
+Axes axes_of(const Layer& L) {
+  const int D = L.spatial_dims;
+  const int64_t C = L.out_channels, X = L.out_spatial[D - 1];
+  const bool cl = L.layout.channels_last;
+  return {D, cl, cl ? C : X, cl ? X : C, D >= 2 ? L.out_spatial[D - 2] : 1};
+}
+
+int64_t weight_bytes(const Layer& L) {
+  if (!L.has_weights()) return 0;
+  int64_t bytes = 4;
+  for (int64_t e : L.weight_shape()) bytes *= e;
+  return bytes;
+}
+
+bool channels_outermost(const ScheduleParams& p, const Layer& L) {
+  return p.channels_outer_kb > 0 && weight_bytes(L) > int64_t{1024} * p.channels_outer_kb;
+}
+
+// The register tile of resolved knobs: vectors along the vectorized axis, the unrolled count.
+int tile_vectors(const ScheduleParams& p, const Axes& ax) {
+  return ax.channels_last ? p.channel_vectors : p.tile_x;
+}
+int tile_unrolled(const ScheduleParams& p, const Axes& ax) {
+  return ax.channels_last ? p.tile_x : p.channel_vectors;
+}
+
+bool parallel_over_channels(const ScheduleParams& p, const Layer& L, const Axes& ax) {
+  const int vec_tile = tile_vectors(p, ax) * p.vector_lanes, unroll = tile_unrolled(p, ax);
+  const int64_t row_tiles =
+      ax.dims >= 2 ? (ax.rows + p.tile_y - 1) / p.tile_y : (ax.unr_extent + unroll - 1) / unroll;
+  const int64_t channel_tiles = ax.channels_last ? (ax.vec_extent + vec_tile - 1) / vec_tile
+                                                 : (ax.unr_extent + unroll - 1) / unroll;
+  return (channels_outermost(p, L) && p.parallel_channels) || (row_tiles < 2 && channel_tiles >= 2);
+}
+
+ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParams& p) {
+  const Axes ax = axes_of(L);
+  const int lanes_wanted =
+      p.vector_lanes > 0 ? p.vector_lanes : target.natural_vector_size<float>();
+  const int lanes = clamp_int(lanes_wanted, 1, ax.vec_extent);
+  const int accumulators = std::max(1, p.channel_vectors) * std::max(1, p.tile_x);
+  int vectors =
+      clamp_int(ax.channels_last ? p.channel_vectors : p.tile_x, 1, ax.vec_extent / lanes);
+  int unroll = clamp_int(accumulators / vectors, 1, ax.unr_extent);
+  int ty = ax.dims >= 2 ? clamp_int(p.tile_y, 1, ax.rows) : 1;
+  if (p.fit_tiles) {
+    // A tile that does not divide its axis recomputes an overlap (ShiftInwards), and on an axis
+    // with padding it also keeps Halide from peeling the border tiles off (every tile then tests
+    // the border): such tiles are reshaped within the accumulator budget to divide the axis.
+    // Rows may only shrink, the unrolled axis may change within the budget left by the vectors;
+    // then a tile left well short of the budget (small outputs) gets more vectors, then rows.
+    const int budget = accumulators * std::max(1, ty);
+    auto needs_fit = [&](int tile, int64_t extent, bool padded) {
+      if (extent % tile == 0) return false;
+      const double computed = static_cast<double>((extent + tile - 1) / tile * tile);
+      return padded || computed > 1.05 * static_cast<double>(extent);
+    };
+    auto padded_axis = [&](int spatial_index) {  // 0 = innermost spatial axis
+      const AxisPads& ap = L.pads.axes[static_cast<size_t>(ax.dims - 1 - spatial_index)];
+      return ap.before > 0 || ap.after > 0;
+    };
+    if (ax.dims >= 2 && needs_fit(ty, ax.rows, padded_axis(1))) ty = fit_tile(ty, ax.rows, ty);
+    if (needs_fit(unroll, ax.unr_extent, ax.channels_last && padded_axis(0))) {
+      const int most = std::max(1, budget / (ty * vectors));
+      unroll = fit_tile(unroll, ax.unr_extent, most);
+      // No divisor near the preferred size (14 columns, at most 6): a smaller divisor, whose
+      // budget left over goes to rows or vectors below (AVX2, 28x28x32 stride 2: 2x2 tiles of 2
+      // vectors run 13% faster than 5 columns that overlap and test the border in most tiles).
+      const int divisor = divisor_at_most(ax.unr_extent, most);
+      if (ax.unr_extent % unroll != 0 && divisor >= 2) unroll = divisor;
+    }
+    // Rows first: a tile spanning the whole of a small output makes every tap position a
+    // constant, so all the taps in the padding drop out.
+    if (ax.dims >= 2 && 2 * vectors * unroll * ty <= budget)
+      ty = std::max(ty, divisor_at_most(ax.rows, std::max(1, budget / (vectors * unroll))));
+    if (2 * vectors * unroll * ty <= budget) {
+      const int want = std::max(1, budget / (unroll * ty));
+      const int64_t whole_vectors = ax.vec_extent / lanes;
+      vectors = ax.vec_extent % lanes == 0 ? std::max(1, divisor_at_most(whole_vectors, want))
+                                           : clamp_int(want, 1, whole_vectors);
+    }
+  }
+  ScheduleParams r = p;
+  r.vector_lanes = lanes;
+  r.channel_vectors = ax.channels_last ? vectors : unroll;
+  r.tile_x = ax.channels_last ? unroll : vectors;
+  r.tile_y = ty;
+  r.fit_tiles = false;
+  r.min_task_kflop = 0;
+  if (p.rows_per_task > 0 && !parallel_over_channels(r, L, ax)) {
+    const int64_t row_tiles =
+        ax.dims >= 2 ? (ax.rows + ty - 1) / ty : (ax.unr_extent + unroll - 1) / unroll;
+    r.rows_per_task = grouped_rows_per_task(p, row_tiles, L.flops());
+  }
+  return r;
+}
+
+// One shape for every op (see the top of this file), from resolved knobs.
+void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
+  const Layer& L = *a.layer;
+  for (Func h : a.helpers) h.compute_root();
+  const Axes ax = axes_of(L);
+  const int D = ax.dims;
+  const bool cl = ax.channels_last;
+  const Var vec_var = cl ? a.c : a.spatial[0];
+  const Var unr_var = cl ? a.spatial[0] : a.c;
+  const int lanes = p.vector_lanes;
+  const int vec_tile = tile_vectors(p, ax) * lanes;
+  const int unroll = tile_unrolled(p, ax);
+  const int ty = p.tile_y;
+
+  Tile t;
+  Func out = a.output;
+  split_tile(out, vec_var, t.vec_outer, t.vec_inner, vec_tile, ax.vec_extent);
+  split_tile(out, unr_var, t.unr_outer, t.unr_inner, unroll, ax.unr_extent);
+  std::vector<VarOrRVar> order{t.vec_inner, t.unr_inner};
+  if (D >= 2) {
+    split_tile(out, a.spatial[1], t.y_outer, t.y_inner, ty, ax.rows);
+    order.push_back(t.y_inner);
+  }
+  // Tile loops, innermost first: the vectorized block, then the unrolled block, then rows; with
+  // channels_outer the channel block loop goes outside the pixel loops.
+  const Var chan_outer = cl ? t.vec_outer : t.unr_outer;
+  const Var pix_outer = cl ? t.unr_outer : t.vec_outer;
+  const bool channels_outer = channels_outermost(p, L);
+  if (channels_outer) {
+    order.push_back(pix_outer);
+  } else {
+    order.push_back(t.vec_outer);
+    order.push_back(t.unr_outer);
+  }
+  if (D >= 2) order.push_back(t.y_outer);
+  for (int j = 2; j < D; ++j) order.push_back(a.spatial[j]);
+  if (channels_outer) order.push_back(chan_outer);
+  order.push_back(a.n);
+  out.reorder(order);
+  out.vectorize(t.vec_inner, lanes);
+
+  // Accumulators: one register tile, computed per tile of the output.
+  const Var innermost_tile = channels_outer ? pix_outer : t.vec_outer;
+  a.reduce.compute_at(out, innermost_tile);
+  std::vector<VarOrRVar> inner{vec_var, unr_var};
+  if (D >= 2) inner.push_back(a.spatial[1]);
+  a.reduce.vectorize(vec_var, lanes).unroll(vec_var).unroll(unr_var);
+  if (D >= 2) a.reduce.unroll(a.spatial[1]);
+  auto update = a.reduce.update();
+
+  // The reduction: input channels (when the RDom has them) and kernel taps, innermost first.
+  const int first_tap = a.r.dimensions() - D;
+  const bool has_rc = first_tap > 0;
+  std::vector<VarOrRVar> channel_loops, tap_loops;
+  if (has_rc) {
+    const int64_t rc_extent = L.in_channels / L.groups;  // only convolutions reduce channels
+    const int f = p.unroll_channels > 1 ? divisor_at_most(rc_extent, p.unroll_channels) : 1;
+    if (f > 1 && f < rc_extent) {
+      RVar rco("rco"), rci("rci");
+      update.split(a.r[0], rco, rci, f);
+      channel_loops = {rci, rco};
+      update.unroll(rci);
+    } else {
+      channel_loops = {a.r[0]};
+      if (f > 1) update.unroll(a.r[0]);
+    }
+  }
+  for (int i = first_tap; i < a.r.dimensions(); ++i) tap_loops.push_back(a.r[i]);
+  std::vector<VarOrRVar> update_order = inner;
+  const auto& first = p.taps_inner ? tap_loops : channel_loops;
+  const auto& second = p.taps_inner ? channel_loops : tap_loops;
+  update_order.insert(update_order.end(), first.begin(), first.end());
+  update_order.insert(update_order.end(), second.begin(), second.end());
+  for (int j = 2; j < D; ++j) update_order.push_back(a.spatial[j]);
+  update_order.push_back(a.n);
+  update.reorder(update_order).vectorize(vec_var, lanes).unroll(vec_var).unroll(unr_var);
+  if (D >= 2) update.unroll(a.spatial[1]);
+  // Short kernel axes are unrolled: the innermost one (the RDom's first spatial variable) up to
+  // unroll_taps, the others up to unroll_taps_outer, all of them on outputs of at most
+  // unroll_taps_rows rows. Unrolled taps make the border conditions of border tiles constant, so
+  // Halide drops the taps that fall in the padding.
+  const bool small_output = p.unroll_taps_rows > 0 && ax.rows <= p.unroll_taps_rows;
+  for (int j = 0; j < D; ++j) {
+    const int64_t taps = L.kernel[D - 1 - j];
+    const int limit = j == 0 ? p.unroll_taps : p.unroll_taps_outer;
+    if (taps > 1 && (small_output || (limit > 0 && taps <= limit)))
+      update.unroll(a.r[first_tap + j]);
+  }
+
+  if (!p.inline_border) a.bordered.compute_at(out, innermost_tile);
+
+  // Threads over rows (the outermost spatial tile loop); over channel blocks instead when they are
+  // the outer loop, or when the output is a single row of tiles.
+  if (p.rows_per_task > 0) {
+    if (parallel_over_channels(p, L, ax))
+      out.parallel(chan_outer);
+    else
+      out.parallel(D >= 2 ? t.y_outer : t.unr_outer, p.rows_per_task);
+  }
+}
+
+}  // namespace
+
+const ScheduleStrategy kStrategy = {"cpu", resolve, apply,
+                                    // Conservative: scalar, one output per tile, nothing unrolled.
+                                    with_knobs({}, {{"vector_lanes", 1},
+                                                    {"channel_vectors", 1},
+                                                    {"tile_x", 1},
+                                                    {"tile_y", 1},
+                                                    {"rows_per_task", 1},
+                                                    {"unroll_taps", 0}})};
+
+}  // namespace padfold::cpu

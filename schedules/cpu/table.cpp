@@ -1,0 +1,95 @@
+// The tuned default knobs of the CPU families, one row per (target family, op class). Measured on
+// Zen 4 (AVX-512); see bench/README.md for how they were chosen.
+#include "schedules/cpu/cpu.h"
+
+namespace padfold::cpu {
+
+namespace {
+
+using F = TargetFamily;
+using C = OpClass;
+
+StrategyRow row(TargetFamily family, OpClass op_class,
+                std::initializer_list<std::pair<const char*, int64_t>> knobs) {
+  // Every family: about 5 us of work per parallel task on these cores.
+  ScheduleParams p = with_knobs({}, {{"rows_per_task", 1}, {"min_task_kflop", 500}});
+  p = with_knobs(p, knobs);
+  p.name = to_string(family) + "." + to_string(op_class);
+  return {family, op_class, &kStrategy, p};
+}
+
+// About 16 accumulators fill AVX-512's 32 registers without spilling; AVX2 has 16 registers and
+// takes about 12 (14 spill); NEON on AArch64 has 32 registers of 4 lanes. cv x tx x ty is the
+// accumulator budget of a tile (channel_vectors x tile_x x tile_y). The knobs are those of
+// schedules/knobs.h; a row sets only those that differ from the knob's default.
+//
+// Measured with bench/ on Zen 4 (bench/README.md has the numbers):
+//  fit_tiles everywhere: a tile that does not divide the output recomputes an overlap and, on a
+//  padded
+//             axis, keeps Halide from peeling the border tiles off, so every tile tests the border
+//             (resnet_3x3 with 16-column tiles on 56 columns: 82 instead of 118 GFLOP/s).
+//  dense      one channel vector x 16 columns (14 after fitting 56/28): one weight vector per 14
+//             broadcast FMAs streams 4x less weight data from L2 than 4x4 tiles (the 590 KB of
+//             resnet_3x3_s2_same: 109 -> 114 GFLOP/s); small outputs grow the tile to the whole
+//             image (seed_even_k4_s2: 4x4 pixels). All taps unrolled: border tiles then have
+//             constant tap positions and Halide drops the taps in the padding (seed: 125 -> 175).
+//  stem       3 input channels: the taps are the long reduction, so they go innermost and the
+//             channels are unrolled (resnet_stem +1-5%).
+//  pointwise  weights above 1 MiB (effnet_head_pw: 1.6 MB, more than L2): channel blocks
+//             outermost, so each block's weights stay in cache over all pixels, and threads over
+//             the blocks (its 7 rows split 4/3 over 2 threads); 98 -> 113 GFLOP/s.
+//  depthwise  small tiles over two rows; 3x3 and 5x5 kernels fully unrolled (with Halide 21, 5x5
+//             kernels whose rows stay rolled keep a select per tap in the steady state of 14x14
+//             outputs; on the 7x7 effnet_dw5_s2_b unrolling drops the padding: 46 -> 106 GFLOP/s).
+// AVX2 and generic (SSE4.1) rows take the same structure with their own tile budgets (spot-checked
+// on this machine); NEON rows are unchanged: they cannot be timed or run here.
+std::vector<StrategyRow> x86_and_generic_rows() {
+  // clang-format off
+  return {
+      row(F::X86Avx512, C::Dense,      {{"vector_lanes", 16}, {"tile_x", 16}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}}),
+      row(F::X86Avx512, C::Stem,       {{"vector_lanes", 16}, {"channel_vectors", 4}, {"unroll_taps", 7}, {"unroll_channels", 3}, {"fit_tiles", 1}, {"taps_inner", 1}}),
+      row(F::X86Avx512, C::Pointwise,  {{"vector_lanes", 16}, {"tile_x", 16}, {"channels_outer_kb", 1024}, {"fit_tiles", 1}, {"parallel_channels", 1}}),
+      row(F::X86Avx512, C::Depthwise,  {{"vector_lanes", 16}, {"tile_y", 2}, {"unroll_taps", 5}, {"unroll_taps_outer", 5}, {"unroll_taps_rows", 8}, {"fit_tiles", 1}}),
+      row(F::X86Avx512, C::Pooling,    {{"vector_lanes", 16}, {"unroll_taps", 3}}),
+      row(F::X86Avx512, C::Transposed, {{"vector_lanes", 16}, {"channel_vectors", 2}}),
+      row(F::X86Avx2,   C::Dense,      {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}}),
+      row(F::X86Avx2,   C::Stem,       {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"unroll_taps", 7}, {"unroll_channels", 3}, {"fit_tiles", 1}, {"taps_inner", 1}}),
+      row(F::X86Avx2,   C::Pointwise,  {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"channels_outer_kb", 1024}, {"fit_tiles", 1}, {"parallel_channels", 1}}),
+      row(F::X86Avx2,   C::Depthwise,  {{"vector_lanes", 8}, {"tile_y", 2}, {"unroll_taps", 5}, {"unroll_taps_outer", 5}, {"unroll_taps_rows", 8}, {"fit_tiles", 1}}),
+      row(F::X86Avx2,   C::Pooling,    {{"vector_lanes", 8}, {"unroll_taps", 3}}),
+      row(F::X86Avx2,   C::Transposed, {{"vector_lanes", 8}, {"channel_vectors", 2}}),
+      row(F::Generic,   C::Dense,      {{"vector_lanes", 4}, {"channel_vectors", 2}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}}),
+      row(F::Generic,   C::Stem,       {{"vector_lanes", 4}, {"channel_vectors", 2}, {"unroll_taps", 3}, {"unroll_channels", 3}, {"fit_tiles", 1}, {"taps_inner", 1}}),
+      row(F::Generic,   C::Pointwise,  {{"vector_lanes", 4}, {"channel_vectors", 2}, {"channels_outer_kb", 1024}, {"fit_tiles", 1}, {"parallel_channels", 1}}),
+      row(F::Generic,   C::Depthwise,  {{"vector_lanes", 4}, {"tile_y", 2}, {"unroll_taps", 5}, {"unroll_taps_outer", 5}, {"unroll_taps_rows", 8}, {"fit_tiles", 1}}),
+      row(F::Generic,   C::Pooling,    {{"vector_lanes", 4}, {"unroll_taps", 3}}),
+      row(F::Generic,   C::Transposed, {{"vector_lanes", 4}}),
+      row(F::ArmNeon,   C::Dense,      {{"vector_lanes", 4}, {"channel_vectors", 4}, {"unroll_taps", 3}}),
+      row(F::ArmNeon,   C::Stem,       {{"vector_lanes", 4}, {"channel_vectors", 4}, {"unroll_taps", 7}}),
+      row(F::ArmNeon,   C::Pointwise,  {{"vector_lanes", 4}, {"channel_vectors", 4}}),
+      row(F::ArmNeon,   C::Depthwise,  {{"vector_lanes", 4}, {"channel_vectors", 2}, {"tile_y", 2}, {"unroll_taps", 5}}),
+      row(F::ArmNeon,   C::Pooling,    {{"vector_lanes", 4}, {"channel_vectors", 2}, {"unroll_taps", 3}}),
+      row(F::ArmNeon,   C::Transposed, {{"vector_lanes", 4}, {"channel_vectors", 2}}),
+  };
+  // clang-format on
+}
+
+}  // namespace
+
+std::vector<StrategyRow> strategy_rows() {
+  std::vector<StrategyRow> rows = x86_and_generic_rows();
+  // RISC-V: the generic rows, scalar. Halide 21's RVV code generation hits an LLVM assertion on
+  // vectorized depthwise and pooling kernels (tests/kernels/kernels_compile_test.cpp compiles
+  // every case).
+  for (const StrategyRow& g : x86_and_generic_rows()) {
+    if (g.family != F::Generic) continue;
+    StrategyRow r = g;
+    r.family = F::RiscV;
+    r.defaults.vector_lanes = 1;
+    r.defaults.name = to_string(F::RiscV) + "." + to_string(g.op_class);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace padfold::cpu

@@ -1,0 +1,111 @@
+#include <map>
+#include <stdexcept>
+#include <utility>
+
+#include "schedules/cpu/cpu.h"
+#include "schedules/schedule.h"
+
+namespace padfold {
+
+namespace {
+
+const std::pair<TargetFamily, const char*> kFamilyNames[] = {
+    {TargetFamily::X86Avx512, "avx512"}, {TargetFamily::X86Avx2, "avx2"},
+    {TargetFamily::ArmNeon, "neon"},     {TargetFamily::RiscV, "riscv"},
+    {TargetFamily::Generic, "generic"},
+};
+const std::pair<OpClass, const char*> kOpClassNames[] = {
+    {OpClass::Dense, "dense"},         {OpClass::Stem, "stem"},
+    {OpClass::Pointwise, "pointwise"}, {OpClass::Depthwise, "depthwise"},
+    {OpClass::Pooling, "pooling"},     {OpClass::Transposed, "transposed"},
+};
+
+template <typename E, size_t N>
+std::string name_of(const std::pair<E, const char*> (&names)[N], E value) {
+  for (const auto& [v, n] : names)
+    if (v == value) return n;
+  throw std::logic_error("unnamed enum value");
+}
+
+const ScheduleStrategy& strategy_for(const Layer& layer, const Halide::Target& target) {
+  return *strategy_row(target_family(target), classify(layer)).strategy;
+}
+
+}  // namespace
+
+// The strategy table: each schedule family contributes its rows. A GPU family is one more line.
+const std::vector<StrategyRow>& strategy_table() {
+  static const std::vector<StrategyRow> rows = [] {
+    std::vector<StrategyRow> all;
+    for (const auto& family_rows : {cpu::strategy_rows()})
+      all.insert(all.end(), family_rows.begin(), family_rows.end());
+    return all;
+  }();
+  return rows;
+}
+
+const StrategyRow& strategy_row(TargetFamily family, OpClass op_class) {
+  for (const StrategyRow& row : strategy_table())
+    if (row.family == family && row.op_class == op_class) return row;
+  throw std::logic_error("no schedule for " + to_string(op_class) + " layers on " +
+                         to_string(family) + " targets");
+}
+
+TargetFamily target_family(const Halide::Target& t) {
+  using T = Halide::Target;
+  if (t.arch == T::X86) {
+    // Any AVX-512 flavour implies the base (x86-64-linux-avx512_skylake names only the flavour).
+    if (t.features_any_of({T::AVX512, T::AVX512_KNL, T::AVX512_Skylake, T::AVX512_Cannonlake,
+                           T::AVX512_SapphireRapids, T::AVX512_Zen4, T::AVX512_Zen5}))
+      return TargetFamily::X86Avx512;
+    if (t.has_feature(T::AVX2)) return TargetFamily::X86Avx2;
+  }
+  if (t.arch == T::ARM && !t.has_feature(T::NoNEON)) return TargetFamily::ArmNeon;
+  if (t.arch == T::RISCV) return TargetFamily::RiscV;
+  return TargetFamily::Generic;
+}
+
+OpClass classify(const Layer& L) {
+  if (L.op == Op::ConvTranspose) return OpClass::Transposed;
+  if (L.op == Op::MaxPool || L.op == Op::AvgPool) return OpClass::Pooling;
+  const int64_t in_per_group = L.in_channels / L.groups;
+  if (in_per_group == 1 && L.groups > 1) return OpClass::Depthwise;
+  bool pointwise = true;
+  for (int64_t k : L.kernel) pointwise = pointwise && k == 1;
+  if (pointwise) return OpClass::Pointwise;
+  if (in_per_group <= 4) return OpClass::Stem;
+  return OpClass::Dense;
+}
+
+std::string to_string(TargetFamily f) {
+  return name_of(kFamilyNames, f);
+}
+
+std::string to_string(OpClass c) {
+  return name_of(kOpClassNames, c);
+}
+
+ScheduleParams default_schedule(const Layer& layer, const Halide::Target& target) {
+  return strategy_row(target_family(target), classify(layer)).defaults;
+}
+
+ScheduleParams conservative_schedule(const Layer& layer, const Halide::Target& target) {
+  ScheduleParams p = strategy_for(layer, target).conservative;
+  p.name = to_string(target_family(target)) + ".conservative";
+  return p;
+}
+
+ScheduleParams resolve_schedule(const Layer& layer, const Halide::Target& target,
+                                const ScheduleParams& requested) {
+  return strategy_for(layer, target).resolve(layer, target, requested);
+}
+
+ScheduleParams apply_schedule(Algorithm& algorithm, const ScheduleParams& requested,
+                              const Halide::Target& target) {
+  const ScheduleStrategy& s = strategy_for(*algorithm.layer, target);
+  const ScheduleParams resolved = s.resolve(*algorithm.layer, target, requested);
+  s.apply(algorithm, resolved, target);
+  return resolved;
+}
+
+}  // namespace padfold

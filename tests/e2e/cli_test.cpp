@@ -1,0 +1,210 @@
+// Runs the padfold binary and checks what it prints.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+using json = nlohmann::json;
+
+struct Result {
+  int status = -1;
+  std::string out;  // stdout, or stderr when run with stderr_only
+};
+
+Result run(const std::string& args, bool stderr_only = false) {
+  const std::string cmd =
+      std::string(PADFOLD_BIN) + " " + args + (stderr_only ? " 2>&1 >/dev/null" : " 2>/dev/null");
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+const std::string kSeed = "pads --input 7x7 --kernel 4x4 --stride 2 --padding same";
+
+TEST(CliPads, SeedCase) {
+  const Result r = run(kSeed);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out,
+                  "same (default convention: tensorflow) = same_upper: TensorFlow/Keras "
+                  "SAME, ONNX SAME_UPPER"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "H               1            2       4")) << r.out;
+  EXPECT_TRUE(has(r.out, "W               1            2       4")) << r.out;
+  EXPECT_TRUE(has(r.out, "output size: 4x4")) << r.out;
+  EXPECT_TRUE(has(r.out, "asymmetric: yes")) << r.out;
+  EXPECT_TRUE(has(r.out, "input-dependent: yes")) << r.out;
+}
+
+TEST(CliPads, Compare) {
+  const Result r = run(kSeed + " --compare");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "PyTorch padding='same'")) << r.out;
+  EXPECT_TRUE(has(r.out, "n/a: padding 'torch_same' is only defined for stride 1")) << r.out;
+  EXPECT_TRUE(has(r.out, "ONNX SAME_LOWER                              (2,1)->4    (2,1)->4"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "nn.ZeroPad2d((1, 2, 1, 2))")) << r.out;
+  EXPECT_TRUE(has(r.out, "padding='same'")) << r.out;
+  EXPECT_TRUE(has(r.out, "pads=[1, 1, 2, 2]")) << r.out;
+  EXPECT_TRUE(has(r.out, "np.pad(x, ((0, 0), (0, 0), (1, 2), (1, 2)))")) << r.out;
+}
+
+TEST(CliPads, CompareSymmetricAnd1d) {
+  Result r = run("pads --input 8 --kernel 3 --padding same --convention pytorch --compare");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "nn.Conv1d(..., kernel_size=3, stride=1, padding=1)")) << r.out;
+  EXPECT_TRUE(has(r.out, "* PyTorch padding='same'")) << r.out;
+  r = run("pads --input 10 --kernel 3 --dilation 2 --padding causal --compare");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "nn.ZeroPad1d((4, 0))")) << r.out;
+  EXPECT_TRUE(has(r.out, "padding='causal'")) << r.out;
+  r = run("pads --input 6x6x6 --kernel 2 --padding 1,1,1,0,0,0 --compare");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "nn.ConstantPad3d((1, 0, 1, 0, 1, 0), 0.0)")) << r.out;
+  EXPECT_TRUE(has(r.out, "ZeroPadding3D(((1, 0), (1, 0), (1, 0)))")) << r.out;
+}
+
+TEST(CliPads, Json) {
+  const Result r = run(kSeed + " --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["mode"], "same_upper");
+  EXPECT_EQ(j["convention"], "TensorFlow/Keras SAME, ONNX SAME_UPPER");
+  ASSERT_EQ(j["axes"].size(), 2u);
+  for (const auto& a : j["axes"]) {
+    EXPECT_EQ(a["before"], 1);
+    EXPECT_EQ(a["after"], 2);
+    EXPECT_EQ(a["output"], 4);
+  }
+  EXPECT_EQ(j["asymmetric"], true);
+  EXPECT_EQ(j["input_dependent"], true);
+  ASSERT_EQ(j["compare"].size(), 6u);
+  EXPECT_EQ(j["compare"][0]["chosen"], true);
+  EXPECT_TRUE(j["compare"][2].contains("error"));
+  EXPECT_TRUE(has(j["reproduce"]["pytorch"].get<std::string>(), "ZeroPad2d((1, 2, 1, 2))"));
+}
+
+TEST(CliPads, Transposed) {
+  const Result r =
+      run("pads --input 3 --kernel 3 --stride 2 --padding same_lower --transposed --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["axes"][0]["before"], 1);
+  EXPECT_EQ(j["axes"][0]["after"], 0);
+  EXPECT_EQ(j["axes"][0]["output"], 6);
+}
+
+TEST(CliPads, Errors) {
+  Result r = run("pads --input 7 --kernel 4 --stride 2 --padding same --convention pytorch", true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, "padfold: error: ")) << r.out;
+  EXPECT_TRUE(has(r.out, "same_upper")) << r.out;
+  r = run("pads --input 7x7 --kernel 4x4x4", true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, "--kernel '4x4x4' has 3 values")) << r.out;
+  r = run("pads --kernel 3", true);
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(has(r.out, "--input")) << r.out;
+}
+
+TEST(CliCheck, TinyJsonChains) {
+  const Result r = run(std::string("check ") + PADFOLD_EXAMPLES_DIR + "/tiny.json --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["model"], "tiny");
+  const auto& layers = j["layers"];
+  ASSERT_GE(layers.size(), 4u);
+  for (size_t i = 1; i < layers.size(); ++i)
+    EXPECT_EQ(layers[i]["input_shape"], layers[i - 1]["output_shape"]) << i;
+  const auto& stem = layers[0];
+  EXPECT_EQ(stem["output_shape"], json({1, 4, 4, 8}));
+  EXPECT_EQ(stem["pads_before"], json({1, 1}));
+  EXPECT_EQ(stem["pads_after"], json({2, 2}));
+  EXPECT_EQ(stem["asymmetric"], true);
+  EXPECT_EQ(stem["padding_mode"], "same_upper");
+  EXPECT_EQ(stem["layout"], "NHWC");
+  EXPECT_EQ(stem["border"], "zeros");
+  EXPECT_EQ(stem["weight_shape"], json({4, 4, 3, 8}));
+  EXPECT_DOUBLE_EQ(stem["flops"].get<double>(), 2.0 * 16 * 8 * 3 * 16);
+  EXPECT_TRUE(j.contains("file"));
+  for (const char* field :
+       {"name", "op", "input_shape", "output_shape", "layout", "pads_before", "pads_after",
+        "asymmetric", "padding_mode", "border", "weight_shape", "flops"})
+    EXPECT_TRUE(stem.contains(field)) << field;
+}
+
+TEST(CliCheck, Table) {
+  const Result r = run(std::string("check ") + PADFOLD_EXAMPLES_DIR + "/tiny.json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "H(1,2) W(1,2)")) << r.out;
+  EXPECT_TRUE(has(r.out, "same (tensorflow) -> same_upper")) << r.out;
+}
+
+TEST(CliCheck, BadSpecFails) {
+  const std::string path = testing::TempDir() + std::to_string(getpid()) + "_padfold_bad_spec.json";
+  std::ofstream(path) << R"({"model": "m", "layers": [{"name": "c", "op": "conv2d",
+    "input_shape": [1, 3, 8, 8], "out_channels": 4, "kernel": 3, "strides": 2}]})";
+  const Result r = run("check " + path, true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, "padfold: error: " + path +
+                             ": layer 'c' (#0): field 'strides': unknown field; did you mean "
+                             "'stride'?"))
+      << r.out;
+  const Result missing = run("check /nonexistent.json", true);
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_TRUE(has(missing.out, "/nonexistent.json: cannot open")) << missing.out;
+}
+
+TEST(CliCompile, WritesBundleAndReportsEachKernel) {
+  const std::string out = testing::TempDir() + std::to_string(getpid()) + "_padfold_cli_bundle";
+  const Result r = run(std::string("compile ") + PADFOLD_EXAMPLES_DIR + "/tiny.json -o " + out +
+                       " --target x86-64-linux-avx2-fma");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "target x86-64-linux-avx2-fma")) << r.out;
+  for (const char* layer : {"stem", "dw", "pool", "avg"}) EXPECT_TRUE(has(r.out, layer)) << r.out;
+  EXPECT_TRUE(has(r.out, "4 kernels in")) << r.out;
+  std::ifstream manifest(out + "/manifest.json");
+  ASSERT_TRUE(manifest) << "no manifest.json";
+  const json m = json::parse(manifest);
+  EXPECT_EQ(m.at("format_version"), 1);
+  EXPECT_EQ(m.at("targets").size(), 1u);
+  EXPECT_EQ(m.at("kernels").size(), 4u);
+  EXPECT_EQ(m.at("kernels")[0].at("buffers")[0].at("shape"), json({1, 7, 7, 3}));
+}
+
+TEST(CliCompile, ErrorsNameWhatIsWrong) {
+  const std::string tiny = std::string(PADFOLD_EXAMPLES_DIR) + "/tiny.json";
+  const std::string out = testing::TempDir() + std::to_string(getpid()) + "_padfold_cli_bad";
+  const Result target = run("compile " + tiny + " -o " + out + " --target x86-64-lnux", true);
+  EXPECT_EQ(target.status, 1);
+  EXPECT_TRUE(has(target.out, "unknown target 'x86-64-lnux'")) << target.out;
+
+  const std::string sched = testing::TempDir() + std::to_string(getpid()) + "_padfold_sched.json";
+  std::ofstream(sched) << R"({"nosuchlayer": {"tile_x": 2}})";
+  const Result layer = run("compile " + tiny + " -o " + out + " --schedules " + sched, true);
+  EXPECT_EQ(layer.status, 1);
+  EXPECT_TRUE(has(layer.out, "layer 'nosuchlayer' is not in")) << layer.out;
+
+  std::ofstream(sched) << R"({"stem": {"tile_z": 2}})";
+  const Result param = run("compile " + tiny + " -o " + out + " --schedules " + sched, true);
+  EXPECT_EQ(param.status, 1);
+  EXPECT_TRUE(has(param.out, "layer 'stem': unknown schedule knob 'tile_z'")) << param.out;
+}
+
+}  // namespace

@@ -1,0 +1,163 @@
+// The border is folded into the kernel: reading the lowered statement `padfold compile
+// --emit-stmt` writes (generator/compile/stmt_check.h, the same check `padfold stmt-check` and the
+// benchmark run), the innermost loops of the steady state contain no boundary test while the
+// border tiles do; for every benchmark layer on AVX-512, AVX2 and SSE4.1 (compiled, not run).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "compile/stmt_check.h"
+#include "emit/bundle.h"
+
+namespace padfold {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Compiles `model` for `target` with --emit-stmt and returns each layer's statement check.
+std::map<std::string, StmtReport> compile_and_check(const Model& model, const std::string& target,
+                                                    int64_t* max_object_bytes = nullptr) {
+  CompileOptions opt;
+  opt.out_dir = (fs::temp_directory_path() /
+                 ("padfold_interior_" + model.name + "_" + std::to_string(getpid())))
+                    .string();
+  opt.targets = {target};
+  opt.emit_stmt = true;
+  opt.jobs = 1;
+  const auto reports = compile_bundle(model, opt);
+  std::map<std::string, StmtReport> checks;
+  for (const KernelReport& r : reports) {
+    const fs::path stmt = fs::path(opt.out_dir) / r.target / (r.layer + ".stmt");
+    EXPECT_TRUE(fs::exists(stmt)) << stmt;
+    checks[r.layer] = check_stmt(read_text(stmt));
+    if (max_object_bytes) *max_object_bytes = std::max(*max_object_bytes, r.object_bytes);
+  }
+  fs::remove_all(opt.out_dir);
+  return checks;
+}
+
+StmtReport compile_one(const std::string& name, const nlohmann::json& layer,
+                       int64_t* object_bytes) {
+  nlohmann::json spec = {{"model", name}, {"layers", {layer}}};
+  spec["layers"][0]["name"] = name;
+  return compile_and_check(parse_spec(spec.dump(), "interior_test"),
+                           "x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41",
+                           object_bytes)
+      .at(name);
+}
+
+const nlohmann::json kStridedSame = {{"op", "conv2d"},     {"input_shape", {1, 28, 28, 32}},
+                                     {"layout", "NHWC"},   {"weight_layout", "HWIO"},
+                                     {"out_channels", 32}, {"kernel", 3},
+                                     {"stride", 2},        {"padding", "same_upper"}};
+
+TEST(StmtCheck, SteadyStateIsTheBranchAndLoopThatRunMost) {
+  // Rows 0..9 in parallel: row 0 is a border branch, 1..8 the steady state, 9 the epilogue;
+  // inside the steady rows, a peeled column tile, the steady column loop and an epilogue loop.
+  const std::string stmt =
+      "internal func k_par_for_out_s0_y (__user_context, out.s0.y, closure_arg) {\n"
+      "if (out.s0.y < 1) {\n"
+      " for (out.s0.x, 0, 4) {\n  for (r.s1.r$x, 0, 3) {\n   a = select(c, 1, 0)\n  }\n }\n"
+      "} else if (out.s0.y < 9) {\n"
+      " for (out.s0.c, 0, 2) {\n  for (r.s1.r$x, 0, 3) {\n   a = max(b, 0)\n  }\n }\n"
+      " let t1 = min(out.s0.y, 3)\n"
+      " for (out.s0.x.rebased, 0, t1 + 2) {\n  for (r.s1.r$x, 0, 3) {\n   a = b\n  }\n }\n"
+      " for (out.s0.x.rebased, 0, 1) {\n  for (r.s1.r$x, 0, 3) {\n   a = select(c, 1, 0)\n  }\n }\n"
+      "} else {\n"
+      " for (out.s0.x, 0, 4) {\n  for (r.s1.r$x, 0, 3) {\n   a = likely(c)\n  }\n }\n"
+      "}\n}\n"
+      "external_plus_metadata func k (in, out) {\n"
+      " let r = halide_do_par_for((halide_task_t)::k_par_for_out_s0_y, 0, 10, (uint8_t *)(c))\n"
+      "}\n";
+  const StmtReport r = check_stmt(stmt);
+  ASSERT_EQ(r.innermost.size(), 5u);
+  EXPECT_EQ(r.steady_loops(), 1);
+  EXPECT_EQ(r.steady_loops_with_tests(), 0);
+  EXPECT_EQ(r.border_loops_with_tests(), 4);
+  EXPECT_TRUE(r.interior_is_clean());
+  // The steady column loop: 8 rows x (min(y,3)+2 tiles) x 3 taps.
+  for (const StmtLoop& l : r.innermost) {
+    if (!l.steady) continue;
+    EXPECT_DOUBLE_EQ(l.iterations, 3.0 * (3 + 4 + 5 * 6));
+  }
+}
+
+TEST(StmtCheck, ATestInTheSteadyStateFails) {
+  const std::string stmt =
+      "external_plus_metadata func k (in, out) {\n"
+      " for (out.s0.x, 0, 16) {\n  for (r.s1.r$x, 0, 3) {\n   a = select(x < 1, 0, b)\n  }\n }\n"
+      "}\n";
+  const StmtReport r = check_stmt(stmt);
+  EXPECT_EQ(r.steady_loops_with_tests(), 1);
+  EXPECT_FALSE(r.interior_is_clean());
+}
+
+TEST(Interior, StridedAsymmetricSameConv) {
+  int64_t bytes = 0;
+  const StmtReport r = compile_one("strided_same", kStridedSame, &bytes);
+  EXPECT_TRUE(r.interior_is_clean()) << "steady loops with tests: " << r.steady_loops_with_tests();
+  EXPECT_GT(r.border_loops(), 0) << "no border tiles partitioned off";
+  EXPECT_LT(bytes, 96 * 1024);
+}
+
+TEST(Interior, DepthwiseSameLower) {
+  nlohmann::json l = kStridedSame;
+  l["groups"] = 32;
+  l["kernel"] = 5;
+  l["padding"] = "same_lower";
+  int64_t bytes = 0;
+  const StmtReport r = compile_one("depthwise", l, &bytes);
+  EXPECT_TRUE(r.interior_is_clean());
+  EXPECT_GT(r.border_loops(), 0);
+  EXPECT_LT(bytes, 96 * 1024);
+}
+
+TEST(Interior, ValidPaddingHasNoBoundaryTestAtAll) {
+  nlohmann::json l = kStridedSame;
+  l["padding"] = "valid";
+  const StmtReport r = compile_one("valid", l, nullptr);
+  EXPECT_TRUE(r.interior_is_clean());
+  EXPECT_EQ(r.border_loops_with_tests(), 0);
+}
+
+// Every benchmark layer (../shared/bench/layers.json, as bench/make_bench_spec.py writes it).
+class BenchLayers : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BenchLayers, SteadyStateHasNoBoundaryTest) {
+  const Model model = load_spec(PADFOLD_BENCH_SPEC);
+  ASSERT_GE(model.layers.size(), 10u);
+  const auto checks = compile_and_check(model, GetParam());
+  ASSERT_EQ(checks.size(), model.layers.size());
+  for (const auto& [layer, r] : checks) {
+    EXPECT_GT(r.steady_loops(), 0) << layer << ": no steady-state loop found";
+    for (const StmtLoop& l : r.innermost)
+      EXPECT_FALSE(l.steady && !l.test.empty())
+          << layer << " on " << GetParam() << ": line " << l.line << " " << l.header
+          << "\n  test: " << l.test;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Targets, BenchLayers,
+    ::testing::Values("x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41",
+                      "x86-64-linux-tune_znver3-avx-avx2-f16c-fma-sse41", "x86-64-linux-sse41"),
+    [](const auto& info) {
+      const std::string t = info.param;
+      return t.find("avx512") != std::string::npos ? std::string("Avx512")
+             : t.find("avx2") != std::string::npos ? std::string("Avx2Zen3")
+                                                   : std::string("Sse41");
+    });
+
+}  // namespace
+}  // namespace padfold

@@ -1,0 +1,131 @@
+// Every op x padding convention x border mode x layout x target family, element-wise against the
+// naive reference (double accumulation, no Halide) on random data in [-1, 1]. The families are
+// `host` (what $PADFOLD_HOST_TARGET names, else this CPU) and forced AVX-512, AVX2 and SSE4.1;
+// a family this CPU cannot run is compiled without running (tests/kernels/kernels_compile_test.cpp
+// compiles every family's whole matrix, the cross targets too).
+//
+// Tolerance: |padfold - reference| <= 1e-5 * (taps per output + 1) * max(|reference|, 1), i.e.
+// float32 rounding growing with the length of each dot product, relative to the output's size.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "kernel_cases.h"
+#include "kernel_runner.h"
+
+namespace padfold::testing {
+namespace {
+
+int64_t taps_per_output(const Layer& L) {
+  int64_t taps = 1;
+  for (int64_t k : L.kernel) taps *= k;
+  if (L.has_weights()) taps *= L.in_channels / L.groups;
+  return taps;
+}
+
+struct TargetCase {
+  std::string target;
+  KernelCase layer;
+  nlohmann::json schedule = nlohmann::json::object();  // overrides of the default schedule
+};
+
+void PrintTo(const TargetCase& c, std::ostream* os) {
+  *os << c.target << "/" << c.layer.name << " " << c.schedule.dump();
+}
+
+class KernelVsReference : public ::testing::TestWithParam<TargetCase> {};
+
+TEST_P(KernelVsReference, MatchesElementwise) {
+  const KernelCase& c = GetParam().layer;
+  const Model model = parse_spec(c.spec, c.name);
+  const Layer& L = model.layers.at(0);
+  if (!runs_here(GetParam().target)) {
+    // This CPU lacks the family's features: the kernel must still compile.
+    EXPECT_GT(compile_only(L, GetParam().target, GetParam().schedule), 0) << c.spec;
+    return;
+  }
+  const LayerData data = random_data(L, 1234);
+  ASSERT_GT(ref::max_abs(data.input), 0.1) << "inputs must not be all zeros";
+  const ref::Tensor expected = reference_output(L, data);
+  const ref::Tensor actual = kernel_output(L, data, GetParam().target, GetParam().schedule);
+  ASSERT_EQ(actual.shape, expected.shape);
+  const double scale = std::max(ref::max_abs(expected), 1.0);
+  const double tol = 1e-5 * static_cast<double>(taps_per_output(L) + 1) * scale;
+  for (size_t i = 0; i < expected.data.size(); ++i)
+    ASSERT_NEAR(actual.data[i], expected.data[i], tol)
+        << "element " << i << " of " << expected.data.size() << "\nspec: " << c.spec
+        << "\nschedule overrides: " << GetParam().schedule.dump();
+}
+
+// Each target family's schedules on its own random draw of every combination.
+std::vector<TargetCase> cases_for(const std::string& target, unsigned seed) {
+  std::vector<TargetCase> out;
+  for (KernelCase& k : make_kernel_cases(seed, 1)) out.push_back({target, std::move(k)});
+  return out;
+}
+
+// The schedule options the default rows turn on only for some shapes, forced on for a quarter of
+// the cases each, so every option is checked on shapes the benchmark does not have.
+std::vector<TargetCase> option_cases() {
+  const char* options[] = {
+      R"({"fit_tiles": true})",      R"({"taps_inner": true})",
+      R"({"unroll_channels": 2})",   R"({"unroll_taps_outer": 5})",
+      R"({"unroll_taps_rows": 64})", R"({"channels_outer_kb": 1, "parallel_channels": true})",
+      R"({"channels_outer_kb": 1})", R"({"inline_border": false})"};
+  std::vector<TargetCase> out;
+  const std::vector<KernelCase> layers = make_kernel_cases(31337, 1);
+  for (size_t o = 0; o < std::size(options); ++o)
+    for (size_t i = o % 4; i < layers.size(); i += 4)
+      out.push_back({"host", layers[i], nlohmann::json::parse(options[o])});
+  return out;
+}
+
+// Row tiles grouped into larger parallel tasks (min_task_kflop) on an output tall enough for it
+// (at least 32 row tiles), at 1, 2, 4 and 8 rows per task.
+TEST(KernelOptions, GroupedRowTasksMatchReference) {
+  const Model model = parse_spec(R"({"model": "grain", "layers": [{"name": "dw", "op": "conv2d",
+      "input_shape": [1, 128, 20, 16], "layout": "NHWC", "weight_layout": "HWIO",
+      "out_channels": 16, "groups": 16, "kernel": 3, "padding": "same_upper"}]})",
+                                 "grain");
+  const Layer& L = model.layers.at(0);
+  const LayerData data = random_data(L, 7);
+  const ref::Tensor expected = reference_output(L, data);
+  for (int kflop : {0, 10, 20, 1000000}) {  // 5.8 kFLOP per row: 1, 2, 4 and 8 rows per task
+    SCOPED_TRACE("min_task_kflop " + std::to_string(kflop));
+    const nlohmann::json schedule = {{"tile_y", 1}, {"min_task_kflop", kflop}};
+    const ref::Tensor actual = kernel_output(L, data, "host", schedule);
+    ASSERT_EQ(actual.shape, expected.shape);
+    const double tol =
+        1e-5 * static_cast<double>(taps_per_output(L) + 1) * std::max(ref::max_abs(expected), 1.0);
+    for (size_t i = 0; i < expected.data.size(); ++i)
+      ASSERT_NEAR(actual.data[i], expected.data[i], tol) << "element " << i;
+  }
+}
+
+std::string case_name(const ::testing::TestParamInfo<TargetCase>& info) {
+  return info.param.layer.name;
+}
+
+std::string option_case_name(const ::testing::TestParamInfo<TargetCase>& info) {
+  return info.param.layer.name + "_option" + std::to_string(info.index);
+}
+
+INSTANTIATE_TEST_SUITE_P(Host, KernelVsReference, ::testing::ValuesIn(cases_for("host", 20261130)),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(Avx512, KernelVsReference,
+                         ::testing::ValuesIn(cases_for(cpu_target_families()[0].target,
+                                                       cpu_target_families()[0].seed)),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(Avx2, KernelVsReference,
+                         ::testing::ValuesIn(cases_for(cpu_target_families()[1].target,
+                                                       cpu_target_families()[1].seed)),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(Generic, KernelVsReference,
+                         ::testing::ValuesIn(cases_for(cpu_target_families()[2].target,
+                                                       cpu_target_families()[2].seed)),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(Options, KernelVsReference, ::testing::ValuesIn(option_cases()),
+                         option_case_name);
+
+}  // namespace
+}  // namespace padfold::testing

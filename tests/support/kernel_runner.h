@@ -1,0 +1,48 @@
+// Runs one layer both ways, for tests: padfold's Halide kernel (JIT-compiled with the same
+// algorithm and schedule that `padfold compile` emits) and the naive reference, on the same random
+// data in [-1, 1].
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "frontend/spec.h"
+#include "reference/reference.h"
+
+namespace padfold::testing {
+
+struct LayerData {
+  ref::Tensor input, weights, bias;  // in the layer's own layouts (as the kernel takes them)
+};
+
+LayerData random_data(const Layer& layer, unsigned seed);
+
+// The reference output in the layer's output layout.
+ref::Tensor reference_output(const Layer& layer, const LayerData& data);
+
+// padfold's output, JIT-compiled for `target` ("host" or a Halide target string) with the default
+// schedule, overridden by `schedule` (ScheduleParams fields as JSON).
+ref::Tensor kernel_output(const Layer& layer, const LayerData& data,
+                          const std::string& target = "host",
+                          const nlohmann::json& schedule = nlohmann::json::object());
+
+// The CPU target families the kernel tests cover, by forced target string (with the seed each one
+// draws its cases with): AVX-512, AVX2, SSE4.1, and the cross targets that are compile-only here.
+struct TargetFamilyCase {
+  std::string name, target;
+  unsigned seed;
+};
+inline void PrintTo(const TargetFamilyCase& f, std::ostream* os) {
+  *os << f.target;
+}
+const std::vector<TargetFamilyCase>& cpu_target_families();
+
+// Compiles the kernel for `target` without running it (for targets this CPU cannot run) and
+// returns the object's size in bytes.
+int64_t compile_only(const Layer& layer, const std::string& target,
+                     const nlohmann::json& schedule = nlohmann::json::object());
+
+// Whether this CPU runs code for `target` ("host" or a Halide target string).
+bool runs_here(const std::string& target);
+
+}  // namespace padfold::testing

@@ -1,0 +1,345 @@
+// Schedules without running kernels: the knob table (ranges, unknown knobs, wrong types, JSON),
+// the strategy table, target families, op classes, tile fitting, and resolved knobs (valid, stable
+// when resolved again, and scheduling exactly like the knobs they came from).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "compile/lower.h"
+#include "compile/target.h"
+#include "frontend/spec.h"
+#include "kernel_cases.h"
+#include "schedules/cpu/cpu.h"
+#include "schedules/schedule.h"
+
+namespace padfold {
+namespace {
+
+using json = nlohmann::json;
+
+Layer one_layer(const json& layer) {
+  const json spec = {{"model", "t"}, {"layers", json::array({layer})}};
+  return parse_spec(spec.dump(), "test").layers.at(0);
+}
+
+json conv(int in_c, int out_c, int k, int groups = 1) {
+  return {{"name", "l"},      {"op", "conv2d"},          {"input_shape", {1, 12, 12, in_c}},
+          {"layout", "NHWC"}, {"weight_layout", "HWIO"}, {"out_channels", out_c},
+          {"groups", groups}, {"kernel", {k, k}},        {"padding", "same"}};
+}
+
+std::string error_of(const json& overrides) {
+  ScheduleParams p;
+  try {
+    update_from_json(p, overrides);
+  } catch (const KnobError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(KnobTable, NamesAreUniqueAndDefaultsAreTheStructsAndInRange) {
+  std::set<std::string> names;
+  const ScheduleParams defaults;
+  for (const Knob& k : knobs()) {
+    EXPECT_TRUE(names.insert(k.name).second) << k.name;
+    EXPECT_EQ(k.get(defaults), k.default_value) << k.name;
+    EXPECT_GE(k.default_value, k.min) << k.name;
+    EXPECT_LE(k.default_value, k.max) << k.name;
+    EXPECT_EQ(find_knob(k.name), &k);
+    for (int64_t v : k.search_values()) {
+      EXPECT_GE(v, k.min) << k.name;
+      EXPECT_LE(v, k.max) << k.name;
+    }
+    EXPECT_GE(k.search_values().size(), 2u) << k.name;
+  }
+  EXPECT_EQ(find_knob("no_such_knob"), nullptr);
+}
+
+TEST(KnobTable, JsonRoundTripsEveryKnob) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    ScheduleParams p;
+    p.name = "t" + std::to_string(trial);
+    for (const Knob& k : knobs())
+      k.set(p, std::uniform_int_distribution<int64_t>(k.min, k.max)(rng));
+    const json j = to_json(p);
+    EXPECT_EQ(j.size(), knobs().size() + 1);
+    for (const Knob& k : knobs())
+      EXPECT_EQ(j.at(k.name).is_boolean(), k.type == KnobType::Bool) << k.name;
+    ScheduleParams back;
+    update_from_json(back, j);
+    EXPECT_EQ(back, p) << j.dump();
+  }
+}
+
+TEST(KnobTable, BadValuesNameTheKnobAndWhatIsExpected) {
+  EXPECT_NE(error_of({{"tile_z", 2}})
+                .find("unknown schedule knob 'tile_z'; the knobs are "
+                      "vector_lanes, channel_vectors"),
+            std::string::npos);
+  EXPECT_EQ(error_of({{"tile_x", "4"}}),
+            "schedule knob 'tile_x': expected an integer in [1, 64], got the string \"4\"");
+  EXPECT_EQ(error_of({{"tile_x", 4.5}}),
+            "schedule knob 'tile_x': expected an integer in [1, 64], got 4.5");
+  EXPECT_EQ(error_of({{"tile_x", 0}}),
+            "schedule knob 'tile_x': expected an integer in [1, 64], got 0");
+  EXPECT_EQ(error_of({{"tile_x", 65}}),
+            "schedule knob 'tile_x': expected an integer in [1, 64], got 65");
+  EXPECT_EQ(error_of({{"rows_per_task", -1}}),
+            "schedule knob 'rows_per_task': expected an integer in [0, 256], got -1");
+  EXPECT_NE(error_of({{"tile_x", 18446744073709551615ull}}).find("expected an integer in [1, 64]"),
+            std::string::npos);
+  EXPECT_EQ(error_of({{"fit_tiles", 1}}),
+            "schedule knob 'fit_tiles': expected true or false, got 1");
+  EXPECT_EQ(error_of(json::array()),
+            "schedule knobs: expected a JSON object of knob names, got an array");
+  EXPECT_EQ(error_of({{"tile_x", 64}, {"fit_tiles", true}}), "");
+
+  // A failed update changes nothing, even for the knobs before the bad one.
+  ScheduleParams p;
+  EXPECT_THROW(update_from_json(p, {{"channel_vectors", 3}, {"tile_x", 0}}), KnobError);
+  EXPECT_EQ(p, ScheduleParams{});
+}
+
+TEST(KnobTable, TableRowsRejectUnknownKnobsAndValuesOutOfRange) {
+  EXPECT_EQ(with_knobs({}, {{"tile_x", 7}}).tile_x, 7);
+  EXPECT_THROW(with_knobs({}, {{"tilex", 7}}), std::logic_error);
+  EXPECT_THROW(with_knobs({}, {{"tile_x", 0}}), std::logic_error);
+  EXPECT_THROW(with_knobs({}, {{"fit_tiles", 2}}), std::logic_error);
+}
+
+TEST(KnobTable, DocsTableIsTheGeneratedOne) {
+  std::ifstream f(PADFOLD_KNOBS_DOC);
+  ASSERT_TRUE(f) << PADFOLD_KNOBS_DOC;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_EQ(ss.str(), knobs_markdown())
+      << "regenerate with: build/bin/padfold knobs --markdown > docs/schedule-knobs.md";
+  for (const Knob& k : knobs())
+    EXPECT_NE(ss.str().find(std::string("`") + k.name + "`"), std::string::npos) << k.name;
+}
+
+const TargetFamily kFamilies[] = {TargetFamily::X86Avx512, TargetFamily::X86Avx2,
+                                  TargetFamily::ArmNeon, TargetFamily::RiscV,
+                                  TargetFamily::Generic};
+const OpClass kOpClasses[] = {OpClass::Dense,     OpClass::Stem,    OpClass::Pointwise,
+                              OpClass::Depthwise, OpClass::Pooling, OpClass::Transposed};
+
+TEST(StrategyTable, OneValidRowPerFamilyAndOpClass) {
+  EXPECT_EQ(strategy_table().size(), std::size(kFamilies) * std::size(kOpClasses));
+  for (TargetFamily f : kFamilies) {
+    for (OpClass c : kOpClasses) {
+      int count = 0;
+      for (const StrategyRow& r : strategy_table()) count += r.family == f && r.op_class == c;
+      EXPECT_EQ(count, 1) << to_string(f) << "." << to_string(c);
+      const StrategyRow& row = strategy_row(f, c);
+      ASSERT_NE(row.strategy, nullptr);
+      EXPECT_EQ(row.defaults.name, to_string(f) + "." + to_string(c));
+      for (const Knob& k : knobs()) {
+        EXPECT_GE(k.get(row.defaults), k.min) << row.defaults.name << " " << k.name;
+        EXPECT_LE(k.get(row.defaults), k.max) << row.defaults.name << " " << k.name;
+        EXPECT_EQ(std::string(k.scope), row.strategy->scope) << k.name;
+      }
+      // The defaults are what the tuner and the manifest start from: they read back as JSON.
+      ScheduleParams back;
+      update_from_json(back, to_json(row.defaults));
+      EXPECT_EQ(back, row.defaults);
+    }
+  }
+  // RISC-V takes the generic rows, scalar (Halide 21's RVV backend; see schedules/cpu/table.cpp).
+  for (OpClass c : kOpClasses) {
+    ScheduleParams riscv = strategy_row(TargetFamily::RiscV, c).defaults;
+    ScheduleParams generic = strategy_row(TargetFamily::Generic, c).defaults;
+    EXPECT_EQ(riscv.vector_lanes, 1);
+    riscv.vector_lanes = generic.vector_lanes;
+    riscv.name = generic.name;
+    EXPECT_EQ(riscv, generic) << to_string(c);
+  }
+}
+
+TEST(StrategyTable, TargetFamilies) {
+  const std::pair<const char*, TargetFamily> cases[] = {
+      {"x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41", TargetFamily::X86Avx512},
+      {"x86-64-linux-avx512_skylake", TargetFamily::X86Avx512},
+      {"x86-64-linux-avx2-fma", TargetFamily::X86Avx2},
+      {"x86-64-linux-tune_znver3-avx-avx2-f16c-fma-sse41", TargetFamily::X86Avx2},
+      {"x86-64-linux-sse41", TargetFamily::Generic},
+      {"x86-64-linux", TargetFamily::Generic},
+      {"arm-64-linux", TargetFamily::ArmNeon},
+      {"arm-32-linux", TargetFamily::ArmNeon},
+      {"arm-32-linux-no_neon", TargetFamily::Generic},
+      {"riscv-64-linux-rvv-vector_bits_128", TargetFamily::RiscV},
+  };
+  for (const auto& [name, family] : cases)
+    EXPECT_EQ(target_family(resolve_target(name)), family) << name;
+}
+
+TEST(StrategyTable, OpClasses) {
+  EXPECT_EQ(classify(one_layer(conv(16, 16, 3))), OpClass::Dense);
+  EXPECT_EQ(classify(one_layer(conv(5, 16, 3))), OpClass::Dense);
+  EXPECT_EQ(classify(one_layer(conv(4, 16, 3))), OpClass::Stem);
+  EXPECT_EQ(classify(one_layer(conv(3, 16, 7))), OpClass::Stem);
+  EXPECT_EQ(classify(one_layer(conv(16, 32, 1))), OpClass::Pointwise);
+  EXPECT_EQ(classify(one_layer(conv(3, 32, 1))), OpClass::Pointwise);
+  EXPECT_EQ(classify(one_layer(conv(16, 16, 3, 16))), OpClass::Depthwise);
+  EXPECT_EQ(classify(one_layer(conv(16, 32, 5, 16))), OpClass::Depthwise);  // multiplier 2
+  EXPECT_EQ(classify(one_layer(conv(16, 16, 1, 16))), OpClass::Depthwise);  // 1x1 depthwise
+  EXPECT_EQ(classify(one_layer(conv(16, 16, 3, 2))), OpClass::Dense);       // 8 per group
+  EXPECT_EQ(classify(one_layer(conv(8, 8, 3, 2))), OpClass::Stem);          // 4 per group
+  json pool = {{"name", "p"},       {"op", "max_pool"}, {"input_shape", {1, 8, 8, 4}},
+               {"layout", "NHWC"},  {"kernel", {2, 2}}, {"stride", {2, 2}},
+               {"padding", "valid"}};
+  EXPECT_EQ(classify(one_layer(pool)), OpClass::Pooling);
+  pool["op"] = "avg_pool";
+  EXPECT_EQ(classify(one_layer(pool)), OpClass::Pooling);
+  json tr = conv(8, 4, 3);
+  tr["op"] = "conv_transpose2d";
+  tr["weight_layout"] = "HWOI";
+  EXPECT_EQ(classify(one_layer(tr)), OpClass::Transposed);
+}
+
+TEST(TileFitting, FitTileComputesTheFewestPointsInItsWindow) {
+  for (int preferred = 1; preferred <= 20; ++preferred) {
+    for (int64_t extent = 1; extent <= 80; ++extent) {
+      for (int most : {1, 3, 6, 16, 64}) {
+        const int t = cpu::fit_tile(preferred, extent, most);
+        auto computed = [&](int64_t tile) { return (extent + tile - 1) / tile * tile; };
+        if (t != preferred) {
+          EXPECT_GE(t, std::max(1, preferred / 2));
+          EXPECT_LE(t, std::min<int64_t>({2 * preferred, extent, most}));
+        }
+        for (int64_t c = std::max(1, preferred / 2); c <= std::min<int64_t>(2 * preferred, extent);
+             ++c) {
+          if (c > most) break;
+          EXPECT_LE(computed(t), computed(c))
+              << "preferred " << preferred << " extent " << extent << " most " << most;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cpu::fit_tile(16, 56, 16), 14);  // resnet_3x3: 56 columns
+  EXPECT_EQ(cpu::fit_tile(4, 12, 8), 4);
+}
+
+TEST(TileFitting, DivisorAtMost) {
+  for (int64_t extent = 1; extent <= 100; ++extent) {
+    for (int most = 1; most <= 20; ++most) {
+      const int d = cpu::divisor_at_most(extent, most);
+      EXPECT_EQ(extent % d, 0);
+      EXPECT_LE(d, std::max(1, most));
+      for (int64_t c = d + 1; c <= std::min<int64_t>(most, extent); ++c) EXPECT_NE(extent % c, 0);
+    }
+  }
+}
+
+TEST(TileFitting, RowTasksGroupToTheGrain) {
+  ScheduleParams p;
+  p.rows_per_task = 1;
+  p.min_task_kflop = 500;
+  // 56 row tiles of 0.13 MFLOP each (effnet_dw_s1): no divisor of 56 that keeps 16 tasks (at
+  // most 3 tiles a task) reaches 500 kFLOP, so the largest of them, 2.
+  EXPECT_EQ(cpu::grouped_rows_per_task(p, 56, 56 * 130e3), 2);
+  // Enough work per tile: one tile a task.
+  EXPECT_EQ(cpu::grouped_rows_per_task(p, 56, 56 * 1e6), 1);
+  // Fewer than 32 row tiles: never grouped.
+  EXPECT_EQ(cpu::grouped_rows_per_task(p, 31, 1.0), 1);
+  // Tiny tiles: the largest divisor that keeps 16 tasks (112 = 16 x 7).
+  EXPECT_EQ(cpu::grouped_rows_per_task(p, 112, 112.0), 7);
+  p.min_task_kflop = 0;
+  EXPECT_EQ(cpu::grouped_rows_per_task(p, 112, 112.0), 1);
+}
+
+// Resolved knobs are valid knobs, resolving them again changes nothing, and they schedule the
+// layer exactly as the knobs they came from (same lowered statement). Each statement is lowered in
+// a fork of this process: Halide numbers same-named Funcs per process, so both start alike.
+std::string lowered_statement(const Layer& L, const Halide::Target& t, const ScheduleParams& p) {
+  const std::string path = ::testing::TempDir() + "padfold_stmt_" + std::to_string(getpid());
+  const pid_t pid = fork();
+  if (pid == 0) {
+    Kernel k = lower(L, t, p);
+    k.pipeline.compile_to_lowered_stmt(path, k.arguments(), Halide::StmtOutputFormat::Text, t);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::filesystem::remove(path);
+  return ss.str();
+}
+
+TEST(ResolvedKnobs, ValidStableAndScheduleAlike) {
+  const char* targets[] = {"x86-64-linux-avx512_skylake", "x86-64-linux-avx2-fma",
+                           "x86-64-linux-sse41", "arm-64-linux"};
+  int checked = 0;
+  for (const auto& c : testing::make_kernel_cases(31, 1)) {
+    const Model m = parse_spec(c.spec, c.name);
+    const Layer& L = m.layers.at(0);
+    for (const char* name : targets) {
+      const Halide::Target t = resolve_target(name);
+      const ScheduleParams requested = default_schedule(L, t);
+      const ScheduleParams r = resolve_schedule(L, t, requested);
+      EXPECT_EQ(resolve_schedule(L, t, r), r) << c.name << " " << name;
+      EXPECT_EQ(r.name, requested.name);
+      EXPECT_FALSE(r.fit_tiles);
+      ScheduleParams back;
+      update_from_json(back, to_json(r));  // the manifest's entry is a valid override
+      EXPECT_EQ(back, r);
+      if (checked++ % 7 == 0) {  // lowering is the slow part: a sample of the cases
+        EXPECT_EQ(lower(L, t, requested).schedule, r);
+        const std::string from_requested = lowered_statement(L, t, requested);
+        EXPECT_FALSE(from_requested.empty());
+        EXPECT_EQ(lowered_statement(L, t, r), from_requested) << c.name << " " << name;
+      }
+    }
+  }
+  EXPECT_GT(checked, 300);
+}
+
+TEST(ResolvedKnobs, FittedTilesAreRecorded) {
+  // 56 columns, 16-column tiles on AVX-512: fitted to 14 columns, so the manifest says 14.
+  json l = conv(64, 64, 3);
+  l["input_shape"] = {1, 56, 56, 64};
+  const Layer L = one_layer(l);
+  const Halide::Target t = resolve_target("x86-64-linux-avx512_skylake");
+  const ScheduleParams requested = default_schedule(L, t);
+  EXPECT_EQ(requested.name, "avx512.dense");
+  EXPECT_EQ(requested.tile_x, 16);
+  const ScheduleParams r = resolve_schedule(L, t, requested);
+  EXPECT_EQ(r.tile_x, 14);
+  EXPECT_EQ(r.vector_lanes, 16);
+  EXPECT_EQ(r.channel_vectors, 1);
+  EXPECT_EQ(r.min_task_kflop, 0);
+  // Natural width: vector_lanes 0 resolves to the target's (16 floats on AVX-512).
+  ScheduleParams natural = requested;
+  natural.vector_lanes = 0;
+  EXPECT_EQ(resolve_schedule(L, t, natural).vector_lanes, 16);
+}
+
+TEST(Lowering, KernelBuffersFollowTheManifestOrder) {
+  json l = conv(8, 4, 3);
+  l["bias"] = true;
+  const Layer L = one_layer(l);
+  const Kernel k = lower(L, resolve_target("x86-64-linux-avx2-fma"));
+  ASSERT_EQ(k.buffers.size(), 4u);
+  const char* names[] = {"input", "weights", "bias", "output"};
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(k.buffers[i].info.name, names[i]);
+  EXPECT_FALSE(k.buffers[3].param.defined());
+  EXPECT_EQ(k.arguments().size(), 3u);
+  EXPECT_EQ(k.buffers[1].info.shape, (std::vector<int64_t>{3, 3, 8, 4}));
+  EXPECT_EQ(k.param("bias").dimensions(), 1);
+  EXPECT_THROW(k.param("output"), std::invalid_argument);
+  EXPECT_THROW(lower(L, resolve_target("x86-64-linux-avx2-fma"), json{{"tile_x", 0}}), KnobError);
+}
+
+}  // namespace
+}  // namespace padfold

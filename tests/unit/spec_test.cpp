@@ -1,0 +1,561 @@
+// The spec parser: one test per class of bad input (each message must name the file, the layer and
+// the field), then shape inference, weight shapes and FLOPs on valid specs.
+#include "frontend/spec.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+namespace padfold {
+namespace {
+
+using json = nlohmann::json;
+
+json conv_layer() {
+  return {{"name", "c"},
+          {"op", "conv2d"},
+          {"input_shape", {1, 3, 8, 8}},
+          {"out_channels", 4},
+          {"kernel", 3}};
+}
+
+// A one-layer spec: the conv layer above with `patch` merged in (null removes a field).
+std::string one_layer(const json& patch) {
+  json layer = conv_layer();
+  layer.merge_patch(patch);
+  return json{{"model", "m"}, {"layers", json::array({layer})}}.dump();
+}
+
+std::string layers(const json& list) {
+  return json{{"model", "m"}, {"layers", list}}.dump();
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_spec(text, "t.json");
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// The message must contain every part; a layer error starts with the file and the layer.
+void expect_error(const std::string& text, const std::vector<std::string>& parts) {
+  const std::string msg = error_of(text);
+  for (const auto& p : parts)
+    EXPECT_TRUE(msg.find(p) != std::string::npos) << "'" << p << "' not in: " << msg;
+}
+
+void expect_layer_error(const std::string& patch_json, const std::string& field,
+                        const std::vector<std::string>& parts = {}) {
+  std::vector<std::string> all = {"t.json: layer 'c' (#0): field '" + field + "': "};
+  all.insert(all.end(), parts.begin(), parts.end());
+  expect_error(one_layer(json::parse(patch_json)), all);
+}
+
+Model parse(const std::string& text) {
+  return parse_spec(text, "t.json");
+}
+
+TEST(SpecErrors, BadJsonSyntaxGivesLineAndColumn) {
+  expect_error("{\n  \"model\": \"m\",\n  \"layers\": [,]\n}", {"t.json:3:14: invalid JSON: "});
+  expect_error("", {"t.json:1:1: invalid JSON"});
+}
+
+TEST(SpecErrors, TopLevel) {
+  expect_error(R"({"layers": []})", {"t.json: field 'model': missing"});
+  expect_error(R"({"model": "my-model", "layers": []})",
+               {"t.json: field 'model': 'my-model'", "C identifier"});
+  expect_error(R"({"model": "m", "layers": []})", {"t.json: field 'layers': ", "non-empty"});
+  expect_error(R"({"model": "m", "layer": []})",
+               {"t.json: field 'layer': unknown field; did you mean 'layers'?"});
+  expect_error(R"({"model": "m", "defaults": {"layuot": "NCHW"}, "layers": [1]})",
+               {"field 'defaults.layuot': unknown field; did you mean 'layout'?"});
+  expect_error("[1, 2]", {"t.json: field '(top level)': array [1,2]; expected a JSON object"});
+}
+
+TEST(SpecErrors, MissingRequiredField) {
+  expect_layer_error(R"({"kernel": null})", "kernel", {"missing; expected an integer"});
+  expect_layer_error(R"({"op": null})", "op", {"missing"});
+  expect_layer_error(R"({"out_channels": null})", "out_channels", {"missing"});
+  expect_error(layers(json::array({json{{"op", "conv2d"}}})),
+               {"t.json: layer '?' (#0): field 'name': missing"});
+  expect_layer_error(R"({"input_shape": null})", "input_shape", {"missing on the first layer"});
+}
+
+TEST(SpecErrors, WrongType) {
+  expect_layer_error(R"({"kernel": "3"})", "kernel",
+                     {"string \"3\"; expected an integer or a list of 2 integers"});
+  expect_layer_error(R"({"kernel": [3, 3, 3]})", "kernel", {"array [3,3,3]", "list of 2"});
+  expect_layer_error(R"({"bias": 1})", "bias", {"number 1; expected true or false"});
+  expect_layer_error(R"({"out_channels": 2.5})", "out_channels", {"2.5", "positive integer"});
+  expect_layer_error(R"({"input_shape": [1, 3, 8]})", "input_shape",
+                     {"[1,3,8]", "a list of 4 integers in NCHW order"});
+}
+
+TEST(SpecErrors, UnknownFieldWithSuggestion) {
+  expect_layer_error(R"({"strides": 2})", "strides", {"unknown field; did you mean 'stride'?"});
+  expect_layer_error(R"({"zzz": 2})", "zzz", {"unknown field; expected one of name"});
+  expect_layer_error(R"({"padding": {"pads": [0, 0, 0, 0], "mode": 1}})", "padding.mode",
+                     {"unknown field"});
+}
+
+TEST(SpecErrors, BadOp) {
+  expect_layer_error(R"({"op": "conv4d"})", "op", {"'conv4d'", "expected one of conv1d"});
+  expect_layer_error(R"({"op": "conv"})", "op", {"'conv'"});
+}
+
+TEST(SpecErrors, BadLayout) {
+  expect_layer_error(R"({"layout": "NCHWC"})", "layout", {"'NCHWC'", "NCHW, NHWC"});
+  expect_layer_error(R"({"layout": "nchw"})", "layout", {"'nchw'"});
+}
+
+TEST(SpecErrors, LayoutDimsMismatch) {
+  expect_layer_error(R"({"op": "conv1d", "layout": "NCHW", "input_shape": [1, 3, 8]})", "layout",
+                     {"NCHW has 2 spatial dim(s) but this conv1d layer has 1",
+                      "expected NCW, NWC, channels_first or channels_last"});
+  expect_error(one_layer({{"op", "conv3d"}}).insert(1, R"("defaults": {"layout": "NHWC"}, )"),
+               {"field 'defaults.layout': NHWC has 2 spatial dim(s) but this conv3d layer has 3"});
+}
+
+TEST(SpecErrors, NonPositiveSizes) {
+  expect_layer_error(R"({"kernel": 0})", "kernel",
+                     {"kernel size must be a positive integer, got 0"});
+  expect_layer_error(R"({"stride": [1, 0]})", "stride", {"spatial axis 1", "got 0"});
+  expect_layer_error(R"({"dilation": -1})", "dilation", {"got -1"});
+  expect_layer_error(R"({"input_shape": [1, 3, 0, 8]})", "input_shape", {"input size", "got 0"});
+  expect_layer_error(R"({"input_shape": [0, 3, 8, 8]})", "input_shape", {"[0, 3, 8, 8]"});
+  expect_layer_error(R"({"groups": 0})", "groups", {"positive integer"});
+}
+
+TEST(SpecErrors, KernelLargerThanPaddedInput) {
+  expect_layer_error(
+      R"({"kernel": [9, 3]})", "kernel",
+      {"spatial axis 0", "effective kernel (9) is larger than the padded input (8 + 0 + 0 = 8)"});
+  expect_layer_error(R"({"kernel": 3, "dilation": 4})", "kernel", {"effective kernel (9)"});
+}
+
+TEST(SpecErrors, BadPadding) {
+  expect_layer_error(R"({"padding": "sam"})", "padding", {"unknown padding 'sam'"});
+  expect_layer_error(R"({"padding": "same", "convention": "caffe"})", "convention",
+                     {"unknown convention 'caffe'"});
+  expect_layer_error(R"({"padding": "valid", "convention": "pytorch"})", "convention",
+                     {"only applies to padding 'same'"});
+  expect_layer_error(R"({"padding": [1, 1], "convention": "pytorch"})", "convention",
+                     {"explicit pads"});
+  expect_layer_error(R"({"padding": true})", "padding", {"boolean true; expected a padding name"});
+}
+
+TEST(SpecErrors, TorchSameNeedsStride1) {
+  expect_layer_error(R"({"padding": "same", "convention": "pytorch", "stride": 2})", "padding",
+                     {"only defined for stride 1", "same_upper"});
+  expect_layer_error(R"({"padding": "scipy_same", "stride": [1, 2]})", "padding",
+                     {"spatial axis 1", "stride 1"});
+}
+
+TEST(SpecErrors, WrongPadsCount) {
+  expect_layer_error(R"({"padding": [1, 2, 3]})", "padding", {"3 values", "takes 1, 2"});
+  expect_layer_error(R"({"padding": {"pads": [1, 1]}})", "padding.pads",
+                     {"array [1,1]", "4 integers (ONNX order"});
+  expect_layer_error(R"({"padding": [[1, 1]]})", "padding", {"2 [before, after] pairs"});
+  expect_layer_error(R"({"padding": [[1, 1], [1]]})", "padding", {"array [1]"});
+}
+
+TEST(SpecErrors, NegativePad) {
+  expect_layer_error(R"({"padding": -1})", "padding", {"negative value"});
+  expect_layer_error(R"({"padding": [[0, 1], [-2, 0]]})", "padding", {"negative"});
+}
+
+TEST(SpecErrors, BorderCannotProducePads) {
+  expect_layer_error(
+      R"({"input_shape": [1, 3, 4, 8], "kernel": 9, "padding": 4, "border": "reflect"})", "border",
+      {"spatial axis 0: reflect padding of 4", "the input is 4"});
+  expect_layer_error(
+      R"({"input_shape": [1, 3, 8, 2], "kernel": 7, "padding": 3, "border": "wrap"})", "border",
+      {"spatial axis 1: circular padding of 3 exceeds the input size 2"});
+  expect_layer_error(R"({"border": "mirrored"})", "border", {"unknown border mode 'mirrored'"});
+}
+
+TEST(SpecErrors, PoolWindowInPadding) {
+  expect_layer_error(R"({"op": "max_pool", "out_channels": null, "kernel": 2, "padding": 2})",
+                     "padding", {"spatial axis 0", "no input to pool"});
+  // Counting the pads gives such a window a value.
+  EXPECT_NO_THROW(parse(one_layer({{"op", "avg_pool"},
+                                   {"out_channels", nullptr},
+                                   {"kernel", 2},
+                                   {"padding", 2},
+                                   {"count_include_pad", true}})));
+}
+
+TEST(SpecErrors, BorderValueNeedsConstantMode) {
+  expect_layer_error(R"({"border": {"mode": "reflect", "value": 1}})", "border.value",
+                     {"given with mode 'reflect'", "only with mode 'constant'"});
+  expect_layer_error(R"({"border": {"value": 1}})", "border.mode", {"missing"});
+}
+
+TEST(SpecErrors, BorderOnConvTranspose) {
+  expect_layer_error(R"({"op": "conv_transpose2d", "border": "replicate"})", "border",
+                     {"'replicate' on a conv_transpose2d layer; expected zeros", "crop"});
+}
+
+TEST(SpecErrors, GroupsMustDivideChannels) {
+  expect_layer_error(R"({"groups": 2})", "groups", {"2 groups do not divide the 3 input channels"});
+  expect_layer_error(R"({"input_shape": [1, 4, 8, 8], "groups": 2, "out_channels": 3})", "groups",
+                     {"3 output channels"});
+  expect_layer_error(R"({"depth_multiplier": 2, "out_channels": 6})", "depth_multiplier",
+                     {"either depth_multiplier"});
+}
+
+TEST(SpecErrors, ChainedShapeMismatch) {
+  json second = conv_layer();
+  second["name"] = "d";
+  second["input"] = "c";
+  second["input_shape"] = {1, 3, 6, 6};
+  expect_error(layers({conv_layer(), second}),
+               {"t.json: layer 'd' (#1): field 'input_shape': [1, 3, 6, 6] but input layer 'c' "
+                "produces [1, 4, 6, 6]"});
+}
+
+TEST(SpecErrors, ChainedLayoutMismatch) {
+  json second = {{"name", "d"}, {"op", "max_pool"}, {"kernel", 2}, {"layout", "NHWC"}};
+  expect_error(layers({conv_layer(), second}),
+               {"layer 'd' (#1): field 'layout': NHWC, but input layer 'c' produces NCHW"});
+  json third = {{"name", "e"}, {"op", "max_pool1d"}, {"kernel", 2}};
+  expect_error(
+      layers({conv_layer(), third}),
+      {"layer 'e' (#1): field 'layout': NCHW (from input layer 'c') has 2 spatial dim(s)"});
+}
+
+TEST(SpecErrors, UnknownInputLayer) {
+  json second = {{"name", "d"}, {"op", "max_pool"}, {"kernel", 2}, {"input", "nope"}};
+  expect_error(layers({conv_layer(), second}),
+               {"layer 'd' (#1): field 'input': 'nope' is not a layer"});
+  second["input"] = "e";
+  json third = {{"name", "e"}, {"op", "max_pool"}, {"kernel", 2}};
+  expect_error(layers({conv_layer(), second, third}), {"'e' is defined later in the file"});
+}
+
+TEST(SpecErrors, DuplicateName) {
+  json second = conv_layer();
+  expect_error(layers({conv_layer(), second}),
+               {"t.json: layer 'c' (#1): field 'name': 'c' is already used by layer #0"});
+}
+
+TEST(SpecErrors, NameNotIdentifier) {
+  expect_error(one_layer({{"name", "1st-layer"}}),
+               {"t.json: layer '1st-layer' (#0): field 'name': '1st-layer'", "C identifier"});
+  expect_error(one_layer({{"name", ""}}), {"t.json: layer '' (#0): field 'name': ''"});
+}
+
+TEST(SpecErrors, Dtype) {
+  expect_layer_error(R"({"dtype": "float16"})", "dtype",
+                     {"'float16' is not supported yet (only float32 is generated)"});
+  expect_layer_error(R"({"dtype": "float64"})", "dtype", {"'float64'; expected float32"});
+}
+
+TEST(SpecErrors, OpOnlyFields) {
+  expect_layer_error(R"({"ceil_mode": true})", "ceil_mode",
+                     {"given on a conv2d layer; expected it only on max_pool/avg_pool"});
+  expect_layer_error(R"({"output_padding": 1})", "output_padding", {"conv_transpose"});
+  const std::string pool = R"({"op": "max_pool", "out_channels": null, "bias": true})";
+  expect_layer_error(pool, "bias", {"given on a max_pool layer"});
+  expect_layer_error(R"({"op": "max_pool", "out_channels": null, "activation": "relu"})",
+                     "activation", {"max_pool"});
+  expect_layer_error(R"({"op": "max_pool", "out_channels": null, "count_include_pad": true})",
+                     "count_include_pad", {"avg_pool layers"});
+}
+
+TEST(SpecErrors, Activation) {
+  expect_layer_error(R"({"activation": "gelu"})", "activation", {"'gelu'", "relu6"});
+  expect_layer_error(R"({"activation": {"type": "relu", "alpha": 0.2}})", "activation.alpha",
+                     {"only with leaky_relu"});
+}
+
+TEST(SpecErrors, WeightLayout) {
+  expect_layer_error(R"({"weight_layout": "OIWH"})", "weight_layout",
+                     {"'OIWH' for a conv2d layer", "OIHW, HWIO"});
+  expect_layer_error(R"({"weight_layout": "OIW"})", "weight_layout", {"'OIW'"});
+}
+
+TEST(SpecErrors, TransposedPads) {
+  expect_layer_error(R"({"op": "conv_transpose2d", "stride": 2, "output_padding": 2})",
+                     "output_padding", {"smaller than the stride"});
+  expect_layer_error(R"({"op": "conv_transpose2d", "padding": "causal"})", "padding",
+                     {"transposed convolution takes"});
+}
+
+TEST(SpecErrors, LoadSpecNamesThePath) {
+  try {
+    load_spec("/nonexistent/dir/spec.json");
+    FAIL() << "no error";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/dir/spec.json: cannot open"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Spec, ChainShapeInference) {
+  const json list = {{{"name", "a"},
+                      {"op", "conv2d"},
+                      {"input_shape", {1, 3, 16, 16}},
+                      {"out_channels", 8},
+                      {"kernel", 3},
+                      {"stride", 2},
+                      {"padding", "same"}},
+                     {{"name", "p"}, {"op", "max_pool"}, {"kernel", 2}, {"stride", 2}},
+                     {{"name", "b"},
+                      {"op", "conv2d"},
+                      {"input", "p"},
+                      {"out_channels", 16},
+                      {"kernel", 3},
+                      {"padding", 1}},
+                     {{"name", "q"},
+                      {"op", "avg_pool2d"},
+                      {"input", "a"},
+                      {"input_shape", {1, 8, 8, 8}},
+                      {"kernel", 3},
+                      {"padding", "same"}}};
+  const Model m = parse(layers(list));
+  ASSERT_EQ(m.layers.size(), 4u);
+  EXPECT_EQ(m.layers[0].output_shape_full(), (std::vector<int64_t>{1, 8, 8, 8}));
+  EXPECT_EQ(m.layers[1].input_from, "a");
+  EXPECT_EQ(m.layers[1].output_shape_full(), (std::vector<int64_t>{1, 8, 4, 4}));
+  EXPECT_EQ(m.layers[2].input_shape(), (std::vector<int64_t>{1, 8, 4, 4}));
+  EXPECT_EQ(m.layers[2].output_shape_full(), (std::vector<int64_t>{1, 16, 4, 4}));
+  EXPECT_EQ(m.layers[3].input_from, "a");
+  EXPECT_EQ(m.layers[3].output_shape_full(), (std::vector<int64_t>{1, 8, 8, 8}));
+  EXPECT_EQ(m.layers[1].spatial_dims, 2);
+  EXPECT_EQ(m.layers[0].input_from, "");
+}
+
+TEST(Spec, ChannelsLastShapes) {
+  const Model m = parse(one_layer({{"layout", "NHWC"},
+                                   {"input_shape", {2, 7, 9, 3}},
+                                   {"kernel", {4, 2}},
+                                   {"stride", 2},
+                                   {"padding", "same"}}));
+  const Layer& l = m.layers[0];
+  EXPECT_EQ(l.batch, 2);
+  EXPECT_EQ(l.in_channels, 3);
+  EXPECT_EQ(l.in_spatial, (std::vector<int64_t>{7, 9}));
+  EXPECT_EQ(l.output_shape_full(), (std::vector<int64_t>{2, 4, 5, 4}));
+  EXPECT_EQ(l.pads.axes[0].before, 1);
+  EXPECT_EQ(l.pads.axes[0].after, 2);
+  EXPECT_TRUE(l.pads.asymmetric);
+  EXPECT_EQ(l.weight_layout.order, "HWIO");
+  EXPECT_EQ(l.layout.name(), "NHWC");
+}
+
+TEST(Spec, PaddingFormsAgree) {
+  const json forms[] = {json::array({0, 1, 2, 1}),
+                        json::array({json::array({0, 2}), json::array({1, 1})}),
+                        json{{"pads", {0, 1, 2, 1}}}};
+  for (const auto& f : forms) {
+    const Layer l = parse(one_layer({{"padding", f}})).layers[0];
+    EXPECT_EQ(l.padding.mode, PadMode::Explicit);
+    EXPECT_EQ(l.padding.before, (std::vector<int64_t>{0, 1}));
+    EXPECT_EQ(l.padding.after, (std::vector<int64_t>{2, 1}));
+  }
+  EXPECT_EQ(parse(one_layer({{"padding", {1, 2}}})).layers[0].padding.after,
+            (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(parse(one_layer(json::object())).layers[0].padding.mode, PadMode::Valid);
+  EXPECT_EQ(
+      parse(one_layer({{"padding", "same"}, {"convention", "onnx_lower"}})).layers[0].padding.mode,
+      PadMode::SameLower);
+}
+
+Layer weights_of(const json& patch) {
+  return parse(one_layer(patch)).layers[0];
+}
+
+TEST(Spec, WeightShapeForEveryLayout) {
+  const json conv = {
+      {"input_shape", {1, 8, 9, 9}}, {"out_channels", 16}, {"groups", 2}, {"kernel", {3, 5}}};
+  auto shape = [&](const char* op, const char* wl, json extra = json::object()) {
+    json p = conv;
+    p["op"] = op;
+    p["weight_layout"] = wl;
+    p.merge_patch(extra);
+    return weights_of(p).weight_shape();
+  };
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(shape("conv2d", "OIHW"), (V{16, 4, 3, 5}));
+  EXPECT_EQ(shape("conv2d", "HWIO"), (V{3, 5, 4, 16}));
+  EXPECT_EQ(shape("conv2d", "IOHW"), (V{4, 16, 3, 5}));
+  EXPECT_EQ(shape("conv2d", "HWOI"), (V{3, 5, 16, 4}));
+  EXPECT_EQ(shape("conv2d", "OHWI"), (V{16, 3, 5, 4}));
+  // ONNX ConvTranspose weight: (C_in, C_out/groups, k...).
+  EXPECT_EQ(shape("conv_transpose2d", "IOHW"), (V{8, 8, 3, 5}));
+  EXPECT_EQ(shape("conv_transpose2d", "HWOI", {{"out_channels", 6}}), (V{3, 5, 3, 8}));
+  const json one_d = {{"op", "conv1d"},
+                      {"input_shape", {1, 4, 10}},
+                      {"out_channels", 6},
+                      {"kernel", 3},
+                      {"layout", "NCW"}};
+  json p = one_d;
+  p["weight_layout"] = "OIW";
+  EXPECT_EQ(weights_of(p).weight_shape(), (V{6, 4, 3}));
+  p["weight_layout"] = "WIO";
+  EXPECT_EQ(weights_of(p).weight_shape(), (V{3, 4, 6}));
+  const json three_d = {{"op", "conv3d"},    {"input_shape", {1, 2, 5, 6, 7}},
+                        {"out_channels", 4}, {"kernel", {1, 2, 3}},
+                        {"layout", "NCDHW"}, {"weight_layout", "DHWIO"}};
+  EXPECT_EQ(weights_of(three_d).weight_shape(), (V{1, 2, 3, 2, 4}));
+  EXPECT_EQ(weights_of(three_d).weight_layout.axis_of('S' + 2), 2);
+  EXPECT_EQ(weights_of(three_d).weight_layout.axis_of('I'), 3);
+  EXPECT_EQ(weights_of({{"op", "max_pool"}, {"out_channels", nullptr}}).weight_shape(), V{});
+}
+
+TEST(Spec, DefaultWeightLayouts) {
+  EXPECT_EQ(weights_of(json::object()).weight_layout.order, "OIHW");
+  EXPECT_EQ(weights_of({{"op", "conv_transpose2d"}}).weight_layout.order, "IOHW");
+  const json nhwc = {{"layout", "NHWC"}, {"input_shape", {1, 8, 8, 3}}};
+  json t = nhwc;
+  EXPECT_EQ(weights_of(t).weight_layout.order, "HWIO");
+  t["op"] = "conv_transpose";
+  t["kernel"] = {3, 3};
+  EXPECT_EQ(weights_of(t).weight_layout.order, "HWOI");
+  EXPECT_EQ(weights_of(t).spatial_dims, 2);
+  WeightLayout w{"HWOI"};
+  EXPECT_EQ(w.axis_of('O'), 2);
+  EXPECT_EQ(w.axis_of('S'), 0);
+  EXPECT_EQ(w.axis_of('W'), 1);
+  EXPECT_EQ(w.axis_of('D'), -1);
+}
+
+TEST(Spec, Flops) {
+  // effnet_stem from the benchmark set: 21.676 MFLOP.
+  const Layer stem = weights_of({{"layout", "NHWC"},
+                                 {"input_shape", {1, 224, 224, 3}},
+                                 {"out_channels", 32},
+                                 {"stride", 2},
+                                 {"padding", "same_upper"}});
+  EXPECT_NEAR(stem.flops(), 21.676e6, 1e3);
+  const Layer dw = weights_of({{"input_shape", {1, 8, 5, 5}},
+                               {"depth_multiplier", 2},
+                               {"out_channels", nullptr},
+                               {"padding", "same"}});
+  EXPECT_EQ(dw.groups, 8);
+  EXPECT_EQ(dw.out_channels, 16);
+  EXPECT_DOUBLE_EQ(dw.flops(), 2.0 * 25 * 16 * 1 * 9);
+  const Layer t = weights_of({{"op", "conv_transpose2d"},
+                              {"input_shape", {1, 4, 3, 3}},
+                              {"out_channels", 2},
+                              {"stride", 2},
+                              {"padding", "same"}});
+  EXPECT_EQ(t.out_spatial, (std::vector<int64_t>{6, 6}));
+  EXPECT_DOUBLE_EQ(t.flops(), 2.0 * 9 * 4 * 2 * 9);
+  const Layer pool = weights_of({{"op", "avg_pool"},
+                                 {"out_channels", nullptr},
+                                 {"stride", 2},
+                                 {"ceil_mode", true},
+                                 {"count_include_pad", true}});
+  EXPECT_EQ(pool.out_spatial, (std::vector<int64_t>{4, 4}));
+  EXPECT_TRUE(pool.count_include_pad);
+  EXPECT_DOUBLE_EQ(pool.flops(), 3.0 * 16 * 9);
+}
+
+TEST(Spec, OptionsAndDefaults) {
+  const std::string text = one_layer({{"bias", true},
+                                      {"activation", "leaky_relu"},
+                                      {"padding", 1},
+                                      {"border", {{"mode", "constant"}, {"value", 0.5}}}})
+                               .insert(1, R"("defaults": {"dtype": "f32", "border": "edge"}, )");
+  const Layer l = parse(text).layers[0];
+  EXPECT_TRUE(l.bias);
+  EXPECT_EQ(l.activation, Activation::LeakyRelu);
+  EXPECT_FLOAT_EQ(l.activation_alpha, 0.01f);
+  EXPECT_EQ(l.border, Border::Constant);
+  EXPECT_FLOAT_EQ(l.border_value, 0.5f);
+  const Layer d =
+      parse(one_layer({{"padding", 1}}).insert(1, R"("defaults": {"border": "edge"}, )")).layers[0];
+  EXPECT_EQ(d.border, Border::Replicate);
+  EXPECT_EQ(to_string(Op::ConvTranspose), "conv_transpose");
+  EXPECT_EQ(to_string(Activation::Relu6), "relu6");
+  EXPECT_EQ(parse(one_layer({{"layout", "channels_last"}, {"input_shape", {1, 8, 8, 3}}}))
+                .layers[0]
+                .layout.name(),
+            "NHWC");
+}
+
+TEST(Spec, TransposedOutputShape) {
+  const Layer l = weights_of({{"op", "conv_transpose2d"},
+                              {"input_shape", {1, 4, 3, 3}},
+                              {"out_channels", 2},
+                              {"kernel", 1},
+                              {"stride", 3},
+                              {"output_shape", {9, 9}}});
+  EXPECT_EQ(l.out_spatial, (std::vector<int64_t>{9, 9}));
+  EXPECT_EQ(l.pads.axes[0].after, -2);
+}
+
+TEST(Spec, ExamplesLoad) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(PADFOLD_EXAMPLES_DIR)) {
+    if (entry.path().extension() != ".json") continue;
+    SCOPED_TRACE(entry.path().string());
+    EXPECT_NO_THROW(load_spec(entry.path().string()));
+    ++count;
+  }
+  EXPECT_GE(count, 3);
+  const Model tiny = load_spec(std::string(PADFOLD_EXAMPLES_DIR) + "/tiny.json");
+  EXPECT_EQ(tiny.name, "tiny");
+  EXPECT_EQ(tiny.layers[0].output_shape_full(), (std::vector<int64_t>{1, 4, 4, 8}));
+  EXPECT_TRUE(tiny.layers[0].pads.asymmetric);
+}
+
+// Names come from one table per enum: every canonical name parses back, and the messages that
+// list the names list all of them.
+TEST(Spec, NameTables) {
+  for (Op op : {Op::Conv, Op::ConvTranspose, Op::MaxPool, Op::AvgPool}) {
+    const std::string name = to_string(op) + "2d";
+    json patch = {{"op", name}};
+    if (op == Op::MaxPool || op == Op::AvgPool) patch["out_channels"] = nullptr;
+    EXPECT_EQ(parse(one_layer(patch)).layers[0].op, op) << name;
+  }
+  EXPECT_EQ(parse(one_layer({{"op", "max_pool"}, {"out_channels", nullptr}})).layers[0].op,
+            Op::MaxPool);
+  EXPECT_EQ(error_of(one_layer({{"op", "conv_2d"}})),
+            "t.json: layer 'c' (#0): field 'op': 'conv_2d'; expected one of conv1d, conv2d, "
+            "conv3d, conv_transpose[1d|2d|3d], max_pool[1d|2d|3d], avg_pool[1d|2d|3d]");
+  for (Activation a :
+       {Activation::None, Activation::Relu, Activation::Relu6, Activation::LeakyRelu})
+    EXPECT_EQ(parse(one_layer({{"activation", to_string(a)}})).layers[0].activation, a);
+  EXPECT_EQ(error_of(one_layer({{"activation", "gelu"}})),
+            "t.json: layer 'c' (#0): field 'activation': 'gelu'; expected none, relu, relu6 or "
+            "leaky_relu");
+  EXPECT_EQ(to_string(DType::F32), "float32");
+  EXPECT_EQ(to_string(DType::F16), "float16");
+  EXPECT_EQ(to_string(DType::I8), "int8");
+  EXPECT_EQ(parse(one_layer({{"dtype", "float32"}})).layers[0].dtype, DType::F32);
+  EXPECT_EQ(error_of(one_layer({{"dtype", "float64"}})),
+            "t.json: layer 'c' (#0): field 'dtype': 'float64'; expected float32 (or f32)");
+  expect_layer_error(R"({"dtype": "i8"})", "dtype",
+                     {"'i8' is not supported yet (only float32 is generated); expected float32"});
+  expect_layer_error(R"({"padding": true})", "padding",
+                     {"boolean true; expected a padding name (valid, same, same_upper, "
+                      "same_lower, torch_same, scipy_same, causal, full), an integer"});
+  expect_layer_error(R"({"stride": [1, null]})", "stride",
+                     {"': null; expected an integer or a list of 2 integers"});
+}
+
+// Layer::ignores_padding is padding.h's pool_ignores_padding for the layer's pool kind.
+TEST(Spec, IgnoresPadding) {
+  auto layer = [](const json& patch) {
+    json p = patch;
+    p["out_channels"] = nullptr;
+    p["kernel"] = 2;
+    p["padding"] = 1;
+    return parse(one_layer(p)).layers[0];
+  };
+  EXPECT_TRUE(layer({{"op", "max_pool"}}).ignores_padding());
+  EXPECT_FALSE(layer({{"op", "max_pool"}, {"border", "replicate"}}).ignores_padding());
+  EXPECT_TRUE(layer({{"op", "avg_pool"}, {"border", "replicate"}}).ignores_padding());
+  EXPECT_FALSE(layer({{"op", "avg_pool"}, {"count_include_pad", true}}).ignores_padding());
+  EXPECT_FALSE(parse(one_layer({{"padding", 1}})).layers[0].ignores_padding());
+}
+
+}  // namespace
+}  // namespace padfold
