@@ -1,5 +1,5 @@
 /* Opens a bundle directory: manifest.json (cJSON), target choice, dlopen, registry cross-check. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* POSIX.1-2008 with realpath */
 #include <cjson/cJSON.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -120,6 +120,19 @@ static pf_status get_array(manifest* m, const cJSON* obj, const char* path, cons
 
 /* ---- manifest parts ---- */
 
+/* A path inside the bundle: relative, with no ".." component. */
+static int inside_path(const char* p) {
+  const char* c = p;
+  if (!p[0] || p[0] == '/') return 0;
+  while (*c) {
+    size_t n = strcspn(c, "/");
+    if (n == 2 && c[0] == '.' && c[1] == '.') return 0;
+    c += n;
+    while (*c == '/') c++;
+  }
+  return 1;
+}
+
 static pf_status parse_target(manifest* m, const cJSON* j, int i, mf_target* t) {
   char path[32];
   const cJSON *fs, *f;
@@ -133,6 +146,12 @@ static pf_status parse_target(manifest* m, const cJSON* j, int i, mf_target* t) 
       (s = get_str(m, j, path, "shared_library", 1, &t->lib)) ||
       (s = get_array(m, j, path, "features", MAX_FEATURES, &fs))) {
     return s;
+  }
+  if (t->lib && !inside_path(t->lib)) {
+    return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST,
+                   "%s: %s.shared_library: expected a relative path inside the bundle (no '..'), "
+                   "got '%s'",
+                   m->file, path, t->lib);
   }
   t->num_features = 0;
   cJSON_ArrayForEach(f, fs) {
@@ -392,14 +411,31 @@ static void release_library(void* handle) {
   dlclose(handle);
 }
 
-static pf_status load(const char* path, const char* target, void** handle, const pf_registry** reg,
-                      char* err, size_t errlen) {
+/* Whether `path`, symbolic links resolved, lies inside directory `dir`. */
+static int resolves_inside(const char* dir, const char* path) {
+  char* d = realpath(dir, NULL);
+  char* p = realpath(path, NULL);
+  size_t n = d ? strlen(d) : 0;
+  int inside = d && p && strncmp(d, p, n) == 0 && (p[n] == '/' || (n == 1 && d[0] == '/'));
+  free(d);
+  free(p);
+  return inside;
+}
+
+static pf_status load(const char* dir, const char* path, const char* target, void** handle,
+                      const pf_registry** reg, char* err, size_t errlen) {
   struct stat st;
   pf_bundle_entry_fn entry;
   void* sym;
   if (stat(path, &st) != 0) {
     return pf_fail(err, errlen, PF_ERR_LOAD, "shared library of target %s is missing: %s: %s",
                    target, path, strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode) || !resolves_inside(dir, path)) {
+    return pf_fail(err, errlen, PF_ERR_LOAD,
+                   "shared library of target %s is not a file inside the bundle: %s (a link "
+                   "leaving the bundle is refused: opening a bundle runs its code)",
+                   target, path);
   }
   if (!(*handle = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
     return pf_fail(err, errlen, PF_ERR_LOAD, "cannot load %s: %s", path, dlerror());
@@ -425,7 +461,7 @@ static pf_status open_parsed(manifest* m, const char* dir, const pf_open_options
   pf_status s = pf_cpu_get(opts, &cpu, err, errlen);
   if (!s && !(s = choose_target(m, &cpu, dir, &chosen))) {
     lib = join(dir, m->targets[chosen].lib);
-    s = lib ? load(lib, m->targets[chosen].target, &handle, &reg, err, errlen)
+    s = lib ? load(dir, lib, m->targets[chosen].target, &handle, &reg, err, errlen)
             : pf_fail(err, errlen, PF_ERR_NO_MEMORY, "out of memory");
   }
   if (!s) s = compare(m, &m->targets[chosen], reg, lib, err, errlen);

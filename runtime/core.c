@@ -514,7 +514,7 @@ pf_status pf_run(const pf_kernel_desc* k, const pf_tensor* tensors, int n, char*
 #endif
   (void)outer;
   if (rc == 0) return PF_OK;
-  if (call.captured) {
+  if (call.captured && err && errlen > 0) { /* the message was captured into err */
     char msg[PF_ERRLEN];
     snprintf(msg, sizeof msg, "%s", err ? err : "");
     return pf_fail(err, errlen, PF_ERR_KERNEL, "kernel '%s' (%s) failed with Halide error %d: %s",

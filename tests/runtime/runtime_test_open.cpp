@@ -188,11 +188,38 @@ INSTANTIATE_TEST_SUITE_P(
                      false, PF_ERR_LOAD, "shared library of target " FAKE_TARGET " is missing: "},
         ManifestEdit{"library_not_elf", "/targets/0/shared_library", "manifest.json", false,
                      PF_ERR_LOAD, "cannot load "},
-        ManifestEdit{"no_entry_symbol", "/targets/0/shared_library", FAKE_NOENTRY_LIB, false,
-                     PF_ERR_LOAD, FAKE_NOENTRY_LIB " does not export padfold_bundle_registry"},
+        // A manifest may not make the runtime load a library from outside the bundle.
+        ManifestEdit{"library_absolute", "/targets/0/shared_library", FAKE_NOENTRY_LIB, false,
+                     PF_ERR_MANIFEST,
+                     "targets[0].shared_library: expected a relative path inside the bundle (no "
+                     "'..'), got '" FAKE_NOENTRY_LIB "'"},
+        ManifestEdit{"library_dotdot", "/targets/0/shared_library", FAKE_TARGET "/../../lib.so",
+                     false, PF_ERR_MANIFEST, "expected a relative path inside the bundle"},
+        ManifestEdit{"library_empty", "/targets/0/shared_library", "", false, PF_ERR_MANIFEST,
+                     "expected a relative path inside the bundle"},
         ManifestEdit{"library_null", "/targets/0/shared_library", nullptr, false, PF_ERR_NO_TARGET,
                      "has no shared library"}),
     [](const auto& info) { return std::string(info.param.name); });
+
+TEST_F(BundleOpen, LibraryWithoutTheEntrySymbol) {
+  fs::copy_file(FAKE_NOENTRY_LIB, dir_ / "noentry.so");
+  manifest_["targets"][0]["shared_library"] = "noentry.so";
+  EXPECT_EQ(Open(), PF_ERR_LOAD);
+  EXPECT_HAS(err_, "noentry.so does not export padfold_bundle_registry");
+}
+
+// A link inside the bundle that leads out of it is refused before anything is loaded: the
+// library's constructors would run on dlopen.
+TEST_F(BundleOpen, LibraryLinkLeavingTheBundleIsRefused) {
+  fs::create_symlink(FAKE_NOENTRY_LIB, dir_ / "escape.so");
+  manifest_["targets"][0]["shared_library"] = "escape.so";
+  EXPECT_EQ(Open(), PF_ERR_LOAD);
+  EXPECT_HAS(err_, "escape.so (a link leaving the bundle is refused");
+  fs::create_directory_symlink("/usr/lib", dir_ / "lib");
+  manifest_["targets"][0]["shared_library"] = "lib/x86_64-linux-gnu/libm.so.6";
+  EXPECT_EQ(Open(), PF_ERR_LOAD);
+  EXPECT_HAS(err_, "is not a file inside the bundle");
+}
 
 TEST_F(BundleOpen, MismatchNamesTheLibrary) {
   manifest_["kernels"][0]["buffers"][0]["shape"][2] = 6;

@@ -213,6 +213,13 @@ TEST_F(Run, KernelErrorIsPropagated) {
   EXPECT_HAS(err_,
              "kernel 'checked' (pf_fake_checked) failed with Halide error -1: "
              "checked: input[0] is negative (-1.5)");
+  // errlen 0 is legal: nothing is written to err, and nothing is read from it.
+  const pf_kernel_desc* k = Kernel("checked");
+  pf_tensor t[2] = {Tensor(nullptr, in, 8, two, 1), Tensor(nullptr, out, 8, two, 1)};
+  char unterminated[4] = {'x', 'y', 'z', 'w'};
+  EXPECT_EQ(pf_run(k, t, 2, unterminated, 0), PF_ERR_KERNEL);
+  EXPECT_EQ(std::string(unterminated, 4), "xyzw");
+  EXPECT_EQ(pf_run(k, t, 2, nullptr, 0), PF_ERR_KERNEL);
   in[0] = 1;
   EXPECT_EQ(Call("checked", {Tensor(nullptr, in, 8, two, 1), Tensor(nullptr, out, 8, two, 1)}),
             PF_OK);

@@ -43,7 +43,9 @@ class ScratchBundle : public testing::Test {
     dir_ = fs::temp_directory_path() / ("padfold_rt_" + std::to_string(getpid()) + "_" + name);
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    fs::create_directory_symlink(fs::path(FAKE_BUNDLE_DIR) / FAKE_TARGET, dir_ / FAKE_TARGET);
+    // A copy, not a link: the runtime refuses a library that resolves outside the bundle.
+    fs::copy(fs::path(FAKE_BUNDLE_DIR) / FAKE_TARGET, dir_ / FAKE_TARGET,
+             fs::copy_options::recursive);
     std::ifstream in(fs::path(FAKE_BUNDLE_DIR) / "manifest.json");
     manifest_ = json::parse(in);
   }
