@@ -1,0 +1,543 @@
+// The checked .npy reader and writer (npy.h).
+#include "npy.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+
+namespace padfold {
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr size_t kMagicLen = 6;
+constexpr uint64_t kAlign = 64;  // numpy's ARRAY_ALIGN: the data starts at a multiple of it
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+constexpr bool kBigEndianHost = true;
+#else
+constexpr bool kBigEndianHost = false;
+#endif
+
+[[noreturn]] void fail(const std::string& label, const std::string& what) {
+  throw std::runtime_error(label + ": " + what);
+}
+
+std::string sys_error(int err) {
+  return std::strerror(err);
+}
+
+// Printable, for messages: other bytes as \xNN, at most `max` bytes shown.
+std::string escaped(std::string_view s, size_t max = 80) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < max; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+std::string shape_repr(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) s += ",";
+  return s + ")";
+}
+
+// Number of elements, or nullopt when shape * 4 bytes would reach kNpyMaxDataBytes.
+std::optional<uint64_t> checked_numel(const std::vector<int64_t>& shape) {
+  constexpr uint64_t kMaxElems = kNpyMaxDataBytes / sizeof(float);
+  uint64_t n = 1;
+  bool too_large = false;
+  for (int64_t d : shape) {
+    if (d < 0) return std::nullopt;
+    const auto u = static_cast<uint64_t>(d);
+    // Every dimension alone must fit, so that n (< kMaxElems or 0) * u cannot overflow 64 bits,
+    // even after a zero dimension.
+    if (u >= kMaxElems) too_large = true;
+    n = too_large ? 0 : n * u;
+    if (n >= kMaxElems) too_large = true;
+  }
+  if (too_large) return std::nullopt;
+  return n;
+}
+
+const char* dtype_name(char kind, std::string_view size) {
+  struct Known {
+    char kind;
+    const char* size;
+    const char* name;
+  };
+  static const Known kKnown[] = {
+      {'f', "2", "float16"},     {'f', "4", "float32"},     {'f', "8", "float64"},
+      {'f', "16", "float128"},   {'f', "12", "float96"},    {'i', "1", "int8"},
+      {'i', "2", "int16"},       {'i', "4", "int32"},       {'i', "8", "int64"},
+      {'u', "1", "uint8"},       {'u', "2", "uint16"},      {'u', "4", "uint32"},
+      {'u', "8", "uint64"},      {'b', "1", "bool"},        {'c', "8", "complex64"},
+      {'c', "16", "complex128"}, {'c', "32", "complex256"}, {'O', "8", "object"},
+  };
+  for (const Known& k : kKnown)
+    if (k.kind == kind && size == k.size) return k.name;
+  switch (kind) {
+    case 'S':
+    case 'a':
+      return "a byte string";
+    case 'U':
+      return "a unicode string";
+    case 'V':
+      return "raw bytes (void)";
+    case 'M':
+      return "datetime64";
+    case 'm':
+      return "timedelta64";
+    default:
+      return nullptr;
+  }
+}
+
+// Why a descr other than '<f4' is refused, in words.
+std::string describe_descr(const std::string& descr) {
+  const std::string shown = "'" + escaped(descr, 40) + "'";
+  if (descr.size() >= 2 && std::strchr("<>|=", descr[0]) != nullptr) {
+    const char* name = dtype_name(descr[1], std::string_view(descr).substr(2));
+    if (name != nullptr) {
+      std::string order;
+      if (descr[0] == '>') order = "big-endian ";
+      if (descr[0] == '=') order = "native-order (not portable) ";
+      if (descr[0] == '|' && descr[1] != 'b' && descr.substr(1) != "u1" && descr.substr(1) != "i1")
+        order = "byte-order-less ('|') ";
+      return "dtype " + shown + " is " + order + name + ", expected little-endian float32 ('<f4')";
+    }
+  }
+  return "dtype " + shown + " is not supported, expected little-endian float32 ('<f4')";
+}
+
+// The header dict: {'descr': '<f4', 'fortran_order': False, 'shape': (1, 7, 7, 3), }
+class HeaderParser {
+ public:
+  HeaderParser(std::string_view text, const std::string& label) : s_(text), label_(label) {}
+
+  void parse(std::string& descr, bool& fortran_order, std::vector<int64_t>& shape) {
+    bool have_descr = false, have_order = false, have_shape = false;
+    skip_ws();
+    expect('{', "'{' opening the header dict");
+    for (;;) {
+      skip_ws();
+      if (peek() == '}') break;
+      const size_t key_at = pos_;
+      const std::string key = string_literal("a key (a quoted string)");
+      skip_ws();
+      expect(':', "':' after key '" + key + "'");
+      skip_ws();
+      bool* seen = nullptr;
+      if (key == "descr") {
+        seen = &have_descr;
+        if (peek() == '[') error("'descr' is a list (a structured dtype); expected '<f4'");
+        descr = string_literal("a quoted string for 'descr'");
+      } else if (key == "fortran_order") {
+        seen = &have_order;
+        fortran_order = boolean("True or False for 'fortran_order'");
+      } else if (key == "shape") {
+        seen = &have_shape;
+        shape = tuple();
+      } else {
+        pos_ = key_at;
+        error("unexpected key '" + escaped(key, 40) +
+              "' (a .npy header has exactly 'descr', 'fortran_order' and 'shape')");
+      }
+      if (*seen) {
+        pos_ = key_at;
+        error("key '" + key + "' appears twice");
+      }
+      *seen = true;
+      skip_ws();
+      if (peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      if (peek() == '}') break;
+      error("expected ',' or '}' after the value of '" + key + "'");
+    }
+    ++pos_;  // '}'
+    // numpy pads with spaces and ends the header with a newline.
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\t' || s_[pos_] == '\r'))
+      ++pos_;
+    if (pos_ != s_.size()) error("unexpected bytes after the header dict");
+    std::string missing;
+    if (!have_descr) missing += " 'descr'";
+    if (!have_order) missing += " 'fortran_order'";
+    if (!have_shape) missing += " 'shape'";
+    if (!missing.empty()) fail(label_, "bad .npy header: missing key(s)" + missing);
+  }
+
+ private:
+  [[noreturn]] void error(const std::string& what) const {
+    std::string_view shown = s_;  // without numpy's padding
+    while (!shown.empty() && (shown.back() == ' ' || shown.back() == '\n' || shown.back() == '\t' ||
+                              shown.back() == '\r'))
+      shown.remove_suffix(1);
+    fail(label_, "bad .npy header at byte " + std::to_string(pos_) + ": " + what + "; header: \"" +
+                     escaped(shown, 120) + "\"");
+  }
+  int peek() const { return pos_ < s_.size() ? static_cast<unsigned char>(s_[pos_]) : -1; }
+  void skip_ws() {
+    while (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r') ++pos_;
+  }
+  void expect(char c, const std::string& what) {
+    if (peek() != static_cast<unsigned char>(c)) error("expected " + what);
+    ++pos_;
+  }
+  std::string string_literal(const std::string& what) {
+    const int q = peek();
+    if (q != '\'' && q != '"') error("expected " + what);
+    const size_t start = ++pos_;
+    for (;;) {
+      const int c = peek();
+      if (c == q) break;
+      if (c < 0x20 || c >= 0x7f) error("unterminated string or a non-ASCII byte in a string");
+      if (c == '\\') error("escape sequences are not supported in a .npy header string");
+      ++pos_;
+    }
+    std::string out(s_.substr(start, pos_ - start));
+    ++pos_;
+    return out;
+  }
+  bool boolean(const std::string& what) {
+    const size_t start = pos_;
+    while (std::isalnum(peek()) || peek() == '_') ++pos_;
+    const std::string_view word = s_.substr(start, pos_ - start);
+    if (word == "True") return true;
+    if (word == "False") return false;
+    pos_ = start;
+    error("expected " + what);
+  }
+  std::vector<int64_t> tuple() {
+    std::vector<int64_t> dims;
+    expect('(', "a tuple '(...)' for 'shape'");
+    skip_ws();
+    bool trailing_comma = false;
+    while (peek() != ')') {
+      if (dims.size() == kNpyMaxRank)
+        error("'shape' has more than " + std::to_string(kNpyMaxRank) + " dimensions");
+      dims.push_back(integer());
+      skip_ws();
+      trailing_comma = false;
+      if (peek() == ',') {
+        ++pos_;
+        trailing_comma = true;
+        skip_ws();
+      } else if (peek() != ')') {
+        error("expected ',' or ')' in 'shape'");
+      }
+    }
+    // "(5)" is the integer 5 in Python, not a tuple.
+    if (dims.size() == 1 && !trailing_comma) error("'shape' (n) is not a tuple; expected (n,)");
+    ++pos_;
+    return dims;
+  }
+  int64_t integer() {
+    if (peek() == '-') error("negative dimension in 'shape'");
+    if (!std::isdigit(peek())) error("expected a non-negative integer in 'shape'");
+    const size_t start = pos_;
+    uint64_t v = 0;
+    while (std::isdigit(peek())) {
+      if (v > (uint64_t{INT64_MAX} - 9) / 10) error("dimension too large in 'shape'");
+      v = v * 10 + static_cast<uint64_t>(peek() - '0');
+      ++pos_;
+    }
+    if (pos_ - start > 1 && s_[start] == '0') {
+      pos_ = start;
+      error("integer with a leading zero in 'shape'");
+    }
+    if (std::isalpha(peek()) || peek() == '_' || peek() == '.')
+      error("expected a plain integer in 'shape'");
+    return static_cast<int64_t>(v);
+  }
+
+  std::string_view s_;
+  const std::string& label_;
+  size_t pos_ = 0;
+};
+
+std::string to_little_endian(const float* data, size_t n) {
+  std::string out(n * sizeof(float), '\0');
+  if (n == 0) return out;
+  std::memcpy(out.data(), data, out.size());
+  if (kBigEndianHost)
+    for (size_t i = 0; i < out.size(); i += 4) {
+      std::swap(out[i], out[i + 3]);
+      std::swap(out[i + 1], out[i + 2]);
+    }
+  return out;
+}
+
+void from_little_endian(std::vector<float>& v) {
+  if (!kBigEndianHost) return;
+  for (float& f : v) {
+    unsigned char b[4];
+    std::memcpy(b, &f, 4);
+    std::swap(b[0], b[3]);
+    std::swap(b[1], b[2]);
+    std::memcpy(&f, b, 4);
+  }
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  // Closes now; returns the errno of a failed close, or 0.
+  int close() {
+    const int fd = fd_;
+    fd_ = -1;
+    return ::close(fd) == 0 ? 0 : errno;
+  }
+
+ private:
+  int fd_;
+};
+
+// Reads exactly n bytes at offset; returns how many it got (fewer at the end of the file).
+size_t pread_fully(int fd, void* buf, size_t n, uint64_t offset, const std::string& path) {
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r =
+        ::pread(fd, static_cast<char*>(buf) + got, n - got, static_cast<off_t>(offset + got));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      fail(path, "cannot read: " + sys_error(errno));
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  return got;
+}
+
+// Writes all of it, or throws naming the path.
+void write_fully(int fd, const char* buf, size_t n, const std::string& path) {
+  while (n > 0) {
+    const ssize_t r = ::write(fd, buf, n);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      fail(path, "cannot write: " + sys_error(errno));
+    }
+    if (r == 0) fail(path, "cannot write: the write made no progress");
+    buf += r;
+    n -= static_cast<size_t>(r);
+  }
+}
+
+void write_all_parts(int fd, const std::string& preamble, const std::string& data,
+                     const std::string& path) {
+  write_fully(fd, preamble.data(), preamble.size(), path);
+  write_fully(fd, data.data(), data.size(), path);
+}
+
+}  // namespace
+
+NpyHeader parse_npy_header_f32(std::string_view prefix, uint64_t file_size,
+                               const std::string& label) {
+  if (prefix.size() > file_size) fail(label, "internal error: prefix longer than the file");
+  if (prefix.substr(0, kMagicLen) != std::string_view(kMagic, kMagicLen).substr(0, prefix.size()))
+    fail(label, "not a .npy file: it does not start with \"\\x93NUMPY\" (it starts with \"" +
+                    escaped(prefix.substr(0, kMagicLen)) + "\")");
+  if (file_size < kMagicLen + 2)
+    fail(label, "truncated .npy file: " + std::to_string(file_size) +
+                    " bytes, too short for the magic and version");
+  if (prefix.size() < kMagicLen + 2)
+    fail(label, "internal error: the prefix given ends inside the version");
+  const auto major = static_cast<unsigned char>(prefix[6]);
+  const auto minor = static_cast<unsigned char>(prefix[7]);
+  if ((major != 1 && major != 2 && major != 3) || minor != 0)
+    fail(label, "unsupported .npy version " + std::to_string(major) + "." + std::to_string(minor) +
+                    " (supported: 1.0, 2.0, 3.0)");
+  const size_t len_bytes = major == 1 ? 2 : 4;
+  const uint64_t header_start = kMagicLen + 2 + len_bytes;
+  if (file_size < header_start)
+    fail(label, "truncated .npy file: " + std::to_string(file_size) +
+                    " bytes, too short for the header length field of version " +
+                    std::to_string(major) + ".0");
+  if (prefix.size() < header_start)
+    fail(label, "internal error: the prefix given ends inside the header length field");
+  uint64_t header_len = 0;
+  for (size_t i = 0; i < len_bytes; ++i)  // little-endian, unsigned
+    header_len |= uint64_t{static_cast<unsigned char>(prefix[8 + i])} << (8 * i);
+  if (header_len > kNpyMaxHeaderBytes)
+    fail(label, ".npy header length " + std::to_string(header_len) + " exceeds the limit of " +
+                    std::to_string(kNpyMaxHeaderBytes) + " bytes");
+  if (header_len > file_size - header_start)
+    fail(label, "truncated .npy file: the header length is " + std::to_string(header_len) +
+                    " bytes but the file has only " + std::to_string(file_size - header_start) +
+                    " bytes after the length field");
+  if (header_start + header_len > prefix.size())
+    fail(label, "internal error: the prefix given ends inside the header");
+  const std::string_view header = prefix.substr(header_start, header_len);
+
+  std::string descr;
+  bool fortran_order = false;
+  NpyHeader h;
+  HeaderParser(header, label).parse(descr, fortran_order, h.shape);
+  if (descr != "<f4") fail(label, describe_descr(descr));
+  if (fortran_order)
+    fail(label, "fortran_order True (a Fortran-order array) is not supported; expected C order");
+  const std::optional<uint64_t> numel = checked_numel(h.shape);
+  if (!numel)
+    fail(label, "shape " + shape_repr(h.shape) + " is too large: its float32 data would take " +
+                    std::to_string(kNpyMaxDataBytes) + " bytes or more (the limit is below " +
+                    std::to_string(kNpyMaxDataBytes) + ", 2 GiB)");
+  h.data_offset = header_start + header_len;
+  h.data_bytes = *numel * sizeof(float);
+  const uint64_t have = file_size - h.data_offset;
+  if (have != h.data_bytes)
+    fail(label,
+         "file has " + std::to_string(have) + " bytes of data, header promises " +
+             std::to_string(h.data_bytes) + " (shape " + shape_repr(h.shape) + ", float32)" +
+             (have > h.data_bytes ? ": extra bytes after the data" : ": the file is truncated"));
+  return h;
+}
+
+NpyArray parse_npy_f32(std::string_view bytes, const std::string& label) {
+  NpyHeader h = parse_npy_header_f32(bytes, bytes.size(), label);
+  NpyArray a;
+  a.shape = std::move(h.shape);
+  a.data.resize(static_cast<size_t>(h.data_bytes / sizeof(float)));
+  if (h.data_bytes != 0)
+    std::memcpy(a.data.data(), bytes.data() + h.data_offset, static_cast<size_t>(h.data_bytes));
+  from_little_endian(a.data);
+  return a;
+}
+
+NpyArray read_npy_f32(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (fd.get() < 0) fail(path, "cannot open: " + sys_error(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail(path, "cannot stat: " + sys_error(errno));
+  if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a .npy file");
+  if (!S_ISREG(st.st_mode)) fail(path, "not a regular file");
+  const auto file_size = static_cast<uint64_t>(st.st_size);
+
+  std::string prefix(static_cast<size_t>(std::min(file_size, kNpyMaxPreambleBytes)), '\0');
+  if (pread_fully(fd.get(), prefix.data(), prefix.size(), 0, path) != prefix.size())
+    fail(path, "the file shrank while being read");
+  NpyHeader h = parse_npy_header_f32(prefix, file_size, path);
+  prefix = std::string();
+
+  NpyArray a;
+  a.shape = std::move(h.shape);
+  a.data.resize(static_cast<size_t>(h.data_bytes / sizeof(float)));
+  const size_t want = static_cast<size_t>(h.data_bytes);
+  if (pread_fully(fd.get(), a.data.data(), want, h.data_offset, path) != want)
+    fail(path, "the file shrank while being read");
+  char extra;
+  if (pread_fully(fd.get(), &extra, 1, h.data_offset + h.data_bytes, path) != 0)
+    fail(path, "the file grew while being read");
+  from_little_endian(a.data);
+  return a;
+}
+
+std::string npy_preamble_f32(const std::vector<int64_t>& shape) {
+  std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_repr(shape) + ", }";
+  // As numpy's _wrap_header: spaces, then a newline, so that the data starts aligned.
+  const uint64_t unpadded = kMagicLen + 2 + 2 + header.size() + 1;
+  header.append(static_cast<size_t>(kAlign - unpadded % kAlign), ' ');
+  header += '\n';
+  if (header.size() > 0xffff) throw std::runtime_error("npy: header too long for version 1.0");
+  std::string out(kMagic, kMagicLen);
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>(header.size() >> 8);
+  return out + header;
+}
+
+void write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const float* data) {
+  const std::optional<uint64_t> numel = checked_numel(shape);
+  if (!numel) fail(path, "cannot write shape " + shape_repr(shape) + ": negative or too large");
+  if (shape.size() > kNpyMaxRank)
+    fail(path, "cannot write shape " + shape_repr(shape) + ": too many dimensions");
+  const std::string preamble = npy_preamble_f32(shape);
+  const std::string bytes = to_little_endian(data, static_cast<size_t>(*numel));
+
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (!exists && errno != ENOENT) fail(path, "cannot write: " + sys_error(errno));
+  if (exists && S_ISDIR(st.st_mode)) fail(path, "cannot write: is a directory");
+  if (exists && !S_ISREG(st.st_mode)) {
+    // A device or a pipe: cannot be replaced by a rename; written in place, errors checked.
+    Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY));
+    if (fd.get() < 0) fail(path, "cannot open for writing: " + sys_error(errno));
+    write_all_parts(fd.get(), preamble, bytes, path);
+    if (const int err = fd.close()) fail(path, "cannot write: " + sys_error(err));
+    return;
+  }
+
+  // A regular file or a new one: a temporary file beside it, renamed over it when complete.
+  std::string target = path;
+  struct stat lst {};
+  if (exists && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    char* real = ::realpath(path.c_str(), nullptr);
+    if (real == nullptr) fail(path, "cannot resolve the symbolic link: " + sys_error(errno));
+    target = real;
+    std::free(real);
+  }
+  const size_t slash = target.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : target.substr(0, slash + 1);
+  const std::string name = slash == std::string::npos ? target : target.substr(slash + 1);
+  if (name.empty()) fail(path, "cannot write: the path names a directory");
+
+  std::string tmp;
+  int raw = -1;
+  for (unsigned n = 0; raw < 0 && n < 100; ++n) {
+    tmp = (slash == std::string::npos ? std::string() : dir) + "." + name + "." +
+          std::to_string(::getpid()) + "." + std::to_string(n) + ".tmp";
+    raw = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0666);
+    if (raw < 0 && errno != EEXIST) break;
+  }
+  if (raw < 0)
+    fail(path, "cannot create a temporary file in directory '" + dir + "': " + sys_error(errno));
+  Fd fd(raw);
+  try {
+    if (exists && ::fchmod(fd.get(), st.st_mode & 07777) != 0)
+      fail(path, "cannot set the permissions of the temporary file: " + sys_error(errno));
+    write_all_parts(fd.get(), preamble, bytes, path);
+    if (::fsync(fd.get()) != 0 && errno != EINVAL && errno != EROFS)
+      fail(path, "cannot write: " + sys_error(errno));
+    if (const int err = fd.close()) fail(path, "cannot write: " + sys_error(err));
+    if (::rename(tmp.c_str(), target.c_str()) != 0)
+      fail(path, "cannot replace it with the new file: " + sys_error(errno));
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+}
+
+}  // namespace padfold

@@ -1,0 +1,79 @@
+// A small, checked reader and writer of NumPy .npy files holding little-endian float32 arrays in
+// C order (what `padfold run` reads and writes). No third-party code.
+//
+// Reading checks everything before allocating more than the bounded header:
+//   - the magic "\x93NUMPY" and version 1.0, 2.0 or 3.0;
+//   - the header length (2 bytes for 1.0, 4 for 2.0/3.0), at most kNpyMaxHeaderBytes and within
+//     the file;
+//   - the header, a Python dict literal with exactly the keys 'descr', 'fortran_order' and 'shape'
+//     (any order, spaces, a trailing comma, numpy's padding spaces and final newline), parsed by a
+//     strict parser: 'descr' must be '<f4', 'fortran_order' False, 'shape' a tuple of at most
+//     kNpyMaxRank non-negative integers;
+//   - the data size (overflow-checked product of the shape times 4) below kNpyMaxDataBytes, and
+//     equal to what the file holds after the header (missing data and extra data are both errors).
+// Every error is a std::runtime_error "<label>: <what is wrong>"; none is std::bad_alloc.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace padfold {
+
+// Largest header accepted (the dict and its padding, after the length field). numpy's own reader
+// stops at 10000 bytes unless told otherwise; v1.0 cannot exceed 65535.
+inline constexpr uint64_t kNpyMaxHeaderBytes = 64 * 1024;
+// The data of one array must be smaller than this (2 GiB).
+inline constexpr uint64_t kNpyMaxDataBytes = uint64_t{1} << 31;
+// At most this many dimensions (numpy 2's limit).
+inline constexpr size_t kNpyMaxRank = 64;
+// Magic, version and the 4-byte length field of v2.0/v3.0, plus the largest header.
+inline constexpr uint64_t kNpyMaxPreambleBytes = 12 + kNpyMaxHeaderBytes;
+
+struct NpyArray {
+  std::vector<int64_t> shape;  // () for a scalar
+  std::vector<float> data;     // C order, the product of shape elements
+};
+
+// What the header of a float32 .npy file says, checked against the size of the whole file.
+struct NpyHeader {
+  std::vector<int64_t> shape;
+  uint64_t data_offset = 0;  // where the data starts
+  uint64_t data_bytes = 0;   // == file_size - data_offset
+};
+
+// Parses and checks the preamble and header. `prefix` holds the first bytes of the file, at least
+// through the end of its header (min(file_size, kNpyMaxPreambleBytes) bytes always suffice);
+// `file_size` is the size of the whole file. `label` (a path, say) starts every error message.
+// No file-system access.
+NpyHeader parse_npy_header_f32(std::string_view prefix, uint64_t file_size,
+                               const std::string& label);
+
+// The whole file in memory (for fuzzers and tests). No file-system access.
+NpyArray parse_npy_f32(std::string_view bytes, const std::string& label);
+
+// Reads a regular file: the bounded prefix first, then (once the header is checked against the
+// file's size) exactly the data. Errors name the path.
+NpyArray read_npy_f32(const std::string& path);
+
+// The magic, version 1.0, length and header numpy writes for a C-order '<f4' array of this shape:
+// "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }" padded with spaces and a final
+// newline so that the data starts at a multiple of 64 bytes.
+std::string npy_preamble_f32(const std::vector<int64_t>& shape);
+
+// Writes a v1.0 .npy file, checking every write and the close; errors name the path.
+//  - A regular file, or a path that does not exist yet: written to a new temporary file in the
+//    same directory (".<name>.<pid>.<n>.tmp"), flushed with fsync, then renamed over the path, so
+//    the path holds either its old contents or the complete new file, never part of one. The
+//    temporary file is removed when anything fails. A symbolic link is followed: the file it points
+//    to is replaced and the link kept. An existing file keeps its permission bits; a new one gets
+//    0666 less the umask.
+//  - An existing non-regular file (a character device such as /dev/null or /dev/full, a pipe):
+//    written in place, since it cannot be renamed over; write errors (ENOSPC for /dev/full, EPIPE)
+//    are errors.
+//  - A directory: an error.
+void write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const float* data);
+
+}  // namespace padfold
