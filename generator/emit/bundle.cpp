@@ -369,7 +369,9 @@ std::string kernel_function_name(const Model& model, const Layer& layer) {
 void validate_schedule_overrides(const Model& model, const json& overrides) {
   if (!overrides.is_object())
     throw std::runtime_error("schedule overrides: expected an object of layer names");
-  for (const auto& [layer, knobs] : overrides.items()) {
+  for (const auto& item : overrides.items()) {
+    const std::string& layer = item.key();
+    const json& knobs = item.value();
     const auto it = std::find_if(model.layers.begin(), model.layers.end(),
                                  [&](const Layer& L) { return L.name == layer; });
     if (it == model.layers.end())
@@ -388,17 +390,20 @@ std::vector<KernelReport> compile_bundle(const Model& model, const CompileOption
   if (opt.targets.empty()) throw std::runtime_error("no target given");
   if (opt.out_dir.empty()) throw std::runtime_error("no output directory given");
   validate_schedule_overrides(model, opt.schedule_overrides);
-  StagedDirectory staged(opt.out_dir);
-  const fs::path root = staged.path();
-
+  // Every target is resolved before anything is written or compiled.
   std::vector<TargetPlan> plans;
   for (const std::string& name : opt.targets) {
     const Halide::Target target = resolve_target(name);
     const std::string dir = target.to_string();
     if (std::any_of(plans.begin(), plans.end(), [&](const TargetPlan& p) { return p.name == dir; }))
       continue;
-    plans.push_back({target, dir, root / dir});
-    fs::create_directories(root / dir / "obj");
+    plans.push_back({target, dir, {}});
+  }
+  StagedDirectory staged(opt.out_dir);
+  const fs::path root = staged.path();
+  for (TargetPlan& t : plans) {
+    t.dir = root / t.name;
+    fs::create_directories(t.dir / "obj");
   }
   fs::create_directories(root / "include");
   // The runtime sources and Halide's runtime header travel with the bundle, so it is

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -51,14 +53,45 @@ StagedDirectory::StagedDirectory(const fs::path& destination) {
           "padfold replaces only bundles: remove it or choose another directory");
   }
   fs::create_directories(d.parent_path());
+  // One writer at a time: two compiles into one directory would otherwise both succeed, the last
+  // rename winning. The lock file is removed when the writer is done.
+  lock_ = d.parent_path() / ("." + d.filename().string() + ".lock");
+  for (;;) {
+    lock_fd_ = open(lock_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock_fd_ < 0)
+      throw std::runtime_error("-o " + destination.string() + ": cannot create the lock file " +
+                               lock_.string() + ": " + std::strerror(errno));
+    if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      close(lock_fd_);
+      lock_fd_ = -1;
+      throw std::runtime_error(
+          "-o " + destination.string() +
+          (err == EWOULDBLOCK ? ": another padfold compile is writing this bundle (" +
+                                    lock_.string() + " is locked); try again when it is done"
+                              : ": cannot lock " + lock_.string() + ": " + std::strerror(err)));
+    }
+    // The previous writer may have removed the file between our open and flock: then the lock
+    // is on a file nobody else sees; take the current one instead.
+    struct stat held, current;
+    if (fstat(lock_fd_, &held) == 0 && stat(lock_.c_str(), &current) == 0 &&
+        held.st_ino == current.st_ino && held.st_dev == current.st_dev)
+      break;
+    close(lock_fd_);
+  }
   staging_ = unique_sibling(d, "partial");
   fs::create_directory(staging_);
 }
 
 StagedDirectory::~StagedDirectory() {
-  if (committed_) return;
-  std::error_code ec;
-  fs::remove_all(staging_, ec);
+  if (!committed_) {
+    std::error_code ec;
+    fs::remove_all(staging_, ec);
+  }
+  if (lock_fd_ >= 0) {
+    unlink(lock_.c_str());  // while still holding it (see the constructor)
+    close(lock_fd_);
+  }
 }
 
 void StagedDirectory::commit() {

@@ -7,8 +7,9 @@ namespace padfold {
 
 class StagedDirectory {
  public:
-  // Checks that `destination` may be replaced (absent, empty, or a padfold bundle) and creates a
-  // staging directory beside it, on the same file system.
+  // Checks that `destination` may be replaced (absent, empty, or a padfold bundle), takes the
+  // destination's lock (a second writer fails at once, naming it) and creates a staging directory
+  // beside it, on the same file system.
   explicit StagedDirectory(const std::filesystem::path& destination);
   ~StagedDirectory();  // removes the staging directory unless committed
   StagedDirectory(const StagedDirectory&) = delete;
@@ -20,7 +21,9 @@ class StagedDirectory {
   void commit();
 
  private:
-  std::filesystem::path destination_, staging_;
+  std::filesystem::path destination_, staging_, lock_;
+  int lock_fd_ =
+      -1;  // flock on lock_ (.<name>.lock beside the destination), held until destruction
   bool committed_ = false;
 };
 

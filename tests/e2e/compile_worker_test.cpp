@@ -154,7 +154,7 @@ TEST(CompileWorkers, FailureBothWaysIsAClearErrorAndKeepsTheOldBundle) {
     EXPECT_NE(msg.find("SIGSEGV"), std::string::npos) << msg;
   }
   EXPECT_EQ(snapshot(out), before) << "the existing bundle was changed";
-  EXPECT_EQ(entries_beside(out), 0) << "a staging directory was left behind";
+  EXPECT_EQ(entries_beside(out), 0) << "a staging directory or the lock was left behind";
 }
 
 TEST(CompileWorkers, FailedFirstCompileLeavesNothing) {
@@ -200,9 +200,10 @@ TEST(CompileWorkers, InterruptedCompileKeepsTheOldBundle) {
           "x86-64-linux-avx2-fma", static_cast<char*>(nullptr));
     _exit(127);
   }
-  // Wait until the staging directory exists (the compile has started), then interrupt.
-  for (int i = 0; i < 200 && entries_beside(out) == 0; ++i) usleep(20000);
-  EXPECT_EQ(entries_beside(out), 1) << "no staging directory seen";
+  // Wait until the lock and the staging directory exist (the compile has started), then
+  // interrupt.
+  for (int i = 0; i < 200 && entries_beside(out) < 2; ++i) usleep(20000);
+  EXPECT_EQ(entries_beside(out), 2) << "no lock and staging directory seen";
   usleep(300000);
   kill(pid, SIGINT);
   int status = 0;
@@ -210,7 +211,7 @@ TEST(CompileWorkers, InterruptedCompileKeepsTheOldBundle) {
   EXPECT_TRUE(WIFEXITED(status)) << "padfold died of a signal instead of cleaning up";
   EXPECT_EQ(WEXITSTATUS(status), 1);
   EXPECT_EQ(snapshot(out), before) << "the existing bundle was changed";
-  EXPECT_EQ(entries_beside(out), 0) << "a staging directory was left behind";
+  EXPECT_EQ(entries_beside(out), 0) << "a staging directory or the lock was left behind";
 }
 
 TEST(CompileWorkers, WorkersReportExceptionsAndSignals) {

@@ -1,0 +1,131 @@
+// `padfold compile` with paths a hostile or careless user might give: quotes and shell syntax in
+// -o, C and CMake syntax in the spec's directory name, an empty -o, a bundle being written by
+// another compile, an unknown target after a good one. None of it may run code, reach the
+// generated sources or leave a partial bundle.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "bundle_util.h"
+#include "padfold_runtime.h"
+
+namespace padfold::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+class HostilePaths : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    work_ = fs::path(PF_WORK_DIR) /
+            (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+             std::to_string(getpid()));
+    fs::remove_all(work_);
+    fs::create_directories(work_);
+  }
+  void TearDown() override { fs::remove_all(work_); }
+
+  CommandResult compile(const fs::path& spec, const std::string& out,
+                        const std::string& target = "host") {
+    return run_command("cd " + shell_quote(work_.string()) + " && " + PADFOLD_BIN + " compile " +
+                       shell_quote(spec.string()) + " -o " + shell_quote(out) + " --target " +
+                       shell_quote(target));
+  }
+
+  // Every file padfold generated from templates (sources, CMake, manifest).
+  std::string generated_text(const fs::path& bundle) {
+    std::string all;
+    for (const auto& e : fs::recursive_directory_iterator(bundle)) {
+      const std::string ext = e.path().extension().string();
+      if (!e.is_regular_file() || (ext != ".c" && ext != ".cmake" && ext != ".json")) continue;
+      if (e.path().string().find("/runtime/") != std::string::npos) continue;  // copied sources
+      std::ifstream f(e.path());
+      std::stringstream ss;
+      ss << f.rdbuf();
+      all += ss.str();
+    }
+    return all;
+  }
+
+  bool opens(const fs::path& bundle) {
+    char err[PF_ERRLEN];
+    pf_bundle* b = nullptr;
+    const pf_status s = pf_bundle_open(bundle.c_str(), nullptr, &b, err, sizeof err);
+    pf_bundle_close(b);
+    return s == PF_OK;
+  }
+
+  fs::path work_;
+};
+
+TEST_F(HostilePaths, QuotesAndShellSyntaxInTheOutputPath) {
+  for (const std::string name :
+       {"o'brien", "x'; touch INJECTED; echo '", "a\"$(touch INJECTED)\""}) {
+    const fs::path out = work_ / name;
+    const CommandResult r = compile(PF_TINY_SPEC, out.string());
+    EXPECT_EQ(r.status, 0) << name << "\n" << r.output;
+    EXPECT_FALSE(fs::exists(work_ / "INJECTED")) << name;
+    EXPECT_TRUE(fs::exists(out / "manifest.json")) << name;
+    EXPECT_TRUE(opens(out)) << name;  // the shared library was really linked
+  }
+}
+
+TEST_F(HostilePaths, SpecDirectoryNameNeverReachesGeneratedCode) {
+  // C code and CMake commands in the directory the spec lives in.
+  const fs::path dir = work_ / "x*" /
+                       "__attribute__((constructor)) static void f(void){__builtin_trap();}" / "*" /
+                       "a\nset(INJECTED 1)\n#";
+  fs::create_directories(dir);
+  fs::copy_file(PF_TINY_SPEC, dir / "tiny.json");
+  const fs::path out = work_ / "bundle";
+  const CommandResult r = compile(dir / "tiny.json", out.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string text = generated_text(out);
+  EXPECT_FALSE(contains(text, "constructor")) << text;
+  EXPECT_FALSE(contains(text, "__builtin_trap"));
+  EXPECT_FALSE(contains(text, "INJECTED"));
+  EXPECT_FALSE(contains(text, dir.string()));
+  EXPECT_TRUE(opens(out));  // a constructor in the library would trap here
+}
+
+TEST_F(HostilePaths, EmptyOutputPathIsAnError) {
+  const CommandResult r = compile(PF_TINY_SPEC, "");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "no output directory given")) << r.output;
+  EXPECT_TRUE(fs::is_empty(work_));
+}
+
+TEST_F(HostilePaths, UnknownTargetFailsBeforeAnyKernelCompiles) {
+  const fs::path out = work_ / "bundle";
+  const CommandResult r = compile(PF_TINY_SPEC, out.string(), "host,bogus");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "unknown target 'bogus'")) << r.output;
+  EXPECT_FALSE(contains(r.output, "stem")) << r.output;  // no kernel was compiled or reported
+  EXPECT_TRUE(fs::is_empty(work_));  // nothing written: no bundle, no staging, no lock
+}
+
+TEST_F(HostilePaths, SecondWriterOfOneBundleFailsAtOnce) {
+  const fs::path out = work_ / "bundle";
+  ASSERT_EQ(compile(PF_TINY_SPEC, out.string()).status, 0);
+  const auto manifest_time = fs::last_write_time(out / "manifest.json");
+  EXPECT_FALSE(fs::exists(work_ / ".bundle.lock"));  // removed when the compile was done
+  // Another compile holds the bundle's lock.
+  const int fd = open((work_ / ".bundle.lock").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
+  const CommandResult r = compile(PF_TINY_SPEC, out.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "another padfold compile is writing this bundle")) << r.output;
+  EXPECT_EQ(fs::last_write_time(out / "manifest.json"), manifest_time);
+  EXPECT_TRUE(opens(out));
+  close(fd);
+  EXPECT_EQ(compile(PF_TINY_SPEC, out.string()).status, 0);  // free again
+}
+
+}  // namespace
+}  // namespace padfold::testing
