@@ -36,11 +36,25 @@ static char* join(const char* dir, const char* name) {
   return p;
 }
 
+#define MAX_MANIFEST_BYTES ((size_t)64 << 20)
+
+/* The whole of a regular file of at most MAX_MANIFEST_BYTES, NUL-terminated; NULL with errno set
+ * otherwise (EFBIG when larger, EINVAL when not a regular file). */
 static char* read_text(const char* path) {
-  FILE* f = fopen(path, "rb");
+  FILE* f;
   char *text = NULL, *grown = NULL;
   size_t len = 0, cap = 0, got;
-  if (!f) return NULL;
+  struct stat st;
+  if (stat(path, &st) != 0) return NULL;
+  if (!S_ISREG(st.st_mode)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  if ((size_t)st.st_size > MAX_MANIFEST_BYTES) {
+    errno = EFBIG;
+    return NULL;
+  }
+  if (!(f = fopen(path, "rb"))) return NULL;
   do {
     if (len + 4096 + 1 > cap) {
       cap = 2 * cap + 4096 + 1;
@@ -48,8 +62,8 @@ static char* read_text(const char* path) {
       text = grown;
     }
     len += got = fread(text + len, 1, cap - len - 1, f);
-  } while (got > 0);
-  if (ferror(f) || !grown) {
+  } while (got > 0 && len <= MAX_MANIFEST_BYTES);
+  if (ferror(f) || !grown || len > MAX_MANIFEST_BYTES) {
     free(text);
     text = NULL;
   } else {
@@ -471,6 +485,24 @@ static pf_status open_parsed(manifest* m, const char* dir, const pf_open_options
   return s;
 }
 
+pf_status pf_manifest_check(const char* text, size_t len, const char* label, char* err,
+                            size_t errlen) {
+  manifest m;
+  cJSON* root = cJSON_ParseWithLength(text, len);
+  pf_status s;
+  memset(&m, 0, sizeof m);
+  m.file = label;
+  m.err = err;
+  m.errlen = errlen;
+  s = root ? parse_manifest(&m, root)
+           : pf_fail(err, errlen, PF_ERR_MANIFEST, "%s: invalid JSON", label);
+  cJSON_Delete(root);
+  free(m.targets);
+  free(m.kernels);
+  free(m.buffers);
+  return s;
+}
+
 pf_status pf_bundle_open(const char* dir, const pf_open_options* opts, pf_bundle** out, char* err,
                          size_t errlen) {
   struct stat st;
@@ -495,7 +527,10 @@ pf_status pf_bundle_open(const char* dir, const pf_open_options* opts, pf_bundle
   m.errlen = errlen;
   if (!(text = read_text(path))) {
     s = pf_fail(err, errlen, PF_ERR_IO, "cannot read %s: %s (not a padfold bundle directory?)",
-                path, strerror(errno));
+                path,
+                errno == EINVAL  ? "not a regular file"
+                : errno == EFBIG ? "larger than 64 MiB"
+                                 : strerror(errno));
   } else if (!(root = cJSON_ParseWithOpts(text, &end, 1))) {
     int line = 1;
     const char* p;

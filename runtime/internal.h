@@ -48,4 +48,9 @@ pf_status pf_bundle_create(const pf_registry* reg, const pf_open_options* opts, 
                            void (*release)(void*), void* ctx, pf_bundle** out, char* err,
                            size_t errlen);
 
+/* Parses and validates manifest text as pf_bundle_open does, without loading anything (for the
+ * fuzzer). label names the text in messages. */
+pf_status pf_manifest_check(const char* text, size_t len, const char* label, char* err,
+                            size_t errlen);
+
 #endif

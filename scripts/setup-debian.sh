@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(
   build-essential ninja-build pkg-config clang-format
+  clang libclang-rt-14-dev     # scripts/sanitize.sh: ASan + UBSan build, libFuzzer targets
   python3 python3-venv         # the project-local venv holding Halide and CMake
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -5,3 +5,6 @@ cd "$(dirname "$0")/.."
 bash scripts/build.sh -DPADFOLD_BUILD_TESTS=ON
 cd build
 ../.venv/bin/ctest -j "$(nproc)" --output-on-failure --timeout 900
+# The parsers, the runtime and the CLI again under ASan + UBSan, and each libFuzzer target.
+cd ..
+bash scripts/sanitize.sh

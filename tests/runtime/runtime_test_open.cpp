@@ -201,6 +201,21 @@ INSTANTIATE_TEST_SUITE_P(
                      "has no shared library"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+TEST_F(BundleOpen, ManifestThatIsNoRegularFileOrTooLarge) {
+  fs::create_directory(dir_ / "manifest.json");
+  EXPECT_EQ(OpenAsIs(), PF_ERR_IO);
+  EXPECT_HAS(err_, "manifest.json: not a regular file");
+  fs::remove(dir_ / "manifest.json");
+  fs::create_symlink("/dev/zero", dir_ / "manifest.json");
+  EXPECT_EQ(OpenAsIs(), PF_ERR_IO);
+  EXPECT_HAS(err_, "manifest.json: not a regular file");
+  fs::remove(dir_ / "manifest.json");
+  std::ofstream(dir_ / "manifest.json").close();
+  fs::resize_file(dir_ / "manifest.json", (64u << 20) + 1);  // sparse: nothing is read
+  EXPECT_EQ(OpenAsIs(), PF_ERR_IO);
+  EXPECT_HAS(err_, "manifest.json: larger than 64 MiB");
+}
+
 TEST_F(BundleOpen, LibraryWithoutTheEntrySymbol) {
   fs::copy_file(FAKE_NOENTRY_LIB, dir_ / "noentry.so");
   manifest_["targets"][0]["shared_library"] = "noentry.so";
