@@ -29,6 +29,7 @@ struct PadsOptions {
 };
 
 // "7x7", "7,7" or "7"; a single value is repeated for every dim (dims 0: as many as given).
+// Every value must fit an int32 (padding/limits.h), so no arithmetic on them overflows.
 std::vector<int64_t> parse_sizes(const std::string& text, const std::string& option, size_t dims) {
   std::vector<int64_t> v;
   size_t start = 0;
@@ -36,14 +37,21 @@ std::vector<int64_t> parse_sizes(const std::string& text, const std::string& opt
     const size_t end = std::min(text.find_first_of("x,", start), text.size());
     const std::string item = text.substr(start, end - start);
     size_t used = 0;
+    bool out_of_range = false;
     try {
       v.push_back(std::stoll(item, &used));
+    } catch (const std::out_of_range&) {
+      out_of_range = true;
     } catch (const std::exception&) {
       used = std::string::npos;
     }
-    if (used != item.size() || item.empty())
+    if (!out_of_range && (used != item.size() || item.empty()))
       throw std::runtime_error(
           fmt::format("{} '{}': expected sizes such as 7x7, 7,7 or 7", option, text));
+    if (out_of_range || v.back() > padfold::kMaxSize || v.back() < -padfold::kMaxSize)
+      throw std::runtime_error(
+          fmt::format("{} '{}': {} is out of range; sizes must be at most {} (the int32 limit)",
+                      option, text, item, padfold::kMaxSize));
     start = end + 1;
   }
   if (dims && v.size() == 1) v.assign(dims, v[0]);
@@ -200,11 +208,17 @@ Snippets forward_snippets(const Request& r, const PaddingSpec& spec, const Resol
   }
   const bool zero = std::all_of(p.axes.begin(), p.axes.end(),
                                 [](auto& a) { return a.before == 0 && a.after == 0; });
-  const Resolved tf = r.resolve(padfold::parse_padding_name("same_upper"));
-  const bool is_tf_same =
-      per_axis(tf, [](auto& a) { return a.before; }) ==
-          per_axis(p, [](auto& a) { return a.before; }) &&
-      per_axis(tf, [](auto& a) { return a.after; }) == per_axis(p, [](auto& a) { return a.after; });
+  // SAME may be beyond a limit where the chosen padding is not (a larger padded input).
+  std::optional<Resolved> tf;
+  try {
+    tf = r.resolve(padfold::parse_padding_name("same_upper"));
+  } catch (const PaddingError&) {
+  }
+  const bool is_tf_same = tf &&
+                          per_axis(*tf, [](auto& a) { return a.before; }) ==
+                              per_axis(p, [](auto& a) { return a.before; }) &&
+                          per_axis(*tf, [](auto& a) { return a.after; }) ==
+                              per_axis(p, [](auto& a) { return a.after; });
   if (spec.mode == PadMode::Causal && padfold::keras_has_causal(d))
     s.keras = fmt::format("layers.{}(..., {}, padding='causal')", keras_conv, keras_args);
   else if (zero)
@@ -306,7 +320,27 @@ std::string cell(const padfold::AxisPads& a) {
   return fmt::format("({},{})->{}", a.before, a.after, a.output);
 }
 
+// The option a padding-module field comes from.
+std::string option_of(const std::string& field) {
+  if (field == "input_shape") return "--input";
+  if (field == "output_padding") return "--output-padding";
+  if (field == "kernel" || field == "stride" || field == "dilation" || field == "padding")
+    return "--" + field;
+  return field;
+}
+
+void run_pads_checked(const PadsOptions& o);
+
 void run_pads(const PadsOptions& o) {
+  // A size over a limit names the option to change; other messages read as before.
+  try {
+    run_pads_checked(o);
+  } catch (const padfold::PaddingLimitError& e) {
+    throw std::runtime_error(option_of(e.field) + ": " + e.what());
+  }
+}
+
+void run_pads_checked(const PadsOptions& o) {
   Request r;
   const auto input = parse_sizes(o.input, "--input", 0);
   if (input.size() > 3) throw std::runtime_error("--input has more than 3 dims");

@@ -92,6 +92,12 @@ double Layer::flops() const {
   return 0;
 }
 
+std::optional<int64_t> buffer_bytes(const std::vector<int64_t>& shape, DType dtype) {
+  const int64_t element = dtype == DType::F32 ? 4 : dtype == DType::F16 ? 2 : 1;
+  const std::optional<int64_t> count = checked_product(shape);
+  return count ? checked_mul(*count, element) : std::nullopt;
+}
+
 bool Layer::ignores_padding() const {
   if (op != Op::MaxPool && op != Op::AvgPool) return false;
   return pool_ignores_padding(op == Op::MaxPool ? PoolKind::Max : PoolKind::Avg, border,

@@ -5,12 +5,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
+#include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
+#include "frontend/json_text.h"
 #include "frontend/names.h"
 #include "padding/enum_names.h"
 
@@ -74,22 +75,6 @@ std::string suggestion(const std::string& key, const std::vector<std::string>& k
   return best;
 }
 
-// What a JSON value is called in messages; every other kind is a number.
-constexpr EnumName<json::value_t> kJsonKinds[] = {
-    {json::value_t::string, "string"}, {json::value_t::boolean, "boolean"},
-    {json::value_t::array, "array"},   {json::value_t::object, "object"},
-    {json::value_t::null, "null"},
-};
-
-// A short description of a JSON value, for "found" parts of messages.
-std::string describe(const json& j) {
-  if (j.is_null()) return name_of(kJsonKinds, json::value_t::null);
-  std::string text = j.dump();
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
-  const char* kind = find_name(kJsonKinds, j.type());
-  return std::string(kind ? kind : "number") + " " + text;
-}
-
 bool is_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
@@ -121,11 +106,10 @@ struct Ctx {
                   const std::string& prefix = "") const {
     for (const auto& item : obj.items())
       if (std::find(known.begin(), known.end(), item.key()) == known.end()) {
-        const std::string guess = suggestion(item.key(), known);
-        if (!guess.empty())
-          fail(prefix + item.key(), "unknown field; did you mean '" + guess + "'?");
-        fail(prefix + item.key(), "unknown field",
-             fmt::format("one of {}", fmt::join(known, ", ")));
+        const std::string key = shorten(item.key());
+        const std::string guess = suggestion(key, known);
+        if (!guess.empty()) fail(prefix + key, "unknown field; did you mean '" + guess + "'?");
+        fail(prefix + key, "unknown field", fmt::format("one of {}", fmt::join(known, ", ")));
       }
   }
 
@@ -137,8 +121,18 @@ struct Ctx {
     if (!j.is_boolean()) fail(field, describe(j), "true or false");
     return j.get<bool>();
   }
+  // An integer within +-kMaxSize (padding/limits.h); JSON integers beyond int64_t (which nlohmann
+  // keeps as unsigned) are out of range too, shown as written.
   int64_t get_int(const json& j, const std::string& field, const std::string& expected) const {
     if (!j.is_number_integer()) fail(field, describe(j), expected);
+    const bool in_range = j.is_number_unsigned()
+                              ? j.get<uint64_t>() <= static_cast<uint64_t>(kMaxSize)
+                              : j.get<int64_t>() >= -kMaxSize && j.get<int64_t>() <= kMaxSize;
+    if (!in_range)
+      fail(field,
+           fmt::format("{} is out of range (sizes are at most {}, the int32 limit)", describe(j),
+                       kMaxSize),
+           expected);
     return j.get<int64_t>();
   }
   int64_t get_positive(const json& j, const std::string& field) const {
@@ -150,15 +144,21 @@ struct Ctx {
   std::vector<int64_t> get_per_dim(const json& j, const std::string& field, int dims) const {
     const std::string expected =
         fmt::format("an integer or a list of {} integers (one per spatial dim)", dims);
-    if (j.is_number_integer()) return std::vector<int64_t>(dims, j.get<int64_t>());
+    if (j.is_number_integer()) return std::vector<int64_t>(dims, get_int(j, field, expected));
     if (!j.is_array() || j.size() != static_cast<size_t>(dims)) fail(field, describe(j), expected);
     std::vector<int64_t> v;
     for (const auto& e : j) v.push_back(get_int(e, field, expected));
     return v;
   }
+  // A number that a float32 holds (a larger one would become inf).
   float get_number(const json& j, const std::string& field) const {
     if (!j.is_number()) fail(field, describe(j), "a number");
-    return j.get<float>();
+    const double v = j.get<double>();
+    const float max = std::numeric_limits<float>::max();
+    if (!std::isfinite(v) || std::fabs(v) > static_cast<double>(max))
+      fail(field, describe(j) + " is beyond the float32 range",
+           fmt::format("a number from {} to {}", -max, max));
+    return static_cast<float>(v);
   }
 };
 
@@ -242,6 +242,7 @@ class Parser {
     m.file = top_.file;
     if (!root.contains("model")) top_.fail("model", "missing", "the model name (a C identifier)");
     m.name = top_.get_string(root["model"], "model", "a C identifier");
+    check_name_length(top_, "model", m.name);
     if (!is_identifier(m.name))
       top_.fail("model", "'" + m.name + "'", "a C identifier ([A-Za-z_][A-Za-z0-9_]*)");
     if (root.contains("defaults")) parse_defaults(root["defaults"]);
@@ -251,15 +252,35 @@ class Parser {
       top_.fail("layers", describe(layers), "a non-empty list of layers");
     for (const auto& l : layers)
       if (l.is_object() && l.contains("name") && l["name"].is_string())
-        all_names_.push_back(l["name"].get<std::string>());
-    for (size_t i = 0; i < layers.size(); ++i) m.layers.push_back(parse_layer(layers[i], i, m));
+        all_names_.insert(l["name"].get<std::string>());
+    for (size_t i = 0; i < layers.size(); ++i) {
+      m.layers.push_back(parse_layer(layers[i], i, m));
+      index_.emplace(m.layers.back().name, i);
+    }
     return m;
   }
 
  private:
   Ctx top_;
   Defaults defaults_;
-  std::vector<std::string> all_names_;
+  std::unordered_set<std::string> all_names_;      // every layer name in the file
+  std::unordered_map<std::string, size_t> index_;  // the layers parsed so far, by name
+
+  // Halide defines, beside each kernel function, symbols with these suffixes.
+  static constexpr const char* kSymbolSuffixes[] = {"_argv", "_metadata"};
+
+  static void check_name_length(const Ctx& c, const std::string& field, const std::string& name) {
+    if (name.size() > kMaxNameLength)
+      c.fail(field, fmt::format("'{}' has {} characters", shorten(name), name.size()),
+             fmt::format("at most {} characters (the name becomes part of C symbols and file "
+                         "names)",
+                         kMaxNameLength));
+  }
+
+  const Layer* find_layer(const Model& m, const std::string& name) const {
+    const auto it = index_.find(name);
+    return it == index_.end() ? nullptr : &m.layers[it->second];
+  }
 
   void parse_defaults(const json& d) {
     if (!d.is_object()) top_.fail("defaults", describe(d), "an object");
@@ -289,7 +310,8 @@ class Parser {
   Layer parse_layer(const json& j, size_t index, const Model& m) {
     Ctx c{top_.file, "?", index};
     if (!j.is_object()) c.fail("(layer)", describe(j), "an object");
-    if (j.contains("name") && j["name"].is_string()) c.layer = j["name"].get<std::string>();
+    if (j.contains("name") && j["name"].is_string())
+      c.layer = shorten(j["name"].get<std::string>());
     c.check_keys(j, kLayerKeys);
     Layer l;
     parse_identity(j, c, m, l);
@@ -301,19 +323,21 @@ class Parser {
     parse_padding(j, c, l);
     parse_options(j, c, l);
     resolve(c, l);
+    check_buffers(j, c, l);
     return l;
   }
 
   void parse_identity(const json& j, const Ctx& c, const Model& m, Layer& l) {
     if (!j.contains("name")) c.fail("name", "missing", "a layer name (a C identifier)");
     l.name = c.get_string(j["name"], "name", "a layer name (a C identifier)");
+    check_name_length(c, "name", l.name);
     if (!is_identifier(l.name))
       c.fail("name", "'" + l.name + "'",
              "a C identifier ([A-Za-z_][A-Za-z0-9_]*): the name becomes a C symbol");
-    for (size_t i = 0; i < m.layers.size(); ++i)
-      if (m.layers[i].name == l.name)
-        c.fail("name", fmt::format("'{}' is already used by layer #{}", l.name, i),
-               "a unique name per layer");
+    if (const auto it = index_.find(l.name); it != index_.end())
+      c.fail("name", fmt::format("'{}' is already used by layer #{}", l.name, it->second),
+             "a unique name per layer");
+    check_symbol_clash(c, m, l.name);
     if (!j.contains("op")) c.fail("op", "missing", "an op such as conv2d or max_pool");
     l.op_name = c.get_string(j["op"], "op", "an op name");
     const auto op = parse_op(l.op_name);
@@ -327,20 +351,43 @@ class Parser {
                fmt::format("it only on {}", only.ops_text));
   }
 
+  // Layer `name`'s kernel, pf_<model>_<name>, must not be another layer's kernel plus one of the
+  // suffixes of the symbols Halide defines beside it (bundle.cpp's kernel_function_name).
+  void check_symbol_clash(const Ctx& c, const Model& m, const std::string& name) const {
+    const std::string fn = "pf_" + m.name + "_";
+    auto clash = [&](const std::string& base, const std::string& suffix, size_t other) {
+      c.fail(
+          "name",
+          fmt::format("'{}' clashes with layer '{}' (#{}): the kernel {}{} comes with the "
+                      "symbol {}{}{}, which is also the kernel of layer '{}'",
+                      name, m.layers[other].name, other, fn, base, fn, base, suffix, base + suffix),
+          fmt::format("a name other than another layer's name + {}",
+                      fmt::join(std::begin(kSymbolSuffixes), std::end(kSymbolSuffixes), " or ")));
+    };
+    for (const char* suffix : kSymbolSuffixes) {
+      const std::string sfx = suffix;
+      if (name.size() > sfx.size() &&
+          name.compare(name.size() - sfx.size(), sfx.size(), sfx) == 0) {
+        const std::string base = name.substr(0, name.size() - sfx.size());
+        if (const auto it = index_.find(base); it != index_.end()) clash(base, sfx, it->second);
+      }
+      if (const auto it = index_.find(name + sfx); it != index_.end()) clash(name, sfx, it->second);
+    }
+  }
+
   // The layer whose output feeds this one, or null for a model input.
   const Layer* parse_source(const json& j, const Ctx& c, const Model& m, Layer& l) {
     if (j.contains("input")) {
       const auto name = c.get_string(j["input"], "input", "the name of an earlier layer");
-      for (const auto& prev : m.layers)
-        if (prev.name == name) {
-          l.input_from = name;
-          return &prev;
-        }
-      const bool later = std::count(all_names_.begin(), all_names_.end(), name) > 0;
-      c.fail(
-          "input",
-          fmt::format("'{}'{}", name, later ? " is defined later in the file" : " is not a layer"),
-          "the name of an earlier layer");
+      if (const Layer* prev = find_layer(m, name)) {
+        l.input_from = name;
+        return prev;
+      }
+      const bool later = all_names_.count(name) > 0;
+      c.fail("input",
+             fmt::format("'{}'{}", shorten(name),
+                         later ? " is defined later in the file" : " is not a layer"),
+             "the name of an earlier layer");
     }
     if (j.contains("input_shape")) return nullptr;
     if (m.layers.empty())
@@ -456,7 +503,14 @@ class Parser {
         c.fail("depth_multiplier", "given together with out_channels or groups",
                "either depth_multiplier (depthwise) or out_channels/groups");
       l.groups = l.in_channels;
-      l.out_channels = l.in_channels * c.get_positive(j["depth_multiplier"], "depth_multiplier");
+      const int64_t multiplier = c.get_positive(j["depth_multiplier"], "depth_multiplier");
+      const auto out = checked_mul(l.in_channels, multiplier);  // both are at most kMaxSize
+      if (!out || *out > kMaxSize)
+        c.fail("depth_multiplier",
+               fmt::format("{} input channels x {} gives {} output channels", l.in_channels,
+                           multiplier, out ? std::to_string(*out) : "too many"),
+               fmt::format("at most {} output channels (the int32 limit)", kMaxSize));
+      l.out_channels = *out;
     } else if (j.contains("out_channels")) {
       l.out_channels = c.get_positive(j["out_channels"], "out_channels");
     } else {
@@ -480,7 +534,8 @@ class Parser {
     const bool has_conv = j.contains("convention");
     const std::string conv = has_conv ? c.get_string(j["convention"], "convention", "a name") : "";
     if (has_conv && !p.is_string())
-      c.fail("convention", "given with explicit pads " + p.dump(), "it only with padding 'same'");
+      c.fail("convention", "given with explicit pads " + dump_short(p, 40),
+             "it only with padding 'same'");
     const std::string padding_forms = fmt::format(
         "a padding name ({}), an integer, a list of {} or {} integers, a list of {} [before, "
         "after] pairs or {{\"pads\": [{} integers in ONNX order]}}",
@@ -499,7 +554,7 @@ class Parser {
       }
       std::vector<int64_t> values;
       if (p.is_number_integer()) {
-        values.push_back(p.get<int64_t>());
+        values.push_back(c.get_int(p, "padding", padding_forms));
       } else if (p.is_object()) {
         c.check_keys(p, {"pads"}, "padding.");
         const json& pads = p.value("pads", json());
@@ -654,46 +709,54 @@ class Parser {
     }
     for (const auto& a : l.pads.axes) l.out_spatial.push_back(a.output);
   }
-};
 
-std::pair<size_t, size_t> line_col(const std::string& text, size_t byte) {
-  size_t line = 1, col = 1;
-  for (size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
+  // Every buffer of the layer under kMaxBufferBytes, naming the field that makes it too large.
+  void check_buffers(const json& j, const Ctx& c, const Layer& l) const {
+    auto check = [&](const std::string& field, const char* what,
+                     const std::vector<int64_t>& shape) {
+      const std::optional<int64_t> bytes = buffer_bytes(shape, l.dtype);
+      if (bytes && *bytes < kMaxBufferBytes) return;
+      c.fail(field,
+             fmt::format("the {} buffer {} is {} bytes of {}", what, shape_text(shape),
+                         bytes ? std::to_string(*bytes) : "more than 2^63", to_string(l.dtype)),
+             fmt::format("every buffer under {} bytes (2 GiB: Halide indexes buffers with 32-bit "
+                         "integers)",
+                         kMaxBufferBytes));
+    };
+    const std::string channels =
+        j.contains("depth_multiplier") ? "depth_multiplier" : "out_channels";
+    check("input_shape", "input", l.input_shape());
+    if (l.has_weights()) {
+      // The largest factor of the weights: output channels, input channels or kernel taps.
+      const std::vector<int64_t> w = l.weight_shape();
+      const bool t = l.op == Op::ConvTranspose;
+      const int64_t o = t ? l.out_channels / l.groups : l.out_channels;
+      const int64_t in = t ? l.in_channels : l.in_channels / l.groups;
+      const int64_t taps = checked_product(l.kernel).value_or(std::numeric_limits<int64_t>::max());
+      check(taps >= o && taps >= in ? "kernel" : o >= in ? channels : "input_shape", "weights", w);
+      if (l.bias) check(channels, "bias", {l.out_channels});
     }
+    // A larger output than input: more channels, or a larger spatial size.
+    std::string field = "padding";
+    if (l.out_channels > l.in_channels)
+      field = channels;
+    else if (l.op == Op::ConvTranspose)
+      field = l.output_shape ? "output_shape"
+              : std::any_of(l.stride.begin(), l.stride.end(), [](int64_t s) { return s > 1; })
+                  ? "stride"
+                  : "kernel";
+    check(field, "output", l.output_shape_full());
   }
-  return {line, col};
-}
+};
 
 }  // namespace
 
 Model parse_spec(const std::string& json_text, const std::string& file_label) {
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    const auto [line, col] = line_col(json_text, e.byte);
-    std::string msg = e.what();
-    // Drop nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: ".
-    const size_t pos = msg.find(": ", msg.find("parse error"));
-    if (pos != std::string::npos) msg = msg.substr(pos + 2);
-    throw SpecError(fmt::format("{}:{}:{}: invalid JSON: {}", file_label, line, col, msg));
-  }
-  return Parser(file_label).parse(root);
+  return Parser(file_label).parse(parse_json_text(json_text, file_label));
 }
 
 Model load_spec(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw SpecError(fmt::format("{}: cannot open the spec file: {}", path, std::strerror(errno)));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw SpecError(path + ": cannot read the spec file");
-  return parse_spec(ss.str(), path);
+  return parse_spec(read_spec_file(path), path);
 }
 
 }  // namespace padfold

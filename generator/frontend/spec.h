@@ -89,8 +89,18 @@ struct SpecError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The limits of padding/limits.h, all checked here: a spec file is a regular file of at most
+// kMaxSpecFileBytes, with arrays and objects nested at most kMaxJsonDepth deep, no key twice in an
+// object and no number beyond a double; every integer is within +-kMaxSize and every float (border
+// value, leaky_relu alpha) within the float32 range; model and layer names have at most
+// kMaxNameLength characters and no layer is named like another plus "_argv" or "_metadata" (the
+// symbols Halide defines beside a kernel); the padding module's limits hold on every axis, and
+// every buffer of a layer (input, weights, bias, output) is under kMaxBufferBytes.
 Model load_spec(const std::string& path);
 Model parse_spec(const std::string& json_text, const std::string& file_label);
+
+// The size of a tensor of `shape` in bytes; nullopt where it does not fit an int64_t.
+std::optional<int64_t> buffer_bytes(const std::vector<int64_t>& shape, DType dtype);
 
 // "W", "HW" or "DHW": the spatial axis letters of a 1-3 dimensional layer, outermost first.
 std::string spatial_letters(int dims);

@@ -66,17 +66,51 @@ std::string axis_name(size_t i) {
   return "spatial axis " + std::to_string(i);
 }
 
+std::string limit_text() {
+  return std::to_string(kMaxSize) + " (the int32 limit)";
+}
+
+// Every axis parameter in [1, kMaxSize], and the effective kernel at most kMaxSize: past this
+// check, sums and products of a few of them fit an int64_t (each is below 2^31).
 void check_axis(const AxisParams& a, size_t i) {
   auto require = [&](int64_t v, const char* what, const char* field) {
     if (v <= 0)
       throw PaddingError(
           axis_name(i) + ": " + what + " must be a positive integer, got " + std::to_string(v),
           field);
+    if (v > kMaxSize)
+      throw PaddingLimitError(axis_name(i) + ": " + what + " must be at most " + limit_text() +
+                                  ", got " + std::to_string(v),
+                              field);
   };
   require(a.input, "input size", "input_shape");
   require(a.kernel, "kernel size", "kernel");
   require(a.stride, "stride", "stride");
   require(a.dilation, "dilation", "dilation");
+  const int64_t ke = effective_kernel(a);
+  if (ke > kMaxSize)
+    throw PaddingLimitError(axis_name(i) + ": the effective kernel (" + std::to_string(a.kernel) +
+                                "-1)*" + std::to_string(a.dilation) + "+1 = " + std::to_string(ke) +
+                                " exceeds " + limit_text() + "; use a smaller dilation or kernel",
+                            "dilation");
+}
+
+// A size derived from the axis parameters (pads, padded input, output), at most kMaxSize.
+void check_derived(int64_t v, size_t i, const std::string& what, const std::string& advice,
+                   const std::string& field) {
+  if (v > kMaxSize)
+    throw PaddingLimitError(axis_name(i) + ": " + what + " is " + std::to_string(v) + ", beyond " +
+                                limit_text() + "; " + advice,
+                            field);
+}
+
+// Callers pass checked sizes (each below 2^62), so this cannot overflow; it throws rather than
+// wrap should one not be.
+int64_t add3(int64_t a, int64_t b, int64_t c) {
+  const auto ab = checked_add(a, b);
+  const auto abc = ab ? checked_add(*ab, c) : std::nullopt;
+  if (!abc) throw PaddingLimitError("size arithmetic overflowed", "padding");
+  return *abc;
 }
 
 // Splits a total pad; `extra_before` puts the odd pixel first.
@@ -92,17 +126,101 @@ void finish(Resolved& r) {
                              [](const AxisPads& p) { return p.before != p.after; });
 }
 
+// sum over x in [0, n) of floor((a*x + b) / m), for m > 0 (the AtCoder Library's floor_sum).
+// Exact while n and m are below 2^32 and the sum fits: the products stay below 2^64 and any
+// wrap-around of the unsigned intermediate sums cancels in the result.
+uint64_t floor_sum(uint64_t n, uint64_t m, uint64_t a, uint64_t b) {
+  uint64_t sum = 0;
+  while (true) {
+    if (a >= m) {
+      sum += n * (n - 1) / 2 * (a / m);
+      a %= m;
+    }
+    if (b >= m) {
+      sum += n * (b / m);
+      b %= m;
+    }
+    const uint64_t y_max = a * n + b;
+    if (y_max < m) break;
+    n = y_max / m;
+    b = y_max % m;
+    std::swap(m, a);
+  }
+  return sum;
+}
+
+// How many x in [0, n) have (a*x + b) mod m < limit, for 0 <= a, b < m and 0 < limit <= m:
+// [y mod m < limit] = floor(y/m) - floor((y + m - limit)/m) + 1.
+int64_t count_residues_below(int64_t n, int64_t m, int64_t a, int64_t b, int64_t limit) {
+  const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  return static_cast<int64_t>(floor_sum(u(n), u(m), u(a), u(b)) -
+                              floor_sum(u(n), u(m), u(a), u(b + m - limit)) + u(n));
+}
+
+// The first pooling window with no tap on the input, or nullopt. Window o starts at
+// s(o) = o*stride - pad_before and has taps s(o) + k*dilation, k < kernel; s(o) grows with o.
+//   - Window 0 is checked directly. If it reads the input, its last tap is >= 0, and so is every
+//     later window's: windows 0..last_in (those with s(o) <= input-1) all overlap the input, and
+//     every window after last_in lies wholly past it.
+//   - A window that overlaps the input reads it unless its taps step over the input, which needs
+//     dilation > input (and two taps): the tap grid s(o) + k*dilation then meets [0, input) in
+//     at most one place, s(o) mod dilation, and the window reads the input iff that is < input.
+//     The first window with s(o) mod dilation >= input is found by counting the residues below
+//     input over prefixes of the windows (count_residues_below) and bisecting.
+std::optional<int64_t> first_empty_window(const AxisParams& a, const AxisPads& p) {
+  const int64_t in = a.input, k = a.kernel, s = a.stride, d = a.dilation;
+  auto reads_input = [&](int64_t o) {
+    const int64_t start = o * s - p.before;
+    const int64_t first = std::max<int64_t>(0, ceil_div(-start, d));
+    const int64_t last = std::min<int64_t>(k - 1, floor_div(in - 1 - start, d));
+    return first <= last;
+  };
+  if (!reads_input(0)) return 0;
+  const int64_t last_in = std::min<int64_t>(p.output - 1, floor_div(in - 1 + p.before, s));
+  if (k > 1 && d > in) {
+    const int64_t step = s % d, offset = ((-p.before) % d + d) % d;
+    auto misses_before = [&](int64_t n) {  // some window o < n steps over the input
+      return count_residues_below(n, d, step, offset, in) < n;
+    };
+    if (misses_before(last_in + 1)) {
+      int64_t lo = 1, hi = last_in + 1;  // the first n with a miss among windows 0..n-1
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (misses_before(mid))
+          hi = mid;
+        else
+          lo = mid + 1;
+      }
+      return lo - 1;
+    }
+  }
+  if (last_in + 1 < p.output) return last_in + 1;
+  return std::nullopt;
+}
+
 void check_explicit(const PaddingSpec& spec, size_t dims) {
   if (spec.before.size() != dims || spec.after.size() != dims)
     throw PaddingError("explicit pads '" + spec.written + "' give " +
                        std::to_string(spec.before.size()) + " axes but the layer has " +
                        std::to_string(dims) + " spatial dims");
+  // explicit_padding checks this too; a PaddingSpec may also be built by hand.
+  for (const auto* side : {&spec.before, &spec.after})
+    for (int64_t v : *side)
+      if (v > kMaxSize)
+        throw PaddingLimitError("explicit pads '" + spec.written + "' contain " +
+                                std::to_string(v) + ", beyond " + limit_text());
 }
 
 }  // namespace
 
 int64_t effective_kernel(const AxisParams& a) {
-  return (a.kernel - 1) * a.dilation + 1;
+  const auto span = checked_mul(a.kernel - 1, a.dilation);
+  const auto ke = span ? checked_add(*span, 1) : std::nullopt;
+  if (!ke)
+    throw PaddingLimitError("the effective kernel (" + std::to_string(a.kernel) + "-1)*" +
+                                std::to_string(a.dilation) + "+1 does not fit a 64-bit integer",
+                            "dilation");
+  return *ke;
 }
 
 bool last_window_overhangs(const AxisParams& a, const AxisPads& p) {
@@ -188,6 +306,11 @@ PaddingSpec explicit_padding(const std::vector<int64_t>& values, int spatial_dim
       throw PaddingError("explicit pads " + spec.written +
                          " contain a negative value; pads "
                          "must be >= 0 (crop the output instead)");
+  for (int64_t v : values)
+    if (v > kMaxSize)
+      throw PaddingLimitError("explicit pads " + spec.written + " contain " + std::to_string(v) +
+                              ", beyond " + limit_text() + "; pads must be at most " +
+                              std::to_string(kMaxSize));
   return spec;
 }
 
@@ -233,7 +356,8 @@ Resolved resolve_forward(const PaddingSpec& spec, const std::vector<AxisParams>&
         p.before = p.after = ke - 1;
         break;
     }
-    const int64_t padded = a.input + p.before + p.after;
+    // Pads: explicit ones are at most kMaxSize, derived ones at most ke - 1 < kMaxSize.
+    const int64_t padded = add3(a.input, p.before, p.after);
     if (padded < ke)
       throw PaddingError(axis_name(i) + ": the effective kernel (" + std::to_string(ke) +
                              ") is larger than the padded input (" + std::to_string(a.input) +
@@ -242,6 +366,11 @@ Resolved resolve_forward(const PaddingSpec& spec, const std::vector<AxisParams>&
                              "); use a smaller kernel or dilation, or more "
                              "padding",
                          "kernel");
+    check_derived(padded, i,
+                  "the padded input (" + std::to_string(a.input) + " + " +
+                      std::to_string(p.before) + " + " + std::to_string(p.after) + ")",
+                  "use a smaller input or less padding", "padding");
+    // From here on the output is at most the padded input.
     if (ceil_mode) {
       p.output = ceil_div(padded - ke, a.stride) + 1;
       // The last window must start inside the input or the left padding (PyTorch rule).
@@ -285,10 +414,19 @@ Resolved resolve_transposed(const PaddingSpec& spec, const std::vector<AxisParam
                              " must be >= 0 and smaller than the stride or the dilation (" +
                              std::to_string(std::max(a.stride, a.dilation)) + ")",
                          "output_padding");
-    const int64_t full = a.stride * (a.input - 1) + op + effective_kernel(a);
+    // stride*(input-1) < 2^62, op and ke < 2^31: no overflow; the result must fit an int32.
+    const int64_t full = add3(a.stride * (a.input - 1), op, effective_kernel(a));
+    check_derived(full, i,
+                  "the full transposed output (" + std::to_string(a.stride) + "*(" +
+                      std::to_string(a.input) + "-1) + " + std::to_string(op) + " + " +
+                      std::to_string(effective_kernel(a)) + ")",
+                  "use a smaller input, stride or kernel", a.stride > 1 ? "stride" : "kernel");
     AxisPads p;
     if (output_shape || auto_same) {
-      p.output = output_shape ? (*output_shape)[i] : a.input * a.stride;
+      p.output = output_shape ? (*output_shape)[i] : a.input * a.stride;  // < 2^62
+      check_derived(p.output, i, output_shape ? "output_shape" : "the output size (input*stride)",
+                    output_shape ? "use a smaller output_shape" : "use a smaller input or stride",
+                    output_shape ? "output_shape" : "stride");
       const int64_t total = full - p.output;
       if (total < 0) {
         p.after = total;  // zero-extension at the end (ONNX)
@@ -361,19 +499,17 @@ void validate_pool_windows(const Resolved& pads, const std::vector<AxisParams>& 
   for (size_t i = 0; i < axes.size() && i < pads.axes.size(); ++i) {
     const AxisParams& a = axes[i];
     const AxisPads& p = pads.axes[i];
-    for (int64_t o = 0; o < p.output; ++o) {
-      bool touches_input = false;
-      for (int64_t k = 0; k < a.kernel && !touches_input; ++k) {
-        const int64_t pos = tap_position<int64_t>(o, k, a.stride, p.before, a.dilation);
-        touches_input = pos >= 0 && pos < a.input;
-      }
-      if (!touches_input)
-        throw PaddingError(axis_name(i) + ": with pads " + std::to_string(p.before) + "/" +
-                           std::to_string(p.after) + ", pooling window " + std::to_string(o) +
-                           " has every tap in the padding and no input to pool; use pads "
-                           "smaller than the window (PyTorch requires pad <= kernel/2), or "
-                           "count_include_pad / a non-zero border");
-    }
+    check_axis(a, i);
+    if (p.output <= 0) continue;
+    check_derived(p.output, i, "the output size", "use a smaller input or less padding", "padding");
+    check_derived(p.before, i, "the pad before", "use less padding", "padding");
+    const std::optional<int64_t> empty = first_empty_window(a, p);
+    if (empty)
+      throw PaddingError(axis_name(i) + ": with pads " + std::to_string(p.before) + "/" +
+                         std::to_string(p.after) + ", pooling window " + std::to_string(*empty) +
+                         " has every tap in the padding and no input to pool; use pads "
+                         "smaller than the window (PyTorch requires pad <= kernel/2), or "
+                         "count_include_pad / a non-zero border");
   }
 }
 

@@ -11,7 +11,9 @@
 //   - which pools ignore the padding (pool_ignores_padding) and that their windows must then touch
 //     the input (validate_pool_windows);
 //   - which frameworks define which modes (keras_has_causal), and the names of modes, conventions
-//     and border modes.
+//     and border modes;
+//   - the size limits of one axis (padding/limits.h): every size given or derived must fit an
+//     int32, which resolve_forward and resolve_transposed enforce (PaddingLimitError).
 // The frontend, the algorithms and the CLI call this module; no other file restates a padding
 // rule. (tests/support/reference/ re-derives them on purpose, independently.)
 #pragma once
@@ -24,6 +26,8 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "padding/limits.h"
 
 namespace padfold {
 
@@ -54,6 +58,12 @@ struct PaddingError : std::runtime_error {
   std::string field;
 };
 
+// A PaddingError for a size beyond a limit of padding/limits.h (an input, kernel, stride,
+// dilation, pad, output_padding or output_shape, or a size derived from them, over kMaxSize).
+struct PaddingLimitError : PaddingError {
+  using PaddingError::PaddingError;
+};
+
 // One spatial axis of a layer.
 struct AxisParams {
   int64_t input = 1;
@@ -74,7 +84,9 @@ struct Resolved {
   bool input_dependent = false;  // the pads would change with the input size
 };
 
-int64_t effective_kernel(const AxisParams& a);  // (k-1)*d+1
+// (k-1)*d+1. Throws PaddingLimitError (field "dilation") where it does not fit an int64_t;
+// resolve_forward and resolve_transposed also reject one over kMaxSize.
+int64_t effective_kernel(const AxisParams& a);
 
 namespace detail {
 // A layer constant as an operand of T's arithmetic: a T for an integer T, an int otherwise (for
@@ -118,13 +130,16 @@ PaddingSpec parse_padding_name(const std::string& name, const std::string& conve
 PaddingSpec explicit_padding(const std::vector<int64_t>& values, int spatial_dims);
 
 // Convolution and pooling (forward). `ceil_mode` applies the PyTorch/ONNX pooling rule, including
-// dropping a last window that would start inside the right padding.
+// dropping a last window that would start inside the right padding. Every axis parameter, the
+// effective kernel, the pads and the padded input must be at most kMaxSize (PaddingLimitError
+// naming the field otherwise), so no arithmetic on them overflows.
 Resolved resolve_forward(const PaddingSpec& spec, const std::vector<AxisParams>& axes,
                          bool ceil_mode = false);
 
 // Transposed convolution. Here before/after are amounts cropped from the full output
 // (stride*(in-1) + ke). Explicit pads use output_padding; SameUpper/SameLower follow ONNX auto_pad
-// (output = input*stride); an explicit output_shape overrides the pads as in ONNX.
+// (output = input*stride); an explicit output_shape overrides the pads as in ONNX. The limits of
+// resolve_forward apply, and to output_shape, the full output and the output too.
 Resolved resolve_transposed(const PaddingSpec& spec, const std::vector<AxisParams>& axes,
                             const std::vector<int64_t>& output_padding,
                             const std::optional<std::vector<int64_t>>& output_shape = std::nullopt);
@@ -179,7 +194,8 @@ enum class PoolKind { Max, Avg };
 bool pool_ignores_padding(PoolKind kind, Border border, bool count_include_pad);
 
 // For pooling that ignores the padding (pool_ignores_padding), a window lying wholly in the padding
-// has no value; it is an error naming the axis and the window.
+// has no value; it is an error naming the axis and the first such window. Closed form: the time
+// does not grow with the number of windows (pads as resolve_forward gives them).
 void validate_pool_windows(const Resolved& pads, const std::vector<AxisParams>& axes);
 
 }  // namespace padfold

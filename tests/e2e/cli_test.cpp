@@ -123,6 +123,99 @@ TEST(CliPads, Errors) {
   EXPECT_TRUE(has(r.out, "--input")) << r.out;
 }
 
+// Sizes beyond int32 are refused naming the option (they once printed wrong output sizes).
+TEST(CliPads, SizesBeyondInt32NameTheOption) {
+  Result r = run("pads --input 7 --kernel 3 --dilation 9223372036854775807 --padding same", true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out,
+                  "padfold: error: --dilation '9223372036854775807': 9223372036854775807 is out "
+                  "of range; sizes must be at most 2147483647 (the int32 limit)"))
+      << r.out;
+  r = run("pads --input 7 --kernel 3 --dilation 9223372036854775807 --padding same");
+  EXPECT_FALSE(has(r.out, "output size")) << r.out;
+  r = run("pads --input 7 --kernel 3 --dilation 4611686018427387904", true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, "--dilation '4611686018427387904'")) << r.out;
+  r = run("pads --input 99999999999999999999 --kernel 3", true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, "--input '99999999999999999999': 99999999999999999999 is out of range"))
+      << r.out;
+  r = run("pads --input 7 --kernel 3 --dilation 2147483647 --padding full", true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out,
+                  "padfold: error: --dilation: spatial axis 0: the effective kernel "
+                  "(3-1)*2147483647+1 = 4294967295 exceeds 2147483647"))
+      << r.out;
+  r = run("pads --input 7 --kernel 3 --padding 2147483647", true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, "padfold: error: --padding: spatial axis 0: the padded input")) << r.out;
+  r = run("pads --input 2000000000 --kernel 3 --stride 2 --transposed", true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, "padfold: error: --stride: spatial axis 0: the full transposed output"))
+      << r.out;
+  // At the limit: an ordinary answer, and --compare copes with conventions beyond it.
+  r = run("pads --input 2147483647 --kernel 3 --padding valid --compare");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "output size: 2147483645")) << r.out;
+}
+
+// Writes `text` to a fresh temporary file and returns its path.
+std::string temp_spec(const std::string& name, const std::string& text) {
+  const std::string path = testing::TempDir() + std::to_string(getpid()) + "_padfold_" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// A max pool whose 2^25 windows of 2^24 taps were once walked one tap at a time (hours).
+TEST(CliCheck, WidePoolIsCheckedAtOnce) {
+  const std::string path = temp_spec(
+      "wide_pool.json",
+      R"({"model": "m", "layers": [{"name": "p", "op": "max_pool1d", "input_shape": [1, 1, 16777216],
+          "kernel": 16777216, "padding": 16777215}]})");
+  const Result r = run("check " + path + " --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(json::parse(r.out)["layers"][0]["output_shape"], json({1, 1, 33554431}));
+  std::remove(path.c_str());
+}
+
+// A directory once read as "invalid JSON", /dev/zero without end.
+TEST(CliCheck, RefusesWhatIsNotARegularFile) {
+  Result r = run("check " + testing::TempDir(), true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, ": is a directory, not a spec file")) << r.out;
+  r = run("check /dev/zero", true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, "padfold: error: /dev/zero: not a regular file (a character device)"))
+      << r.out;
+}
+
+// 100k nested arrays once overflowed the stack (SIGSEGV).
+TEST(CliCheck, DeeplyNestedJsonIsAnError) {
+  const std::string path =
+      temp_spec("deep.json", std::string(100000, '[') + std::string(100000, ']'));
+  for (const char* cmd : {"check ", "compile "}) {
+    const Result r = run(cmd + path + (cmd[1] == 'o' ? " -o " + path + ".out" : ""), true);
+    EXPECT_EQ(r.status, 1) << cmd;
+    EXPECT_TRUE(has(r.out, "padfold: error: " + path +
+                               ":1:65: arrays and objects nested deeper than 64 levels"))
+        << r.out;
+  }
+  std::remove(path.c_str());
+}
+
+// Layers named a and a_argv once failed in the linker with raw ld output.
+TEST(CliCheck, NamesClashingWithHalideSymbolsAreSpecErrors) {
+  const std::string path = temp_spec(
+      "clash.json",
+      R"({"model": "m", "layers": [{"name": "a", "op": "max_pool2d", "input_shape": [1, 1, 4, 4],
+          "kernel": 2}, {"name": "a_argv", "op": "max_pool2d", "kernel": 1}]})");
+  const Result r = run("check " + path, true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, "layer 'a_argv' (#1): field 'name': 'a_argv' clashes with layer 'a' (#0)"))
+      << r.out;
+  std::remove(path.c_str());
+}
+
 TEST(CliCheck, TinyJsonChains) {
   const Result r = run(std::string("check ") + PADFOLD_EXAMPLES_DIR + "/tiny.json --json");
   ASSERT_EQ(r.status, 0) << r.out;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <random>
 #include <string>
@@ -982,6 +983,171 @@ TEST(ExplicitPadding, Errors) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Limits (padding/limits.h): every size must fit an int32, and no arithmetic on sizes overflows.
+
+// The field a resolution names, or "" when it succeeds.
+std::string limit_field(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const PaddingLimitError& e) {
+    return e.field;
+  } catch (const PaddingError& e) {
+    return "not a limit: " + e.field;
+  }
+  return "";
+}
+
+TEST(Limits, AxisParamsBeyondInt32NameTheirField) {
+  const int64_t huge[] = {kMaxSize + 1, int64_t{1} << 62, std::numeric_limits<int64_t>::max()};
+  const char* fields[] = {"input_shape", "kernel", "stride", "dilation"};
+  for (int field = 0; field < 4; ++field)
+    for (int64_t v : huge) {
+      AxisParams a;
+      a.input = 7;
+      a.kernel = field == 1 ? 1 : 3;
+      (field == 0 ? a.input : field == 1 ? a.kernel : field == 2 ? a.stride : a.dilation) = v;
+      for (const char* mode : {"valid", "same", "full"}) {
+        EXPECT_EQ(limit_field([&] { resolve_forward(parse_padding_name(mode), {a}); }),
+                  fields[field])
+            << mode << " " << v;
+        EXPECT_EQ(limit_field([&] { resolve_transposed(parse_padding_name("valid"), {a}, {}); }),
+                  fields[field])
+            << v;
+      }
+    }
+  AxisParams a;
+  a.input = 7;
+  a.kernel = 3;
+  a.dilation = int64_t{1} << 62;  // once printed a negative output size
+  EXPECT_EQ(error_of([&] { resolve_forward(parse_padding_name("same"), {a}); }),
+            "spatial axis 0: dilation must be at most 2147483647 (the int32 limit), got "
+            "4611686018427387904");
+  a.dilation = std::numeric_limits<int64_t>::max();  // once gave output 9 from input 7
+  EXPECT_EQ(limit_field([&] { resolve_forward(parse_padding_name("same"), {a}); }), "dilation");
+  // The limit itself is fine.
+  a.dilation = 1;
+  a.stride = kMaxSize;
+  EXPECT_EQ(resolve_forward(parse_padding_name("same"), {a}).axes[0].output, 1);
+  a.input = kMaxSize;
+  a.stride = 1;
+  EXPECT_EQ(resolve_forward(parse_padding_name("valid"), {a}).axes[0].output, kMaxSize - 2);
+}
+
+TEST(Limits, DerivedSizesBeyondInt32) {
+  AxisParams a;
+  a.input = 7;
+  a.kernel = 3;
+  a.dilation = kMaxSize;  // effective kernel 2*(2^31-1)+1
+  EXPECT_EQ(limit_field([&] { resolve_forward(parse_padding_name("full"), {a}); }), "dilation");
+  EXPECT_NE(error_of([&] {
+              resolve_forward(parse_padding_name("full"), {a});
+            }).find("the effective kernel (3-1)*2147483647+1 = 4294967295 exceeds 2147483647"),
+            std::string::npos);
+  a.dilation = 1;
+  // Explicit pads beyond the limit, and a padded input beyond it.
+  EXPECT_EQ(limit_field([] { explicit_padding({kMaxSize + 1}, 1); }), "padding");
+  EXPECT_EQ(limit_field([&] { resolve_forward(explicit_padding({kMaxSize}, 1), {a}); }), "padding");
+  a.input = kMaxSize;
+  EXPECT_EQ(limit_field([&] { resolve_forward(parse_padding_name("same"), {a}); }), "padding");
+  EXPECT_EQ(limit_field([&] { resolve_forward(parse_padding_name("valid"), {a}); }), "");
+  // Transposed: the full output, output_shape and the ONNX auto_pad output input*stride.
+  AxisParams t;
+  t.input = 2000000000;
+  t.kernel = 3;
+  t.stride = 2;
+  EXPECT_EQ(limit_field([&] { resolve_transposed(parse_padding_name("valid"), {t}, {}); }),
+            "stride");
+  t.input = 5;
+  EXPECT_EQ(limit_field([&] {
+              resolve_transposed(parse_padding_name("valid"), {t}, {},
+                                 std::vector<int64_t>{kMaxSize + 1});
+            }),
+            "output_shape");
+  t.kernel = 1;  // full output 2*(in-1)+1 fits, in*2 does not
+  t.stride = 2;
+  t.input = 1073741824;
+  EXPECT_EQ(limit_field([&] { resolve_transposed(parse_padding_name("valid"), {t}, {}); }), "");
+  EXPECT_EQ(limit_field([&] { resolve_transposed(parse_padding_name("same_upper"), {t}, {}); }),
+            "stride");
+}
+
+__extension__ using Int128 = __int128;  // exact products of two int64 values
+
+// Random sizes on every scale up to int64: a resolution either fails with a PaddingError or gives
+// pads and outputs within the limit that satisfy the window arithmetic exactly (checked in 128
+// bits, so a wrapped int64 result cannot pass).
+TEST(Limits, RandomHugeSizesNeverOverflow) {
+  std::mt19937_64 rng(2024);
+  auto size = [&]() -> int64_t {
+    const int bits = std::uniform_int_distribution<int>(0, 63)(rng);
+    const uint64_t v = rng() >> (64 - std::max(bits, 1));
+    return static_cast<int64_t>(std::max<uint64_t>(v, 1));
+  };
+  const char* modes[] = {"valid", "same_upper", "same_lower", "causal", "full"};
+  int resolved = 0;
+  for (int iter = 0; iter < 20000; ++iter) {
+    AxisParams a{size(), size(), size(), size()};
+    if (iter % 2) a.dilation = 1;
+    if (iter % 3 == 0) a.kernel = std::uniform_int_distribution<int64_t>(1, 5)(rng);
+    const bool transposed = iter % 5 == 0;
+    const bool ceil_mode = iter % 7 == 0;
+    PaddingSpec spec = parse_padding_name(modes[iter % 5]);
+    if (iter % 11 == 0) {
+      try {
+        spec = explicit_padding({size() - 1, size() - 1}, 1);
+      } catch (const PaddingError&) {
+        continue;
+      }
+    }
+    Resolved r;
+    try {
+      if (transposed) {
+        if (spec.mode != PadMode::Explicit && spec.mode != PadMode::Valid &&
+            spec.mode != PadMode::SameUpper && spec.mode != PadMode::SameLower)
+          continue;
+        r = resolve_transposed(spec, {a}, {});
+      } else {
+        r = resolve_forward(spec, {a}, ceil_mode);
+      }
+    } catch (const PaddingError&) {
+      continue;
+    }
+    ++resolved;
+    const AxisPads& p = r.axes[0];
+    EXPECT_GT(p.output, 0);
+    EXPECT_LE(p.output, kMaxSize);
+    EXPECT_LE(p.before, kMaxSize);
+    EXPECT_LE(p.after, kMaxSize);
+    const Int128 ke = static_cast<Int128>(a.kernel - 1) * a.dilation + 1;
+    if (transposed) {
+      const Int128 full = static_cast<Int128>(a.stride) * (a.input - 1) + ke;
+      EXPECT_EQ(full - p.before - p.after, p.output);
+    } else if (!ceil_mode) {
+      const Int128 padded = static_cast<Int128>(a.input) + p.before + p.after;
+      EXPECT_LE(static_cast<Int128>(p.output - 1) * a.stride + ke, padded);
+      EXPECT_GT(static_cast<Int128>(p.output) * a.stride + ke, padded);
+    }
+  }
+  EXPECT_GT(resolved, 1000);
+}
+
+TEST(Limits, CheckedArithmetic) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(checked_add(max - 1, 1), max);
+  EXPECT_EQ(checked_add(max, 1), std::nullopt);
+  EXPECT_EQ(checked_sub(-max, 2), std::nullopt);
+  EXPECT_EQ(checked_mul(int64_t{1} << 31, int64_t{1} << 31), int64_t{1} << 62);
+  EXPECT_EQ(checked_mul(int64_t{1} << 32, int64_t{1} << 31), std::nullopt);
+  EXPECT_EQ(checked_product({}), 1);
+  EXPECT_EQ(checked_product({1 << 20, 1 << 20, 1 << 20}), int64_t{1} << 60);
+  EXPECT_EQ(checked_product({1 << 20, 1 << 20, 1 << 20, 1 << 20}), std::nullopt);
+  AxisParams a;
+  a.kernel = 3;
+  a.dilation = max;
+  EXPECT_THROW(effective_kernel(a), PaddingLimitError);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Border modes.
 
 TEST(Border, ParseAndNames) {
@@ -1111,6 +1277,97 @@ TEST(PoolWindows, DilatedWindowStraddlingTheInput) {
   const Resolved r = resolve_forward(explicit_padding({1, 2}, 1), {a});
   ASSERT_EQ(r.axes[0].output, 1);
   EXPECT_THROW(validate_pool_windows(r, {a}), PaddingError);
+}
+
+// The first window with no tap on the input, by walking every tap of every window.
+std::optional<int64_t> brute_first_empty_window(const AxisParams& a, const AxisPads& p) {
+  for (int64_t j = 0; j < p.output; ++j) {
+    bool reads = false;
+    for (int64_t t = 0; t < a.kernel && !reads; ++t) {
+      const int64_t q = j * a.stride - p.before + t * a.dilation;
+      reads = q >= 0 && q < a.input;
+    }
+    if (!reads) return j;
+  }
+  return std::nullopt;
+}
+
+// The closed form of validate_pool_windows finds the same first empty window as walking them,
+// dilated windows whose taps step over a small input included (dilation > input).
+TEST(PoolWindows, ClosedFormNamesTheFirstEmptyWindow) {
+  std::mt19937 rng(17);
+  auto uni = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  int rejected = 0, accepted = 0, stepped_over = 0;
+  for (int iter = 0; iter < 40000; ++iter) {
+    AxisParams a;
+    a.input = uni(1, 10);
+    a.kernel = uni(1, 5);
+    a.stride = uni(1, 5);
+    a.dilation = uni(1, 13);
+    const int64_t ke = span(a.kernel, a.dilation);
+    const PaddingSpec spec = explicit_padding({uni(0, ke + 3), uni(0, ke + 3)}, 1);
+    Resolved r;
+    try {
+      r = resolve_forward(spec, {a}, uni(0, 1) == 1);
+    } catch (const PaddingError&) {
+      continue;
+    }
+    const std::optional<int64_t> want = brute_first_empty_window(a, r.axes[0]);
+    const std::string msg = error_of([&] { validate_pool_windows(r, {a}); });
+    const std::string where =
+        describe(PadMode::Explicit, {a}, {{spec.before[0], spec.after[0]}}, false);
+    if (!want) {
+      EXPECT_EQ(msg, "") << where;
+      ++accepted;
+      continue;
+    }
+    EXPECT_NE(msg.find("pooling window " + std::to_string(*want) + " has every tap"),
+              std::string::npos)
+        << msg << " " << where;
+    ++rejected;
+    // An empty window whose extent overlaps the input: its taps step over it.
+    const int64_t start = *want * a.stride - r.axes[0].before;
+    if (start <= a.input - 1 && start + (a.kernel - 1) * a.dilation >= 0) ++stepped_over;
+  }
+  EXPECT_GT(rejected, 1000);
+  EXPECT_GT(accepted, 1000);
+  EXPECT_GT(stepped_over, 10);
+}
+
+// A pool over a wide axis: walking every tap of every window took hours (2^25 windows of 2^24
+// taps); the closed form does not depend on their number.
+TEST(PoolWindows, WideAxesAreChecked) {
+  AxisParams a;
+  a.input = int64_t{1} << 24;
+  a.kernel = int64_t{1} << 24;
+  Resolved r = resolve_forward(parse_padding_name("full"), {a});
+  EXPECT_EQ(r.axes[0].output, (int64_t{1} << 25) - 1);
+  EXPECT_NO_THROW(validate_pool_windows(r, {a}));
+  // The last of 2^30 + 1 windows lies wholly in the right padding.
+  AxisParams b;
+  b.input = int64_t{1} << 30;
+  b.kernel = 2;
+  r = resolve_forward(explicit_padding({0, 2}, 1), {b});
+  EXPECT_EQ(error_of([&] { validate_pool_windows(r, {b}); }),
+            "spatial axis 0: with pads 0/2, pooling window 1073741824 has every tap in the padding "
+            "and no input to pool; use pads smaller than the window (PyTorch requires pad <= "
+            "kernel/2), or count_include_pad / a non-zero border");
+  // Taps 2^30 apart, stride 3, over an input of 2^29: window o reads the input through its second
+  // tap while 3*o < 2^29; the windows after that step over it until the pads end.
+  AxisParams c;
+  c.input = int64_t{1} << 29;
+  c.kernel = 2;
+  c.stride = 3;
+  c.dilation = int64_t{1} << 30;
+  r = resolve_forward(explicit_padding({int64_t{1} << 30, 3 << 20}, 1), {c});
+  const int64_t first_empty = (c.input + 2) / 3;
+  ASSERT_GT(r.axes[0].output, first_empty + 1);
+  EXPECT_NE(error_of([&] {
+              validate_pool_windows(r, {c});
+            }).find("pooling window " + std::to_string(first_empty) + " has"),
+            std::string::npos);
 }
 
 // validate_border accepts exactly the pads for which the reference can produce every padded index.

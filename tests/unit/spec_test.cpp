@@ -3,8 +3,11 @@
 #include "frontend/spec.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 namespace padfold {
@@ -294,6 +297,257 @@ TEST(SpecErrors, LoadSpecNamesThePath) {
               std::string::npos)
         << e.what();
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Limits (padding/limits.h, docs/spec-and-cli.md "Limits").
+
+TEST(SpecLimits, IntegersBeyondInt32AreOutOfRange) {
+  // 2^64-1 is stored unsigned by nlohmann; it once read as -1 ("got -1").
+  expect_layer_error(R"({"kernel": 18446744073709551615})", "kernel",
+                     {"number 18446744073709551615 is out of range (sizes are at most "
+                      "2147483647, the int32 limit); expected an integer or a list of 2 integers"});
+  expect_layer_error(R"({"stride": [1, 2147483648]})", "stride",
+                     {"number 2147483648 is out of range"});
+  expect_layer_error(R"({"dilation": 4611686018427387904})", "dilation",
+                     {"number 4611686018427387904 is out of range"});
+  expect_layer_error(R"({"dilation": 9223372036854775807})", "dilation", {"out of range"});
+  expect_layer_error(R"({"out_channels": 2147483648})", "out_channels", {"out of range"});
+  expect_layer_error(R"({"groups": 9223372036854775808})", "groups",
+                     {"number 9223372036854775808 is out of range"});
+  expect_layer_error(R"({"input_shape": [2147483648, 3, 8, 8]})", "input_shape", {"out of range"});
+  expect_layer_error(R"({"input_shape": [1, 3, -2147483648, 8]})", "input_shape",
+                     {"number -2147483648 is out of range"});
+  expect_layer_error(R"({"padding": 2147483648})", "padding", {"out of range"});
+  expect_layer_error(R"({"padding": {"pads": [0, 0, 0, 18446744073709551615]}})", "padding.pads",
+                     {"out of range"});
+  expect_layer_error(R"({"op": "conv_transpose2d", "output_padding": 4294967296})",
+                     "output_padding", {"out of range"});
+  expect_layer_error(R"({"op": "conv_transpose2d", "output_shape": [8, 2147483648]})",
+                     "output_shape", {"out of range"});
+  expect_layer_error(R"({"depth_multiplier": 65536, "input_shape": [1, 65536, 1, 1],
+                         "out_channels": null, "kernel": 1})",
+                     "depth_multiplier",
+                     {"65536 input channels x 65536 gives 4294967296 output channels; expected "
+                      "at most 2147483647"});
+  // The limit itself is an ordinary size.
+  EXPECT_NO_THROW(parse(one_layer({{"kernel", 1}, {"stride", 2147483647}})));
+}
+
+TEST(SpecLimits, DerivedSizesBeyondInt32NameTheField) {
+  // An effective kernel of 2*(2^31-1)+1, and pads that make the padded input too wide.
+  expect_layer_error(R"({"dilation": 2147483647, "padding": "full"})", "dilation",
+                     {"spatial axis 0: the effective kernel (3-1)*2147483647+1 = 4294967295 "
+                      "exceeds 2147483647"});
+  expect_layer_error(R"({"padding": [[0, 2147483647], [0, 0]]})", "padding",
+                     {"the padded input (8 + 0 + 2147483647) is 2147483655, beyond 2147483647"});
+}
+
+TEST(SpecLimits, EveryBufferUnder2GiB) {
+  expect_layer_error(R"({"input_shape": [1, 3, 65536, 65536]})", "input_shape",
+                     {"the input buffer [1, 3, 65536, 65536] is 51539607552 bytes of float32; "
+                      "expected every buffer under 2147483648 bytes"});
+  expect_layer_error(R"({"input_shape": [2147483647, 2147483647, 2147483647, 2147483647]})",
+                     "input_shape", {"is more than 2^63 bytes"});
+  expect_layer_error(R"({"out_channels": 2000000000})", "out_channels",
+                     {"the weights buffer [2000000000, 3, 3, 3] is 216000000000 bytes"});
+  expect_layer_error(R"({"input_shape": [1, 1, 8, 8], "kernel": [1, 65536],
+                         "padding": [[0, 0], [0, 65536]], "out_channels": 65536})",
+                     "kernel", {"the weights buffer [65536, 1, 1, 65536]"});
+  // Exactly 2^31 bytes of output is one byte too many.
+  expect_layer_error(R"({"input_shape": [1, 1, 16384, 16384], "kernel": 1, "out_channels": 2})",
+                     "out_channels",
+                     {"the output buffer [1, 2, 16384, 16384] is 2147483648 bytes of float32"});
+  expect_layer_error(R"({"input_shape": [1, 1, 1, 268435456], "kernel": 1, "out_channels": 1,
+                         "padding": [[0, 0], [0, 268435456]]})",
+                     "padding", {"the output buffer [1, 1, 1, 536870912]"});
+  expect_layer_error(R"({"op": "conv_transpose2d", "input_shape": [1, 1, 1, 134217728],
+                         "kernel": 1, "out_channels": 1, "stride": [1, 16]})",
+                     "stride", {"the output buffer [1, 1, 1, 2147483633]"});
+  EXPECT_NO_THROW(parse(
+      one_layer({{"input_shape", {1, 1, 16384, 16383}}, {"kernel", 1}, {"out_channels", 2}})));
+  EXPECT_EQ(buffer_bytes({1, 3, 8, 8}, DType::F32), 768);
+  EXPECT_EQ(buffer_bytes({int64_t{1} << 62, 2}, DType::F32), std::nullopt);
+}
+
+TEST(SpecLimits, FloatsBeyondFloat32) {
+  expect_layer_error(R"({"padding": 1, "border": {"mode": "constant", "value": 1e39}})",
+                     "border.value",
+                     {"number 1e+39 is beyond the float32 range; expected a number from "
+                      "-3.4028235e+38 to 3.4028235e+38"});
+  expect_layer_error(R"({"activation": {"type": "leaky_relu", "alpha": -1e39}})",
+                     "activation.alpha", {"number -1e+39 is beyond the float32 range"});
+  const Layer l = parse(one_layer({{"padding", 1},
+                                   {"border", {{"mode", "constant"}, {"value", 3.4e38}}},
+                                   {"activation", {{"type", "leaky_relu"}, {"alpha", -3.4e38}}}}))
+                      .layers[0];
+  EXPECT_FLOAT_EQ(l.border_value, 3.4e38f);
+  EXPECT_FLOAT_EQ(l.activation_alpha, -3.4e38f);
+}
+
+TEST(SpecLimits, NamesAtMost64Characters) {
+  const std::string name64(64, 'a'), name65(65, 'b');
+  EXPECT_EQ(parse(one_layer({{"name", name64}})).layers[0].name, name64);
+  const std::string shown = std::string(61, 'b') + "...";
+  expect_error(one_layer({{"name", name65}}),
+               {"t.json: layer '" + shown + "' (#0): field 'name': '" + shown +
+                "' has 65 characters; expected at most 64 characters"});
+  // A 300-character name once failed inside Halide, on a file name.
+  expect_error(one_layer({{"name", std::string(300, 'c')}}), {"has 300 characters"});
+  json spec = json::parse(one_layer(json::object()));
+  spec["model"] = name64;
+  EXPECT_NO_THROW(parse(spec.dump()));
+  spec["model"] = name65;
+  expect_error(spec.dump(),
+               {"t.json: field 'model': '" + shown + "' has 65 characters; expected at most 64"});
+}
+
+// Halide defines <fn>_argv and <fn>_metadata beside kernel <fn> = pf_<model>_<layer>.
+TEST(SpecErrors, NameClashesWithHalideSymbols) {
+  auto pool = [](const std::string& name) {
+    return json{{"name", name}, {"op", "max_pool"}, {"kernel", 1}};
+  };
+  expect_error(layers({conv_layer(), pool("c_argv")}),
+               {"t.json: layer 'c_argv' (#1): field 'name': 'c_argv' clashes with layer 'c' "
+                "(#0): the kernel pf_m_c comes with the symbol pf_m_c_argv, which is also the "
+                "kernel of layer 'c_argv'; expected a name other than another layer's name + "
+                "_argv or _metadata"});
+  json first = conv_layer();
+  first["name"] = "c_metadata";
+  expect_error(layers({first, pool("c")}),
+               {"t.json: layer 'c' (#1): field 'name': 'c' clashes with layer 'c_metadata' (#0)",
+                "pf_m_c_metadata"});
+  EXPECT_NO_THROW(parse(layers({conv_layer(), pool("c_arg"), pool("c_argv_x")})));
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON the parser must not take as it is: too deep, too large numbers, repeated keys.
+
+TEST(SpecJson, NestingDeeperThan64LevelsIsAnError) {
+  // 100k nested arrays once overflowed the stack.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(error_of(deep), "t.json:1:65: arrays and objects nested deeper than 64 levels");
+  json kernel = json::array({3});
+  for (int i = 0; i < 70; ++i) kernel = json::array({kernel});
+  const std::string text = one_layer({{"kernel", kernel}});
+  expect_error(text, {"t.json:1:", ": arrays and objects nested deeper than 64 levels"});
+  // 64 levels are fine: the top object, "layers", a layer and 61 levels in "description".
+  json description = "x";
+  for (int i = 0; i < 61; ++i) description = json::array({description});
+  json spec = json::parse(one_layer(json::object()));
+  spec["layers"][0]["description"] = description;
+  EXPECT_NO_THROW(parse(spec.dump()));
+  spec["layers"][0]["description"] = json::array({description});
+  expect_error(spec.dump(), {"nested deeper than 64 levels"});
+  // Brackets inside strings do not count.
+  spec["layers"][0]["description"] = std::string(1000, '[');
+  EXPECT_NO_THROW(parse(spec.dump()));
+}
+
+TEST(SpecJson, NumbersBeyondDoubleGiveAPosition) {
+  // nlohmann once threw its own out_of_range error, with neither file nor position.
+  expect_error("{\n  \"model\": \"m\",\n  \"layers\": [1e400]\n}",
+               {"t.json:3:14: number 1e400 is out of range"});
+  expect_error(R"({"model": "m", "layers": [-1e400]})", {"t.json:1:27: number -1e400"});
+  const std::string digits(400, '9');
+  expect_error(R"({"model": "m", "layers": [)" + digits + "]}", {"t.json:1:27: number 999"});
+  expect_layer_error(R"({"kernel": 1e300})", "kernel", {"number 1e+300; expected an integer"});
+}
+
+TEST(SpecJson, RepeatedKeysAreAnError) {
+  // nlohmann once kept the last value silently.
+  expect_error(
+      "{\"model\": \"m\",\n \"layers\": [{\"name\": \"c\", \"op\": \"conv2d\", \"kernel\": 3, "
+      "\"kernel\": 5}]}",
+      {"t.json:2:56: key 'kernel' appears twice in one object; expected each key once"});
+  expect_error(R"({"model": "m", "model": "n", "layers": []})", {"t.json:1:16: key 'model'"});
+  expect_error(R"({"model": "m", "layers": [{"border": {"mode": "x", "mode": "y"}}]})",
+               {"key 'mode' appears twice"});
+  // The same key once escaped: still the same key.
+  expect_error(R"({"model": "m", "mod\u0065l": "n", "layers": []})", {"key 'model' appears twice"});
+  // The same key in different objects, and as a value, is fine.
+  EXPECT_NO_THROW(
+      parse(layers({conv_layer(), {{"name", "name"}, {"op", "max_pool"}, {"kernel", 1}}})));
+}
+
+TEST(SpecJson, NulBytesAreAnError) {
+  // nlohmann stops at a NUL byte: what follows it was once ignored.
+  const std::string text = one_layer(json::object()) + std::string(1, '\0') + "garbage";
+  EXPECT_EQ(error_of(text).rfind("t.json:1:", 0), 0u) << error_of(text);
+  EXPECT_NE(error_of(text).find(": invalid JSON: a NUL byte"), std::string::npos);
+}
+
+TEST(SpecJson, MessagesShowAtMost40CharactersOfAValue) {
+  // The value is never dumped whole (a large one once took its time and memory, a deep one the
+  // stack): the same 37 characters and "..." as before.
+  std::vector<int> many(100000, 7);
+  expect_layer_error(json{{"kernel", many}}.dump(), "kernel",
+                     {"array [7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,...; expected"});
+  const std::string msg = error_of(one_layer({{"kernel", std::string(1 << 20, 'k')}}));
+  EXPECT_NE(msg.find("field 'kernel': string \"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...; expected"),
+            std::string::npos)
+      << msg.substr(0, 200);
+  EXPECT_LT(msg.size(), 300u);
+  json nested = 1;
+  for (int i = 0; i < 55; ++i) nested = json::array({nested});
+  expect_layer_error(json{{"kernel", nested}}.dump(), "kernel",
+                     {"array [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[...; expected"});
+  expect_layer_error(R"({"padding": [1, 1], "convention": "pytorch"})", "convention",
+                     {"given with explicit pads [1,1]; expected"});
+  // Unknown keys and unknown input layers are shortened too.
+  expect_layer_error(json{{std::string(1000, 'z'), 1}}.dump(), std::string(61, 'z') + "...",
+                     {"unknown field"});
+}
+
+TEST(SpecLoad, RefusesDirectoriesDevicesAndLargeFiles) {
+  auto load_error = [](const std::string& path) {
+    try {
+      load_spec(path);
+    } catch (const SpecError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::string dir = testing::TempDir();
+  // A directory once read as "invalid JSON"; /dev/zero was read without end.
+  EXPECT_EQ(load_error(dir), dir + ": is a directory, not a spec file (expected a JSON file)");
+  EXPECT_EQ(load_error("/dev/zero"),
+            "/dev/zero: not a regular file (a character device); expected a JSON spec file");
+  // A FIFO is refused without waiting for a writer.
+  const std::string fifo = dir + std::to_string(getpid()) + "_padfold_spec.fifo";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(load_error(fifo), fifo + ": not a regular file (a FIFO); expected a JSON spec file");
+  std::filesystem::remove(fifo);
+  // A file over 64 MiB (sparse, so it costs no disk).
+  const std::string big = dir + std::to_string(getpid()) + "_padfold_big_spec.json";
+  std::ofstream(big) << "{}";
+  std::filesystem::resize_file(big, (uint64_t{64} << 20) + 1);
+  EXPECT_EQ(load_error(big), big + ": file larger than 64 MiB, the limit of a spec file");
+  std::filesystem::resize_file(big, uint64_t{64} << 20);
+  // Read, then parsed: the NUL bytes after "{}" are not JSON (nlohmann would stop at the first).
+  EXPECT_EQ(load_error(big), big + ":1:3: invalid JSON: a NUL byte (a spec is UTF-8 text)");
+  std::filesystem::remove(big);
+}
+
+// Names are looked up in a map: 100k layers once took minutes (every layer scanned the others).
+TEST(SpecScale, TwentyThousandLayers) {
+  json list = json::array();
+  list.push_back(
+      {{"name", "l0"}, {"op", "max_pool2d"}, {"input_shape", {1, 2, 4, 4}}, {"kernel", 1}});
+  for (int i = 1; i < 20000; ++i) {
+    json l = {{"name", "l" + std::to_string(i)}, {"op", "max_pool2d"}, {"kernel", 1}};
+    if (i % 2) l["input"] = "l" + std::to_string(i / 2);
+    list.push_back(l);
+  }
+  const Model m = parse(layers(list));
+  ASSERT_EQ(m.layers.size(), 20000u);
+  EXPECT_EQ(m.layers[19999].name, "l19999");
+  EXPECT_EQ(m.layers[19999].input_from, "l9999");
+  EXPECT_EQ(m.layers[19998].input_from, "l19997");
+  list.push_back({{"name", "l5"}, {"op", "max_pool2d"}, {"kernel", 1}});
+  expect_error(layers(list),
+               {"layer 'l5' (#20000): field 'name': 'l5' is already used by layer #5"});
 }
 
 TEST(Spec, ChainShapeInference) {
