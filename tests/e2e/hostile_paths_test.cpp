@@ -127,5 +127,24 @@ TEST_F(HostilePaths, SecondWriterOfOneBundleFailsAtOnce) {
   EXPECT_EQ(compile(PF_TINY_SPEC, out.string()).status, 0);  // free again
 }
 
+// A second model compiled into the first one's directory replaces the whole bundle: no file of the
+// first (registry, CMake file, libraries) survives to break its consumers silently.
+TEST_F(HostilePaths, SecondModelReplacesTheWholeBundle) {
+  const fs::path out = work_ / "bundle";
+  ASSERT_EQ(compile(PF_TINY_SPEC, out.string()).status, 0);
+  ASSERT_TRUE(fs::exists(out / "padfold_tiny.cmake"));
+  const CommandResult r = compile(PF_EMBEDDED_SPEC, out.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(fs::exists(out / "padfold_tiny.cmake"));
+  EXPECT_FALSE(fs::exists(out / "include" / "padfold_tiny.h"));
+  std::ifstream f(out / "manifest.json");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_FALSE(contains(ss.str(), "\"tiny\"")) << ss.str().substr(0, 200);
+  for (const auto& e : fs::recursive_directory_iterator(out))
+    EXPECT_FALSE(contains(e.path().filename().string(), "_tiny")) << e.path();
+  EXPECT_TRUE(opens(out));
+}
+
 }  // namespace
 }  // namespace padfold::testing
