@@ -11,22 +11,35 @@
 extern "C" {
 #endif
 
-#define PF_FORMAT_VERSION 1
+#define PF_FORMAT_VERSION 2
 #define PF_MAX_RANK 8
 
 typedef enum pf_dtype { PF_F32 = 0, PF_F16 = 1, PF_I8 = 2 } pf_dtype;
 typedef enum pf_role { PF_ROLE_INPUT = 0, PF_ROLE_WEIGHTS = 1, PF_ROLE_BIAS = 2, PF_ROLE_OUTPUT = 3 } pf_role;
 
-/* One buffer argument of a kernel. shape and strides are outermost-first, in the order the layout
- * string names them (e.g. "NHWC"); strides count elements. */
+/* One buffer argument of a kernel, or one tensor of the model graph. shape and strides are
+ * outermost-first, in the order the layout string names them (e.g. "NHWC"); strides count
+ * elements. */
 typedef struct pf_buffer_desc {
-  const char *name;   /* "input", "weights", "bias", "output" */
+  const char *name;   /* "input", "input0".."inputN" (add, concat), "weights", "bias", "output" */
   pf_role role;
   pf_dtype dtype;
   const char *layout; /* e.g. "NHWC", "HWIO", "O" */
   int rank;
   int64_t shape[PF_MAX_RANK];
   int64_t strides[PF_MAX_RANK];
+  /* Where the values come from in a whole-model run (pf_model_run):
+   *   input buffers: the tensor that feeds it, a model input's name or an earlier layer's name;
+   *   weights, bias: the .npy file holding them, relative to the bundle directory, or NULL when
+   *                  the spec named none (the caller then passes them to pf_run itself);
+   *   output:        NULL (a layer's output tensor is named after the layer);
+   *   model inputs (pf_registry.inputs): NULL, or the op outside padfold that produces this
+   *                  tensor (e.g. "ONNX node 'resize_1' (Resize)"): such a model is not runnable
+   *                  whole. */
+  const char *source;
+  /* Weights and bias baked into the library (`padfold compile --embed-weights`): dense values in
+   * the buffer's layout, shape[0]*...*shape[rank-1] elements; NULL otherwise. */
+  const void *data;
 } pf_buffer_desc;
 
 /* A Halide AOT entry point in its argv form: args[i] points to the i-th buffer's halide_buffer_t,
@@ -70,6 +83,12 @@ typedef struct pf_registry {
   int num_kernels;
   const pf_kernel_desc *kernels;
   pf_runtime_hooks hooks;
+  /* The model graph: kernels are in a topological order (each input comes from a model input or
+   * an earlier kernel). */
+  int num_inputs;
+  const pf_buffer_desc *inputs; /* model inputs (role input; source: see pf_buffer_desc) */
+  int num_outputs;
+  const char *const *outputs; /* names of the layers whose outputs are the model's outputs */
 } pf_registry;
 
 /* Every bundle shared object exports this symbol, returning its registry. */
