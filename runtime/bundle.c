@@ -26,11 +26,14 @@ typedef struct manifest {
   mf_target* targets;
   pf_kernel_desc* kernels;
   pf_buffer_desc* buffers; /* PF_MAX_BUFFERS per kernel */
+  int num_inputs, num_outputs, embedded_weights;
+  pf_buffer_desc* inputs; /* graph.inputs (source: produced_by) */
+  const char** outputs;   /* graph.outputs */
   char* err;
   size_t errlen;
 } manifest;
 
-static char* join(const char* dir, const char* name) {
+char* pf_path_join(const char* dir, const char* name) {
   char* p = (char*)malloc(strlen(dir) + strlen(name) + 2);
   if (p) sprintf(p, "%s%s%s", name[0] == '/' ? "" : dir, name[0] == '/' ? "" : "/", name);
   return p;
@@ -134,8 +137,7 @@ static pf_status get_array(manifest* m, const cJSON* obj, const char* path, cons
 
 /* ---- manifest parts ---- */
 
-/* A path inside the bundle: relative, with no ".." component. */
-static int inside_path(const char* p) {
+int pf_path_relative_inside(const char* p) {
   const char* c = p;
   if (!p[0] || p[0] == '/') return 0;
   while (*c) {
@@ -161,7 +163,7 @@ static pf_status parse_target(manifest* m, const cJSON* j, int i, mf_target* t) 
       (s = get_array(m, j, path, "features", MAX_FEATURES, &fs))) {
     return s;
   }
-  if (t->lib && !inside_path(t->lib)) {
+  if (t->lib && !pf_path_relative_inside(t->lib)) {
     return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST,
                    "%s: %s.shared_library: expected a relative path inside the bundle (no '..'), "
                    "got '%s'",
@@ -219,7 +221,7 @@ static const char* role_at(int i) {
 
 static pf_status parse_buffer(manifest* m, const cJSON* j, const char* path, pf_buffer_desc* b) {
   const char *role, *dtype;
-  int r, t, srank;
+  int r = 0, t = 0, srank = 0;
   pf_status s;
   if (!cJSON_IsObject(j)) return bad(m, "", path, "an object", j);
   if ((s = get_str(m, j, path, "name", 0, &b->name)) ||
@@ -237,6 +239,30 @@ static pf_status parse_buffer(manifest* m, const cJSON* j, const char* path, pf_
   if (srank != b->rank) {
     return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST, "%s: %s: %d strides for rank %d", m->file,
                    path, srank, b->rank);
+  }
+  return PF_OK;
+}
+
+/* A kernel buffer's "source": input: the tensor feeding it; weights/bias: null or a .npy file
+ * inside the bundle (null when the weights are embedded); output: null. */
+static pf_status parse_source(manifest* m, const cJSON* j, const char* path, pf_buffer_desc* b) {
+  pf_status s = get_str(m, j, path, "source", b->role != PF_ROLE_INPUT, &b->source);
+  const char* why = NULL;
+  if (s) return s;
+  if (b->role == PF_ROLE_INPUT && !b->source[0]) {
+    why = "expected the name of the tensor feeding the input, got ''";
+  } else if (b->role == PF_ROLE_OUTPUT && b->source) {
+    why = "expected null for an output buffer";
+  } else if (b->source && b->role != PF_ROLE_INPUT && !pf_path_relative_inside(b->source)) {
+    why = "expected a relative path inside the bundle (no '..')";
+  } else if (b->source && b->role != PF_ROLE_INPUT && m->embedded_weights) {
+    why = "a weights file in a bundle whose weights are embedded (embedded_weights true)";
+  }
+  if (why) {
+    return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST, "%s: %s.source: %s%s%s%s", m->file, path,
+                   why, b->source && b->source[0] ? ", got '" : "",
+                   b->source && b->source[0] ? b->source : "",
+                   b->source && b->source[0] ? "'" : "");
   }
   return PF_OK;
 }
@@ -259,7 +285,88 @@ static pf_status parse_kernel(manifest* m, const cJSON* j, int i) {
   k->num_buffers = 0;
   cJSON_ArrayForEach(b, bs) {
     snprintf(bpath, sizeof bpath, "%s.buffers[%d]", path, k->num_buffers);
-    if ((s = parse_buffer(m, b, bpath, &bufs[k->num_buffers++]))) return s;
+    if ((s = parse_buffer(m, b, bpath, &bufs[k->num_buffers])) ||
+        (s = parse_source(m, b, bpath, &bufs[k->num_buffers]))) {
+      return s;
+    }
+    k->num_buffers++;
+  }
+  return PF_OK;
+}
+
+static int has_layer(const manifest* m, const char* name) {
+  int i;
+  for (i = 0; i < m->num_kernels; i++) {
+    if (strcmp(m->kernels[i].layer, name) == 0) return 1;
+  }
+  return 0;
+}
+
+/* "graph": {"inputs": [{name, dtype, layout, shape, strides, produced_by}], "outputs": [layer]} */
+static pf_status parse_graph(manifest* m, const cJSON* root) {
+  const cJSON *g = cJSON_GetObjectItemCaseSensitive(root, "graph"), *ins, *outs, *v;
+  char path[48];
+  const char* dtype;
+  int i = 0, j, t = 0;
+  pf_status s;
+  if (!cJSON_IsObject(g)) return bad(m, "", "graph", "an object", g);
+  if ((s = get_array(m, g, "graph", "inputs", 1 << 16, &ins)) ||
+      (s = get_array(m, g, "graph", "outputs", 1 << 16, &outs))) {
+    return s;
+  }
+  m->num_inputs = cJSON_GetArraySize(ins);
+  m->num_outputs = cJSON_GetArraySize(outs);
+  m->inputs = (pf_buffer_desc*)calloc((size_t)m->num_inputs + 1, sizeof *m->inputs);
+  m->outputs = (const char**)calloc((size_t)m->num_outputs + 1, sizeof *m->outputs);
+  if (!m->inputs || !m->outputs) return pf_fail(m->err, m->errlen, PF_ERR_NO_MEMORY, "OOM");
+  cJSON_ArrayForEach(v, ins) {
+    pf_buffer_desc* b = &m->inputs[i];
+    int srank = 0;
+    snprintf(path, sizeof path, "graph.inputs[%d]", i);
+    if (!cJSON_IsObject(v)) return bad(m, "", path, "an object", v);
+    if ((s = get_str(m, v, path, "name", 0, &b->name)) ||
+        (s = get_str(m, v, path, "dtype", 0, &dtype)) ||
+        (s = get_str(m, v, path, "layout", 0, &b->layout)) ||
+        (s = parse_enum(m, path, "dtype", dtype, dtype_at, &t)) ||
+        (s = parse_dims(m, v, path, "shape", b->shape, &b->rank)) ||
+        (s = parse_dims(m, v, path, "strides", b->strides, &srank)) ||
+        (s = get_str(m, v, path, "produced_by", 1, &b->source))) {
+      return s;
+    }
+    b->role = PF_ROLE_INPUT;
+    b->dtype = (pf_dtype)t;
+    if (srank != b->rank) {
+      return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST, "%s: %s: %d strides for rank %d", m->file,
+                     path, srank, b->rank);
+    }
+    for (j = 0; j < i; j++) {
+      if (strcmp(m->inputs[j].name, b->name) == 0) {
+        return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST, "%s: %s.name: '%s' is listed twice",
+                       m->file, path, b->name);
+      }
+    }
+    if (has_layer(m, b->name)) {
+      return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST,
+                     "%s: %s.name: '%s' is also the name of a layer", m->file, path, b->name);
+    }
+    i++;
+  }
+  i = 0;
+  cJSON_ArrayForEach(v, outs) {
+    snprintf(path, sizeof path, "outputs[%d]", i);
+    if (!cJSON_IsString(v)) return bad(m, "graph", path, "a string", v);
+    m->outputs[i] = v->valuestring;
+    if (!has_layer(m, m->outputs[i])) {
+      return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST, "%s: graph.%s: '%s' is no layer", m->file,
+                     path, m->outputs[i]);
+    }
+    for (j = 0; j < i; j++) {
+      if (strcmp(m->outputs[j], m->outputs[i]) == 0) {
+        return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST, "%s: graph.%s: '%s' is listed twice",
+                       m->file, path, m->outputs[i]);
+      }
+    }
+    i++;
   }
   return PF_OK;
 }
@@ -283,6 +390,9 @@ static pf_status parse_manifest(manifest* m, const cJSON* root) {
                    "padfold runtime matching the padfold that wrote the bundle",
                    m->file, (long long)version, PF_FORMAT_VERSION);
   }
+  v = cJSON_GetObjectItemCaseSensitive(root, "embedded_weights");
+  if (!cJSON_IsBool(v)) return bad(m, "", "embedded_weights", "a boolean", v);
+  m->embedded_weights = cJSON_IsTrue(v);
   if ((s = get_str(m, root, "", "model", 0, &m->model)) ||
       (s = get_array(m, root, "", "targets", 256, &ts)) ||
       (s = get_array(m, root, "", "kernels", 1 << 16, &ks))) {
@@ -308,7 +418,7 @@ static pf_status parse_manifest(manifest* m, const cJSON* root) {
   cJSON_ArrayForEach(v, ks) {
     if ((s = parse_kernel(m, v, i++))) return s;
   }
-  return PF_OK;
+  return parse_graph(m, root);
 }
 
 /* ---- target choice ---- */
@@ -348,6 +458,57 @@ static pf_status choose_target(manifest* m, const pf_cpu* cpu, const char* dir, 
   pf_fail(err, errlen, PF_ERR_MISMATCH, \
           "corrupted or mismatched bundle: %s does not match %s: " fmt, lib, file, __VA_ARGS__)
 
+/* "'text'" or "null" as three printf arguments. */
+#define QUOTED(p) (p) ? "'" : "", (p) ? (p) : "null", (p) ? "'" : ""
+
+static int same_str(const char* a, const char* b) {
+  return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* The graph: model inputs, outputs, and where the weights are. */
+static pf_status compare_graph(const manifest* m, const pf_registry* reg, const char* lib,
+                               const char* file, char* err, size_t errlen) {
+  int i, j, d;
+  if (reg->num_inputs != m->num_inputs || reg->num_outputs != m->num_outputs) {
+    return DIFFER("graph: manifest has %d inputs and %d outputs, library has %d and %d",
+                  m->num_inputs, m->num_outputs, reg->num_inputs, reg->num_outputs);
+  }
+  for (i = 0; i < m->num_inputs; i++) {
+    const pf_buffer_desc *x = &m->inputs[i], *y = &reg->inputs[i];
+    int same = x->dtype == y->dtype && x->rank == y->rank && strcmp(x->layout, y->layout) == 0;
+    for (d = 0; same && d < x->rank; d++) {
+      same = x->shape[d] == y->shape[d] && x->strides[d] == y->strides[d];
+    }
+    if (strcmp(x->name, y->name) != 0) {
+      return DIFFER("graph input %d: manifest has '%s', library has '%s'", i, x->name, y->name);
+    }
+    if (!same) {
+      return DIFFER("graph input '%s': dtype, layout, shape or strides differ", x->name);
+    }
+    if (!same_str(x->source, y->source)) {
+      return DIFFER("graph input '%s' produced_by: manifest has %s%s%s, library has %s%s%s",
+                    x->name, QUOTED(x->source), QUOTED(y->source));
+    }
+  }
+  for (i = 0; i < m->num_outputs; i++) {
+    if (strcmp(m->outputs[i], reg->outputs[i]) != 0) {
+      return DIFFER("graph output %d: manifest has '%s', library has '%s'", i, m->outputs[i],
+                    reg->outputs[i]);
+    }
+  }
+  for (i = 0; !m->embedded_weights && i < reg->num_kernels; i++) {
+    for (j = 0; j < reg->kernels[i].num_buffers; j++) {
+      if (reg->kernels[i].buffers[j].data) {
+        return DIFFER(
+            "kernel '%s' buffer '%s': the library embeds its values, the manifest says "
+            "embedded_weights false",
+            reg->kernels[i].layer, reg->kernels[i].buffers[j].name);
+      }
+    }
+  }
+  return PF_OK;
+}
+
 static pf_status compare_kernel(const pf_kernel_desc* a, const pf_kernel_desc* b, const char* lib,
                                 const char* file, char* err, size_t errlen) {
   int i, d;
@@ -378,6 +539,10 @@ static pf_status compare_kernel(const pf_kernel_desc* a, const pf_kernel_desc* b
     if (field) {
       return DIFFER("kernel '%s' buffer %d ('%s') %s: manifest has %s, library has %s", a->layer, i,
                     x->name, field, xv, yv);
+    }
+    if (!same_str(x->source, y->source)) {
+      return DIFFER("kernel '%s' buffer '%s' source: manifest has %s%s%s, library has %s%s%s",
+                    a->layer, x->name, QUOTED(x->source), QUOTED(y->source));
     }
     for (d = 0; d < x->rank; d++) {
       if (x->shape[d] != y->shape[d] || x->strides[d] != y->strides[d]) {
@@ -416,7 +581,7 @@ static pf_status compare(const manifest* m, const mf_target* t, const pf_registr
     }
     if ((s = compare_kernel(&m->kernels[i], &reg->kernels[i], lib, file, err, errlen))) return s;
   }
-  return PF_OK;
+  return compare_graph(m, reg, lib, file, err, errlen);
 }
 
 /* ---- loading ---- */
@@ -425,8 +590,7 @@ static void release_library(void* handle) {
   dlclose(handle);
 }
 
-/* Whether `path`, symbolic links resolved, lies inside directory `dir`. */
-static int resolves_inside(const char* dir, const char* path) {
+int pf_path_resolves_inside(const char* dir, const char* path) {
   char* d = realpath(dir, NULL);
   char* p = realpath(path, NULL);
   size_t n = d ? strlen(d) : 0;
@@ -445,7 +609,7 @@ static pf_status load(const char* dir, const char* path, const char* target, voi
     return pf_fail(err, errlen, PF_ERR_LOAD, "shared library of target %s is missing: %s: %s",
                    target, path, strerror(errno));
   }
-  if (!S_ISREG(st.st_mode) || !resolves_inside(dir, path)) {
+  if (!S_ISREG(st.st_mode) || !pf_path_resolves_inside(dir, path)) {
     return pf_fail(err, errlen, PF_ERR_LOAD,
                    "shared library of target %s is not a file inside the bundle: %s (a link "
                    "leaving the bundle is refused: opening a bundle runs its code)",
@@ -474,12 +638,13 @@ static pf_status open_parsed(manifest* m, const char* dir, const pf_open_options
   const pf_registry* reg = NULL;
   pf_status s = pf_cpu_get(opts, &cpu, err, errlen);
   if (!s && !(s = choose_target(m, &cpu, dir, &chosen))) {
-    lib = join(dir, m->targets[chosen].lib);
+    lib = pf_path_join(dir, m->targets[chosen].lib);
     s = lib ? load(dir, lib, m->targets[chosen].target, &handle, &reg, err, errlen)
             : pf_fail(err, errlen, PF_ERR_NO_MEMORY, "out of memory");
   }
   if (!s) s = compare(m, &m->targets[chosen], reg, lib, err, errlen);
   if (!s) s = pf_bundle_create(reg, opts, dir, release_library, handle, out, err, errlen);
+  if (!s) (*out)->load_weights = pf_npy_load_weights;
   if (s && handle) dlclose(handle);
   free(lib);
   return s;
@@ -500,6 +665,8 @@ pf_status pf_manifest_check(const char* text, size_t len, const char* label, cha
   free(m.targets);
   free(m.kernels);
   free(m.buffers);
+  free(m.inputs);
+  free(m.outputs);
   return s;
 }
 
@@ -520,7 +687,8 @@ pf_status pf_bundle_open(const char* dir, const pf_open_options* opts, pf_bundle
   if (!S_ISDIR(st.st_mode)) {
     return pf_fail(err, errlen, PF_ERR_IO, "bundle path '%s' is not a directory", dir);
   }
-  if (!(path = join(dir, "manifest.json"))) return pf_fail(err, errlen, PF_ERR_NO_MEMORY, "OOM");
+  if (!(path = pf_path_join(dir, "manifest.json")))
+    return pf_fail(err, errlen, PF_ERR_NO_MEMORY, "OOM");
   memset(&m, 0, sizeof m);
   m.file = path;
   m.err = err;
@@ -543,6 +711,8 @@ pf_status pf_bundle_open(const char* dir, const pf_open_options* opts, pf_bundle
   free(m.targets);
   free(m.kernels);
   free(m.buffers);
+  free(m.inputs);
+  free(m.outputs);
   free(text);
   free(path);
   return s;

@@ -14,13 +14,6 @@
 #define PF_TLS _Thread_local
 #endif
 
-struct pf_bundle {
-  const pf_registry* reg;
-  char* dir;
-  void (*release)(void*);
-  void* release_ctx;
-};
-
 pf_status pf_fail(char* err, size_t errlen, pf_status s, const char* fmt, ...) {
   va_list ap;
   if (err && errlen > 0) {
@@ -63,7 +56,8 @@ const char* pf_status_name(pf_status s) {
                                       "PF_ERR_NULL_DATA",
                                       "PF_ERR_ALIGNMENT",
                                       "PF_ERR_SIZE",
-                                      "PF_ERR_KERNEL"};
+                                      "PF_ERR_KERNEL",
+                                      "PF_ERR_GRAPH"};
   if ((int)s < 0 || (size_t)s >= sizeof names / sizeof names[0]) return "PF_UNKNOWN_STATUS";
   return names[s];
 }
@@ -137,33 +131,69 @@ pf_tensor pf_tensor_of(const pf_buffer_desc* b, void* data, size_t bytes) {
 
 /* ---- registry checks ---- */
 
-static pf_status check_buffer(const pf_kernel_desc* k, int i, char* err, size_t errlen) {
-  const pf_buffer_desc* b = &k->buffers[i];
+/* What is wrong with description b (NULL if nothing): fields, ranges, and `data` on a buffer that
+ * is not weights or bias. */
+static const char* malformed_desc(const pf_buffer_desc* b) {
   double span = 0;
-  int d, j;
-  const char* what = NULL;
-  if (!b->name || !b->layout)
-    what = "NULL name or layout";
-  else if (!pf_role_name(b->role))
-    what = "unknown role";
-  else if (!pf_dtype_name(b->dtype))
-    what = "unknown dtype";
-  else if (b->rank < 0 || b->rank > PF_MAX_RANK)
-    what = "rank out of range";
-  for (d = 0; !what && d < b->rank; d++) {
-    if (b->shape[d] < 1 || b->shape[d] > INT32_MAX) what = "extent out of range";
-    if (b->strides[d] < 0 || b->strides[d] > INT32_MAX) what = "stride out of range";
+  int d;
+  if (!b->name || !b->layout) return "NULL name or layout";
+  if (!pf_role_name(b->role)) return "unknown role";
+  if (!pf_dtype_name(b->dtype)) return "unknown dtype";
+  if (b->rank < 0 || b->rank > PF_MAX_RANK) return "rank out of range";
+  for (d = 0; d < b->rank; d++) {
+    if (b->shape[d] < 1 || b->shape[d] > INT32_MAX) return "extent out of range";
+    if (b->strides[d] < 0 || b->strides[d] > INT32_MAX) return "stride out of range";
     span += (double)(b->shape[d] - 1) * (double)b->strides[d];
   }
-  if (!what && (span + 1) * (double)pf_dtype_size(b->dtype) > (double)(SIZE_MAX / 2)) {
-    what = "larger than the address space";
+  if ((span + 1) * (double)pf_dtype_size(b->dtype) > (double)(SIZE_MAX / 2)) {
+    return "larger than the address space";
   }
+  if (b->data && b->role != PF_ROLE_WEIGHTS && b->role != PF_ROLE_BIAS) {
+    return "embedded data on a buffer that is not weights or bias";
+  }
+  return NULL;
+}
+
+static pf_status check_buffer(const pf_kernel_desc* k, int i, char* err, size_t errlen) {
+  const pf_buffer_desc* b = &k->buffers[i];
+  const char* what = malformed_desc(b);
+  int j;
   for (j = 0; !what && j < i; j++) {
     if (strcmp(k->buffers[j].name, b->name) == 0) what = "duplicate buffer name";
   }
   if (what) {
     return pf_fail(err, errlen, PF_ERR_MISMATCH, "malformed registry: kernel '%s' buffer %d: %s",
                    k->layer, i, what);
+  }
+  return PF_OK;
+}
+
+/* The model graph's fields: inputs (role input, no data, unique names) and output names. */
+static pf_status check_graph(const pf_registry* reg, char* err, size_t errlen) {
+  int i, j;
+  const char* what = NULL;
+  if (reg->num_inputs < 0 || (reg->num_inputs && !reg->inputs) || reg->num_outputs < 0 ||
+      (reg->num_outputs && !reg->outputs)) {
+    return pf_fail(err, errlen, PF_ERR_MISMATCH,
+                   "malformed registry: negative num_inputs/num_outputs or NULL inputs/outputs");
+  }
+  for (i = 0; i < reg->num_inputs; i++) {
+    const pf_buffer_desc* b = &reg->inputs[i];
+    if (!(what = malformed_desc(b)) && b->role != PF_ROLE_INPUT) what = "role is not input";
+    if (!what && b->data) what = "embedded data on a model input";
+    for (j = 0; !what && j < i; j++) {
+      if (strcmp(reg->inputs[j].name, b->name) == 0) what = "duplicate name";
+    }
+    if (what) {
+      return pf_fail(err, errlen, PF_ERR_MISMATCH, "malformed registry: model input %d ('%s'): %s",
+                     i, b->name ? b->name : "?", what);
+    }
+  }
+  for (i = 0; i < reg->num_outputs; i++) {
+    if (!reg->outputs[i]) {
+      return pf_fail(err, errlen, PF_ERR_MISMATCH, "malformed registry: model output %d is NULL",
+                     i);
+    }
   }
   return PF_OK;
 }
@@ -200,7 +230,7 @@ pf_status pf_registry_validate(const pf_registry* reg, char* err, size_t errlen)
       if ((s = check_buffer(k, j, err, errlen)) != PF_OK) return s;
     }
   }
-  return PF_OK;
+  return check_graph(reg, err, errlen);
 }
 
 /* ---- Halide error capture: the handler writes into the current thread's pf_run, if any ---- */
@@ -354,45 +384,44 @@ pf_status pf_bundle_set_num_threads(pf_bundle* b, int n, int* old_n, char* err, 
 
 /* ---- tensors ---- */
 
-static int find_buffer(const pf_kernel_desc* k, const char* name) {
+static int find_desc(const pf_buffer_desc* descs, int n, const char* name) {
   int i;
-  for (i = 0; i < k->num_buffers; i++) {
-    if (strcmp(k->buffers[i].name, name) == 0) return i;
+  for (i = 0; i < n; i++) {
+    if (strcmp(descs[i].name, name) == 0) return i;
   }
   return -1;
 }
 
-static void list_buffers(const pf_kernel_desc* k, char* err, size_t errlen) {
+static void list_descs(const pf_buffer_desc* descs, int n, char* err, size_t errlen) {
   int i;
-  for (i = 0; i < k->num_buffers; i++) {
-    pf_append(err, errlen, "%s%s", i ? ", " : " (", k->buffers[i].name);
-  }
-  pf_append(err, errlen, ")");
+  for (i = 0; i < n; i++) pf_append(err, errlen, "%s%s", i ? ", " : " (", descs[i].name);
+  pf_append(err, errlen, "%s", n ? ")" : " (none)");
 }
 
-/* Pairs each of k's buffers with its tensor: by name where named, else by position. */
-static pf_status bind(const pf_kernel_desc* k, const pf_tensor* t, int n, const pf_tensor** bound,
-                      char* err, size_t errlen) {
+pf_status pf_bind_tensors(const char* kind, const char* owner, const char* noun,
+                          const pf_buffer_desc* descs, int n_descs, const pf_tensor* t, int n,
+                          const pf_tensor** bound, char* err, size_t errlen) {
   int i, j;
-  if (n != k->num_buffers) {
-    pf_fail(err, errlen, PF_ERR_TENSOR_COUNT, "kernel '%s': expected %d tensors, got %d", k->layer,
-            k->num_buffers, n);
-    list_buffers(k, err, errlen);
+  if (n != n_descs) {
+    pf_fail(err, errlen, PF_ERR_TENSOR_COUNT, "%s '%s': expected %d %s%stensors, got %d", kind,
+            owner, n_descs, strcmp(noun, "buffer") ? noun : "", strcmp(noun, "buffer") ? " " : "",
+            n);
+    list_descs(descs, n_descs, err, errlen);
     return PF_ERR_TENSOR_COUNT;
   }
   for (i = 0; i < n; i++) bound[i] = NULL;
   for (i = 0; i < n; i++) {
-    j = t[i].name ? find_buffer(k, t[i].name) : i;
+    j = t[i].name ? find_desc(descs, n_descs, t[i].name) : i;
     if (j < 0) {
-      pf_fail(err, errlen, PF_ERR_TENSOR_NAME, "kernel '%s': tensor %d is named '%s', no buffer is",
-              k->layer, i, t[i].name);
-      list_buffers(k, err, errlen);
+      pf_fail(err, errlen, PF_ERR_TENSOR_NAME, "%s '%s': tensor %d is named '%s', no %s is", kind,
+              owner, i, t[i].name, noun);
+      list_descs(descs, n_descs, err, errlen);
       return PF_ERR_TENSOR_NAME;
     }
     if (bound[j]) {
       return pf_fail(err, errlen, PF_ERR_TENSOR_NAME,
-                     "kernel '%s': buffer '%s' is given twice (tensors %d and %d)", k->layer,
-                     k->buffers[j].name, (int)(bound[j] - t), i);
+                     "%s '%s': %s '%s' is given twice (tensors %d and %d)", kind, owner, noun,
+                     descs[j].name, (int)(bound[j] - t), i);
     }
     bound[j] = &t[i];
   }
@@ -403,46 +432,56 @@ static char axis(const pf_buffer_desc* b, int d) {
   return (int)strlen(b->layout) == b->rank ? b->layout[d] : '?';
 }
 
-static pf_status check_tensor(const pf_kernel_desc* k, const pf_buffer_desc* b, const pf_tensor* t,
-                              char* err, size_t errlen) {
+int pf_buffer_is_dense(const pf_buffer_desc* b) {
+  int64_t dense = 1;
+  int d;
+  for (d = b->rank - 1; d >= 0; d--) {
+    if (b->strides[d] != dense) return 0;
+    dense *= b->shape[d];
+  }
+  return 1;
+}
+
+pf_status pf_check_tensor(const char* kind, const char* owner, const char* noun,
+                          const pf_buffer_desc* b, const pf_tensor* t, char* err, size_t errlen) {
   int d;
   int64_t dense = 1, got;
   size_t need = pf_buffer_bytes(b), esize = pf_dtype_size(b->dtype);
-#define PF_FAIL(code, ...) pf_fail(err, errlen, code, "kernel '%s': buffer '%s'" __VA_ARGS__)
-  if (!t->data) return PF_FAIL(PF_ERR_NULL_DATA, ": data pointer is NULL", k->layer, b->name);
+#define PF_FAIL(code, fmt, ...) \
+  pf_fail(err, errlen, code, "%s '%s': %s '%s'" fmt, kind, owner, noun, __VA_ARGS__)
+  if (!t->data) return PF_FAIL(PF_ERR_NULL_DATA, ": data pointer is NULL", b->name);
   if (t->dtype != b->dtype) {
     const char* got_name = pf_dtype_name(t->dtype);
-    return PF_FAIL(PF_ERR_DTYPE, ": expected dtype %s, got %s", k->layer, b->name,
-                   pf_dtype_name(b->dtype), got_name ? got_name : "(invalid)");
+    return PF_FAIL(PF_ERR_DTYPE, ": expected dtype %s, got %s", b->name, pf_dtype_name(b->dtype),
+                   got_name ? got_name : "(invalid)");
   }
   if (t->rank != b->rank) {
-    return PF_FAIL(PF_ERR_RANK, ": expected rank %d (%s), got %d", k->layer, b->name, b->rank,
-                   b->layout, t->rank);
+    return PF_FAIL(PF_ERR_RANK, ": expected rank %d (%s), got %d", b->name, b->rank, b->layout,
+                   t->rank);
   }
-  if (b->rank > 0 && !t->shape)
-    return PF_FAIL(PF_ERR_ARGUMENT, ": shape is NULL", k->layer, b->name);
+  if (b->rank > 0 && !t->shape) return PF_FAIL(PF_ERR_ARGUMENT, ": shape is NULL", b->name);
   for (d = 0; d < b->rank; d++) {
     if (t->shape[d] != b->shape[d]) {
-      return PF_FAIL(PF_ERR_SHAPE, " dim %d (%c): expected %lld, got %lld", k->layer, b->name, d,
-                     axis(b, d), (long long)b->shape[d], (long long)t->shape[d]);
+      return PF_FAIL(PF_ERR_SHAPE, " dim %d (%c): expected %lld, got %lld", b->name, d, axis(b, d),
+                     (long long)b->shape[d], (long long)t->shape[d]);
     }
   }
   for (d = b->rank - 1; d >= 0; d--) {
     got = t->strides ? t->strides[d] : dense;
     if (got != b->strides[d]) {
-      return PF_FAIL(PF_ERR_STRIDES, " dim %d (%c): expected stride %lld, got %lld%s", k->layer,
-                     b->name, d, axis(b, d), (long long)b->strides[d], (long long)got,
+      return PF_FAIL(PF_ERR_STRIDES, " dim %d (%c): expected stride %lld, got %lld%s", b->name, d,
+                     axis(b, d), (long long)b->strides[d], (long long)got,
                      t->strides ? "" : " (strides NULL: dense row-major)");
     }
     dense *= b->shape[d];
   }
   if ((uintptr_t)t->data % esize != 0) {
-    return PF_FAIL(PF_ERR_ALIGNMENT, ": data pointer %p is not aligned to %u bytes (%s)", k->layer,
-                   b->name, t->data, (unsigned)esize, pf_dtype_name(b->dtype));
+    return PF_FAIL(PF_ERR_ALIGNMENT, ": data pointer %p is not aligned to %u bytes (%s)", b->name,
+                   t->data, (unsigned)esize, pf_dtype_name(b->dtype));
   }
   if (t->bytes < need) {
-    return PF_FAIL(PF_ERR_SIZE, ": the kernel accesses %lu bytes, the allocation has %lu", k->layer,
-                   b->name, (unsigned long)need, (unsigned long)t->bytes);
+    return PF_FAIL(PF_ERR_SIZE, ": the kernel accesses %lu bytes, the allocation has %lu", b->name,
+                   (unsigned long)need, (unsigned long)t->bytes);
   }
 #undef PF_FAIL
   return PF_OK;
@@ -455,10 +494,12 @@ static pf_status check_all(const pf_kernel_desc* k, const pf_tensor* t, int n,
   if (!k || (n > 0 && !t) || n < 0 || k->num_buffers > PF_MAX_BUFFERS) {
     return pf_fail(err, errlen, PF_ERR_ARGUMENT, "NULL kernel or tensors, or bad count");
   }
-  if ((s = bind(k, t, n, bound, err, errlen)) != PF_OK) return s;
-  for (i = 0; i < n; i++) {
-    if ((s = check_tensor(k, &k->buffers[i], bound[i], err, errlen)) != PF_OK) return s;
+  s = pf_bind_tensors("kernel", k->layer, "buffer", k->buffers, k->num_buffers, t, n, bound, err,
+                      errlen);
+  for (i = 0; s == PF_OK && i < n; i++) {
+    s = pf_check_tensor("kernel", k->layer, "buffer", &k->buffers[i], bound[i], err, errlen);
   }
+  if (s != PF_OK) return s;
   return PF_OK;
 }
 

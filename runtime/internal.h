@@ -10,6 +10,18 @@
 #define PF_PRINTF(a, b)
 #endif
 
+/* The handle pf_bundle_open / pf_registry_open return. */
+struct pf_bundle {
+  const pf_registry* reg;
+  char* dir;
+  void (*release)(void*);
+  void* release_ctx;
+  /* Reads a weights/bias buffer's .npy file (set by pf_bundle_open; NULL for linked registries,
+   * which have no filesystem: see pf_model_open). */
+  pf_status (*load_weights)(const char* dir, const char* layer, const pf_buffer_desc* b, void* dst,
+                            size_t bytes, char* err, size_t errlen);
+};
+
 /* Writes the formatted message into err (if any) and returns s. */
 pf_status pf_fail(char* err, size_t errlen, pf_status s, const char* fmt, ...) PF_PRINTF(4, 5);
 
@@ -48,9 +60,60 @@ pf_status pf_bundle_create(const pf_registry* reg, const pf_open_options* opts, 
                            void (*release)(void*), void* ctx, pf_bundle** out, char* err,
                            size_t errlen);
 
+/* Pairs each of the n_descs descriptions with its tensor: by name where named, else by position.
+ * Messages read "<kind> '<owner>': ..." and call the descriptions <noun>s ("kernel 'stem': buffer
+ * 'input' is given twice"). bound has n_descs entries. */
+pf_status pf_bind_tensors(const char* kind, const char* owner, const char* noun,
+                          const pf_buffer_desc* descs, int n_descs, const pf_tensor* t, int n,
+                          const pf_tensor** bound, char* err, size_t errlen);
+
+/* Checks tensor t against description b (what pf_check checks for each buffer); messages start
+ * "<kind> '<owner>': <noun> '<b->name>'". */
+pf_status pf_check_tensor(const char* kind, const char* owner, const char* noun,
+                          const pf_buffer_desc* b, const pf_tensor* t, char* err, size_t errlen);
+
+/* 1 if b's strides are dense row-major for its shape. */
+int pf_buffer_is_dense(const pf_buffer_desc* b);
+
 /* Parses and validates manifest text as pf_bundle_open does, without loading anything (for the
  * fuzzer). label names the text in messages. */
 pf_status pf_manifest_check(const char* text, size_t len, const char* label, char* err,
                             size_t errlen);
+
+/* ---- bundle directories (the full library only: bundle.c, npy_load.c) ---- */
+
+/* dir + "/" + name (name as is when absolute); NULL when out of memory. */
+char* pf_path_join(const char* dir, const char* name);
+
+/* 1 if p is a relative path with no ".." component (and not empty). */
+int pf_path_relative_inside(const char* p);
+
+/* 1 if path, symbolic links resolved, lies inside directory dir. */
+int pf_path_resolves_inside(const char* dir, const char* path);
+
+/* What a float32 .npy header says: shape, where the data starts and how long it is. */
+typedef struct pf_npy_header {
+  int rank;
+  int64_t shape[PF_MAX_RANK];
+  uint64_t data_offset, data_bytes;
+} pf_npy_header;
+
+/* Largest .npy header accepted, and the bytes before the data that always suffice to parse one. */
+#define PF_NPY_MAX_HEADER_BYTES (64u * 1024u)
+#define PF_NPY_MAX_PREAMBLE_BYTES (12u + PF_NPY_MAX_HEADER_BYTES)
+
+/* Parses the first `len` bytes of a .npy file of file_size bytes (len >= min(file_size,
+ * PF_NPY_MAX_PREAMBLE_BYTES)) as padfold's C++ reader does (generator/cli/npy.h): magic, version
+ * 1.0/2.0/3.0, a header dict with exactly 'descr' '<f4', 'fortran_order' False and 'shape' (at most
+ * PF_MAX_RANK dimensions), and data filling the rest of the file exactly. PF_ERR_IO messages start
+ * with label. No filesystem access. */
+pf_status pf_npy_parse_header(const char* buf, size_t len, uint64_t file_size, const char* label,
+                              pf_npy_header* h, char* err, size_t errlen);
+
+/* Loads the values of weights/bias buffer b of kernel `layer` from its .npy file b->source
+ * (relative to dir and inside it, links resolved) into dst, which holds bytes = pf_buffer_bytes(b)
+ * bytes; the file's shape must be b's and b must be dense float32. PF_ERR_IO naming the file. */
+pf_status pf_npy_load_weights(const char* dir, const char* layer, const pf_buffer_desc* b,
+                              void* dst, size_t bytes, char* err, size_t errlen);
 
 #endif

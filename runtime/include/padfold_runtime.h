@@ -5,6 +5,8 @@
  *                       library (padfold_runtime: cJSON + libdl).
  *   pf_registry_open()  a registry compiled into the application (embedded builds; the core library
  *                       padfold_runtime_core needs neither a filesystem nor libdl nor cJSON).
+ *   pf_model_open()     the whole model of an open bundle: pf_model_run runs every kernel in order
+ *                       on the model's inputs, intermediates allocated through hooks.
  *
  * Errors: every fallible call returns a pf_status and writes a NUL-terminated message into the
  * caller's buffer `err` of `errlen` bytes (truncated if needed; err may be NULL). The runtime keeps
@@ -47,7 +49,10 @@ typedef enum pf_status {
   PF_ERR_NULL_DATA,    /* data pointer is NULL */
   PF_ERR_ALIGNMENT,    /* data pointer is not aligned to the element size */
   PF_ERR_SIZE,         /* the caller's allocation (bytes) is smaller than the buffer's extent */
-  PF_ERR_KERNEL        /* the kernel returned a nonzero Halide error code */
+  PF_ERR_KERNEL,       /* the kernel returned a nonzero Halide error code */
+  /* pf_model_open: the bundle's graph cannot run whole (an input produced by an op padfold does not
+   * generate, weights with neither a file nor embedded data, a dangling source, ...) */
+  PF_ERR_GRAPH
 } pf_status;
 
 /* "PF_ERR_SHAPE", ... ("PF_UNKNOWN_STATUS" for other values). */
@@ -144,6 +149,57 @@ size_t pf_host_describe(char* buf, size_t len);
  * (e.g. "x86-64-linux-avx512_skylake"); else PF_ERR_NO_TARGET naming the missing CPU flags. */
 pf_status pf_target_check(const char* target, const pf_open_options* opts, char* err,
                           size_t errlen);
+
+/* ---- whole-model runs ----
+ *
+ * A bundle's registry (format 2) describes a graph: model inputs, kernels in a topological order
+ * whose input buffers name the tensor feeding them (a model input or an earlier layer), weights and
+ * bias in .npy files of the bundle or embedded in the library, and the layers whose outputs are the
+ * model's outputs. */
+
+typedef struct pf_model pf_model;
+
+typedef struct pf_model_options {
+  /* Every allocation of the model: its plan and the weights read from files (at open, freed at
+   * close) and, per pf_model_run, one bookkeeping block and each intermediate tensor (allocated
+   * right before its producer runs, freed right after its last reader). NULL and NULL: malloc and
+   * free; set both or neither. The memory must be aligned for the tensors' element type. */
+  pf_malloc_fn malloc_fn;
+  pf_free_fn free_fn;
+  void* user_context; /* passed to both; must stay valid until pf_model_close */
+} pf_model_options;
+
+/* Checks that the bundle's graph runs whole and prepares it: PF_ERR_GRAPH when a model input is
+ * produced by an op outside padfold (produced_by), a weights/bias buffer has neither a file nor
+ * embedded data, an input buffer's source names no model input or earlier layer (or a tensor of
+ * another dtype, shape or strides), or a model output names no layer. Weight files are read once,
+ * here (bundle directories only: a linked registry's weights must be embedded, `padfold compile
+ * --embed-weights`), and are checked (float32 .npy, C order, the buffer's exact shape, file size).
+ * The bundle must outlive the model. opts may be NULL. On error *out is NULL. */
+pf_status pf_model_open(pf_bundle* b, const pf_model_options* opts, pf_model** out, char* err,
+                        size_t errlen);
+
+/* Frees the model and its weights. NULL is ignored. */
+void pf_model_close(pf_model* m);
+
+/* Model inputs (name, dtype, layout, shape, strides) in registry order; NULL when out of range. */
+int pf_model_num_inputs(const pf_model* m);
+const pf_buffer_desc* pf_model_input(const pf_model* m, int i);
+
+/* Model outputs: the description of the producing kernel's output buffer, but named after the
+ * output (the layer's name), so that pf_tensor_of(pf_model_output(m, i), ...) binds to it. */
+int pf_model_num_outputs(const pf_model* m);
+const pf_buffer_desc* pf_model_output(const pf_model* m, int i);
+const char* pf_model_output_name(const pf_model* m, int i); /* == pf_model_output(m, i)->name */
+
+/* Runs the model: inputs are bound to model inputs and outputs to model outputs by name (a model
+ * input's name, an output layer's name) or, where the name is NULL, by position; every one must be
+ * given, and each is checked as pf_check checks a kernel's tensors (dtype, rank, shape, strides,
+ * alignment, bytes) before anything runs. The kernels then run in registry order (pf_run), each
+ * intermediate allocated through the options' hooks. Thread-safe: a run changes nothing in m. On
+ * error everything the run allocated is freed and the message names the kernel or tensor. */
+pf_status pf_model_run(const pf_model* m, const pf_tensor* inputs, int n_in,
+                       const pf_tensor* outputs, int n_out, char* err, size_t errlen);
 
 #ifdef __cplusplus
 }

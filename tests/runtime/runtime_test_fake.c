@@ -5,6 +5,8 @@
  *             row from the custom malloc
  *   add_bias  output = input + bias[c], [1,3,4,5] NCHW, bias [3]
  *   checked   output = input, [2]; fails (Halide style) when input[0] < 0
+ * As a model graph: inputs x [1,3,4,5] and c [2], scale(x) -> add_bias (bias from
+ * weights/add_bias_bias.npy), checked(c); outputs add_bias and checked.
  * FAKE_TARGET: the registry's target string. FAKE_ENTRY: the entry's name (default
  * padfold_bundle_registry). FAKE_NO_ENTRY: build without an entry. */
 #include <HalideRuntime.h>
@@ -146,29 +148,40 @@ static int checked_argv(void** args) {
 
 /* ---- registry ---- */
 
-#define NCHW_BUF(name, role)                       \
-  {                                                \
-    name, role, PF_F32, "NCHW", 4, {1, 3, 4, 5}, { \
-      60, 20, 5, 1                                 \
-    }                                              \
-  }
-static const pf_buffer_desc scale_bufs[] = {NCHW_BUF("input", PF_ROLE_INPUT),
-                                            NCHW_BUF("output", PF_ROLE_OUTPUT)};
-static const pf_buffer_desc add_bias_bufs[] = {NCHW_BUF("input", PF_ROLE_INPUT),
-                                               {"bias", PF_ROLE_BIAS, PF_F32, "C", 1, {3}, {1}},
-                                               NCHW_BUF("output", PF_ROLE_OUTPUT)};
-static const pf_buffer_desc checked_bufs[] = {{"input", PF_ROLE_INPUT, PF_F32, "C", 1, {2}, {1}},
-                                              {"output", PF_ROLE_OUTPUT, PF_F32, "C", 1, {2}, {1}}};
+/* The graph: model inputs x and c; scale(x) -> add_bias(scale, bias from its .npy file) and
+ * checked(c); the model's outputs are add_bias and checked. */
+#define NCHW_BUF(name, role, source) \
+  {name, role, PF_F32, "NCHW", 4, {1, 3, 4, 5}, {60, 20, 5, 1}, source, NULL}
+static const pf_buffer_desc scale_bufs[] = {NCHW_BUF("input", PF_ROLE_INPUT, "x"),
+                                            NCHW_BUF("output", PF_ROLE_OUTPUT, NULL)};
+static const pf_buffer_desc add_bias_bufs[] = {
+    NCHW_BUF("input", PF_ROLE_INPUT, "scale"),
+    {"bias", PF_ROLE_BIAS, PF_F32, "C", 1, {3}, {1}, "weights/add_bias_bias.npy", NULL},
+    NCHW_BUF("output", PF_ROLE_OUTPUT, NULL)};
+static const pf_buffer_desc checked_bufs[] = {
+    {"input", PF_ROLE_INPUT, PF_F32, "C", 1, {2}, {1}, "c", NULL},
+    {"output", PF_ROLE_OUTPUT, PF_F32, "C", 1, {2}, {1}, NULL, NULL}};
 
 static const pf_kernel_desc kernels[] = {
     {"scale", "pf_fake_scale", "scale", scale_argv, 2, scale_bufs},
     {"add_bias", "pf_fake_add_bias", "add_bias", add_bias_argv, 3, add_bias_bufs},
     {"checked", "pf_fake_checked", "copy", checked_argv, 2, checked_bufs}};
 
+static const pf_buffer_desc inputs[] = {NCHW_BUF("x", PF_ROLE_INPUT, NULL),
+                                        {"c", PF_ROLE_INPUT, PF_F32, "C", 1, {2}, {1}, NULL, NULL}};
+static const char* const outputs[] = {"add_bias", "checked"};
+
 static const pf_registry registry = {
-    PF_FORMAT_VERSION, "fake",
-    FAKE_TARGET,       3,
-    kernels,           {set_malloc, set_free, set_do_par_for, set_num_threads, set_error_handler}};
+    PF_FORMAT_VERSION,
+    "fake",
+    FAKE_TARGET,
+    3,
+    kernels,
+    {set_malloc, set_free, set_do_par_for, set_num_threads, set_error_handler},
+    2,
+    inputs,
+    2,
+    outputs};
 
 #ifndef FAKE_NO_ENTRY
 const pf_registry* FAKE_ENTRY(void);

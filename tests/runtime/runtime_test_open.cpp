@@ -78,7 +78,7 @@ TEST_F(BundleOpen, MissingManifest) {
 }
 
 TEST_F(BundleOpen, InvalidJson) {
-  WriteManifest("{\n  \"format\": \"padfold-bundle\",\n  \"format_version\": 1,\n  oops\n}");
+  WriteManifest("{\n  \"format\": \"padfold-bundle\",\n  \"format_version\": 2,\n  oops\n}");
   EXPECT_EQ(OpenAsIs(), PF_ERR_MANIFEST);
   EXPECT_HAS(err_, "manifest.json: invalid JSON at line 4");
 }
@@ -130,7 +130,7 @@ INSTANTIATE_TEST_SUITE_P(
                      "missing field targets[0].arch"},
         ManifestEdit{"missing_shape", "/kernels/1/buffers/1/shape", nullptr, true, PF_ERR_MANIFEST,
                      "missing field kernels[1].buffers[1].shape"},
-        ManifestEdit{"version_string", "/format_version", "1", false, PF_ERR_MANIFEST,
+        ManifestEdit{"version_string", "/format_version", "2", false, PF_ERR_MANIFEST,
                      "format_version: expected an integer, got a string"},
         ManifestEdit{"version_fraction", "/format_version", 1.5, false, PF_ERR_MANIFEST,
                      "format_version: expected an integer, got a number"},
@@ -158,8 +158,101 @@ INSTANTIATE_TEST_SUITE_P(
                      "kernels[2]: expected an object, got a string"},
         ManifestEdit{"wrong_format", "/format", "tflite", false, PF_ERR_VERSION,
                      "format is 'tflite', expected 'padfold-bundle'"},
-        ManifestEdit{"wrong_version", "/format_version", 2, false, PF_ERR_VERSION,
-                     "format_version 2 is not supported by this runtime (supports 1)"},
+        ManifestEdit{"wrong_version", "/format_version", 3, false, PF_ERR_VERSION,
+                     "format_version 3 is not supported by this runtime (supports 2)"},
+        ManifestEdit{"version_1", "/format_version", 1, false, PF_ERR_VERSION,
+                     "format_version 1 is not supported by this runtime (supports 2): use a "
+                     "padfold runtime matching the padfold that wrote the bundle"},
+        // Format 2: buffer sources, the graph, embedded_weights.
+        ManifestEdit{"missing_source", "/kernels/0/buffers/0/source", nullptr, true,
+                     PF_ERR_MANIFEST, "missing field kernels[0].buffers[0].source"},
+        ManifestEdit{"input_source_null", "/kernels/0/buffers/0/source", nullptr, false,
+                     PF_ERR_MANIFEST, "kernels[0].buffers[0].source: expected a string, got null"},
+        ManifestEdit{"input_source_empty", "/kernels/0/buffers/0/source", "", false,
+                     PF_ERR_MANIFEST,
+                     "kernels[0].buffers[0].source: expected the name of the tensor feeding the "
+                     "input, got ''"},
+        ManifestEdit{"output_source_string", "/kernels/0/buffers/1/source", "x", false,
+                     PF_ERR_MANIFEST,
+                     "kernels[0].buffers[1].source: expected null for an output buffer, got 'x'"},
+        ManifestEdit{"bias_source_number", "/kernels/1/buffers/1/source", 3, false,
+                     PF_ERR_MANIFEST,
+                     "kernels[1].buffers[1].source: expected a string or null, got a number"},
+        ManifestEdit{"bias_source_absolute", "/kernels/1/buffers/1/source", "/etc/passwd", false,
+                     PF_ERR_MANIFEST,
+                     "kernels[1].buffers[1].source: expected a relative path inside the bundle (no "
+                     "'..'), got '/etc/passwd'"},
+        ManifestEdit{"bias_source_dotdot", "/kernels/1/buffers/1/source", "weights/../../b.npy",
+                     false, PF_ERR_MANIFEST,
+                     "kernels[1].buffers[1].source: expected a relative path inside the bundle"},
+        ManifestEdit{"bias_source_empty", "/kernels/1/buffers/1/source", "", false,
+                     PF_ERR_MANIFEST,
+                     "kernels[1].buffers[1].source: expected a relative path inside the bundle"},
+        ManifestEdit{"missing_graph", "/graph", nullptr, true, PF_ERR_MANIFEST,
+                     "missing field graph"},
+        ManifestEdit{"graph_array", "/graph", json::array(), false, PF_ERR_MANIFEST,
+                     "graph: expected an object, got an array"},
+        ManifestEdit{"missing_graph_inputs", "/graph/inputs", nullptr, true, PF_ERR_MANIFEST,
+                     "missing field graph.inputs"},
+        ManifestEdit{"graph_outputs_string", "/graph/outputs", "add_bias", false,
+                     PF_ERR_MANIFEST, "graph.outputs: expected an array, got a string"},
+        ManifestEdit{"graph_input_string", "/graph/inputs/0", "x", false, PF_ERR_MANIFEST,
+                     "graph.inputs[0]: expected an object, got a string"},
+        ManifestEdit{"graph_input_missing_name", "/graph/inputs/1/name", nullptr, true,
+                     PF_ERR_MANIFEST, "missing field graph.inputs[1].name"},
+        ManifestEdit{"graph_input_missing_produced_by", "/graph/inputs/0/produced_by", nullptr,
+                     true, PF_ERR_MANIFEST, "missing field graph.inputs[0].produced_by"},
+        ManifestEdit{"graph_input_produced_by_number", "/graph/inputs/0/produced_by", 1, false,
+                     PF_ERR_MANIFEST,
+                     "graph.inputs[0].produced_by: expected a string or null, got a number"},
+        ManifestEdit{"graph_input_shape_string", "/graph/inputs/1/shape/0", "2", false,
+                     PF_ERR_MANIFEST,
+                     "graph.inputs[1].shape[0]: expected an integer, got a string"},
+        ManifestEdit{"graph_input_rank_9", "/graph/inputs/1/shape", {1, 1, 1, 1, 1, 1, 1, 1, 2},
+                     false, PF_ERR_MANIFEST, "graph.inputs[1].shape: more than 8 entries"},
+        ManifestEdit{"graph_input_dtype", "/graph/inputs/0/dtype", "float64", false,
+                     PF_ERR_MANIFEST, "graph.inputs[0].dtype: unknown value 'float64'"},
+        ManifestEdit{"graph_input_strides_rank", "/graph/inputs/0/strides", {1}, false,
+                     PF_ERR_MANIFEST, "graph.inputs[0]: 1 strides for rank 4"},
+        ManifestEdit{"graph_input_twice", "/graph/inputs/1/name", "x", false, PF_ERR_MANIFEST,
+                     "graph.inputs[1].name: 'x' is listed twice"},
+        ManifestEdit{"graph_input_is_a_layer", "/graph/inputs/1/name", "scale", false,
+                     PF_ERR_MANIFEST, "graph.inputs[1].name: 'scale' is also the name of a layer"},
+        ManifestEdit{"graph_output_number", "/graph/outputs/0", 7, false, PF_ERR_MANIFEST,
+                     "graph.outputs[0]: expected a string, got a number"},
+        ManifestEdit{"graph_output_unknown", "/graph/outputs/1", "nope", false, PF_ERR_MANIFEST,
+                     "graph.outputs[1]: 'nope' is no layer"},
+        ManifestEdit{"graph_output_twice", "/graph/outputs/1", "add_bias", false,
+                     PF_ERR_MANIFEST, "graph.outputs[1]: 'add_bias' is listed twice"},
+        ManifestEdit{"missing_embedded_weights", "/embedded_weights", nullptr, true,
+                     PF_ERR_MANIFEST, "missing field embedded_weights"},
+        ManifestEdit{"embedded_weights_string", "/embedded_weights", "no", false,
+                     PF_ERR_MANIFEST, "embedded_weights: expected a boolean, got a string"},
+        ManifestEdit{"embedded_weights_with_a_file", "/embedded_weights", true, false,
+                     PF_ERR_MANIFEST,
+                     "kernels[1].buffers[1].source: a weights file in a bundle whose weights are "
+                     "embedded (embedded_weights true), got 'weights/add_bias_bias.npy'"},
+        // Format 2 fields that no longer match the library's registry.
+        ManifestEdit{"source_differs", "/kernels/1/buffers/0/source", "x", false, PF_ERR_MISMATCH,
+                     "kernel 'add_bias' buffer 'input' source: manifest has 'x', library has "
+                     "'scale'"},
+        ManifestEdit{"weights_file_differs", "/kernels/1/buffers/1/source", nullptr, false,
+                     PF_ERR_MISMATCH,
+                     "kernel 'add_bias' buffer 'bias' source: manifest has null, library has "
+                     "'weights/add_bias_bias.npy'"},
+        ManifestEdit{"graph_input_name_differs", "/graph/inputs/1/name", "c2", false,
+                     PF_ERR_MISMATCH, "graph input 1: manifest has 'c2', library has 'c'"},
+        ManifestEdit{"graph_input_shape_differs", "/graph/inputs/1/shape/0", 3, false,
+                     PF_ERR_MISMATCH, "graph input 'c': dtype, layout, shape or strides differ"},
+        ManifestEdit{"produced_by_differs", "/graph/inputs/0/produced_by",
+                     "ONNX node 'r' (Resize)", false, PF_ERR_MISMATCH,
+                     "graph input 'x' produced_by: manifest has 'ONNX node 'r' (Resize)', library "
+                     "has null"},
+        ManifestEdit{"graph_output_differs", "/graph/outputs/1", "scale", false, PF_ERR_MISMATCH,
+                     "graph output 1: manifest has 'scale', library has 'checked'"},
+        ManifestEdit{"graph_output_count_differs", "/graph/outputs/1", nullptr, true,
+                     PF_ERR_MISMATCH,
+                     "graph: manifest has 2 inputs and 1 outputs, library has 2 and 2"},
         // The manifest no longer matches the library's registry.
         ManifestEdit{"shape_differs", "/kernels/0/buffers/0/shape/2", 6, false, PF_ERR_MISMATCH,
                      "kernel 'scale' buffer 'input' shape[2]: manifest has 6, library has 4"},
@@ -176,8 +269,8 @@ INSTANTIATE_TEST_SUITE_P(
                      "kernel 'checked' function/op: manifest has pf_other/copy"},
         ManifestEdit{"layer_differs", "/kernels/0/layer", "scale2", false, PF_ERR_MISMATCH,
                      "kernel 0: manifest has layer 'scale2', library has 'scale'"},
-        ManifestEdit{"kernel_count_differs", "/kernels/2", nullptr, true, PF_ERR_MISMATCH,
-                     "manifest has 2 kernels, library has 3"},
+        ManifestEdit{"kernel_removed", "/kernels/2", nullptr, true, PF_ERR_MANIFEST,
+                     "graph.outputs[1]: 'checked' is no layer"},
         ManifestEdit{"model_differs", "/model", "tiny", false, PF_ERR_MISMATCH,
                      "corrupted or mismatched bundle"},
         ManifestEdit{"target_differs", "/targets/0/target", FAKE_TARGET "-fma", false,
@@ -234,6 +327,13 @@ TEST_F(BundleOpen, LibraryLinkLeavingTheBundleIsRefused) {
   manifest_["targets"][0]["shared_library"] = "lib/x86_64-linux-gnu/libm.so.6";
   EXPECT_EQ(Open(), PF_ERR_LOAD);
   EXPECT_HAS(err_, "is not a file inside the bundle");
+}
+
+TEST_F(BundleOpen, KernelCountDiffers) {
+  manifest_["kernels"].erase(2);
+  manifest_["graph"]["outputs"].erase(1);
+  EXPECT_EQ(Open(), PF_ERR_MISMATCH);
+  EXPECT_HAS(err_, "manifest has 2 kernels, library has 3");
 }
 
 TEST_F(BundleOpen, MismatchNamesTheLibrary) {
@@ -326,9 +426,62 @@ class BadRegistry : public ScratchBundle {
 };
 
 TEST_F(BadRegistry, FormatVersion) {
-  reg_.format_version = 2;
+  reg_.format_version = 1;
   EXPECT_EQ(OpenRegistry(), PF_ERR_VERSION);
-  EXPECT_HAS(err_, "registry format_version 2 is not supported by this runtime (supports 1)");
+  EXPECT_HAS(err_, "registry format_version 1 is not supported by this runtime (supports 2)");
+}
+
+TEST_F(BadRegistry, GraphFields) {
+  pf_buffer_desc inputs[2];
+  std::memcpy(inputs, reg_.inputs, sizeof inputs);
+  const pf_registry good = reg_;
+  reg_.num_inputs = -1;
+  EXPECT_EQ(OpenRegistry(), PF_ERR_MISMATCH);
+  EXPECT_HAS(err_, "malformed registry: negative num_inputs/num_outputs or NULL inputs/outputs");
+  reg_ = good;
+  reg_.outputs = nullptr;
+  EXPECT_EQ(OpenRegistry(), PF_ERR_MISMATCH);
+  EXPECT_HAS(err_, "NULL inputs/outputs");
+  reg_ = good;
+  reg_.inputs = inputs;
+  inputs[1].name = "x";
+  EXPECT_EQ(OpenRegistry(), PF_ERR_MISMATCH);
+  EXPECT_HAS(err_, "malformed registry: model input 1 ('x'): duplicate name");
+  inputs[1].name = "c";
+  inputs[1].role = PF_ROLE_WEIGHTS;
+  EXPECT_EQ(OpenRegistry(), PF_ERR_MISMATCH);
+  EXPECT_HAS(err_, "model input 1 ('c'): role is not input");
+  inputs[1].role = PF_ROLE_INPUT;
+  inputs[1].shape[0] = 0;
+  EXPECT_EQ(OpenRegistry(), PF_ERR_MISMATCH);
+  EXPECT_HAS(err_, "model input 1 ('c'): extent out of range");
+  inputs[1].shape[0] = 2;
+  const float values[2] = {1, 2};
+  inputs[1].data = values;
+  EXPECT_EQ(OpenRegistry(), PF_ERR_MISMATCH);
+  EXPECT_HAS(err_, "model input 1 ('c'): embedded data on a buffer that is not weights or bias");
+  inputs[1].data = nullptr;
+  const char* const outputs[2] = {"add_bias", nullptr};
+  reg_.outputs = outputs;
+  EXPECT_EQ(OpenRegistry(), PF_ERR_MISMATCH);
+  EXPECT_HAS(err_, "malformed registry: model output 1 is NULL");
+  reg_.outputs = good.outputs;
+  ASSERT_EQ(OpenRegistry(), PF_OK) << err_;
+}
+
+TEST_F(BadRegistry, EmbeddedDataOnAnInputBuffer) {
+  pf_kernel_desc kernels[3];
+  pf_buffer_desc bufs[2];
+  std::memcpy(kernels, reg_.kernels, sizeof kernels);
+  std::memcpy(bufs, kernels[0].buffers, sizeof bufs);
+  const float values[60] = {};
+  bufs[0].data = values;
+  kernels[0].buffers = bufs;
+  reg_.kernels = kernels;
+  EXPECT_EQ(OpenRegistry(), PF_ERR_MISMATCH);
+  EXPECT_HAS(err_,
+             "malformed registry: kernel 'scale' buffer 0: embedded data on a buffer that is not "
+             "weights or bias");
 }
 
 TEST_F(BadRegistry, NullKernelFunction) {
