@@ -1,4 +1,4 @@
-// Header-only C++17 wrapper of padfold_runtime.h: an owning Bundle, Kernel views, and
+// Header-only C++17 wrapper of padfold_runtime.h: an owning Bundle, Kernel views, a Model, and
 // padfold::rt::Error exceptions (thrown here, on the C++ side; nothing throws through the C API).
 #pragma once
 
@@ -105,6 +105,43 @@ class Bundle {
   };
   explicit Bundle(pf_bundle* b) : b_(b) {}
   std::unique_ptr<pf_bundle, Close> b_;
+};
+
+// The whole model of a Bundle (pf_model_open); the Bundle must outlive it. run() is thread-safe.
+class Model {
+ public:
+  static Model open(const Bundle& bundle, const pf_model_options* opts = nullptr) {
+    char err[PF_ERRLEN];
+    pf_model* m = nullptr;
+    detail::check(pf_model_open(bundle.get(), opts, &m, err, sizeof err), err);
+    return Model(m);
+  }
+
+  pf_model* get() const { return m_.get(); }
+  int num_inputs() const { return pf_model_num_inputs(get()); }
+  const pf_buffer_desc& input(int i) const { return *checked(pf_model_input(get(), i)); }
+  int num_outputs() const { return pf_model_num_outputs(get()); }
+  // Named after the output layer: pf_tensor_of(&output(i), ...) binds to it.
+  const pf_buffer_desc& output(int i) const { return *checked(pf_model_output(get(), i)); }
+  std::string output_name(int i) const { return output(i).name; }
+
+  void run(const std::vector<pf_tensor>& inputs, const std::vector<pf_tensor>& outputs) const {
+    char err[PF_ERRLEN];
+    detail::check(pf_model_run(get(), inputs.data(), static_cast<int>(inputs.size()),
+                               outputs.data(), static_cast<int>(outputs.size()), err, sizeof err),
+                  err);
+  }
+
+ private:
+  struct Close {
+    void operator()(pf_model* m) const noexcept { pf_model_close(m); }
+  };
+  static const pf_buffer_desc* checked(const pf_buffer_desc* b) {
+    if (!b) throw Error(PF_ERR_ARGUMENT, "model tensor index out of range");
+    return b;
+  }
+  explicit Model(pf_model* m) : m_(m) {}
+  std::unique_ptr<pf_model, Close> m_;
 };
 
 }  // namespace padfold::rt

@@ -1,0 +1,446 @@
+/* Whole-model runs (pf_model_*): a registry's graph is checked and planned once, at open; a run
+ * binds the caller's tensors, then runs the kernels in registry order with each intermediate
+ * allocated through the hooks right before its producer and freed right after its last reader.
+ * Core library: no filesystem. Weight files are read through the bundle's loader, which only
+ * pf_bundle_open sets (npy_load.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct pf_step {
+  int out;                          /* index of the kernel's output buffer */
+  int feed[PF_MAX_BUFFERS];         /* input buffers: the tensor feeding it; -1 for the others */
+  const void* data[PF_MAX_BUFFERS]; /* weights and bias buffers: their values */
+} pf_step;
+
+struct pf_model {
+  const pf_registry* reg;
+  pf_malloc_fn malloc_fn;
+  pf_free_fn free_fn;
+  void* uc;
+  int num_tensors;         /* the model inputs, then one per kernel: its output */
+  pf_step* steps;          /* one per kernel */
+  int* last_reader;        /* per tensor: the last kernel reading it, -1 if none */
+  int* output_index;       /* per tensor: the model output it is, -1 if none */
+  pf_buffer_desc* outputs; /* per model output: the producer's output buffer, named after it */
+  int* output_tensor;      /* per model output: its tensor */
+  void** owned;            /* weight blocks read from files, freed at close */
+  int num_owned;
+};
+
+static void* default_malloc(void* uc, size_t n) {
+  (void)uc;
+  return malloc(n ? n : 1);
+}
+
+static void default_free(void* uc, void* p) {
+  (void)uc;
+  free(p);
+}
+
+static void* alloc(const pf_model* m, size_t n) {
+  return m->malloc_fn(m->uc, n);
+}
+
+static void release(const pf_model* m, void* p) {
+  if (p) m->free_fn(m->uc, p);
+}
+
+/* n zeroed elements of the given size through the hooks (NULL on overflow or failure). */
+static void* alloc_zeroed(const pf_model* m, size_t n, size_t size) {
+  void* p;
+  if (n == 0 || n > (size_t)-1 / size) return NULL;
+  if ((p = alloc(m, n * size)) != NULL) memset(p, 0, n * size);
+  return p;
+}
+
+void pf_model_close(pf_model* m) {
+  int i;
+  if (!m) return;
+  for (i = 0; m->owned && i < m->num_owned; i++) release(m, m->owned[i]);
+  release(m, m->owned);
+  release(m, m->steps);
+  release(m, m->last_reader);
+  release(m, m->output_index);
+  release(m, m->outputs);
+  release(m, m->output_tensor);
+  release(m, m);
+}
+
+#define GRAPH_FAIL(...) pf_fail(err, errlen, PF_ERR_GRAPH, __VA_ARGS__)
+
+/* The tensor `name` feeding kernel `at`: a model input, or the output of an earlier kernel. */
+static pf_status resolve(const pf_registry* reg, int at, const pf_buffer_desc* b, int* tensor,
+                         char* err, size_t errlen) {
+  const char* layer = reg->kernels[at].layer;
+  int i;
+  if (!b->source) {
+    return GRAPH_FAIL(
+        "kernel '%s' buffer '%s' has no source: the registry does not say which tensor feeds it",
+        layer, b->name);
+  }
+  for (i = 0; i < reg->num_inputs; i++) {
+    if (strcmp(reg->inputs[i].name, b->source) == 0) {
+      *tensor = i;
+      return PF_OK;
+    }
+  }
+  for (i = 0; i < reg->num_kernels; i++) {
+    if (strcmp(reg->kernels[i].layer, b->source) != 0) continue;
+    if (i < at) {
+      *tensor = reg->num_inputs + i;
+      return PF_OK;
+    }
+    return GRAPH_FAIL(
+        "kernel '%s' buffer '%s' reads layer '%s', which does not run before it (kernels must be "
+        "in a topological order)",
+        layer, b->name, b->source);
+  }
+  return GRAPH_FAIL("kernel '%s' buffer '%s' reads '%s', which is no model input and no layer",
+                    layer, b->name, b->source);
+}
+
+/* The tensor t (description d) can feed buffer b: same dtype, rank, shape and strides. */
+static pf_status check_feed(const pf_kernel_desc* k, const pf_buffer_desc* b,
+                            const pf_buffer_desc* d, char* err, size_t errlen) {
+  const char* what = NULL;
+  int dim = 0;
+  long long got = 0, want = 0;
+  if (d->dtype != b->dtype) {
+    return GRAPH_FAIL("kernel '%s' buffer '%s' is %s, the tensor '%s' feeding it is %s", k->layer,
+                      b->name, pf_dtype_name(b->dtype), b->source, pf_dtype_name(d->dtype));
+  }
+  if (d->rank != b->rank) {
+    return GRAPH_FAIL(
+        "kernel '%s' buffer '%s' has rank %d (%s), the tensor '%s' feeding it %d (%s)", k->layer,
+        b->name, b->rank, b->layout, b->source, d->rank, d->layout);
+  }
+  for (dim = 0; !what && dim < b->rank; dim++) {
+    if (d->shape[dim] != b->shape[dim]) {
+      what = "shape", want = b->shape[dim], got = d->shape[dim];
+    } else if (d->strides[dim] != b->strides[dim]) {
+      what = "strides", want = b->strides[dim], got = d->strides[dim];
+    }
+  }
+  if (what) {
+    return GRAPH_FAIL("kernel '%s' buffer '%s' %s[%d] is %lld, the tensor '%s' feeding it has %lld",
+                      k->layer, b->name, what, dim - 1, want, b->source, got);
+  }
+  return PF_OK;
+}
+
+/* The values of weights/bias buffer j of kernel i: embedded, or read from its file once. */
+static pf_status load_values(pf_model* m, const pf_bundle* bundle, int i, int j, char* err,
+                             size_t errlen) {
+  const pf_kernel_desc* k = &m->reg->kernels[i];
+  const pf_buffer_desc* b = &k->buffers[j];
+  size_t bytes = pf_buffer_bytes(b);
+  int pi, pj;
+  void* dst;
+  pf_status s;
+  if (!pf_buffer_is_dense(b)) {
+    return GRAPH_FAIL(
+        "kernel '%s' buffer '%s' is not dense: weights from a file or embedded are dense in the "
+        "buffer's layout",
+        k->layer, b->name);
+  }
+  if (b->data) {
+    m->steps[i].data[j] = b->data;
+    return PF_OK;
+  }
+  if (!b->source) {
+    return GRAPH_FAIL(
+        "kernel '%s' buffer '%s' has no values: the spec names no .npy file for it (weight_files) "
+        "and they are not embedded; name them in the spec, or run the kernels one by one and pass "
+        "them to pf_run",
+        k->layer, b->name);
+  }
+  if (!bundle->load_weights) {
+    return GRAPH_FAIL(
+        "kernel '%s' buffer '%s' is in the file '%s', and a linked registry has no files: compile "
+        "with --embed-weights, or open the bundle directory (pf_bundle_open)",
+        k->layer, b->name, b->source);
+  }
+  for (pi = 0; pi <= i; pi++) { /* the same file read for an earlier buffer */
+    const pf_kernel_desc* pk = &m->reg->kernels[pi];
+    for (pj = 0; pj < (pi == i ? j : pk->num_buffers); pj++) {
+      const pf_buffer_desc* pb = &pk->buffers[pj];
+      if ((pb->role == PF_ROLE_WEIGHTS || pb->role == PF_ROLE_BIAS) && !pb->data && pb->source &&
+          strcmp(pb->source, b->source) == 0 && pb->dtype == b->dtype && pb->rank == b->rank &&
+          memcmp(pb->shape, b->shape, sizeof b->shape[0] * (size_t)b->rank) == 0) {
+        m->steps[i].data[j] = m->steps[pi].data[pj];
+        return PF_OK;
+      }
+    }
+  }
+  if (!(dst = alloc(m, bytes))) {
+    return pf_fail(err, errlen, PF_ERR_NO_MEMORY,
+                   "out of memory for kernel '%s' buffer '%s' (%lu bytes of %s)", k->layer, b->name,
+                   (unsigned long)bytes, b->source);
+  }
+  m->owned[m->num_owned++] = dst;
+  s = bundle->load_weights(bundle->dir, k->layer, b, dst, bytes, err, errlen);
+  if (s == PF_OK) m->steps[i].data[j] = dst;
+  return s;
+}
+
+/* The graph checks that need no memory: inputs, names, outputs. */
+static pf_status check_names(const pf_registry* reg, char* err, size_t errlen) {
+  int i, j;
+  if (reg->num_kernels == 0) return GRAPH_FAIL("model '%s' has no kernels", reg->model);
+  for (i = 0; i < reg->num_inputs; i++) {
+    const pf_buffer_desc* x = &reg->inputs[i];
+    if (x->source) {
+      return pf_fail(err, errlen, PF_ERR_GRAPH,
+                     "model input '%s' is produced by %s, which padfold does not generate: run "
+                     "the kernels one by one",
+                     x->name, x->source);
+    }
+    for (j = 0; j < reg->num_kernels; j++) {
+      if (strcmp(reg->kernels[j].layer, x->name) == 0) {
+        return GRAPH_FAIL("model input '%s' has the name of a layer", x->name);
+      }
+    }
+  }
+  if (reg->num_outputs == 0) return GRAPH_FAIL("model '%s' names no outputs", reg->model);
+  for (i = 0; i < reg->num_outputs; i++) {
+    for (j = 0; j < i; j++) {
+      if (strcmp(reg->outputs[i], reg->outputs[j]) == 0) {
+        return GRAPH_FAIL("model output '%s' is listed twice", reg->outputs[i]);
+      }
+    }
+  }
+  return PF_OK;
+}
+
+/* Plans kernel i: its feeds, output and values. */
+static pf_status plan_kernel(pf_model* m, const pf_bundle* bundle, int i, char* err,
+                             size_t errlen) {
+  const pf_registry* reg = m->reg;
+  const pf_kernel_desc* k = &reg->kernels[i];
+  pf_step* st = &m->steps[i];
+  int j, t = -1, outs = 0;
+  pf_status s;
+  st->out = -1;
+  for (j = 0; j < k->num_buffers; j++) {
+    const pf_buffer_desc* b = &k->buffers[j];
+    st->feed[j] = -1;
+    if (b->role == PF_ROLE_OUTPUT) {
+      st->out = j;
+      outs++;
+    } else if (b->role == PF_ROLE_INPUT) {
+      if ((s = resolve(reg, i, b, &t, err, errlen)) != PF_OK) return s;
+      s = check_feed(
+          k, b,
+          t < reg->num_inputs
+              ? &reg->inputs[t]
+              : &reg->kernels[t - reg->num_inputs].buffers[m->steps[t - reg->num_inputs].out],
+          err, errlen);
+      if (s != PF_OK) return s;
+      st->feed[j] = t;
+      m->last_reader[t] = i;
+    } else if ((s = load_values(m, bundle, i, j, err, errlen)) != PF_OK) {
+      return s;
+    }
+  }
+  if (outs != 1) {
+    return GRAPH_FAIL("kernel '%s' has %d output buffers, a model run needs exactly one", k->layer,
+                      outs);
+  }
+  return PF_OK;
+}
+
+static pf_status plan_outputs(pf_model* m, char* err, size_t errlen) {
+  const pf_registry* reg = m->reg;
+  int i, j;
+  for (i = 0; i < reg->num_outputs; i++) {
+    for (j = 0; j < reg->num_kernels; j++) {
+      if (strcmp(reg->kernels[j].layer, reg->outputs[i]) == 0) break;
+    }
+    if (j == reg->num_kernels) {
+      return GRAPH_FAIL("model output '%s' names no layer of model '%s'", reg->outputs[i],
+                        reg->model);
+    }
+    m->outputs[i] = reg->kernels[j].buffers[m->steps[j].out];
+    m->outputs[i].name = reg->kernels[j].layer;
+    m->outputs[i].source = NULL;
+    m->output_tensor[i] = reg->num_inputs + j;
+    m->output_index[reg->num_inputs + j] = i;
+  }
+  return PF_OK;
+}
+
+pf_status pf_model_open(pf_bundle* b, const pf_model_options* opts, pf_model** out, char* err,
+                        size_t errlen) {
+  const pf_registry* reg;
+  pf_malloc_fn malloc_fn = default_malloc;
+  pf_free_fn free_fn = default_free;
+  pf_model probe, *m;
+  int i, j, files = 0;
+  pf_status s;
+  if (!out) return pf_fail(err, errlen, PF_ERR_ARGUMENT, "out is NULL");
+  *out = NULL;
+  if (!b) return pf_fail(err, errlen, PF_ERR_ARGUMENT, "bundle is NULL");
+  if (opts && !opts->malloc_fn != !opts->free_fn) {
+    return pf_fail(err, errlen, PF_ERR_ARGUMENT,
+                   "pf_model_options: set both malloc_fn and free_fn, or neither");
+  }
+  if (opts && opts->malloc_fn) malloc_fn = opts->malloc_fn, free_fn = opts->free_fn;
+  reg = b->reg;
+  if ((s = check_names(reg, err, errlen)) != PF_OK) return s;
+  for (i = 0; i < reg->num_kernels; i++) {
+    for (j = 0; j < reg->kernels[i].num_buffers; j++) {
+      const pf_buffer_desc* x = &reg->kernels[i].buffers[j];
+      files += (x->role == PF_ROLE_WEIGHTS || x->role == PF_ROLE_BIAS) && x->source && !x->data;
+    }
+  }
+  memset(&probe, 0, sizeof probe);
+  probe.malloc_fn = malloc_fn;
+  probe.free_fn = free_fn;
+  probe.uc = opts ? opts->user_context : NULL;
+  if (!(m = (pf_model*)alloc_zeroed(&probe, 1, sizeof *m))) {
+    return pf_fail(err, errlen, PF_ERR_NO_MEMORY, "out of memory");
+  }
+  *m = probe;
+  m->reg = reg;
+  m->num_tensors = reg->num_inputs + reg->num_kernels;
+  m->steps = (pf_step*)alloc_zeroed(m, (size_t)reg->num_kernels, sizeof *m->steps);
+  m->last_reader = (int*)alloc_zeroed(m, (size_t)m->num_tensors, sizeof(int));
+  m->output_index = (int*)alloc_zeroed(m, (size_t)m->num_tensors, sizeof(int));
+  m->outputs = (pf_buffer_desc*)alloc_zeroed(m, (size_t)reg->num_outputs, sizeof *m->outputs);
+  m->output_tensor = (int*)alloc_zeroed(m, (size_t)reg->num_outputs, sizeof(int));
+  if (files) m->owned = (void**)alloc_zeroed(m, (size_t)files, sizeof(void*));
+  if (!m->steps || !m->last_reader || !m->output_index || !m->outputs || !m->output_tensor ||
+      (files && !m->owned)) {
+    pf_model_close(m);
+    return pf_fail(err, errlen, PF_ERR_NO_MEMORY, "out of memory");
+  }
+  for (i = 0; i < m->num_tensors; i++) m->last_reader[i] = m->output_index[i] = -1;
+  for (i = 0, s = PF_OK; s == PF_OK && i < reg->num_kernels; i++) {
+    s = plan_kernel(m, b, i, err, errlen);
+  }
+  if (s == PF_OK) s = plan_outputs(m, err, errlen);
+  if (s != PF_OK) {
+    pf_model_close(m);
+    return s;
+  }
+  *out = m;
+  return PF_OK;
+}
+
+int pf_model_num_inputs(const pf_model* m) {
+  return m ? m->reg->num_inputs : 0;
+}
+const pf_buffer_desc* pf_model_input(const pf_model* m, int i) {
+  return m && i >= 0 && i < m->reg->num_inputs ? &m->reg->inputs[i] : NULL;
+}
+int pf_model_num_outputs(const pf_model* m) {
+  return m ? m->reg->num_outputs : 0;
+}
+const pf_buffer_desc* pf_model_output(const pf_model* m, int i) {
+  return m && i >= 0 && i < m->reg->num_outputs ? &m->outputs[i] : NULL;
+}
+const char* pf_model_output_name(const pf_model* m, int i) {
+  const pf_buffer_desc* b = pf_model_output(m, i);
+  return b ? b->name : NULL;
+}
+
+/* ---- runs ---- */
+
+typedef struct pf_slot {
+  void* data;
+  size_t bytes;
+} pf_slot;
+
+/* An intermediate: a kernel's output that is no model output. */
+static int intermediate(const pf_model* m, int t) {
+  return t >= m->reg->num_inputs && m->output_index[t] < 0;
+}
+
+static pf_status run_kernel(const pf_model* m, pf_slot* slots, int i, char* err, size_t errlen) {
+  const pf_kernel_desc* k = &m->reg->kernels[i];
+  const pf_step* st = &m->steps[i];
+  pf_tensor ts[PF_MAX_BUFFERS];
+  char msg[PF_ERRLEN];
+  int j, t = m->reg->num_inputs + i;
+  pf_status s;
+  if (!slots[t].data) {
+    slots[t].bytes = pf_buffer_bytes(&k->buffers[st->out]);
+    if (!(slots[t].data = alloc(m, slots[t].bytes))) {
+      return pf_fail(err, errlen, PF_ERR_NO_MEMORY,
+                     "model '%s': out of memory for the output of kernel '%s' (%lu bytes)",
+                     m->reg->model, k->layer, (unsigned long)slots[t].bytes);
+    }
+  }
+  for (j = 0; j < k->num_buffers; j++) {
+    const pf_buffer_desc* b = &k->buffers[j];
+    if (j == st->out) {
+      ts[j] = pf_tensor_of(b, slots[t].data, slots[t].bytes);
+    } else if (st->feed[j] >= 0) {
+      ts[j] = pf_tensor_of(b, slots[st->feed[j]].data, slots[st->feed[j]].bytes);
+    } else {
+      ts[j] = pf_tensor_of(b, (void*)st->data[j], pf_buffer_bytes(b));
+    }
+  }
+  msg[0] = '\0';
+  if ((s = pf_run(k, ts, k->num_buffers, msg, sizeof msg)) != PF_OK) {
+    return pf_fail(err, errlen, s, "model '%s': %s", m->reg->model, msg);
+  }
+  for (j = 0; j < k->num_buffers; j++) { /* intermediates this kernel read last */
+    int u = st->feed[j];
+    if (u >= 0 && intermediate(m, u) && m->last_reader[u] == i && slots[u].data) {
+      release(m, slots[u].data);
+      slots[u].data = NULL;
+    }
+  }
+  if (intermediate(m, t) && m->last_reader[t] < 0) { /* read by nothing */
+    release(m, slots[t].data);
+    slots[t].data = NULL;
+  }
+  return PF_OK;
+}
+
+pf_status pf_model_run(const pf_model* m, const pf_tensor* inputs, int n_in,
+                       const pf_tensor* outputs, int n_out, char* err, size_t errlen) {
+  const pf_registry* reg;
+  const pf_tensor **in_bound, **out_bound;
+  pf_slot* slots;
+  size_t block;
+  int i;
+  pf_status s;
+  if (!m || n_in < 0 || n_out < 0 || (n_in && !inputs) || (n_out && !outputs)) {
+    return pf_fail(err, errlen, PF_ERR_ARGUMENT, "NULL model or tensors, or bad count");
+  }
+  reg = m->reg;
+  block = sizeof(pf_slot) * (size_t)m->num_tensors +
+          sizeof(const pf_tensor*) * (size_t)(reg->num_inputs + reg->num_outputs);
+  if (!(slots = (pf_slot*)alloc_zeroed(m, 1, block))) {
+    return pf_fail(err, errlen, PF_ERR_NO_MEMORY, "model '%s': out of memory (%lu bytes)",
+                   reg->model, (unsigned long)block);
+  }
+  in_bound = (const pf_tensor**)(slots + m->num_tensors);
+  out_bound = in_bound + reg->num_inputs;
+  s = pf_bind_tensors("model", reg->model, "input", reg->inputs, reg->num_inputs, inputs, n_in,
+                      in_bound, err, errlen);
+  if (s == PF_OK) {
+    s = pf_bind_tensors("model", reg->model, "output", m->outputs, reg->num_outputs, outputs, n_out,
+                        out_bound, err, errlen);
+  }
+  for (i = 0; s == PF_OK && i < reg->num_inputs; i++) {
+    s = pf_check_tensor("model", reg->model, "input", &reg->inputs[i], in_bound[i], err, errlen);
+    slots[i].data = in_bound[i]->data;
+    slots[i].bytes = in_bound[i]->bytes;
+  }
+  for (i = 0; s == PF_OK && i < reg->num_outputs; i++) {
+    s = pf_check_tensor("model", reg->model, "output", &m->outputs[i], out_bound[i], err, errlen);
+    slots[m->output_tensor[i]].data = out_bound[i]->data;
+    slots[m->output_tensor[i]].bytes = out_bound[i]->bytes;
+  }
+  for (i = 0; s == PF_OK && i < reg->num_kernels; i++) s = run_kernel(m, slots, i, err, errlen);
+  for (i = reg->num_inputs; i < m->num_tensors; i++) { /* after an error */
+    if (intermediate(m, i)) release(m, slots[i].data);
+  }
+  release(m, slots);
+  return s;
+}
