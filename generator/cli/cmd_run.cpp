@@ -1,4 +1,5 @@
-// `padfold run`: runs one kernel of a compiled bundle on .npy files, through the C runtime.
+// `padfold run`: runs one kernel of a compiled bundle on .npy files, through the C runtime, or
+// with --model the whole model (pf_model_run: every kernel in order, weights from the bundle).
 //
 // The .npy files are read and written by npy.h (checked: sizes, header, dtype; errors name the
 // flag and the file). The output is computed in memory, the bundle is closed, and only then is the
@@ -24,11 +25,16 @@ namespace {
 namespace fs = std::filesystem;
 
 struct RunArgs {
-  std::string bundle, layer, input, weights, bias, output;
+  std::string bundle, layer, weights, bias;
+  std::vector<std::string> inputs, outputs;
+  bool model = false;
 };
 
 struct BundleCloser {
   void operator()(pf_bundle* b) const { pf_bundle_close(b); }
+};
+struct ModelCloser {
+  void operator()(pf_model* m) const { pf_model_close(m); }
 };
 
 std::string shape_str(const std::vector<int64_t>& shape) {
@@ -85,8 +91,12 @@ void check_output_outside_bundle(const std::string& bundle, const std::string& o
   }
 }
 
-void run(const RunArgs& a) {
-  check_output_outside_bundle(a.bundle, a.output);
+void run_layer(const RunArgs& a) {
+  if (a.inputs.size() != 1 || a.outputs.size() != 1)
+    throw std::runtime_error(fmt::format(
+        "--layer {}: give one --input and one --output (several are for --model)", a.layer));
+  const std::string &input = a.inputs[0], &output_path = a.outputs[0];
+  check_output_outside_bundle(a.bundle, output_path);
 
   char err[PF_ERRLEN];
   pf_bundle* raw = nullptr;
@@ -98,7 +108,7 @@ void run(const RunArgs& a) {
     throw std::runtime_error(err);
 
   const std::map<std::string, std::pair<std::string, std::string>> files = {
-      {"input", {"--input", a.input}},
+      {"input", {"--input", input}},
       {"weights", {"--weights", a.weights}},
       {"bias", {"--bias", a.bias}}};
   std::vector<std::vector<float>> arrays(static_cast<size_t>(k->num_buffers));
@@ -144,11 +154,138 @@ void run(const RunArgs& a) {
   const std::string op = k->op, target = pf_bundle_target(bundle.get());
   bundle.reset();
   try {
-    padfold::write_npy_f32(a.output, out_shape, arrays[static_cast<size_t>(output)].data());
+    padfold::write_npy_f32(output_path, out_shape, arrays[static_cast<size_t>(output)].data());
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("--output {}", e.what()));
   }
-  fmt::print("ran {} ({}) on target {}; wrote {}\n", a.layer, op, target, a.output);
+  fmt::print("ran {} ({}) on target {}; wrote {}\n", a.layer, op, target, output_path);
+}
+
+std::string desc_str(const pf_buffer_desc& b) {
+  return fmt::format("{} {}", b.layout, shape_str(std::vector<int64_t>(b.shape, b.shape + b.rank)));
+}
+
+// "name=path" where name is one of `names`; a bare path when there is exactly one name.
+// Returns the index of the name and the path.
+std::pair<size_t, std::string> bind_arg(const std::string& flag, const std::string& arg,
+                                        const std::vector<std::string>& names,
+                                        const std::string& what) {
+  const size_t eq = arg.find('=');
+  if (eq != std::string::npos) {
+    const std::string name = arg.substr(0, eq);
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) {
+        if (eq + 1 == arg.size())
+          throw std::runtime_error(fmt::format("{} {}: no file after '='", flag, arg));
+        return {i, arg.substr(eq + 1)};
+      }
+  }
+  if (names.size() == 1) return {0, arg};
+  throw std::runtime_error(fmt::format("{} {}: expected NAME=FILE, NAME one of the model's {}s: {}",
+                                       flag, arg, what, fmt::join(names, ", ")));
+}
+
+// Each of `names` bound to exactly one file.
+std::vector<std::string> bind_all(const std::string& flag, const std::vector<std::string>& args,
+                                  const std::vector<std::string>& names, const std::string& what) {
+  std::vector<std::string> paths(names.size());
+  for (const std::string& arg : args) {
+    auto [i, path] = bind_arg(flag, arg, names, what);
+    if (!paths[i].empty())
+      throw std::runtime_error(fmt::format("{}: model {} '{}' is given twice ({} and {})", flag,
+                                           what, names[i], paths[i], path));
+    paths[i] = path;
+  }
+  std::vector<std::string> missing;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (paths[i].empty()) missing.push_back(names[i]);
+  if (!missing.empty())
+    throw std::runtime_error(fmt::format("missing {} for model {}{} {} (give {} NAME=FILE)", flag,
+                                         what, missing.size() > 1 ? "s" : "",
+                                         fmt::join(missing, ", "), flag));
+  return paths;
+}
+
+void run_model(const RunArgs& a) {
+  if (!a.weights.empty() || !a.bias.empty())
+    throw std::runtime_error(
+        "--model takes no --weights or --bias: the weights come from the bundle (weight_files in "
+        "the spec, or --embed-weights)");
+  char err[PF_ERRLEN];
+  pf_bundle* raw = nullptr;
+  if (pf_bundle_open(a.bundle.c_str(), nullptr, &raw, err, sizeof err) != PF_OK)
+    throw std::runtime_error(err);
+  std::unique_ptr<pf_bundle, BundleCloser> bundle(raw);
+  pf_model* raw_model = nullptr;
+  if (pf_model_open(bundle.get(), nullptr, &raw_model, err, sizeof err) != PF_OK)
+    throw std::runtime_error(err);
+  std::unique_ptr<pf_model, ModelCloser> model(raw_model);
+
+  std::vector<std::string> in_names, out_names;
+  for (int i = 0; i < pf_model_num_inputs(model.get()); ++i)
+    in_names.push_back(pf_model_input(model.get(), i)->name);
+  for (int i = 0; i < pf_model_num_outputs(model.get()); ++i)
+    out_names.push_back(pf_model_output_name(model.get(), i));
+  const std::vector<std::string> in_paths = bind_all("--input", a.inputs, in_names, "input");
+  const std::vector<std::string> out_paths = bind_all("--output", a.outputs, out_names, "output");
+  for (size_t i = 0; i < out_paths.size(); ++i) {
+    check_output_outside_bundle(a.bundle, out_paths[i]);
+    for (size_t j = 0; j < i; ++j)
+      if (fs::weakly_canonical(fs::absolute(out_paths[i])) ==
+          fs::weakly_canonical(fs::absolute(out_paths[j])))
+        throw std::runtime_error(fmt::format("--output: outputs '{}' and '{}' both go to {}",
+                                             out_names[j], out_names[i], out_paths[i]));
+  }
+
+  std::vector<std::vector<float>> arrays(in_names.size() + out_names.size());
+  std::vector<pf_tensor> ins, outs;
+  for (size_t i = 0; i < in_names.size(); ++i) {
+    const pf_buffer_desc& b = *pf_model_input(model.get(), static_cast<int>(i));
+    const std::string flag = "--input " + in_names[i] + "=";
+    padfold::NpyArray loaded = load(in_paths[i], flag.substr(0, flag.size() - 1));
+    if (loaded.shape != std::vector<int64_t>(b.shape, b.shape + b.rank))
+      throw std::runtime_error(
+          fmt::format("--input {}: shape {} does not match model input '{}' ({})", in_paths[i],
+                      shape_str(loaded.shape), b.name, desc_str(b)));
+    arrays[i] = std::move(loaded.data);
+    ins.push_back(pf_tensor_of(&b, arrays[i].data(), arrays[i].size() * sizeof(float)));
+  }
+  std::vector<std::vector<int64_t>> out_shapes;
+  for (size_t i = 0; i < out_names.size(); ++i) {
+    const pf_buffer_desc& b = *pf_model_output(model.get(), static_cast<int>(i));
+    std::vector<float>& arr = arrays[in_names.size() + i];
+    arr.assign(elements(b, out_names[i]), 0.0f);
+    out_shapes.emplace_back(b.shape, b.shape + b.rank);
+    outs.push_back(pf_tensor_of(&b, arr.data(), arr.size() * sizeof(float)));
+  }
+  if (pf_model_run(model.get(), ins.data(), static_cast<int>(ins.size()), outs.data(),
+                   static_cast<int>(outs.size()), err, sizeof err) != PF_OK)
+    throw std::runtime_error(err);
+
+  // As for one layer: nothing of the bundle stays mapped while the outputs are written.
+  const std::string model_name = pf_bundle_model(bundle.get()),
+                    target = pf_bundle_target(bundle.get());
+  const int kernels = pf_bundle_num_kernels(bundle.get());
+  model.reset();
+  bundle.reset();
+  for (size_t i = 0; i < out_names.size(); ++i) {
+    try {
+      padfold::write_npy_f32(out_paths[i], out_shapes[i], arrays[in_names.size() + i].data());
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format("--output {}", e.what()));
+    }
+  }
+  fmt::print("ran model {} ({} kernels) on target {}; wrote {}\n", model_name, kernels, target,
+             fmt::join(out_paths, ", "));
+}
+
+void run(const RunArgs& a) {
+  if (a.model == !a.layer.empty())
+    throw std::runtime_error("give either --layer NAME (one kernel) or --model (the whole model)");
+  if (a.model)
+    run_model(a);
+  else
+    run_layer(a);
 }
 
 }  // namespace
@@ -157,17 +294,25 @@ void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand(
       "run",
-      "Run one compiled kernel on NumPy .npy files (float32, shapes in the layer's layouts).\n"
-      "Example: padfold run out/tiny --layer stem --input x.npy --weights w.npy --output y.npy");
+      "Run one compiled kernel, or the whole model, on NumPy .npy files (float32, shapes in the\n"
+      "layers' layouts).\n"
+      "Example: padfold run out/tiny --layer stem --input x.npy --weights w.npy --output y.npy\n"
+      "         padfold run out/tiny --model --input stem.input=x.npy --output avg=y.npy");
   cmd->add_option("bundle", args->bundle, "bundle directory written by padfold compile")
       ->required()
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--layer", args->layer, "layer name")->required();
-  cmd->add_option("--input", args->input, "input tensor (.npy)")->required();
+  cmd->add_option("--layer", args->layer, "layer name (one kernel)");
+  cmd->add_flag("--model", args->model,
+                "run the whole model (pf_model_run), weights from the bundle");
+  cmd->add_option("--input", args->inputs,
+                  "input tensor (.npy); with --model NAME=FILE per model input (FILE alone when "
+                  "there is one)")
+      ->required();
   cmd->add_option("--weights", args->weights, "weights (.npy), for conv layers");
   cmd->add_option("--bias", args->bias, "bias (.npy), for layers with bias");
-  cmd->add_option("--output", args->output,
-                  "where to write the output (.npy; replaced atomically; not inside the bundle)")
+  cmd->add_option("--output", args->outputs,
+                  "where to write the output (.npy; replaced atomically; not inside the bundle); "
+                  "with --model NAME=FILE per model output (FILE alone when there is one)")
       ->required();
   cmd->callback([args] { run(*args); });
 }
