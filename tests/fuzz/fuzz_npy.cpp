@@ -1,16 +1,44 @@
-// libFuzzer: the .npy reader of `padfold run`, on bytes in memory. An array or a runtime_error is
-// any answer; another exception, a crash, a sanitizer report or a hang is a finding.
+// libFuzzer: the .npy reader of `padfold run`, on bytes in memory, and the runtime's C header
+// reader (weight files of pf_model_open) against it: both accept the same files (the C reader
+// takes at most PF_MAX_RANK dimensions) with the same shape and data offset. An array or a
+// runtime_error is any answer; another exception, a disagreement, a crash, a sanitizer report or a
+// hang is a finding.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "cli/npy.h"
 
+extern "C" {
+#include "internal.h"
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string bytes(reinterpret_cast<const char*>(data), size);
+  bool cpp_ok = true;
+  padfold::NpyHeader cpp;
   try {
-    (void)padfold::parse_npy_f32(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
+    (void)padfold::parse_npy_f32(bytes, "fuzz");
+    cpp = padfold::parse_npy_header_f32(bytes, size, "fuzz");
   } catch (const std::runtime_error&) {
+    cpp_ok = false;
+  }
+  char err[PF_ERRLEN];
+  pf_npy_header c;
+  const bool c_ok =
+      pf_npy_parse_header(bytes.data(), size, size, "fuzz", &c, err, sizeof err) == PF_OK;
+  if (cpp_ok && cpp.shape.size() > PF_MAX_RANK) return 0;
+  const bool same = c_ok == cpp_ok &&
+                    (!c_ok || (std::vector<int64_t>(c.shape, c.shape + c.rank) == cpp.shape &&
+                               c.data_offset == cpp.data_offset && c.data_bytes == cpp.data_bytes));
+  if (!same) {
+    std::fprintf(stderr, "npy readers disagree: C++ %s, C %s (%s)\n",
+                 cpp_ok ? "accepts" : "rejects", c_ok ? "accepts" : "rejects", c_ok ? "" : err);
+    std::abort();
   }
   return 0;
 }
