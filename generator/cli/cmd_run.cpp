@@ -167,12 +167,19 @@ std::string desc_str(const pf_buffer_desc& b) {
 
 // "name=path" where name is one of `names`; a bare path when there is exactly one name.
 // Returns the index of the name and the path.
+// `others` are names that are not `what`s (the layers that are not outputs): refused by name.
 std::pair<size_t, std::string> bind_arg(const std::string& flag, const std::string& arg,
                                         const std::vector<std::string>& names,
-                                        const std::string& what) {
+                                        const std::string& what,
+                                        const std::vector<std::string>& others) {
   const size_t eq = arg.find('=');
   if (eq != std::string::npos) {
     const std::string name = arg.substr(0, eq);
+    if (std::find(others.begin(), others.end(), name) != others.end() &&
+        std::find(names.begin(), names.end(), name) == names.end())
+      throw std::runtime_error(
+          fmt::format("{} {}: layer '{}' is not a model {} (the model's {}s: {})", flag, arg, name,
+                      what, what, fmt::join(names, ", ")));
     for (size_t i = 0; i < names.size(); ++i)
       if (names[i] == name) {
         if (eq + 1 == arg.size())
@@ -187,10 +194,11 @@ std::pair<size_t, std::string> bind_arg(const std::string& flag, const std::stri
 
 // Each of `names` bound to exactly one file.
 std::vector<std::string> bind_all(const std::string& flag, const std::vector<std::string>& args,
-                                  const std::vector<std::string>& names, const std::string& what) {
+                                  const std::vector<std::string>& names, const std::string& what,
+                                  const std::vector<std::string>& others = {}) {
   std::vector<std::string> paths(names.size());
   for (const std::string& arg : args) {
-    auto [i, path] = bind_arg(flag, arg, names, what);
+    auto [i, path] = bind_arg(flag, arg, names, what, others);
     if (!paths[i].empty())
       throw std::runtime_error(fmt::format("{}: model {} '{}' is given twice ({} and {})", flag,
                                            what, names[i], paths[i], path));
@@ -227,7 +235,11 @@ void run_model(const RunArgs& a) {
   for (int i = 0; i < pf_model_num_outputs(model.get()); ++i)
     out_names.push_back(pf_model_output_name(model.get(), i));
   const std::vector<std::string> in_paths = bind_all("--input", a.inputs, in_names, "input");
-  const std::vector<std::string> out_paths = bind_all("--output", a.outputs, out_names, "output");
+  std::vector<std::string> layers;
+  for (int i = 0; i < pf_bundle_num_kernels(bundle.get()); ++i)
+    layers.push_back(pf_bundle_kernel(bundle.get(), i)->layer);
+  const std::vector<std::string> out_paths =
+      bind_all("--output", a.outputs, out_names, "output", layers);
   for (size_t i = 0; i < out_paths.size(); ++i) {
     check_output_outside_bundle(a.bundle, out_paths[i]);
     for (size_t j = 0; j < i; ++j)

@@ -1,0 +1,246 @@
+// Whole-model runs of real bundles: a spec whose layers branch and join and name their weight
+// files (written here with generator/cli/npy.h), compiled by `padfold compile` (weights copied
+// into the bundle, or embedded with --embed-weights), run with pf_model_run and compared with
+// running each kernel with pf_run by hand, and run with `padfold run --model`; plus the graphs
+// that cannot run whole.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bundle_util.h"
+#include "cli/npy.h"
+#include "padfold_runtime.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using padfold::testing::contains;
+using padfold::testing::run_command;
+using padfold::testing::shell_quote;
+
+const fs::path kWork = PF_WORK_DIR;
+
+std::vector<float> Random(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+size_t Elements(const std::vector<int64_t>& shape) {
+  size_t n = 1;
+  for (int64_t d : shape) n *= static_cast<size_t>(d);
+  return n;
+}
+
+// stem (conv, weights and bias from files) feeds dw (depthwise conv, from files) and pool (max
+// pool); join adds them: a branch and a join. NHWC, weights HWIO.
+json GraphSpec(const std::string& model) {
+  return json::parse(R"({
+    "model": ")" + model +
+                     R"(",
+    "defaults": {"layout": "NHWC", "weight_layout": "HWIO", "dtype": "float32", "border": "zeros"},
+    "layers": [
+      {"name": "stem", "op": "conv2d", "input_shape": [1, 7, 7, 3], "out_channels": 8,
+       "kernel": [4, 4], "stride": 2, "padding": "same", "convention": "tensorflow",
+       "bias": true, "activation": "relu",
+       "weight_files": {"weights": "w/stem_w.npy", "bias": "w/stem_b.npy"}},
+      {"name": "dw", "op": "conv2d", "input": "stem", "kernel": 3, "groups": 8, "out_channels": 8,
+       "padding": "same", "bias": true,
+       "weight_files": {"weights": "w/dw_w.npy", "bias": "w/dw_b.npy"}},
+      {"name": "pool", "op": "max_pool", "input": "stem", "kernel": 3, "stride": 1,
+       "padding": "same"},
+      {"name": "join", "op": "add", "input": ["dw", "pool"]}
+    ]})");
+}
+
+const std::map<std::string, std::vector<int64_t>> kWeightFiles = {{"w/stem_w.npy", {4, 4, 3, 8}},
+                                                                  {"w/stem_b.npy", {8}},
+                                                                  {"w/dw_w.npy", {3, 3, 1, 8}},
+                                                                  {"w/dw_b.npy", {8}}};
+
+struct Compiled {
+  fs::path spec, bundle;
+};
+
+// Writes the spec and its weight files under kWork/name and compiles it (each test its own name:
+// ctest runs them in parallel processes).
+Compiled Compile(const std::string& name, const json& spec, const std::string& flags = "") {
+  const fs::path dir = kWork / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir / "w");
+  unsigned seed = 1;
+  for (const auto& [file, shape] : kWeightFiles)
+    padfold::write_npy_f32((dir / file).string(), shape, Random(Elements(shape), seed++).data());
+  Compiled c{dir / (name + ".json"), dir / "bundle"};
+  std::ofstream(c.spec) << spec.dump(2);
+  const auto r = run_command(std::string(PADFOLD_BIN) + " compile " + shell_quote(c.spec.string()) +
+                             " -o " + shell_quote(c.bundle.string()) + " --target host " + flags);
+  EXPECT_EQ(r.status, 0) << r.output;
+  return c;
+}
+
+struct Bundle {
+  pf_bundle* b = nullptr;
+  pf_model* m = nullptr;
+  char err[PF_ERRLEN] = "";
+  ~Bundle() {
+    pf_model_close(m);
+    pf_bundle_close(b);
+  }
+};
+
+using Tensors = std::map<std::string, std::vector<float>>;
+
+// The model run by hand: every kernel with pf_run, inputs from `inputs` and earlier outputs by
+// each buffer's source, weights read from the spec's own files.
+Tensors ByHand(const pf_bundle* b, const Compiled& c, const Tensors& inputs) {
+  Tensors t = inputs;
+  const json spec = json::parse(std::ifstream(c.spec));
+  for (int i = 0; i < pf_bundle_num_kernels(b); i++) {
+    const pf_kernel_desc* k = pf_bundle_kernel(b, i);
+    std::vector<std::vector<float>> weights;
+    std::vector<pf_tensor> ts;
+    weights.reserve(static_cast<size_t>(k->num_buffers));
+    for (int j = 0; j < k->num_buffers; j++) {
+      const pf_buffer_desc& d = k->buffers[j];
+      std::vector<float>* data = nullptr;
+      if (d.role == PF_ROLE_INPUT) {
+        data = &t.at(d.source);
+      } else if (d.role == PF_ROLE_OUTPUT) {
+        data = &t[k->layer];
+        data->assign(pf_buffer_bytes(&d) / sizeof(float), 0.0f);
+      } else {
+        std::string file;
+        for (const json& L : spec["layers"])
+          if (L["name"] == k->layer) file = L["weight_files"][d.name];
+        weights.push_back(padfold::read_npy_f32((c.spec.parent_path() / file).string()).data);
+        data = &weights.back();
+      }
+      ts.push_back(pf_tensor_of(&d, data->data(), data->size() * sizeof(float)));
+    }
+    char err[PF_ERRLEN];
+    EXPECT_EQ(pf_run(k, ts.data(), static_cast<int>(ts.size()), err, sizeof err), PF_OK) << err;
+  }
+  return t;
+}
+
+// pf_model_run equals the kernels run by hand, bit for bit.
+void ExpectModelMatchesKernels(const Compiled& c) {
+  Bundle h;
+  ASSERT_EQ(pf_bundle_open(c.bundle.c_str(), nullptr, &h.b, h.err, sizeof h.err), PF_OK) << h.err;
+  ASSERT_EQ(pf_model_open(h.b, nullptr, &h.m, h.err, sizeof h.err), PF_OK) << h.err;
+  ASSERT_EQ(pf_model_num_inputs(h.m), 1);
+  ASSERT_EQ(pf_model_num_outputs(h.m), 1);
+  const pf_buffer_desc* in = pf_model_input(h.m, 0);
+  const pf_buffer_desc* out = pf_model_output(h.m, 0);
+  EXPECT_STREQ(in->name, "stem.input");
+  EXPECT_STREQ(out->name, "join");
+  Tensors inputs = {{in->name, Random(pf_buffer_bytes(in) / sizeof(float), 42)}};
+  std::vector<float> y(pf_buffer_bytes(out) / sizeof(float), -1.0f);
+  pf_tensor ti = pf_tensor_of(in, inputs.begin()->second.data(), pf_buffer_bytes(in));
+  pf_tensor to = pf_tensor_of(out, y.data(), y.size() * sizeof(float));
+  ASSERT_EQ(pf_model_run(h.m, &ti, 1, &to, 1, h.err, sizeof h.err), PF_OK) << h.err;
+  const Tensors want = ByHand(h.b, c, inputs);
+  ASSERT_EQ(want.at("join").size(), y.size());
+  EXPECT_EQ(std::memcmp(want.at("join").data(), y.data(), y.size() * sizeof(float)), 0);
+  float max_abs = 0;
+  for (float v : y) max_abs = std::max(max_abs, std::abs(v));
+  EXPECT_GT(max_abs, 0.0f);  // not all zeros
+}
+
+TEST(ModelRun, WeightFilesCopiedIntoTheBundle) {
+  const Compiled c = Compile("files", GraphSpec("graph"));
+  for (const auto& [layer, buffer] : std::vector<std::pair<std::string, std::string>>{
+           {"stem", "weights"}, {"stem", "bias"}, {"dw", "weights"}, {"dw", "bias"}})
+    EXPECT_TRUE(fs::is_regular_file(c.bundle / "weights" / (layer + "_" + buffer + ".npy")));
+  ExpectModelMatchesKernels(c);
+}
+
+TEST(ModelRun, EmbeddedWeights) {
+  const Compiled c = Compile("embedded", GraphSpec("graph_embedded"), "--embed-weights");
+  EXPECT_FALSE(fs::exists(c.bundle / "weights"));
+  ExpectModelMatchesKernels(c);
+}
+
+TEST(ModelRun, CliRunsTheModel) {
+  const Compiled c = Compile("cli", GraphSpec("graph"));
+  const fs::path x = kWork / "cli" / "x.npy", y = kWork / "cli" / "y.npy",
+                 y2 = kWork / "cli" / "y2.npy";
+  const std::vector<float> xs = Random(7 * 7 * 3, 7);
+  padfold::write_npy_f32(x.string(), {1, 7, 7, 3}, xs.data());
+  fs::remove(y);
+  auto r = run_command(std::string(PADFOLD_BIN) + " run " + shell_quote(c.bundle.string()) +
+                       " --model --input " + shell_quote(x.string()) + " --output " +
+                       shell_quote(y.string()));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "ran model graph (4 kernels) on target ")) << r.output;
+  r = run_command(std::string(PADFOLD_BIN) + " run " + shell_quote(c.bundle.string()) +
+                  " --model --input stem.input=" + shell_quote(x.string()) +
+                  " --output join=" + shell_quote(y2.string()));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const padfold::NpyArray got = padfold::read_npy_f32(y.string()),
+                          got2 = padfold::read_npy_f32(y2.string());
+  EXPECT_EQ(got.data, got2.data);
+
+  Bundle h;
+  ASSERT_EQ(pf_bundle_open(c.bundle.c_str(), nullptr, &h.b, h.err, sizeof h.err), PF_OK) << h.err;
+  const Tensors want = ByHand(h.b, c, {{"stem.input", xs}});
+  EXPECT_EQ(got.shape, (std::vector<int64_t>{1, 4, 4, 8}));
+  EXPECT_EQ(got.data, want.at("join"));
+
+  r = run_command(std::string(PADFOLD_BIN) + " run " + shell_quote(c.bundle.string()) +
+                  " --model --input nope=" + shell_quote(x.string()) + " --output " +
+                  shell_quote(y.string()));
+  EXPECT_NE(r.status, 0);
+  // One model input: an argument naming no input is a file name.
+  EXPECT_TRUE(contains(r.output, "nope=" + x.string() + ": cannot open: No such file or directory"))
+      << r.output;
+  r = run_command(std::string(PADFOLD_BIN) + " run " + shell_quote(c.bundle.string()) +
+                  " --model --input " + shell_quote(x.string()) +
+                  " --output stem=" + shell_quote(y.string()));
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "layer 'stem' is not a model output (the model's outputs: join)"))
+      << r.output;
+  r = run_command(std::string(PADFOLD_BIN) + " run " + shell_quote(c.bundle.string()) +
+                  " --model --input " + shell_quote(x.string()) + " --output " +
+                  shell_quote(y.string()) + " --weights " + shell_quote(x.string()));
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "--model takes no --weights or --bias")) << r.output;
+}
+
+TEST(ModelRun, InputProducedOutsidePadfoldIsRefused) {
+  json spec = GraphSpec("outside");
+  spec["inputs"] = json::array(
+      {{{"name", "x"}, {"shape", {1, 7, 7, 3}}, {"produced_by", "ONNX node 'resize_1' (Resize)"}}});
+  spec["layers"][0].erase("input_shape");
+  spec["layers"][0]["input"] = "x";
+  const Compiled c = Compile("outside", spec);
+  const auto r = run_command(std::string(PADFOLD_BIN) + " run " + shell_quote(c.bundle.string()) +
+                             " --model --input x.npy --output y.npy");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output,
+                       "model input 'x' is produced by ONNX node 'resize_1' (Resize), which "
+                       "padfold does not generate: run the kernels one by one"))
+      << r.output;
+}
+
+TEST(ModelRun, LayerWithoutWeightFilesIsRefused) {
+  json spec = GraphSpec("noweights");
+  spec["layers"][1].erase("weight_files");
+  const Compiled c = Compile("noweights", spec);
+  Bundle h;
+  ASSERT_EQ(pf_bundle_open(c.bundle.c_str(), nullptr, &h.b, h.err, sizeof h.err), PF_OK) << h.err;
+  EXPECT_EQ(pf_model_open(h.b, nullptr, &h.m, h.err, sizeof h.err), PF_ERR_GRAPH);
+  EXPECT_TRUE(contains(h.err, "kernel 'dw' buffer 'weights' has no values")) << h.err;
+}
+
+}  // namespace
