@@ -15,9 +15,13 @@ const std::pair<TargetFamily, const char*> kFamilyNames[] = {
     {TargetFamily::Generic, "generic"},
 };
 const std::pair<OpClass, const char*> kOpClassNames[] = {
-    {OpClass::Dense, "dense"},         {OpClass::Stem, "stem"},
-    {OpClass::Pointwise, "pointwise"}, {OpClass::Depthwise, "depthwise"},
-    {OpClass::Pooling, "pooling"},     {OpClass::Transposed, "transposed"},
+    {OpClass::Dense, "dense"},
+    {OpClass::Stem, "stem"},
+    {OpClass::Pointwise, "pointwise"},
+    {OpClass::Depthwise, "depthwise"},
+    {OpClass::Pooling, "pooling"},
+    {OpClass::Transposed, "transposed"},
+    {OpClass::Elementwise, "elementwise"},
 };
 
 template <typename E, size_t N>
@@ -68,6 +72,7 @@ TargetFamily target_family(const Halide::Target& t) {
 OpClass classify(const Layer& L) {
   if (L.op == Op::ConvTranspose) return OpClass::Transposed;
   if (L.op == Op::MaxPool || L.op == Op::AvgPool) return OpClass::Pooling;
+  if (L.is_join()) return OpClass::Elementwise;
   const int64_t in_per_group = L.in_channels / L.groups;
   if (in_per_group == 1 && L.groups > 1) return OpClass::Depthwise;
   bool pointwise = true;

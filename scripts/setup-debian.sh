@@ -39,3 +39,20 @@ if ! cmp -s scripts/requirements.txt "$venv/.installed-requirements"; then
   "$venv/bin/python" -m pip install --disable-pip-version-check -q -r scripts/requirements.txt
   cp scripts/requirements.txt "$venv/.installed-requirements"
 fi
+
+# A real model for the import tests: PaddleOCR's text detector, shipped inside a PyPI wheel
+# (Apache-2.0). Only the .onnx file is kept, in .venv/models/.
+model=$venv/models/ch_PP-OCRv4_det_infer.onnx
+if [ ! -f "$model" ]; then
+  "$venv/bin/python" -m pip download --disable-pip-version-check -q --no-deps \
+    rapidocr-onnxruntime==1.4.4 -d "$venv/wheels"
+  "$venv/bin/python" - "$venv/wheels/rapidocr_onnxruntime-1.4.4-py3-none-any.whl" "$model" <<'PY'
+import pathlib, sys, zipfile
+wheel, out = sys.argv[1], pathlib.Path(sys.argv[2])
+out.parent.mkdir(parents=True, exist_ok=True)
+data = zipfile.ZipFile(wheel).read("rapidocr_onnxruntime/models/" + out.name)
+tmp = out.with_suffix(".partial")
+tmp.write_bytes(data)
+tmp.replace(out)
+PY
+fi

@@ -244,11 +244,44 @@ void build_avg_pool(Algorithm& a, const Layer& L) {
   a.output(a.vars) = a.reduce(a.vars) / divisor;
 }
 
+void build_add(Algorithm& a) {
+  Expr sum = a.inputs[0](a.vars);
+  for (size_t i = 1; i < a.inputs.size(); ++i) sum = sum + a.inputs[i](a.vars);
+  a.output(a.vars) = activate(sum, *a.layer);
+}
+
+// Input i holds channels [offset_i, offset_i + channels_i) of the output. Each read is clamped to
+// its input's channels, so bounds inference asks no input for channels it does not have.
+void build_concat(Algorithm& a) {
+  const Layer& L = *a.layer;
+  const size_t ch = L.layout.channels_last ? 0 : a.vars.size() - 2;  // Halide order
+  auto read = [&](size_t i, int offset) {
+    std::vector<Expr> args(a.vars.begin(), a.vars.end());
+    args[ch] = clamp(a.c - offset, 0, static_cast<int>(L.input_channels[i]) - 1);
+    return a.inputs[i](args);
+  };
+  int offset = 0;
+  std::vector<int> starts;
+  for (int64_t c : L.input_channels) {
+    starts.push_back(offset);
+    offset += static_cast<int>(c);
+  }
+  Expr v = read(a.inputs.size() - 1, starts.back());
+  for (size_t i = a.inputs.size() - 1; i-- > 0;)
+    v = select(a.c < starts[i + 1], read(i, starts[i]), v);
+  a.output(a.vars) = v;
+}
+
 }  // namespace
 
 std::vector<BufferInfo> buffer_infos(const Layer& L) {
   std::vector<BufferInfo> out;
-  out.push_back({"input", "input", L.layout.name(), L.input_shape()});
+  if (L.is_join()) {
+    for (size_t i = 0; i < L.inputs.size(); ++i)
+      out.push_back({"input" + std::to_string(i), "input", L.layout.name(), L.input_shape(i)});
+  } else {
+    out.push_back({"input", "input", L.layout.name(), L.input_shape()});
+  }
   if (L.has_weights())
     out.push_back({"weights", "weights", L.weight_layout.order, L.weight_shape()});
   if (L.bias) out.push_back({"bias", "bias", "O", {L.out_channels}});
@@ -267,6 +300,7 @@ Algorithm build_algorithm(const Layer& L) {
       bp.param = ImageParam(Float(32), static_cast<int>(b.shape.size()), L.name + "_" + b.name);
       fix_shape(bp.param, b.shape);
       (b.role == "input" ? a.input : b.role == "weights" ? a.weights : a.bias) = bp.param;
+      if (b.role == "input") a.inputs.push_back(bp.param);
     }
     a.buffers.push_back(bp);
   }
@@ -280,7 +314,7 @@ Algorithm build_algorithm(const Layer& L) {
   if (!L.layout.channels_last) a.vars.push_back(a.c);
   a.vars.push_back(a.n);
 
-  a.reduce = Func(L.name + "_reduce");
+  if (!L.is_join()) a.reduce = Func(L.name + "_reduce");
   a.output = Func(L.name);
   switch (L.op) {
     case Op::Conv:
@@ -294,6 +328,12 @@ Algorithm build_algorithm(const Layer& L) {
       break;
     case Op::AvgPool:
       build_avg_pool(a, L);
+      break;
+    case Op::Add:
+      build_add(a);
+      break;
+    case Op::Concat:
+      build_concat(a);
       break;
   }
   if (!a.output.defined()) {

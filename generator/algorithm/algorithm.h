@@ -11,9 +11,10 @@
 
 namespace padfold {
 
-// A buffer of a layer in manifest order (input, weights?, bias?, output).
+// A buffer of a layer in manifest order (input, weights?, bias?, output; add and concat:
+// input0..input<n-1>, output).
 struct BufferInfo {
-  std::string name;  // input, weights, bias, output
+  std::string name;  // input, input0.., weights, bias, output
   std::string role;  // the runtime's role of the buffer: the name, for a single layer
   std::string layout;
   std::vector<int64_t> shape;  // outermost first
@@ -31,8 +32,10 @@ struct Algorithm {
   const Layer* layer = nullptr;
 
   Halide::ImageParam input, weights, bias;  // weights/bias undefined when the op has none
+  std::vector<Halide::ImageParam> inputs;   // every input: {input}, or add's and concat's
   Halide::Func bordered;  // the input seen through the border mode, infinite along spatial axes
-  Halide::Func reduce;    // the reduction (conv sum, pool max/sum), args in `vars` order
+  Halide::Func reduce;    // the reduction (conv sum, pool max/sum), args in `vars` order;
+                          // undefined for add and concat
   Halide::Func output;    // bias, activation, averaging; args in `vars` order
 
   // Pure variables in the output buffer's dimension order (Halide order: innermost first).

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "emit/weights.h"
 #include "frontend/spec.h"
 
 namespace {
@@ -22,13 +23,19 @@ std::string axis_name(size_t i, size_t dims) {
 }
 
 std::string padding_text(const padfold::Layer& l) {
+  if (l.is_join()) return "-";
   const std::string mode = padfold::to_string(l.padding.mode);
   return l.padding.written == mode ? mode : l.padding.written + " -> " + mode;
 }
 
 std::string border_text(const padfold::Layer& l) {
+  if (l.is_join()) return "-";
   if (l.border == padfold::Border::Constant) return fmt::format("constant({})", l.border_value);
   return padfold::to_string(l.border);
+}
+
+bool implicit_input(const padfold::Layer& l) {
+  return l.inputs.size() == 1 && l.inputs[0] == l.name + ".input";
 }
 
 json layer_json(const padfold::Layer& l) {
@@ -39,7 +46,8 @@ json layer_json(const padfold::Layer& l) {
   }
   json j = {{"name", l.name},
             {"op", l.op_name},
-            {"input", l.input_from.empty() ? json() : json(l.input_from)},
+            {"input", implicit_input(l) ? json() : json(l.inputs.front())},
+            {"inputs", l.inputs},
             {"layout", l.layout.name()},
             {"input_shape", l.input_shape()},
             {"output_shape", l.output_shape_full()},
@@ -61,28 +69,54 @@ json layer_json(const padfold::Layer& l) {
             {"flops", l.flops()}};
   if (l.border == padfold::Border::Constant) j["border_value"] = l.border_value;
   if (l.activation == padfold::Activation::LeakyRelu) j["activation_alpha"] = l.activation_alpha;
+  if (!l.weights_file.empty()) j["weight_files"] = {{"weights", l.weights_file}};
+  if (!l.bias_file.empty()) j["weight_files"]["bias"] = l.bias_file;
   return j;
+}
+
+json input_json(const padfold::ModelInput& in) {
+  return {{"name", in.name},
+          {"layout", in.layout.name()},
+          {"dtype", padfold::to_string(in.dtype)},
+          {"shape", in.shape},
+          {"produced_by", in.produced_by.empty() ? json() : json(in.produced_by)}};
+}
+
+// "yes", or why `pf_model_run` cannot run the model whole.
+std::string whole_model_run(const padfold::Model& m) {
+  for (const auto& in : m.inputs)
+    if (!in.produced_by.empty())
+      return fmt::format("no: input '{}' comes from {}", in.name, in.produced_by);
+  for (const auto& l : m.layers)
+    if (l.has_weights() && l.weights_file.empty())
+      return fmt::format("no: layer '{}' names no weight_files", l.name);
+  return "yes";
 }
 
 void run_check(const CheckOptions& o) {
   const padfold::Model m = padfold::load_spec(o.spec);
+  padfold::check_weight_files(m);
   if (o.json) {
-    json j = {{"model", m.name}, {"file", m.file}, {"layers", json::array()}};
+    json j = {{"model", m.name},         {"file", m.file},
+              {"inputs", json::array()}, {"layers", json::array()},
+              {"outputs", m.outputs},    {"whole_model_run", whole_model_run(m)}};
+    for (const auto& in : m.inputs) j["inputs"].push_back(input_json(in));
     for (const auto& l : m.layers) j["layers"].push_back(layer_json(l));
     fmt::print("{}\n", j.dump(2));
     return;
   }
-  std::vector<std::vector<std::string>> rows = {
-      {"layer", "op", "input", "pads (before,after)", "output", "asym", "border", "padding"}};
+  std::vector<std::vector<std::string>> rows = {{"layer", "op", "reads", "input",
+                                                 "pads (before,after)", "output", "asym", "border",
+                                                 "padding"}};
   double flops = 0;
   for (const auto& l : m.layers) {
     std::vector<std::string> pads;
     for (size_t i = 0; i < l.pads.axes.size(); ++i)
       pads.push_back(fmt::format("{}({},{})", axis_name(i, l.pads.axes.size()),
                                  l.pads.axes[i].before, l.pads.axes[i].after));
-    rows.push_back({l.name, l.op_name,
+    rows.push_back({l.name, l.op_name, fmt::format("{}", fmt::join(l.inputs, ",")),
                     fmt::format("{} {}", l.layout.name(), fmt::join(l.input_shape(), "x")),
-                    fmt::format("{}", fmt::join(pads, " ")),
+                    l.is_join() ? "-" : fmt::format("{}", fmt::join(pads, " ")),
                     fmt::format("{}", fmt::join(l.output_shape_full(), "x")),
                     l.pads.asymmetric ? "yes" : "no", border_text(l), padding_text(l)});
     flops += l.flops();
@@ -96,7 +130,12 @@ void run_check(const CheckOptions& o) {
       line += fmt::format("{:<{}}", row[c], c + 1 < row.size() ? width[c] + 2 : 0);
     fmt::print("{}\n", line);
   }
-  fmt::print("\n{}: model '{}', {} layer(s), {:.3f} MFLOP, OK\n", m.file, m.name, m.layers.size(),
+  fmt::print("\n");
+  for (const auto& in : m.inputs)
+    fmt::print("input {}: {} {}{}\n", in.name, in.layout.name(), fmt::join(in.shape, "x"),
+               in.produced_by.empty() ? "" : " (from " + in.produced_by + ")");
+  fmt::print("outputs: {}\nwhole-model run: {}\n", fmt::join(m.outputs, ", "), whole_model_run(m));
+  fmt::print("{}: model '{}', {} layer(s), {:.3f} MFLOP, OK\n", m.file, m.name, m.layers.size(),
              flops / 1e6);
 }
 

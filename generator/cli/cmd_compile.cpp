@@ -15,6 +15,7 @@ struct CompileArgs {
   std::string spec, out, schedules;
   std::vector<std::string> targets{"host"};
   bool emit_stmt = false;
+  bool embed_weights = false;
   int jobs = 0;
   double kernel_timeout = 600;
 };
@@ -35,6 +36,7 @@ void run_compile(const CompileArgs& a) {
   opt.out_dir = a.out;
   opt.targets = a.targets;
   opt.emit_stmt = a.emit_stmt;
+  opt.embed_weights = a.embed_weights;
   opt.jobs = a.jobs;
   opt.kernel_timeout_s = a.kernel_timeout;
   if (!a.schedules.empty()) opt.schedule_overrides = read_schedules(a.schedules);
@@ -106,5 +108,8 @@ void add_compile_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--emit-stmt", args->emit_stmt,
                 "also write each kernel's lowered Halide statement (<target>/<layer>.stmt)");
+  cmd->add_flag("--embed-weights", args->embed_weights,
+                "bake the spec's weight_files into every target's library (for embedded builds "
+                "with no file system) instead of copying them into the bundle's weights/");
   cmd->callback([args] { run_compile(*args); });
 }

@@ -1,21 +1,26 @@
 #include "emit/bundle.h"
 
 #include <Halide.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <kainjow/mustache.hpp>
+#include <optional>
 
+#include "cli/npy.h"
 #include "compile/lower.h"
 #include "compile/process.h"
 #include "compile/target.h"
 #include "emit/bundle_dir.h"
 #include "emit/data_dir.h"
 #include "emit/fault_injection.h"
+#include "emit/weights.h"
 #include "padfold_templates.h"
 
 namespace padfold {
@@ -52,6 +57,68 @@ std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
     s *= shape[i];
   }
   return strides;
+}
+
+// A C string literal of any text (a produced_by note is the user's).
+std::string c_string(const std::string& text) {
+  std::string out = "\"";
+  for (unsigned char ch : text) {
+    if (ch == '"' || ch == '\\')
+      out += std::string("\\") + static_cast<char>(ch);
+    else if (ch >= 0x20 && ch < 0x7f && ch != '?')  // '?': no trigraphs
+      out += static_cast<char>(ch);
+    else
+      out += fmt::format("\\{:03o}", ch);
+  }
+  return out + "\"";
+}
+
+// The weights of the model's layers, read and checked once: copied into the bundle or baked into
+// its libraries.
+struct BundleWeights {
+  bool embedded = false;
+  std::vector<WeightFile> files;
+  std::vector<std::vector<float>> data;  // per file
+
+  const WeightFile* find(const Layer& L, const std::string& buffer) const {
+    for (const WeightFile& w : files)
+      if (w.layer == &L && w.buffer == buffer) return &w;
+    return nullptr;
+  }
+  // The C symbol of an embedded buffer's values.
+  static std::string symbol(const Model& model, const WeightFile& w) {
+    return kernel_function_name(model, *w.layer) + "_" + w.buffer + "_data";
+  }
+};
+
+// Where a buffer's values come from in a whole-model run (pf_buffer_desc.source): the tensor
+// feeding an input buffer, the bundle's .npy file of weights and bias (none when embedded).
+std::optional<std::string> buffer_source(const Layer& L, const BufferInfo& b, size_t input_index,
+                                         const BundleWeights& weights) {
+  if (b.role == "input") return L.inputs.at(input_index);
+  if (b.role == "output" || weights.embedded) return std::nullopt;
+  const WeightFile* w = weights.find(L, b.name);
+  return w ? std::optional<std::string>(w->bundle_path()) : std::nullopt;
+}
+
+// The embedded weights as C arrays of their float32 bits (exact, and faster to compile than
+// float literals), one per buffer; registry.c's data pointers name them.
+std::string embedded_weights_c(const Model& model, const BundleWeights& weights) {
+  std::string out;
+  for (size_t i = 0; i < weights.files.size(); ++i) {
+    const std::vector<float>& values = weights.data[i];
+    out += fmt::format("static const uint32_t {}[{}] = {{",
+                       BundleWeights::symbol(model, weights.files[i]),
+                       std::max<size_t>(values.size(), 1));
+    for (size_t k = 0; k < values.size(); ++k) {
+      uint32_t bits;
+      std::memcpy(&bits, &values[k], sizeof bits);
+      out += fmt::format("{}0x{:08x}u", k % 8 ? " " : "\n    ", bits);
+      if (k + 1 < values.size()) out += ",";
+    }
+    out += "};\n";
+  }
+  return out;
 }
 
 // The runtime's pf_role for a buffer role (runtime/include/padfold_runtime.h).
@@ -216,29 +283,61 @@ void build_target_libraries(const std::vector<TargetPlan>& plans, const Model& m
     if (!results[i].ok) throw std::runtime_error(jobs[i].label + ": " + results[i].error);
 }
 
-json kernel_buffers_json(const Layer& L) {
+json kernel_buffers_json(const Layer& L, const BundleWeights& weights) {
   json buffers = json::array();
-  for (const BufferInfo& b : buffer_infos(L))
+  size_t inputs = 0;
+  for (const BufferInfo& b : buffer_infos(L)) {
+    const auto source = buffer_source(L, b, inputs, weights);
+    if (b.role == "input") ++inputs;
     buffers.push_back({{"name", b.name},
                        {"role", b.role},
                        {"dtype", "float32"},
                        {"layout", b.layout},
                        {"shape", b.shape},
-                       {"strides", dense_strides(b.shape)}});
+                       {"strides", dense_strides(b.shape)},
+                       {"source", source ? json(*source) : json(nullptr)}});
+  }
   return buffers;
 }
 
-kainjow::mustache::list registry_kernels(const Model& model) {
+json graph_json(const Model& model) {
+  json inputs = json::array();
+  for (const ModelInput& in : model.inputs)
+    inputs.push_back(
+        {{"name", in.name},
+         {"dtype", to_string(in.dtype)},
+         {"layout", in.layout.name()},
+         {"shape", in.shape},
+         {"strides", dense_strides(in.shape)},
+         {"produced_by", in.produced_by.empty() ? json(nullptr) : json(in.produced_by)}});
+  return {{"inputs", inputs}, {"outputs", model.outputs}};
+}
+
+kainjow::mustache::object buffer_entry(const std::string& name, const std::string& role,
+                                       const std::string& layout, const std::vector<int64_t>& shape,
+                                       const std::optional<std::string>& source,
+                                       const std::string& data) {
+  return {{"name", name},
+          {"role", role_enum(role)},
+          {"layout", layout},
+          {"rank", std::to_string(shape.size())},
+          {"shape", joined(shape)},
+          {"strides", joined(dense_strides(shape))},
+          {"source", source ? c_string(*source) : "NULL"},
+          {"data", data.empty() ? "NULL" : data}};
+}
+
+kainjow::mustache::list registry_kernels(const Model& model, const BundleWeights& weights) {
   kainjow::mustache::list kernels;
   for (const Layer& L : model.layers) {
     kainjow::mustache::list buffers;
+    size_t inputs = 0;
     for (const BufferInfo& b : buffer_infos(L)) {
-      buffers.push_back(kainjow::mustache::object{{"name", b.name},
-                                                  {"role", role_enum(b.role)},
-                                                  {"layout", b.layout},
-                                                  {"rank", std::to_string(b.shape.size())},
-                                                  {"shape", joined(b.shape)},
-                                                  {"strides", joined(dense_strides(b.shape))}});
+      const auto source = buffer_source(L, b, inputs, weights);
+      if (b.role == "input") ++inputs;
+      const WeightFile* w = weights.embedded ? weights.find(L, b.name) : nullptr;
+      buffers.push_back(buffer_entry(b.name, b.role, b.layout, b.shape, source,
+                                     w ? BundleWeights::symbol(model, *w) : ""));
     }
     kernels.push_back(kainjow::mustache::object{{"layer", L.name},
                                                 {"function", kernel_function_name(model, L)},
@@ -250,7 +349,8 @@ kainjow::mustache::list registry_kernels(const Model& model) {
 }
 
 // registry.c and bundle_entry.c: the kernel table the runtime reads, and the bundle's entry point.
-void write_registry_sources(const TargetPlan& t, const Model& model) {
+void write_registry_sources(const TargetPlan& t, const Model& model, const BundleWeights& weights,
+                            const std::string& embedded_data) {
   const std::string model_id = c_identifier(model.name);
   kainjow::mustache::data data;
   data.set("version", PADFOLD_VERSION);
@@ -258,7 +358,19 @@ void write_registry_sources(const TargetPlan& t, const Model& model) {
   data.set("model", model_id);
   data.set("registry_symbol", "padfold_registry_" + model_id);
   data.set("num_kernels", std::to_string(model.layers.size()));
-  data.set("kernels", registry_kernels(model));
+  data.set("kernels", registry_kernels(model, weights));
+  kainjow::mustache::list inputs, outputs;
+  for (const ModelInput& in : model.inputs)
+    inputs.push_back(
+        buffer_entry(in.name, "input", in.layout.name(), in.shape,
+                     in.produced_by.empty() ? std::nullopt : std::optional(in.produced_by), ""));
+  for (const std::string& name : model.outputs)
+    outputs.push_back(kainjow::mustache::object{{"name", name}});
+  data.set("inputs", inputs);
+  data.set("num_inputs", std::to_string(model.inputs.size()));
+  data.set("outputs", outputs);
+  data.set("num_outputs", std::to_string(model.outputs.size()));
+  data.set("embedded_weights", embedded_data);
   write_file(t.dir / "registry.c", render(templates::registry_c, data));
   write_file(t.dir / "bundle_entry.c", render(templates::bundle_entry_c, data));
 }
@@ -296,9 +408,10 @@ json target_schedules(const TargetPlan& t, const std::vector<KernelTask>& tasks,
 
 // Registry sources, shared library and the target's manifest entry.
 json finish_target(const TargetPlan& t, const Model& model, const fs::path& root,
-                   const std::vector<KernelTask>& tasks, size_t target_index) {
+                   const std::vector<KernelTask>& tasks, size_t target_index,
+                   const BundleWeights& weights, const std::string& embedded_data) {
   const std::string model_id = c_identifier(model.name);
-  write_registry_sources(t, model);
+  write_registry_sources(t, model, weights, embedded_data);
   const json shared = link_shared_library(t, model, root);
   fs::remove_all(t.dir / "obj");
   const std::string tune = tuning_name(t.target);
@@ -317,7 +430,7 @@ json finish_target(const TargetPlan& t, const Model& model, const fs::path& root
           {"schedules", target_schedules(t, tasks, target_index)}};
 }
 
-json kernel_manifest(const Model& model, const Layer& L) {
+json kernel_manifest(const Model& model, const Layer& L, const BundleWeights& weights) {
   json pads_before = json::array(), pads_after = json::array();
   for (const AxisPads& p : L.pads.axes) {
     pads_before.push_back(p.before);
@@ -326,7 +439,7 @@ json kernel_manifest(const Model& model, const Layer& L) {
   return {{"layer", L.name},
           {"function", kernel_function_name(model, L)},
           {"op", L.op_name},
-          {"buffers", kernel_buffers_json(L)},
+          {"buffers", kernel_buffers_json(L, weights)},
           {"pads_before", pads_before},
           {"pads_after", pads_after},
           {"border", to_string(L.border)},
@@ -399,8 +512,19 @@ std::vector<KernelReport> compile_bundle(const Model& model, const CompileOption
       continue;
     plans.push_back({target, dir, {}});
   }
+  // Weights are read and checked before anything is compiled.
+  BundleWeights weights;
+  weights.embedded = opt.embed_weights;
+  weights.files = weight_files(model);
+  for (const WeightFile& w : weights.files) weights.data.push_back(read_weight_file(model, w));
   StagedDirectory staged(opt.out_dir);
   const fs::path root = staged.path();
+  if (!weights.embedded && !weights.files.empty()) {
+    fs::create_directories(root / "weights");
+    for (size_t i = 0; i < weights.files.size(); ++i)
+      write_npy_f32((root / weights.files[i].bundle_path()).string(), weights.files[i].shape,
+                    weights.data[i].data());
+  }
   for (TargetPlan& t : plans) {
     t.dir = root / t.name;
     fs::create_directories(t.dir / "obj");
@@ -444,9 +568,14 @@ std::vector<KernelReport> compile_bundle(const Model& model, const CompileOption
   json manifest = {{"format", "padfold-bundle"},         {"format_version", kBundleFormatVersion},
                    {"padfold_version", PADFOLD_VERSION}, {"model", c_identifier(model.name)},
                    {"targets", json::array()},           {"kernels", json::array()}};
+  manifest["graph"] = graph_json(model);
+  manifest["embedded_weights"] = weights.embedded;
+  const std::string embedded_data = weights.embedded ? embedded_weights_c(model, weights) : "";
   for (size_t t = 0; t < plans.size(); ++t)
-    manifest["targets"].push_back(finish_target(plans[t], model, root, tasks, t));
-  for (const Layer& L : model.layers) manifest["kernels"].push_back(kernel_manifest(model, L));
+    manifest["targets"].push_back(
+        finish_target(plans[t], model, root, tasks, t, weights, embedded_data));
+  for (const Layer& L : model.layers)
+    manifest["kernels"].push_back(kernel_manifest(model, L, weights));
   write_consumer_files(model, plans, root);
   write_file(root / "manifest.json", manifest.dump(2) + "\n");
   staged.commit();

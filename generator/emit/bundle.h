@@ -12,7 +12,7 @@
 
 namespace padfold {
 
-constexpr int kBundleFormatVersion = 1;
+constexpr int kBundleFormatVersion = 2;
 
 struct CompileOptions {
   std::vector<std::string> targets{"host"};  // target names (resolve_target), best first
@@ -21,6 +21,9 @@ struct CompileOptions {
   nlohmann::json schedule_overrides = nlohmann::json::object();  // layer name -> parameters
   int jobs = 0;                   // compile workers at once; 0 = one per core
   double kernel_timeout_s = 600;  // a kernel still compiling after this long has failed
+  // Bake the spec's weight_files into every target's library (registry data pointers) instead of
+  // copying them into the bundle's weights/ folder.
+  bool embed_weights = false;
 };
 
 struct KernelReport {

@@ -54,8 +54,8 @@ std::vector<AxisParams> Layer::axes() const {
   return a;
 }
 
-std::vector<int64_t> Layer::input_shape() const {
-  return with_n_c(*this, in_channels, in_spatial);
+std::vector<int64_t> Layer::input_shape(size_t i) const {
+  return with_n_c(*this, i < input_channels.size() ? input_channels[i] : in_channels, in_spatial);
 }
 
 std::vector<int64_t> Layer::output_shape_full() const {
@@ -88,6 +88,10 @@ double Layer::flops() const {
     case Op::MaxPool:
     case Op::AvgPool:
       return n * in_channels * product(out_spatial) * k;
+    case Op::Add:  // one add per output for each input after the first
+      return n * out_channels * product(out_spatial) * static_cast<double>(inputs.size() - 1);
+    case Op::Concat:
+      return 0;
   }
   return 0;
 }
@@ -96,6 +100,18 @@ std::optional<int64_t> buffer_bytes(const std::vector<int64_t>& shape, DType dty
   const int64_t element = dtype == DType::F32 ? 4 : dtype == DType::F16 ? 2 : 1;
   const std::optional<int64_t> count = checked_product(shape);
   return count ? checked_mul(*count, element) : std::nullopt;
+}
+
+const Layer* Model::find_layer(const std::string& layer) const {
+  for (const Layer& l : layers)
+    if (l.name == layer) return &l;
+  return nullptr;
+}
+
+const ModelInput* Model::find_input(const std::string& input) const {
+  for (const ModelInput& i : inputs)
+    if (i.name == input) return &i;
+  return nullptr;
 }
 
 bool Layer::ignores_padding() const {

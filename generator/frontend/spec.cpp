@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
@@ -20,14 +21,17 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::vector<std::string> kTopKeys = {"$schema", "description", "model", "defaults", "layers"};
+const std::vector<std::string> kTopKeys = {"$schema", "description", "model",  "defaults",
+                                           "inputs",  "layers",      "outputs"};
+const std::vector<std::string> kInputKeys = {"name",   "description", "shape",
+                                             "layout", "dtype",       "produced_by"};
 const std::vector<std::string> kDefaultKeys = {"layout", "weight_layout", "dtype", "border"};
 // clang-format off
 const std::vector<std::string> kLayerKeys = {
     "name", "description", "op", "input", "input_shape", "layout", "dtype", "weight_layout",
     "out_channels", "kernel", "stride", "dilation", "groups", "depth_multiplier", "padding",
     "convention", "output_padding", "output_shape", "ceil_mode", "count_include_pad", "border",
-    "bias", "activation"};
+    "bias", "activation", "weight_files"};
 // clang-format on
 
 // Layer fields that only some ops take; every other op rejects them.
@@ -36,12 +40,23 @@ struct OpOnly {
   std::vector<Op> ops;
   const char* ops_text;
 };
+constexpr std::initializer_list<Op> kWindowOps = {Op::Conv, Op::ConvTranspose, Op::MaxPool,
+                                                  Op::AvgPool};
 const std::vector<OpOnly> kOpOnly = {
+    {"input_shape", kWindowOps,
+     "convolutions and pools (add and concat take their inputs' shapes)"},
+    {"kernel", kWindowOps, "convolutions and pools"},
+    {"stride", kWindowOps, "convolutions and pools"},
+    {"dilation", kWindowOps, "convolutions and pools"},
+    {"padding", kWindowOps, "convolutions and pools"},
+    {"convention", kWindowOps, "convolutions and pools"},
+    {"border", kWindowOps, "convolutions and pools"},
     {"out_channels", {Op::Conv, Op::ConvTranspose}, "convolutions"},
     {"groups", {Op::Conv, Op::ConvTranspose}, "convolutions"},
     {"weight_layout", {Op::Conv, Op::ConvTranspose}, "convolutions (pools have no weights)"},
     {"bias", {Op::Conv, Op::ConvTranspose}, "convolutions"},
-    {"activation", {Op::Conv, Op::ConvTranspose}, "convolutions"},
+    {"activation", {Op::Conv, Op::ConvTranspose, Op::Add}, "convolutions and add"},
+    {"weight_files", {Op::Conv, Op::ConvTranspose}, "convolutions"},
     {"depth_multiplier", {Op::Conv}, "conv1d/conv2d/conv3d"},
     {"output_padding", {Op::ConvTranspose}, "conv_transpose layers"},
     {"output_shape", {Op::ConvTranspose}, "conv_transpose layers"},
@@ -183,6 +198,7 @@ std::optional<OpInfo> parse_op(const std::string& name) {
   }
   const auto op = value_of(kOpNames, base);
   if (!op || (dims == 0 && op_needs_dims(*op))) return std::nullopt;
+  if (dims != 0 && (*op == Op::Add || *op == Op::Concat)) return std::nullopt;  // dims of inputs
   return OpInfo{*op, dims};
 }
 
@@ -192,6 +208,8 @@ std::string op_names() {
   for (const auto& e : kOpNames) {
     if (op_needs_dims(e.value))
       for (int d = 1; d <= 3; ++d) names.push_back(fmt::format("{}{}d", e.name, d));
+    else if (e.value == Op::Add || e.value == Op::Concat)
+      names.push_back(e.name);
     else
       names.push_back(std::string(e.name) + "[1d|2d|3d]");
   }
@@ -253,18 +271,26 @@ class Parser {
     for (const auto& l : layers)
       if (l.is_object() && l.contains("name") && l["name"].is_string())
         all_names_.insert(l["name"].get<std::string>());
+    if (root.contains("inputs")) parse_inputs(root["inputs"], m);
     for (size_t i = 0; i < layers.size(); ++i) {
       m.layers.push_back(parse_layer(layers[i], i, m));
-      index_.emplace(m.layers.back().name, i);
+      const Layer& l = m.layers.back();
+      index_.emplace(l.name, i);
+      if (l.inputs.size() == 1 && l.inputs[0] == implicit_input(l.name)) {
+        input_index_.emplace(l.inputs[0], m.inputs.size());
+        m.inputs.push_back({l.inputs[0], "", "", l.layout, l.dtype, l.input_shape()});
+      }
     }
+    parse_outputs(root, m);
     return m;
   }
 
  private:
   Ctx top_;
   Defaults defaults_;
-  std::unordered_set<std::string> all_names_;      // every layer name in the file
-  std::unordered_map<std::string, size_t> index_;  // the layers parsed so far, by name
+  std::unordered_set<std::string> all_names_;            // every layer name in the file
+  std::unordered_map<std::string, size_t> index_;        // the layers parsed so far, by name
+  std::unordered_map<std::string, size_t> input_index_;  // model inputs, by name
 
   // Halide defines, beside each kernel function, symbols with these suffixes.
   static constexpr const char* kSymbolSuffixes[] = {"_argv", "_metadata"};
@@ -280,6 +306,85 @@ class Parser {
   const Layer* find_layer(const Model& m, const std::string& name) const {
     const auto it = index_.find(name);
     return it == index_.end() ? nullptr : &m.layers[it->second];
+  }
+
+  // The model input a layer with input_shape and no input reads.
+  static std::string implicit_input(const std::string& layer) { return layer + ".input"; }
+
+  void parse_inputs(const json& list, Model& m) {
+    const char* expected = "a list of {\"name\", \"shape\", ...} objects";
+    if (!list.is_array()) top_.fail("inputs", describe(list), expected);
+    for (size_t i = 0; i < list.size(); ++i) {
+      const json& j = list[i];
+      const std::string at = fmt::format("inputs[{}]", i);
+      if (!j.is_object()) top_.fail(at, describe(j), expected);
+      top_.check_keys(j, kInputKeys, at + ".");
+      ModelInput in;
+      if (!j.contains("name")) top_.fail(at + ".name", "missing", "the tensor's name");
+      in.name = top_.get_string(j["name"], at + ".name", "a C identifier");
+      check_name_length(top_, at + ".name", in.name);
+      if (!is_identifier(in.name))
+        top_.fail(at + ".name", "'" + in.name + "'", "a C identifier ([A-Za-z_][A-Za-z0-9_]*)");
+      if (input_index_.count(in.name) || all_names_.count(in.name))
+        top_.fail(at + ".name", "'" + in.name + "' is already the name of an input or a layer",
+                  "a name of its own (layers and inputs name the tensors layers read)");
+      for (const char* text : {"description", "produced_by"})
+        if (j.contains(text))
+          (text[0] == 'd' ? in.description : in.produced_by) =
+              top_.get_string(j[text], at + "." + text, "a string");
+      if (!j.contains("shape")) top_.fail(at + ".shape", "missing", "the shape in layout order");
+      const json& shape = j["shape"];
+      const char* shape_expected = "a list of 3 to 5 positive sizes in layout order";
+      if (!shape.is_array() || shape.size() < 3 || shape.size() > 5)
+        top_.fail(at + ".shape", describe(shape), shape_expected);
+      for (const auto& e : shape) in.shape.push_back(top_.get_positive(e, at + ".shape"));
+      const int dims = static_cast<int>(in.shape.size()) - 2;
+      std::string layout_field = at + ".layout", text;
+      if (j.contains("layout")) {
+        text = top_.get_string(j["layout"], layout_field, "a layout name");
+      } else if (defaults_.layout) {
+        text = *defaults_.layout;
+        layout_field = "defaults.layout";
+      } else {
+        text = "channels_first";
+      }
+      const auto layout = parse_layout(text);
+      if (!layout || (layout->dims && layout->dims != dims))
+        top_.fail(layout_field, fmt::format("'{}' for a shape of rank {}", text, dims + 2),
+                  layout_expected(dims));
+      in.layout = {layout->channels_last, dims};
+      Layer probe;
+      if (j.contains("dtype")) parse_dtype(j["dtype"], at + ".dtype", top_, probe);
+      in.dtype = probe.dtype;
+      const std::optional<int64_t> bytes = buffer_bytes(in.shape, in.dtype);
+      if (!bytes || *bytes >= kMaxBufferBytes)
+        top_.fail(at + ".shape", shape_text(in.shape) + " is too large",
+                  fmt::format("a tensor under {} bytes", kMaxBufferBytes));
+      input_index_.emplace(in.name, m.inputs.size());
+      m.inputs.push_back(std::move(in));
+    }
+  }
+
+  // The spec's outputs (layer names), or every layer no layer reads.
+  void parse_outputs(const json& root, Model& m) const {
+    if (!root.contains("outputs")) {
+      std::unordered_set<std::string> read;
+      for (const Layer& l : m.layers) read.insert(l.inputs.begin(), l.inputs.end());
+      for (const Layer& l : m.layers)
+        if (!read.count(l.name)) m.outputs.push_back(l.name);
+      return;
+    }
+    const json& list = root["outputs"];
+    if (!list.is_array() || list.empty())
+      top_.fail("outputs", describe(list), "a non-empty list of layer names");
+    for (const auto& e : list) {
+      const std::string name = top_.get_string(e, "outputs", "a layer name");
+      if (!index_.count(name))
+        top_.fail("outputs", "'" + shorten(name) + "' is not a layer", "names of layers");
+      if (std::find(m.outputs.begin(), m.outputs.end(), name) != m.outputs.end())
+        top_.fail("outputs", "'" + name + "' is listed twice", "each output once");
+      m.outputs.push_back(name);
+    }
   }
 
   void parse_defaults(const json& d) {
@@ -315,12 +420,18 @@ class Parser {
     c.check_keys(j, kLayerKeys);
     Layer l;
     parse_identity(j, c, m, l);
-    const Layer* src = parse_source(j, c, m, l);
+    const std::vector<Source> sources = parse_sources(j, c, m, l);
+    const Source* src = sources.empty() ? nullptr : &sources[0];
     parse_layout_and_dims(j, c, src, l);
-    parse_input_shape(j, c, src, l);
-    parse_kernel(j, c, l);
-    parse_channels(j, c, l);
-    parse_padding(j, c, l);
+    if (l.is_join()) {
+      join_shapes(c, sources, l);
+    } else {
+      parse_input_shape(j, c, src, l);
+      if (l.inputs.empty()) l.inputs = {implicit_input(l.name)};
+      parse_kernel(j, c, l);
+      parse_channels(j, c, l);
+      parse_padding(j, c, l);
+    }
     parse_options(j, c, l);
     resolve(c, l);
     check_buffers(j, c, l);
@@ -337,6 +448,9 @@ class Parser {
     if (const auto it = index_.find(l.name); it != index_.end())
       c.fail("name", fmt::format("'{}' is already used by layer #{}", l.name, it->second),
              "a unique name per layer");
+    if (input_index_.count(l.name))
+      c.fail("name", fmt::format("'{}' is already the name of a model input", l.name),
+             "a name of its own (layers and inputs name the tensors layers read)");
     check_symbol_clash(c, m, l.name);
     if (!j.contains("op")) c.fail("op", "missing", "an op such as conv2d or max_pool");
     l.op_name = c.get_string(j["op"], "op", "an op name");
@@ -375,29 +489,91 @@ class Parser {
     }
   }
 
-  // The layer whose output feeds this one, or null for a model input.
-  const Layer* parse_source(const json& j, const Ctx& c, const Model& m, Layer& l) {
-    if (j.contains("input")) {
-      const auto name = c.get_string(j["input"], "input", "the name of an earlier layer");
-      if (const Layer* prev = find_layer(m, name)) {
-        l.input_from = name;
-        return prev;
-      }
-      const bool later = all_names_.count(name) > 0;
-      c.fail("input",
-             fmt::format("'{}'{}", shorten(name),
-                         later ? " is defined later in the file" : " is not a layer"),
-             "the name of an earlier layer");
+  // A tensor a layer reads: an earlier layer's output or a model input.
+  struct Source {
+    std::string name, what;  // what: "input layer 'a'" or "model input 'x'"
+    TensorLayout layout;
+    std::vector<int64_t> shape;
+  };
+
+  Source find_source(const json& name_j, const std::string& field, const Ctx& c,
+                     const Model& m) const {
+    const auto name = c.get_string(name_j, field, "the name of an earlier layer or model input");
+    if (const Layer* prev = find_layer(m, name))
+      return {name, fmt::format("input layer '{}'", name), prev->layout, prev->output_shape_full()};
+    if (const auto it = input_index_.find(name); it != input_index_.end()) {
+      const ModelInput& in = m.inputs[it->second];
+      return {name, fmt::format("model input '{}'", name), in.layout, in.shape};
     }
-    if (j.contains("input_shape")) return nullptr;
-    if (m.layers.empty())
-      c.fail("input_shape", "missing on the first layer",
-             "the full input tensor shape in layout order, e.g. [1, 224, 224, 3] for NHWC");
-    l.input_from = m.layers.back().name;
-    return &m.layers.back();
+    const bool later = all_names_.count(name) > 0;
+    c.fail(field,
+           fmt::format("'{}'{}", shorten(name),
+                       later ? " is defined later in the file" : " is not a layer or model input"),
+           "the name of an earlier layer or of a model input (spec field inputs)");
   }
 
-  void parse_layout_and_dims(const json& j, const Ctx& c, const Layer* src, Layer& l) {
+  // The tensors feeding this layer (empty for a model input given by input_shape).
+  std::vector<Source> parse_sources(const json& j, const Ctx& c, const Model& m, Layer& l) {
+    std::vector<Source> sources;
+    if (l.is_join()) {
+      const char* expected = "a list of two or more earlier layers or model inputs";
+      if (!j.contains("input")) c.fail("input", "missing", expected);
+      const json& list = j["input"];
+      if (!list.is_array() || list.size() < 2) c.fail("input", describe(list), expected);
+      if (list.size() > kMaxJoinInputs)
+        c.fail("input", fmt::format("{} inputs", list.size()),
+               fmt::format("at most {} (the runtime's buffers per kernel, less the output)",
+                           kMaxJoinInputs));
+      for (const auto& e : list) sources.push_back(find_source(e, "input", c, m));
+    } else if (j.contains("input")) {
+      sources.push_back(find_source(j["input"], "input", c, m));
+    } else if (!j.contains("input_shape")) {
+      if (m.layers.empty())
+        c.fail("input_shape", "missing on the first layer",
+               "the full input tensor shape in layout order, e.g. [1, 224, 224, 3] for NHWC");
+      const Layer& prev = m.layers.back();
+      sources.push_back({prev.name, fmt::format("input layer '{}'", prev.name), prev.layout,
+                         prev.output_shape_full()});
+    }
+    for (const Source& s : sources) l.inputs.push_back(s.name);
+    return sources;
+  }
+
+  // Add: every input of one shape; concat: the same but for channels, which add up.
+  void join_shapes(const Ctx& c, const std::vector<Source>& sources, Layer& l) const {
+    const Source& first = sources[0];
+    const size_t rank = first.shape.size(), ch = l.layout.channels_last ? rank - 1 : 1;
+    int64_t channels = 0;
+    for (const Source& s : sources) {
+      if (s.layout.channels_last != l.layout.channels_last ||
+          s.layout.spatial_dims != l.spatial_dims)
+        c.fail("input",
+               fmt::format("{} produces {}, but {} produces {}", s.what, s.layout.name(),
+                           first.what, first.layout.name()),
+               "inputs of one layout (padfold does not transpose between layers)");
+      for (size_t d = 0; d < rank; ++d)
+        if (s.shape[d] != first.shape[d] && (l.op == Op::Add || d != ch))
+          c.fail("input",
+                 fmt::format("{} produces {} but {} produces {}", s.what, shape_text(s.shape),
+                             first.what, shape_text(first.shape)),
+                 l.op == Op::Add ? "inputs of one shape (add does not broadcast)"
+                                 : "inputs that differ only in channels");
+      l.input_channels.push_back(s.shape[ch]);
+      channels += s.shape[ch];
+    }
+    if (channels > kMaxSize)
+      c.fail("input", fmt::format("{} channels in all", channels),
+             fmt::format("at most {} (the int32 limit)", kMaxSize));
+    l.batch = first.shape[0];
+    l.in_channels = l.op == Op::Add ? first.shape[ch] : channels;
+    l.out_channels = l.in_channels;
+    for (size_t d = 1; d < rank; ++d)
+      if (d != ch) l.in_spatial.push_back(first.shape[d]);
+    const size_t dims = l.in_spatial.size();
+    l.kernel = l.stride = l.dilation = std::vector<int64_t>(dims, 1);
+  }
+
+  void parse_layout_and_dims(const json& j, const Ctx& c, const Source* src, Layer& l) {
     std::optional<LayoutName> layout;
     std::string layout_field = "layout", layout_text;
     if (j.contains("layout")) {
@@ -409,8 +585,8 @@ class Parser {
       layout = parse_layout(layout_text);
       layout_field = "defaults.layout";
     } else if (src) {
-      layout = LayoutName{src->layout.channels_last, src->spatial_dims};
-      layout_text = fmt::format("{} (from input layer '{}')", src->layout.name(), src->name);
+      layout = LayoutName{src->layout.channels_last, src->layout.spatial_dims};
+      layout_text = fmt::format("{} (from {})", src->layout.name(), src->what);
     }
     // Ops named without dims (max_pool, conv_transpose) take them from the kernel or the input.
     int dims = l.spatial_dims;
@@ -425,7 +601,7 @@ class Parser {
     dims_from_list("kernel", 0);
     if (dims == 0 && layout && layout->dims) dims = layout->dims;
     dims_from_list("input_shape", 2);
-    if (dims == 0 && src) dims = src->spatial_dims;
+    if (dims == 0 && src) dims = src->layout.spatial_dims;
     if (dims == 0)
       c.fail("op", fmt::format("'{}' with no way to tell its spatial dims", l.op_name),
              "a name with the dims (e.g. " + l.op_name +
@@ -438,14 +614,14 @@ class Parser {
              layout_expected(dims));
     l.layout.channels_last = layout && layout->channels_last;
     l.layout.spatial_dims = dims;
-    if (src && (src->layout.channels_last != l.layout.channels_last || src->spatial_dims != dims))
+    if (src &&
+        (src->layout.channels_last != l.layout.channels_last || src->layout.spatial_dims != dims))
       c.fail(layout_field,
-             fmt::format("{}, but input layer '{}' produces {}", l.layout.name(), src->name,
-                         src->layout.name()),
+             fmt::format("{}, but {} produces {}", l.layout.name(), src->what, src->layout.name()),
              "the same layout as the input layer (padfold does not transpose between layers)");
   }
 
-  void parse_input_shape(const json& j, const Ctx& c, const Layer* src, Layer& l) {
+  void parse_input_shape(const json& j, const Ctx& c, const Source* src, Layer& l) {
     const size_t rank = static_cast<size_t>(l.spatial_dims) + 2;
     std::vector<int64_t> shape;
     if (j.contains("input_shape")) {
@@ -454,13 +630,13 @@ class Parser {
       const json& s = j["input_shape"];
       if (!s.is_array() || s.size() != rank) c.fail("input_shape", describe(s), expected);
       for (const auto& e : s) shape.push_back(c.get_int(e, "input_shape", expected));
-      if (src && shape != src->output_shape_full())
+      if (src && shape != src->shape)
         c.fail("input_shape",
-               fmt::format("{} but input layer '{}' produces {}", shape_text(shape), src->name,
-                           shape_text(src->output_shape_full())),
+               fmt::format("{} but {} produces {}", shape_text(shape), src->what,
+                           shape_text(src->shape)),
                "them to agree (or give only one of input and input_shape)");
     } else {
-      shape = src->output_shape_full();
+      shape = src->shape;
     }
     const size_t ch = l.layout.channels_last ? rank - 1 : 1;
     l.batch = shape[0];
@@ -634,10 +810,11 @@ class Parser {
     if (j.contains("bias")) l.bias = c.get_bool(j["bias"], "bias");
     if (j.contains("border"))
       parse_border(j["border"], "border", c, l);
-    else if (!defaults_.border.is_null())
+    else if (!defaults_.border.is_null() && !l.is_join())
       parse_border(defaults_.border, "defaults.border", c, l);
     if (j.contains("activation")) parse_activation(j["activation"], c, l);
     if (!l.has_weights()) return;
+    if (j.contains("weight_files")) parse_weight_files(j["weight_files"], c, l);
     std::string order, field = "weight_layout";
     if (j.contains("weight_layout")) {
       order = c.get_string(j["weight_layout"], field, "a weight layout such as OIHW");
@@ -657,6 +834,31 @@ class Parser {
                          s, s, s, s, s));
     }
     l.weight_layout.order = order;
+  }
+
+  // Paths relative to the spec file's folder; the files themselves are checked where they are read
+  // (emit/weights.h), as the parser reads only the spec.
+  void parse_weight_files(const json& w, const Ctx& c, Layer& l) const {
+    const char* expected = "{\"weights\": \"file.npy\", \"bias\": \"file.npy\"}";
+    if (!w.is_object()) c.fail("weight_files", describe(w), expected);
+    c.check_keys(w, {"weights", "bias"}, "weight_files.");
+    auto path = [&](const char* key) {
+      const std::string field = std::string("weight_files.") + key;
+      const std::string p = c.get_string(w[key], field, "a path to a .npy file");
+      if (p.empty() || p.size() > kMaxPathLength || p.find('\0') != std::string::npos)
+        c.fail(field, describe(w[key]),
+               fmt::format("a path of 1 to {} characters without NUL", kMaxPathLength));
+      const std::filesystem::path fp(p);
+      return fp.is_absolute() ? fp.string()
+                              : (std::filesystem::path(top_.file).parent_path() / fp).string();
+    };
+    if (!w.contains("weights")) c.fail("weight_files.weights", "missing", "the weights' .npy file");
+    l.weights_file = path("weights");
+    if (w.contains("bias") && !l.bias)
+      c.fail("weight_files.bias", "given for a layer without bias", "bias: true, or no bias file");
+    if (l.bias && !w.contains("bias"))
+      c.fail("weight_files.bias", "missing for a layer with bias", "the bias' .npy file");
+    if (l.bias) l.bias_file = path("bias");
   }
 
   void parse_activation(const json& a, const Ctx& c, Layer& l) {

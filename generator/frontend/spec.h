@@ -13,7 +13,8 @@
 
 namespace padfold {
 
-enum class Op { Conv, ConvTranspose, MaxPool, AvgPool };
+// Add and Concat join branches of a model graph: no weights, no padding, several inputs.
+enum class Op { Conv, ConvTranspose, MaxPool, AvgPool, Add, Concat };
 enum class Activation { None, Relu, Relu6, LeakyRelu };
 enum class DType { F32, F16, I8 };  // only F32 is generated today
 
@@ -61,26 +62,51 @@ struct Layer {
   Activation activation = Activation::None;
   float activation_alpha = 0.f;  // leaky_relu slope
 
-  std::string input_from;  // empty: model input; otherwise the layer whose output feeds this one
+  // The tensors this layer reads, in order: model inputs' names (ModelInput) or earlier layers'
+  // names (a layer's output tensor is named after it). One, except for add and concat.
+  std::vector<std::string> inputs;
+  std::vector<int64_t> input_channels;  // per input: in_channels, or concat's parts
+
+  // The .npy files holding the weights and bias (spec field weight_files), as paths resolved
+  // against the spec file's folder; empty when not given.
+  std::string weights_file, bias_file;
 
   // Filled by resolution.
   Resolved pads;
   std::vector<int64_t> out_spatial;
 
-  std::vector<AxisParams> axes() const;            // one per spatial dim
-  std::vector<int64_t> input_shape() const;        // in layout order, with N and C
-  std::vector<int64_t> output_shape_full() const;  // in layout order, with N and C
-  std::vector<int64_t> weight_shape() const;       // in weight layout order; empty for pooling
+  std::vector<AxisParams> axes() const;                  // one per spatial dim
+  std::vector<int64_t> input_shape(size_t i = 0) const;  // input i's, in layout order
+  std::vector<int64_t> output_shape_full() const;        // in layout order, with N and C
+  std::vector<int64_t> weight_shape() const;  // in weight layout order; empty for pooling
   bool has_weights() const { return op == Op::Conv || op == Op::ConvTranspose; }
+  bool is_join() const { return op == Op::Add || op == Op::Concat; }
   // A pool that ignores its padding (padding.h's pool_ignores_padding): padded taps are left out.
   bool ignores_padding() const;
   double flops() const;  // 2*MACs over every output, taps in the padding included
 };
 
+// A tensor that comes from outside padfold: a model input, or the output of an op padfold does not
+// generate (produced_by names it; such a model's kernels compile but it cannot run whole).
+struct ModelInput {
+  std::string name;  // a layer with input_shape and no input reads "<layer>.input"
+  std::string description, produced_by;
+  TensorLayout layout;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;  // in layout order
+};
+
+// The layers in the spec's order, which is topological: a layer reads model inputs and earlier
+// layers only.
 struct Model {
   std::string name;
   std::string file;  // where it was read from
+  std::vector<ModelInput> inputs;
   std::vector<Layer> layers;
+  std::vector<std::string> outputs;  // layer names: the spec's, or every layer no layer reads
+
+  const Layer* find_layer(const std::string& name) const;
+  const ModelInput* find_input(const std::string& name) const;
 };
 
 // Raised for any invalid spec. what() names the file, the layer, the field, what was found and

@@ -22,8 +22,11 @@ inline constexpr int64_t kMaxBufferBytes = int64_t{1} << 31;
 
 // Spec files (frontend/spec.cpp).
 inline constexpr int64_t kMaxSpecFileBytes = int64_t{64} << 20;  // 64 MiB
-inline constexpr int kMaxJsonDepth = 64;      // arrays and objects nested in one another
-inline constexpr size_t kMaxNameLength = 64;  // model and layer names (they become C symbols)
+inline constexpr int kMaxJsonDepth = 64;        // arrays and objects nested in one another
+inline constexpr size_t kMaxNameLength = 64;    // model and layer names (they become C symbols)
+inline constexpr size_t kMaxPathLength = 4096;  // weight_files paths
+// Inputs of one add or concat layer: the runtime's PF_MAX_BUFFERS (16) less the output.
+inline constexpr size_t kMaxJoinInputs = 15;
 
 // Checked int64 arithmetic: nullopt where the exact result does not fit an int64_t.
 inline std::optional<int64_t> checked_add(int64_t a, int64_t b) {

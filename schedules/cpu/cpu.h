@@ -9,6 +9,8 @@
 namespace padfold::cpu {
 
 extern const ScheduleStrategy kStrategy;
+// add and concat: no reduction, the output vectorized and its rows over threads (elementwise.cpp).
+extern const ScheduleStrategy kElementwiseStrategy;
 
 // The rows of every CPU target family (table.cpp).
 std::vector<StrategyRow> strategy_rows();

@@ -15,7 +15,7 @@ StrategyRow row(TargetFamily family, OpClass op_class,
   ScheduleParams p = with_knobs({}, {{"rows_per_task", 1}, {"min_task_kflop", 500}});
   p = with_knobs(p, knobs);
   p.name = to_string(family) + "." + to_string(op_class);
-  return {family, op_class, &kStrategy, p};
+  return {family, op_class, op_class == C::Elementwise ? &kElementwiseStrategy : &kStrategy, p};
 }
 
 // About 16 accumulators fill AVX-512's 32 registers without spilling; AVX2 has 16 registers and
@@ -52,24 +52,28 @@ std::vector<StrategyRow> x86_and_generic_rows() {
       row(F::X86Avx512, C::Depthwise,  {{"vector_lanes", 16}, {"tile_y", 2}, {"unroll_taps", 5}, {"unroll_taps_outer", 5}, {"unroll_taps_rows", 8}, {"fit_tiles", 1}}),
       row(F::X86Avx512, C::Pooling,    {{"vector_lanes", 16}, {"unroll_taps", 3}}),
       row(F::X86Avx512, C::Transposed, {{"vector_lanes", 16}, {"channel_vectors", 2}}),
+      row(F::X86Avx512, C::Elementwise, {{"vector_lanes", 16}}),
       row(F::X86Avx2,   C::Dense,      {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}}),
       row(F::X86Avx2,   C::Stem,       {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"unroll_taps", 7}, {"unroll_channels", 3}, {"fit_tiles", 1}, {"taps_inner", 1}}),
       row(F::X86Avx2,   C::Pointwise,  {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"channels_outer_kb", 1024}, {"fit_tiles", 1}, {"parallel_channels", 1}}),
       row(F::X86Avx2,   C::Depthwise,  {{"vector_lanes", 8}, {"tile_y", 2}, {"unroll_taps", 5}, {"unroll_taps_outer", 5}, {"unroll_taps_rows", 8}, {"fit_tiles", 1}}),
       row(F::X86Avx2,   C::Pooling,    {{"vector_lanes", 8}, {"unroll_taps", 3}}),
       row(F::X86Avx2,   C::Transposed, {{"vector_lanes", 8}, {"channel_vectors", 2}}),
+      row(F::X86Avx2,   C::Elementwise, {{"vector_lanes", 8}}),
       row(F::Generic,   C::Dense,      {{"vector_lanes", 4}, {"channel_vectors", 2}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}}),
       row(F::Generic,   C::Stem,       {{"vector_lanes", 4}, {"channel_vectors", 2}, {"unroll_taps", 3}, {"unroll_channels", 3}, {"fit_tiles", 1}, {"taps_inner", 1}}),
       row(F::Generic,   C::Pointwise,  {{"vector_lanes", 4}, {"channel_vectors", 2}, {"channels_outer_kb", 1024}, {"fit_tiles", 1}, {"parallel_channels", 1}}),
       row(F::Generic,   C::Depthwise,  {{"vector_lanes", 4}, {"tile_y", 2}, {"unroll_taps", 5}, {"unroll_taps_outer", 5}, {"unroll_taps_rows", 8}, {"fit_tiles", 1}}),
       row(F::Generic,   C::Pooling,    {{"vector_lanes", 4}, {"unroll_taps", 3}}),
       row(F::Generic,   C::Transposed, {{"vector_lanes", 4}}),
+      row(F::Generic,   C::Elementwise, {{"vector_lanes", 4}}),
       row(F::ArmNeon,   C::Dense,      {{"vector_lanes", 4}, {"channel_vectors", 4}, {"unroll_taps", 3}}),
       row(F::ArmNeon,   C::Stem,       {{"vector_lanes", 4}, {"channel_vectors", 4}, {"unroll_taps", 7}}),
       row(F::ArmNeon,   C::Pointwise,  {{"vector_lanes", 4}, {"channel_vectors", 4}}),
       row(F::ArmNeon,   C::Depthwise,  {{"vector_lanes", 4}, {"channel_vectors", 2}, {"tile_y", 2}, {"unroll_taps", 5}}),
       row(F::ArmNeon,   C::Pooling,    {{"vector_lanes", 4}, {"channel_vectors", 2}, {"unroll_taps", 3}}),
       row(F::ArmNeon,   C::Transposed, {{"vector_lanes", 4}, {"channel_vectors", 2}}),
+      row(F::ArmNeon,   C::Elementwise, {{"vector_lanes", 4}}),
   };
   // clang-format on
 }

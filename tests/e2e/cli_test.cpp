@@ -275,10 +275,18 @@ TEST(CliCompile, WritesBundleAndReportsEachKernel) {
   std::ifstream manifest(out + "/manifest.json");
   ASSERT_TRUE(manifest) << "no manifest.json";
   const json m = json::parse(manifest);
-  EXPECT_EQ(m.at("format_version"), 1);
+  EXPECT_EQ(m.at("format_version"), 2);
   EXPECT_EQ(m.at("targets").size(), 1u);
   EXPECT_EQ(m.at("kernels").size(), 4u);
   EXPECT_EQ(m.at("kernels")[0].at("buffers")[0].at("shape"), json({1, 7, 7, 3}));
+  // The chain as a graph: stem reads the model input, pool reads dw (named), avg reads pool.
+  EXPECT_EQ(m.at("graph").at("inputs")[0].at("name"), "stem.input");
+  EXPECT_EQ(m.at("graph").at("inputs")[0].at("shape"), json({1, 7, 7, 3}));
+  EXPECT_EQ(m.at("graph").at("outputs"), json({"avg"}));
+  EXPECT_EQ(m.at("kernels")[0].at("buffers")[0].at("source"), "stem.input");
+  EXPECT_EQ(m.at("kernels")[2].at("buffers")[0].at("source"), "dw");
+  EXPECT_EQ(m.at("kernels")[0].at("buffers")[1].at("source"), nullptr);  // no weight_files
+  EXPECT_EQ(m.at("embedded_weights"), false);
 }
 
 TEST(CliCompile, ErrorsNameWhatIsWrong) {

@@ -103,6 +103,9 @@ ref::Tensor reference_output(const Layer& L, const LayerData& d) {
                               : ref::avg_pool(x, p, L.out_spatial);
       break;
     }
+    case Op::Add:
+    case Op::Concat:  // several inputs: join_kernels_test has their reference
+      throw std::invalid_argument("reference_output: layer '" + L.name + "' joins several inputs");
   }
   y = ref::activation(y, activation_kind(L.activation), L.activation_alpha);
   return L.layout.channels_last ? ref::to_channels_last(y) : y;

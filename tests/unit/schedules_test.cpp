@@ -129,8 +129,9 @@ TEST(KnobTable, DocsTableIsTheGeneratedOne) {
 const TargetFamily kFamilies[] = {TargetFamily::X86Avx512, TargetFamily::X86Avx2,
                                   TargetFamily::ArmNeon, TargetFamily::RiscV,
                                   TargetFamily::Generic};
-const OpClass kOpClasses[] = {OpClass::Dense,     OpClass::Stem,    OpClass::Pointwise,
-                              OpClass::Depthwise, OpClass::Pooling, OpClass::Transposed};
+const OpClass kOpClasses[] = {OpClass::Dense,      OpClass::Stem,    OpClass::Pointwise,
+                              OpClass::Depthwise,  OpClass::Pooling, OpClass::Transposed,
+                              OpClass::Elementwise};
 
 TEST(StrategyTable, OneValidRowPerFamilyAndOpClass) {
   EXPECT_EQ(strategy_table().size(), std::size(kFamilies) * std::size(kOpClasses));

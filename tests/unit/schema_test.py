@@ -54,6 +54,32 @@ def main() -> int:
     if validator.is_valid(pool_with_bias):
         failures.append("schema accepts bias on a pool")
 
+    graph = {"model": "g", "inputs": [{"name": "x", "shape": [1, 4, 8, 8]}],
+             "layers": [{"name": "a", "op": "conv2d", "input": "x", "out_channels": 4,
+                         "kernel": 3, "padding": "same", "bias": True,
+                         "weight_files": {"weights": "a_w.npy", "bias": "a_b.npy"}},
+                        {"name": "s", "op": "add", "input": ["a", "x"], "activation": "relu"},
+                        {"name": "c", "op": "concat", "input": ["s", "x", "a"]}],
+             "outputs": ["c"]}
+    if not validator.is_valid(graph):
+        failures.append("the graph spec is rejected: " +
+                        "; ".join(e.message for e in validator.iter_errors(graph)))
+    bad_graphs = {
+        "add with a kernel": (1, "kernel", 3),
+        "add with one input": (1, "input", "a"),
+        "concat with an activation": (2, "activation", "relu"),
+        "a conv reading a list": (0, "input", ["x", "x"]),
+    }
+    for what, (index, field, value) in bad_graphs.items():
+        spec = copy.deepcopy(graph)
+        spec["layers"][index][field] = value
+        if validator.is_valid(spec):
+            failures.append(f"schema accepts a graph with {what}")
+    no_bias = copy.deepcopy(graph)
+    no_bias["layers"][0]["bias"] = False
+    if validator.is_valid(no_bias):
+        failures.append("schema accepts a bias file on a layer without bias")
+
     for failure in failures:
         print("FAIL:", failure)
     print(f"{len(examples)} examples checked, {len(failures)} failure(s)")

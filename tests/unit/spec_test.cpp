@@ -543,8 +543,8 @@ TEST(SpecScale, TwentyThousandLayers) {
   const Model m = parse(layers(list));
   ASSERT_EQ(m.layers.size(), 20000u);
   EXPECT_EQ(m.layers[19999].name, "l19999");
-  EXPECT_EQ(m.layers[19999].input_from, "l9999");
-  EXPECT_EQ(m.layers[19998].input_from, "l19997");
+  EXPECT_EQ(m.layers[19999].inputs, (std::vector<std::string>{"l9999"}));
+  EXPECT_EQ(m.layers[19998].inputs, (std::vector<std::string>{"l19997"}));
   list.push_back({{"name", "l5"}, {"op", "max_pool2d"}, {"kernel", 1}});
   expect_error(layers(list),
                {"layer 'l5' (#20000): field 'name': 'l5' is already used by layer #5"});
@@ -574,14 +574,15 @@ TEST(Spec, ChainShapeInference) {
   const Model m = parse(layers(list));
   ASSERT_EQ(m.layers.size(), 4u);
   EXPECT_EQ(m.layers[0].output_shape_full(), (std::vector<int64_t>{1, 8, 8, 8}));
-  EXPECT_EQ(m.layers[1].input_from, "a");
+  EXPECT_EQ(m.layers[1].inputs, (std::vector<std::string>{"a"}));
   EXPECT_EQ(m.layers[1].output_shape_full(), (std::vector<int64_t>{1, 8, 4, 4}));
   EXPECT_EQ(m.layers[2].input_shape(), (std::vector<int64_t>{1, 8, 4, 4}));
   EXPECT_EQ(m.layers[2].output_shape_full(), (std::vector<int64_t>{1, 16, 4, 4}));
-  EXPECT_EQ(m.layers[3].input_from, "a");
+  EXPECT_EQ(m.layers[3].inputs, (std::vector<std::string>{"a"}));
   EXPECT_EQ(m.layers[3].output_shape_full(), (std::vector<int64_t>{1, 8, 8, 8}));
   EXPECT_EQ(m.layers[1].spatial_dims, 2);
-  EXPECT_EQ(m.layers[0].input_from, "");
+  EXPECT_EQ(m.layers[0].inputs, (std::vector<std::string>{"a.input"}));
+  EXPECT_EQ(m.inputs.size(), 1u);
 }
 
 TEST(Spec, ChannelsLastShapes) {
@@ -771,9 +772,10 @@ TEST(Spec, NameTables) {
   }
   EXPECT_EQ(parse(one_layer({{"op", "max_pool"}, {"out_channels", nullptr}})).layers[0].op,
             Op::MaxPool);
-  EXPECT_EQ(error_of(one_layer({{"op", "conv_2d"}})),
-            "t.json: layer 'c' (#0): field 'op': 'conv_2d'; expected one of conv1d, conv2d, "
-            "conv3d, conv_transpose[1d|2d|3d], max_pool[1d|2d|3d], avg_pool[1d|2d|3d]");
+  EXPECT_EQ(
+      error_of(one_layer({{"op", "conv_2d"}})),
+      "t.json: layer 'c' (#0): field 'op': 'conv_2d'; expected one of conv1d, conv2d, "
+      "conv3d, conv_transpose[1d|2d|3d], max_pool[1d|2d|3d], avg_pool[1d|2d|3d], add, concat");
   for (Activation a :
        {Activation::None, Activation::Relu, Activation::Relu6, Activation::LeakyRelu})
     EXPECT_EQ(parse(one_layer({{"activation", to_string(a)}})).layers[0].activation, a);
@@ -809,6 +811,155 @@ TEST(Spec, IgnoresPadding) {
   EXPECT_TRUE(layer({{"op", "avg_pool"}, {"border", "replicate"}}).ignores_padding());
   EXPECT_FALSE(layer({{"op", "avg_pool"}, {"count_include_pad", true}}).ignores_padding());
   EXPECT_FALSE(parse(one_layer({{"padding", 1}})).layers[0].ignores_padding());
+}
+
+}  // namespace
+}  // namespace padfold
+
+namespace padfold {
+namespace {
+
+// A graph: a model input feeding two branches joined by add, then a concat of three tensors.
+json graph_spec() {
+  return {{"model", "g"},
+          {"defaults", {{"layout", "NHWC"}}},
+          {"inputs", {{{"name", "x"}, {"shape", {1, 6, 6, 4}}}}},
+          {"layers",
+           {{{"name", "a"},
+             {"op", "conv2d"},
+             {"input", "x"},
+             {"out_channels", 4},
+             {"kernel", 3},
+             {"padding", "same"}},
+            {{"name", "b"}, {"op", "max_pool2d"}, {"input", "x"}, {"kernel", 1}},
+            {{"name", "s"}, {"op", "add"}, {"input", {"a", "b"}}, {"activation", "relu"}},
+            {{"name", "cat"}, {"op", "concat"}, {"input", {"s", "x", "a"}}}}}};
+}
+
+std::string graph_error(const json& patch) {
+  json spec = graph_spec();
+  spec.merge_patch(patch);
+  return error_of(spec.dump());
+}
+
+TEST(SpecGraph, BranchesJoinAndOutputs) {
+  const Model m = parse(graph_spec().dump());
+  ASSERT_EQ(m.inputs.size(), 1u);
+  EXPECT_EQ(m.inputs[0].name, "x");
+  EXPECT_EQ(m.inputs[0].layout.name(), "NHWC");
+  const Layer& s = m.layers[2];
+  EXPECT_EQ(s.inputs, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(s.output_shape_full(), (std::vector<int64_t>{1, 6, 6, 4}));
+  EXPECT_EQ(s.activation, Activation::Relu);
+  const Layer& cat = m.layers[3];
+  EXPECT_EQ(cat.inputs, (std::vector<std::string>{"s", "x", "a"}));
+  EXPECT_EQ(cat.input_channels, (std::vector<int64_t>{4, 4, 4}));
+  EXPECT_EQ(cat.output_shape_full(), (std::vector<int64_t>{1, 6, 6, 12}));
+  EXPECT_EQ(cat.input_shape(1), (std::vector<int64_t>{1, 6, 6, 4}));
+  // Only cat is read by no layer.
+  EXPECT_EQ(m.outputs, (std::vector<std::string>{"cat"}));
+  json spec = graph_spec();
+  spec["outputs"] = {"s", "cat"};
+  EXPECT_EQ(parse(spec.dump()).outputs, (std::vector<std::string>{"s", "cat"}));
+}
+
+TEST(SpecGraph, ChannelsFirstConcatAndProducedBy) {
+  json spec = graph_spec();
+  spec["defaults"]["layout"] = "NCHW";
+  spec["inputs"][0]["shape"] = {2, 4, 5, 7};
+  spec["inputs"][0]["produced_by"] = "ONNX node 'r' (Resize)";
+  const Model m = parse(spec.dump());
+  EXPECT_EQ(m.inputs[0].produced_by, "ONNX node 'r' (Resize)");
+  EXPECT_EQ(m.layers[3].output_shape_full(), (std::vector<int64_t>{2, 12, 5, 7}));
+}
+
+TEST(SpecGraph, Errors) {
+  EXPECT_NE(graph_error({{"layers", {{{"name", "a"}, {"op", "add"}, {"input", {"x"}}}}}})
+                .find("field 'input': array [\"x\"]; expected a list of two or more"),
+            std::string::npos);
+  json bad_shape = graph_spec();
+  bad_shape["layers"][1]["stride"] = 2;
+  EXPECT_NE(error_of(bad_shape.dump())
+                .find("layer 's' (#2): field 'input': input layer 'b' produces [1, 3, 3, 4] but "
+                      "input layer 'a' produces [1, 6, 6, 4]; expected inputs of one shape"),
+            std::string::npos)
+      << error_of(bad_shape.dump());
+  json bad_concat = graph_spec();
+  bad_concat["layers"][3]["input"] = {"s", "b", "cat0"};
+  EXPECT_NE(error_of(bad_concat.dump()).find("'cat0' is not a layer or model input"),
+            std::string::npos);
+  bad_concat["layers"][3]["input"] = {"s", "cat"};
+  EXPECT_NE(error_of(bad_concat.dump()).find("field 'input': 'cat' is defined later"),
+            std::string::npos);
+  json later = graph_spec();
+  later["layers"][0]["input"] = "s";
+  EXPECT_NE(error_of(later.dump()).find("'s' is defined later in the file"), std::string::npos);
+  json clash = graph_spec();
+  clash["inputs"][0]["name"] = "a";
+  EXPECT_NE(error_of(clash.dump())
+                .find("t.json: field 'inputs[0].name': 'a' is already the name of an input or a "
+                      "layer"),
+            std::string::npos);
+  json kernel = graph_spec();
+  kernel["layers"][2]["kernel"] = 3;
+  EXPECT_NE(error_of(kernel.dump())
+                .find("field 'kernel': given on a add layer; expected it only on convolutions"),
+            std::string::npos);
+  json act = graph_spec();
+  act["layers"][3]["activation"] = "relu";
+  EXPECT_NE(error_of(act.dump()).find("field 'activation': given on a concat layer"),
+            std::string::npos);
+  json outputs = graph_spec();
+  outputs["outputs"] = {"nope"};
+  EXPECT_NE(error_of(outputs.dump()).find("field 'outputs': 'nope' is not a layer"),
+            std::string::npos);
+  json rank = graph_spec();
+  rank["inputs"][0]["layout"] = "NCDHW";
+  EXPECT_NE(error_of(rank.dump()).find("field 'inputs[0].layout': 'NCDHW' for a shape of rank 4"),
+            std::string::npos);
+  json layout = graph_spec();
+  layout["layers"][1]["layout"] = "NCHW";
+  layout["layers"][1].erase("input");
+  layout["layers"][1]["input_shape"] = {1, 4, 6, 6};
+  EXPECT_NE(error_of(layout.dump())
+                .find("field 'input': input layer 'b' produces NCHW, but input layer 'a' "
+                      "produces NHWC; expected inputs of one layout"),
+            std::string::npos)
+      << error_of(layout.dump());
+  json input_shape = graph_spec();
+  input_shape["layers"][0]["input_shape"] = {1, 6, 6, 5};
+  EXPECT_NE(
+      error_of(input_shape.dump()).find("[1, 6, 6, 5] but model input 'x' produces [1, 6, 6, 4]"),
+      std::string::npos);
+}
+
+TEST(SpecGraph, WeightFiles) {
+  json spec = graph_spec();
+  spec["layers"][0]["weight_files"] = {{"weights", "w/a.npy"}};
+  const Model m = parse_spec(spec.dump(), "dir/sub/g.json");
+  EXPECT_EQ(m.layers[0].weights_file, "dir/sub/w/a.npy");
+  EXPECT_EQ(m.layers[0].bias_file, "");
+  spec["layers"][0]["weight_files"] = {{"weights", "/abs/a.npy"}};
+  EXPECT_EQ(parse(spec.dump()).layers[0].weights_file, "/abs/a.npy");
+  spec["layers"][0]["weight_files"] = {{"weights", "a.npy"}, {"bias", "b.npy"}};
+  EXPECT_NE(error_of(spec.dump()).find("field 'weight_files.bias': given for a layer without bias"),
+            std::string::npos);
+  spec["layers"][0]["bias"] = true;
+  EXPECT_EQ(parse(spec.dump()).layers[0].bias_file, "b.npy");
+  spec["layers"][0]["weight_files"] = {{"weights", "a.npy"}};
+  EXPECT_NE(error_of(spec.dump()).find("field 'weight_files.bias': missing for a layer with bias"),
+            std::string::npos);
+  spec["layers"][0]["weight_files"] = {{"bias", "b.npy"}};
+  EXPECT_NE(error_of(spec.dump()).find("field 'weight_files.weights': missing"), std::string::npos);
+  spec["layers"][0]["weight_files"] = {{"weights", ""}, {"bias", "b.npy"}};
+  EXPECT_NE(error_of(spec.dump()).find("field 'weight_files.weights': string \"\""),
+            std::string::npos);
+  spec["layers"][0]["weight_files"] = {{"weigths", "a.npy"}};
+  EXPECT_NE(error_of(spec.dump()).find("did you mean 'weights'?"), std::string::npos);
+  json pool = graph_spec();
+  pool["layers"][1]["weight_files"] = {{"weights", "a.npy"}};
+  EXPECT_NE(error_of(pool.dump()).find("field 'weight_files': given on a max_pool2d layer"),
+            std::string::npos);
 }
 
 }  // namespace

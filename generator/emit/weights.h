@@ -1,0 +1,33 @@
+// The weights a spec names (weight_files): checked against each layer's buffers, copied into the
+// bundle (weights/<layer>_<buffer>.npy) or baked into its libraries (--embed-weights).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "frontend/spec.h"
+
+namespace padfold {
+
+// One weights or bias buffer of a layer and the file holding it.
+struct WeightFile {
+  const Layer* layer = nullptr;
+  std::string buffer;          // "weights" or "bias"
+  std::string path;            // as resolved by the spec parser
+  std::vector<int64_t> shape;  // the buffer's shape in its layout
+
+  std::string bundle_path() const { return "weights/" + layer->name + "_" + buffer + ".npy"; }
+};
+
+// Every weights/bias buffer whose layer names its file, in layer order.
+std::vector<WeightFile> weight_files(const Model& model);
+
+// Reads one file and checks it holds exactly the buffer: float32, C order, the buffer's shape.
+// Errors name the spec file, the layer, the field and the path.
+std::vector<float> read_weight_file(const Model& model, const WeightFile& w);
+
+// Checks every weight file of the model (read_weight_file), throwing at the first bad one.
+void check_weight_files(const Model& model);
+
+}  // namespace padfold

@@ -1,0 +1,62 @@
+// CPU schedule of add and concat: memory-bound copies and sums with no reduction. The innermost
+// axis is vectorized (channels when channels-last, else x) and rows go over threads; the register
+// tile knobs of schedule.cpp do not apply.
+#include <algorithm>
+
+#include "schedules/cpu/cpu.h"
+
+namespace padfold::cpu {
+
+using namespace Halide;
+
+namespace {
+
+int64_t innermost_extent(const Layer& L) {
+  return L.layout.channels_last ? L.out_channels : L.out_spatial.back();
+}
+
+// Threads go over rows: the outermost spatial axis, or channels for a channels-first 1-D layer
+// (its only spatial axis is the vectorized one).
+bool rows_are_channels(const Layer& L) {
+  return L.spatial_dims == 1 && !L.layout.channels_last;
+}
+int64_t rows_extent(const Layer& L) {
+  return rows_are_channels(L) ? L.out_channels : L.out_spatial.front();
+}
+
+ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParams& p) {
+  ScheduleParams r = p;
+  const int wanted = p.vector_lanes > 0 ? p.vector_lanes : target.natural_vector_size<float>();
+  r.vector_lanes =
+      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(wanted, innermost_extent(L))));
+  // Tasks of equal rows (a divisor of the rows: a split of the parallel loop never overhangs).
+  if (p.rows_per_task > 0) r.rows_per_task = divisor_at_most(rows_extent(L), p.rows_per_task);
+  r.fit_tiles = false;
+  r.min_task_kflop = 0;
+  return r;
+}
+
+void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
+  const Layer& L = *a.layer;
+  Func out = a.output;
+  const Var inner = a.vars.front();
+  const int64_t extent = innermost_extent(L);
+  if (p.vector_lanes > 1) {
+    Var vo("vo"), vi("vi");
+    out.split(inner, vo, vi, p.vector_lanes,
+              extent % p.vector_lanes == 0 ? TailStrategy::RoundUp : TailStrategy::ShiftInwards)
+        .vectorize(vi);
+  }
+  const Var rows = rows_are_channels(L) ? a.c : a.spatial.back();
+  if (p.rows_per_task > 1)
+    out.parallel(rows, p.rows_per_task);
+  else if (p.rows_per_task == 1)
+    out.parallel(rows);
+}
+
+}  // namespace
+
+const ScheduleStrategy kElementwiseStrategy = {
+    "cpu", resolve, apply, with_knobs({}, {{"vector_lanes", 1}, {"rows_per_task", 1}})};
+
+}  // namespace padfold::cpu

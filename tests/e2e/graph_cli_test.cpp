@@ -1,0 +1,193 @@
+// `padfold check` and `padfold compile` on a model graph with weight files: the files are checked
+// against the layers' buffers, copied into the bundle or embedded, and the manifest and registry
+// describe the graph.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/npy.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+struct Result {
+  int status;
+  std::string out;
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(PADFOLD_BIN) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  return {WEXITSTATUS(status), out};
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+class GraphCli : public ::testing::Test {
+ protected:
+  fs::path dir = fs::path(testing::TempDir()) / ("padfold_graph_" + std::to_string(getpid()));
+  std::vector<float> conv_w, conv_b, pw_w;
+
+  void SetUp() override {
+    fs::remove_all(dir);
+    fs::create_directories(dir / "w");
+    for (int i = 0; i < 4 * 3 * 3 * 3; ++i) conv_w.push_back(0.01f * static_cast<float>(i) - 0.5f);
+    for (int i = 0; i < 4; ++i) conv_b.push_back(0.25f * static_cast<float>(i));
+    for (int i = 0; i < 4 * 4; ++i) pw_w.push_back(1.f / static_cast<float>(i + 1));
+    padfold::write_npy_f32((dir / "w/conv_w.npy").string(), {4, 3, 3, 3}, conv_w.data());
+    padfold::write_npy_f32((dir / "w/conv_b.npy").string(), {4}, conv_b.data());
+    padfold::write_npy_f32((dir / "w/pw_w.npy").string(), {4, 4, 1, 1}, pw_w.data());
+    write_spec(spec());
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  static json spec() {
+    return {{"model", "g"},
+            {"defaults", {{"layout", "NCHW"}}},
+            {"inputs", {{{"name", "x"}, {"shape", {1, 3, 6, 6}}}}},
+            {"layers",
+             {{{"name", "conv"},
+               {"op", "conv2d"},
+               {"input", "x"},
+               {"out_channels", 4},
+               {"kernel", 3},
+               {"stride", 2},
+               {"padding", "same"},
+               {"bias", true},
+               {"weight_files", {{"weights", "w/conv_w.npy"}, {"bias", "w/conv_b.npy"}}}},
+              {{"name", "pw"},
+               {"op", "conv2d"},
+               {"out_channels", 4},
+               {"kernel", 1},
+               {"weight_files", {{"weights", "w/pw_w.npy"}}}},
+              {{"name", "sum"}, {"op", "add"}, {"input", {"conv", "pw"}}, {"activation", "relu"}},
+              {{"name", "cat"}, {"op", "concat"}, {"input", {"sum", "conv"}}}}}};
+  }
+  void write_spec(const json& j) { std::ofstream(dir / "g.json") << j.dump(1); }
+  std::string spec_path() const { return (dir / "g.json").string(); }
+};
+
+TEST_F(GraphCli, CheckShowsTheGraph) {
+  const Result r = run("check " + spec_path());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "sum    add")) << r.out;
+  EXPECT_TRUE(has(r.out, "conv,pw")) << r.out;
+  EXPECT_TRUE(has(r.out, "outputs: cat")) << r.out;
+  EXPECT_TRUE(has(r.out, "whole-model run: yes")) << r.out;
+  const Result j = run("check --json " + spec_path());
+  ASSERT_EQ(j.status, 0) << j.out;
+  const json c = json::parse(j.out);
+  EXPECT_EQ(c.at("layers")[3].at("inputs"), json({"sum", "conv"}));
+  EXPECT_EQ(c.at("layers")[3].at("output_shape"), json({1, 8, 3, 3}));
+  EXPECT_EQ(c.at("inputs")[0].at("name"), "x");
+}
+
+TEST_F(GraphCli, CompileCopiesWeightsAndDescribesTheGraph) {
+  const fs::path out = dir / "bundle";
+  const Result r = run("compile " + spec_path() + " -o " + out.string() + " --target host");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const json m = json::parse(read(out / "manifest.json"));
+  EXPECT_EQ(m.at("embedded_weights"), false);
+  EXPECT_EQ(m.at("graph").at("inputs")[0].at("name"), "x");
+  EXPECT_EQ(m.at("graph").at("inputs")[0].at("produced_by"), nullptr);
+  EXPECT_EQ(m.at("graph").at("outputs"), json({"cat"}));
+  const json& conv = m.at("kernels")[0].at("buffers");
+  EXPECT_EQ(conv[0].at("source"), "x");
+  EXPECT_EQ(conv[1].at("source"), "weights/conv_weights.npy");
+  EXPECT_EQ(conv[2].at("source"), "weights/conv_bias.npy");
+  EXPECT_EQ(conv[3].at("source"), nullptr);
+  const json& sum = m.at("kernels")[2].at("buffers");
+  EXPECT_EQ(sum[0].at("name"), "input0");
+  EXPECT_EQ(sum[0].at("source"), "conv");
+  EXPECT_EQ(sum[1].at("source"), "pw");
+  // The copies hold the spec's values.
+  const padfold::NpyArray w = padfold::read_npy_f32((out / "weights/conv_weights.npy").string());
+  EXPECT_EQ(w.shape, (std::vector<int64_t>{4, 3, 3, 3}));
+  EXPECT_EQ(w.data, conv_w);
+  EXPECT_EQ(padfold::read_npy_f32((out / "weights/pw_weights.npy").string()).data, pw_w);
+  EXPECT_FALSE(fs::exists(out / "weights/pw_bias.npy"));
+}
+
+TEST_F(GraphCli, EmbedWeightsBakesTheValuesIntoTheRegistry) {
+  const fs::path out = dir / "bundle";
+  const Result r =
+      run("compile " + spec_path() + " -o " + out.string() + " --target host --embed-weights");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const json m = json::parse(read(out / "manifest.json"));
+  EXPECT_EQ(m.at("embedded_weights"), true);
+  EXPECT_EQ(m.at("kernels")[0].at("buffers")[1].at("source"), nullptr);
+  EXPECT_FALSE(fs::exists(out / "weights"));
+  const std::string target = m.at("targets")[0].at("dir");
+  const std::string registry = read(out / target / "registry.c");
+  // conv_b[1] = 0.25f = 0x3e800000; the buffer points at its array.
+  EXPECT_TRUE(has(registry, "static const uint32_t pf_g_conv_bias_data[4]"))
+      << registry.substr(0, 400);
+  EXPECT_TRUE(has(registry, "0x00000000u, 0x3e800000u, 0x3f000000u, 0x3f400000u"));
+  EXPECT_TRUE(has(registry, "\"weights\", PF_ROLE_WEIGHTS"));
+  EXPECT_TRUE(has(registry, "pf_g_conv_weights_data}"));
+  EXPECT_TRUE(has(registry, "model_inputs[] = {"));
+}
+
+TEST_F(GraphCli, BadWeightFilesAreNamedAndNothingIsWritten) {
+  const fs::path out = dir / "bundle";
+  padfold::write_npy_f32((dir / "w/pw_w.npy").string(), {4, 4, 3, 1},
+                         std::vector<float>(48).data());
+  for (const std::string& cmd :
+       {"check " + spec_path(), "compile " + spec_path() + " -o " + out.string()}) {
+    const Result r = run(cmd);
+    EXPECT_EQ(r.status, 1) << r.out;
+    EXPECT_TRUE(has(r.out, "g.json: layer 'pw': field 'weight_files.weights': "));
+    EXPECT_TRUE(has(r.out,
+                    "holds an array of shape (4, 4, 3, 1); expected (4, 4, 1, 1), the "
+                    "layer's weights buffer in weight_layout OIHW"))
+        << r.out;
+  }
+  EXPECT_FALSE(fs::exists(out));
+  fs::remove(dir / "w/conv_b.npy");
+  const Result missing = run("compile " + spec_path() + " -o " + out.string());
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_TRUE(has(missing.out, "layer 'conv': field 'weight_files.bias': ")) << missing.out;
+  EXPECT_TRUE(has(missing.out, "conv_b.npy")) << missing.out;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(GraphCli, ProducedByInputsCompileButCannotRunWhole) {
+  json s = spec();
+  s["inputs"][0]["produced_by"] = "ONNX node 'resize' (Resize)";
+  write_spec(s);
+  const Result c = run("check " + spec_path());
+  ASSERT_EQ(c.status, 0) << c.out;
+  EXPECT_TRUE(has(c.out, "whole-model run: no: input 'x' comes from ONNX node 'resize' (Resize)"))
+      << c.out;
+  const fs::path out = dir / "bundle";
+  const Result r = run("compile " + spec_path() + " -o " + out.string() + " --target host");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const json m = json::parse(read(out / "manifest.json"));
+  EXPECT_EQ(m.at("graph").at("inputs")[0].at("produced_by"), "ONNX node 'resize' (Resize)");
+  const std::string registry = read(out / std::string(m.at("targets")[0].at("dir")) / "registry.c");
+  EXPECT_TRUE(has(registry, "\"ONNX node 'resize' (Resize)\"")) << registry;
+}
+
+}  // namespace

@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""ONNX models built here with the onnx package (opset 13, IR 8: what Debian's libonnx reads), each
+imported with `padfold import`, compiled with `padfold compile`, run whole with `padfold run
+--model` and compared element-wise with ONNX Runtime on random inputs.
+
+Usage: onnx_models_test.py PADFOLD_BIN WORK_DIR [MODEL ...]   (run with the project's .venv python)
+"""
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 13
+RNG = np.random.default_rng(2026)
+
+
+def tensor(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def weights(name, shape):
+    return tensor(name, RNG.standard_normal(shape).astype(np.float32) * 0.5)
+
+
+def model(name, nodes, inputs, output, initializers):
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info(output, TensorProto.FLOAT, None)],
+        initializers)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    m.ir_version = 8
+    # The output's shape, as ONNX infers it, so the model checks in full.
+    inferred = onnx.shape_inference.infer_shapes(m, strict_mode=True)
+    m.graph.output[0].CopyFrom(inferred.graph.output[0])
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def conv(name, x, y, w, b=None, **attrs):
+    return helper.make_node("Conv", [x, w] + ([b] if b else []), [y], name=name, **attrs)
+
+
+# Each builder returns a ModelProto whose single graph input is "x" and output is "y".
+def same_upper_even_strided():
+    return model("same_upper_even", [
+        conv("stem", "x", "c", "w", "b", kernel_shape=[4, 4], strides=[2, 2], auto_pad="SAME_UPPER"),
+        helper.make_node("Relu", ["c"], ["y"], name="stem_relu"),
+    ], [("x", [1, 3, 7, 7])], "y", [weights("w", [8, 3, 4, 4]), weights("b", [8])])
+
+
+def same_lower_stride3():
+    return model("same_lower_s3", [
+        conv("c3", "x", "y", "w", "b", kernel_shape=[3, 3], strides=[3, 3], auto_pad="SAME_LOWER"),
+    ], [("x", [2, 4, 8, 8])], "y", [weights("w", [5, 4, 3, 3]), weights("b", [5])])
+
+
+def pools_same():
+    return model("pools_same", [
+        helper.make_node("MaxPool", ["x"], ["m"], name="maxp", kernel_shape=[2, 2], strides=[3, 3],
+                         auto_pad="SAME_UPPER"),
+        helper.make_node("AveragePool", ["x"], ["a"], name="avgp", kernel_shape=[4, 4],
+                         strides=[3, 3], auto_pad="SAME_LOWER", count_include_pad=0),
+        helper.make_node("AveragePool", ["x"], ["a1"], name="avgp_incl", kernel_shape=[3, 3],
+                         strides=[3, 3], pads=[1, 0, 1, 2], count_include_pad=1),
+        helper.make_node("Concat", ["m", "a", "a1"], ["y"], name="cat", axis=1),
+    ], [("x", [1, 3, 7, 7])], "y", [])
+
+
+def depthwise_clip():
+    return model("depthwise_clip", [
+        conv("dw", "x", "c", "w", "b", kernel_shape=[3, 3], strides=[2, 2], group=6,
+             auto_pad="SAME_UPPER"),
+        helper.make_node("Clip", ["c", "lo", "hi"], ["d"], name="relu6"),
+        conv("pw", "d", "e", "w2", kernel_shape=[1, 1]),
+        helper.make_node("LeakyRelu", ["e"], ["y"], name="leaky", alpha=0.2),
+    ], [("x", [1, 6, 10, 9])], "y", [
+        weights("w", [6, 1, 3, 3]), weights("b", [6]), tensor("lo", np.float32(0)),
+        tensor("hi", np.float32(6)), weights("w2", [8, 6, 1, 1])])
+
+
+def residual_block():
+    return model("residual", [
+        conv("c1", "x", "a", "w1", "b1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["a"], ["r"], name="r1"),
+        conv("c2", "r", "c", "w2", "b2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c", "x"], ["s"], name="skip"),
+        helper.make_node("Relu", ["s"], ["y"], name="out_relu"),
+    ], [("x", [1, 4, 6, 6])], "y", [
+        weights("w1", [4, 4, 3, 3]), weights("b1", [4]), weights("w2", [4, 4, 3, 3]),
+        weights("b2", [4])])
+
+
+def pad_reflect_conv():
+    return model("pad_reflect", [
+        helper.make_node("Pad", ["x", "p"], ["px"], name="pad", mode="reflect"),
+        conv("conv", "px", "y", "w", kernel_shape=[3, 3]),
+    ], [("x", [1, 2, 6, 7])], "y", [
+        tensor("p", np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64)), weights("w", [3, 2, 3, 3])])
+
+
+def pad_edge_and_constant():
+    return model("pad_edge_constant", [
+        helper.make_node("Pad", ["x", "p"], ["px"], name="pad_edge", mode="edge"),
+        helper.make_node("AveragePool", ["px"], ["a"], name="avg", kernel_shape=[3, 3],
+                         strides=[2, 2]),
+        helper.make_node("Pad", ["a", "p2", "v"], ["pa"], name="pad_const", mode="constant"),
+        conv("conv", "pa", "y", "w", "b", kernel_shape=[2, 2]),
+    ], [("x", [1, 3, 8, 8])], "y", [
+        tensor("p", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)),
+        tensor("p2", np.array([0, 0, 1, 0, 0, 0, 0, 1], np.int64)), tensor("v", np.float32(0.5)),
+        weights("w", [4, 3, 2, 2]), weights("b", [4])])
+
+
+def conv_transpose_same():
+    return model("convt_same", [
+        helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], name="up", kernel_shape=[3, 3],
+                         strides=[2, 2], auto_pad="SAME_UPPER"),
+    ], [("x", [1, 4, 5, 5])], "y", [weights("w", [4, 3, 3, 3]), weights("b", [3])])
+
+
+# ONNX Runtime refuses dilation with auto_pad SAME ("Dilation not supported for
+# AutoPadType::SAME_UPPER"), so the dilated layer has explicit, asymmetric pads.
+def conv1d_dilated():
+    return model("conv1d_dilated", [
+        conv("c1", "x", "y", "w", kernel_shape=[5], strides=[2], dilations=[2], pads=[3, 5]),
+    ], [("x", [1, 3, 17])], "y", [weights("w", [4, 3, 5])])
+
+
+MODELS = {f.__name__: f for f in [
+    same_upper_even_strided, same_lower_stride3, pools_same, depthwise_clip, residual_block,
+    pad_reflect_conv, pad_edge_and_constant, conv_transpose_same, conv1d_dilated]}
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    return r.stdout
+
+
+def check(padfold, work, name):
+    d = work / name
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    m = MODELS[name]()
+    path = d / "model.onnx"
+    onnx.save(m, path)
+    run([padfold, "import", path, "-o", d / "imported"])
+    specs = list((d / "imported").glob("*.json"))
+    spec_file = next(p for p in specs if p.name != "import-report.json")
+    spec = json.loads(spec_file.read_text())
+    run([padfold, "compile", spec_file, "-o", d / "bundle", "--target", "host"])
+    shape = [dim.dim_value for dim in m.graph.input[0].type.tensor_type.shape.dim]
+    x = RNG.uniform(-1, 1, shape).astype(np.float32)
+    np.save(d / "x.npy", x)
+    input_name = spec["inputs"][0]["name"]
+    output_name = spec["outputs"][0]
+    run([padfold, "run", d / "bundle", "--model", "--input", f"{input_name}={d / 'x.npy'}",
+         "--output", f"{output_name}={d / 'y.npy'}"])
+    got = np.load(d / "y.npy")
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    want = session.run(None, {"x": x})[0]
+    if got.shape != want.shape:
+        return f"{name}: shape {got.shape}, ONNX Runtime {want.shape}"
+    err = np.abs(got - want).max()
+    tol = 1e-4 * (1 + np.abs(want).max())
+    if not np.allclose(got, want, rtol=1e-4, atol=tol):
+        return f"{name}: max |padfold - ONNX Runtime| = {err:.3g} (tolerance {tol:.3g})"
+    print(f"{name}: {len(spec['layers'])} kernel(s), output {list(want.shape)}, "
+          f"max |error| {err:.2g}: OK")
+    return None
+
+
+def main():
+    padfold, work = sys.argv[1], pathlib.Path(sys.argv[2])
+    names = sys.argv[3:] or list(MODELS)
+    print(f"onnx {onnx.__version__}, onnxruntime {onnxruntime.__version__}")
+    failures = []
+    for name in names:
+        try:
+            failure = check(padfold, work, name)
+        except RuntimeError as e:
+            failure = f"{name}: {e}"
+        if failure:
+            failures.append(failure)
+            print("FAIL:", failure)
+    print(f"{len(names)} model(s), {len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
