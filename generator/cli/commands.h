@@ -10,3 +10,4 @@ void add_compile_command(CLI::App& app);
 void add_knobs_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_stmt_check_command(CLI::App& app);
+void add_import_command(CLI::App& app);

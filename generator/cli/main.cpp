@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   add_knobs_command(app);
   add_run_command(app);
   add_stmt_check_command(app);
+  add_import_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

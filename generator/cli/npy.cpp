@@ -484,9 +484,12 @@ void write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, c
   if (!numel) fail(path, "cannot write shape " + shape_repr(shape) + ": negative or too large");
   if (shape.size() > kNpyMaxRank)
     fail(path, "cannot write shape " + shape_repr(shape) + ": too many dimensions");
-  const std::string preamble = npy_preamble_f32(shape);
-  const std::string bytes = to_little_endian(data, static_cast<size_t>(*numel));
+  write_file_replacing(path, npy_preamble_f32(shape),
+                       to_little_endian(data, static_cast<size_t>(*numel)));
+}
 
+void write_file_replacing(const std::string& path, const std::string& preamble,
+                          const std::string& bytes) {
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;
   if (!exists && errno != ENOENT) fail(path, "cannot write: " + sys_error(errno));

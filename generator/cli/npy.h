@@ -76,4 +76,10 @@ std::string npy_preamble_f32(const std::vector<int64_t>& shape);
 //  - A directory: an error.
 void write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const float* data);
 
+// Writes `preamble` then `bytes` to `path` with the rules of write_npy_f32 (a temporary file beside
+// it renamed over it, fsync, permissions kept, devices written in place; errors name the path).
+// For any file padfold writes whole, e.g. the normalized model of `padfold import --emit-onnx`.
+void write_file_replacing(const std::string& path, const std::string& preamble,
+                          const std::string& bytes = "");
+
 }  // namespace padfold

@@ -19,12 +19,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_bundle(const fs::path& dir) {
-  std::ifstream f(dir / "manifest.json");
+bool is_kind(const fs::path& dir, const DirectoryKind& kind) {
+  std::ifstream f(dir / kind.marker);
   if (!f) return false;
   try {
     const nlohmann::json j = nlohmann::json::parse(f);
-    return j.is_object() && j.value("format", "") == "padfold-bundle";
+    return j.is_object() && j.value("format", "") == kind.format;
   } catch (const nlohmann::json::exception&) {
     return false;
   }
@@ -38,7 +38,7 @@ fs::path unique_sibling(const fs::path& destination, const std::string& tag) {
 
 }  // namespace
 
-StagedDirectory::StagedDirectory(const fs::path& destination) {
+StagedDirectory::StagedDirectory(const fs::path& destination, const DirectoryKind& kind) {
   fs::path d = fs::absolute(destination).lexically_normal();
   if (d.filename().empty()) d = d.parent_path();  // "out/tiny/"
   destination_ = d;
@@ -46,11 +46,11 @@ StagedDirectory::StagedDirectory(const fs::path& destination) {
   if (fs::exists(d, ec)) {
     if (!fs::is_directory(d))
       throw std::runtime_error("-o " + destination.string() + ": exists and is not a directory");
-    if (!fs::is_empty(d) && !is_bundle(d))
-      throw std::runtime_error(
-          "-o " + destination.string() +
-          ": exists and is not a padfold bundle (no manifest.json of format padfold-bundle); "
-          "padfold replaces only bundles: remove it or choose another directory");
+    if (!fs::is_empty(d) && !is_kind(d, kind))
+      throw std::runtime_error("-o " + destination.string() + ": exists and is not a padfold " +
+                               kind.noun + " (no " + kind.marker + " of format " + kind.format +
+                               "); padfold replaces only " + kind.noun +
+                               "s: remove it or choose another directory");
   }
   fs::create_directories(d.parent_path());
   // One writer at a time: two compiles into one directory would otherwise both succeed, the last
@@ -67,9 +67,10 @@ StagedDirectory::StagedDirectory(const fs::path& destination) {
       lock_fd_ = -1;
       throw std::runtime_error(
           "-o " + destination.string() +
-          (err == EWOULDBLOCK ? ": another padfold compile is writing this bundle (" +
-                                    lock_.string() + " is locked); try again when it is done"
-                              : ": cannot lock " + lock_.string() + ": " + std::strerror(err)));
+          (err == EWOULDBLOCK
+               ? ": another padfold " + std::string(kind.writer) + " is writing this " + kind.noun +
+                     " (" + lock_.string() + " is locked); try again when it is done"
+               : ": cannot lock " + lock_.string() + ": " + std::strerror(err)));
     }
     // The previous writer may have removed the file between our open and flock: then the lock
     // is on a file nobody else sees; take the current one instead.

@@ -1,16 +1,31 @@
-// A bundle directory built aside and moved into place only when complete.
+// A bundle directory (or another directory padfold writes whole, such as an import's) built aside
+// and moved into place only when complete.
 #pragma once
 
 #include <filesystem>
 
 namespace padfold {
 
+// What a StagedDirectory writes and so may replace: a directory holding `marker`, a JSON object
+// whose "format" is `format`. `noun` and `writer` are for messages ("bundle", "compile").
+struct DirectoryKind {
+  const char* marker;
+  const char* format;
+  const char* noun;
+  const char* writer;
+};
+inline constexpr DirectoryKind kBundleDirectory{"manifest.json", "padfold-bundle", "bundle",
+                                                "compile"};
+inline constexpr DirectoryKind kImportDirectory{"import-report.json", "padfold-import", "import",
+                                                "import"};
+
 class StagedDirectory {
  public:
-  // Checks that `destination` may be replaced (absent, empty, or a padfold bundle), takes the
-  // destination's lock (a second writer fails at once, naming it) and creates a staging directory
-  // beside it, on the same file system.
-  explicit StagedDirectory(const std::filesystem::path& destination);
+  // Checks that `destination` may be replaced (absent, empty, or a directory of this kind), takes
+  // the destination's lock (a second writer fails at once, naming it) and creates a staging
+  // directory beside it, on the same file system.
+  explicit StagedDirectory(const std::filesystem::path& destination,
+                           const DirectoryKind& kind = kBundleDirectory);
   ~StagedDirectory();  // removes the staging directory unless committed
   StagedDirectory(const StagedDirectory&) = delete;
   StagedDirectory& operator=(const StagedDirectory&) = delete;

@@ -1,0 +1,107 @@
+// padfold import: an ONNX model -> a padfold spec, its weights and the list of nodes left to the
+// caller (generator/frontend/onnx), written into a directory that appears only when complete;
+// --emit-onnx also writes the model with every auto_pad rewritten to explicit pads.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "commands.h"
+#include "emit/bundle_dir.h"
+#include "frontend/onnx/import.h"
+#include "frontend/onnx/normalize.h"
+#include "npy.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace oi = padfold::onnx_import;
+
+struct ImportArgs {
+  std::string model, out, emit_onnx, name;
+  std::vector<std::string> inputs;
+};
+
+void write_json(const fs::path& path, const nlohmann::ordered_json& j) {
+  padfold::write_file_replacing(path.string(), j.dump(2) + "\n");
+}
+
+// Whether `inner` is `outer` or inside it, comparing the paths as they would be resolved.
+bool inside(const fs::path& inner, const fs::path& outer) {
+  const fs::path a = fs::weakly_canonical(fs::absolute(inner));
+  const fs::path b = fs::weakly_canonical(fs::absolute(outer));
+  auto ai = a.begin();
+  for (auto bi = b.begin(); bi != b.end(); ++bi, ++ai) {
+    if (bi->empty()) continue;  // a trailing separator
+    if (ai == a.end() || *ai != *bi) return false;
+  }
+  return true;
+}
+
+void run_import(const ImportArgs& a) {
+  std::vector<oi::InputSize> sizes;
+  for (const std::string& s : a.inputs) sizes.push_back(oi::parse_input_size(s));
+  if (!a.emit_onnx.empty() && inside(a.emit_onnx, a.out))
+    throw std::runtime_error("--emit-onnx " + a.emit_onnx + ": inside -o " + a.out +
+                             ", which is replaced as a whole; expected a path outside it");
+  const oi::PreparedModel prepared = oi::prepare_model(oi::read_model(a.model), sizes, a.model);
+  oi::ImportOptions options;
+  options.model_name = a.name;
+  const oi::ImportResult result = oi::import_model(prepared, options);
+  std::optional<oi::NormalizeResult> normalized;
+  if (!a.emit_onnx.empty()) normalized = oi::normalize_auto_pad(prepared);
+
+  // Everything is known: write the directory aside, then the normalized model, then move the
+  // directory into place. A failure before the move leaves -o as it was.
+  try {
+    padfold::StagedDirectory staged(a.out, padfold::kImportDirectory);
+    fs::create_directory(staged.path() / "weights");
+    for (const oi::WeightFile& w : result.weights)
+      padfold::write_npy_f32((staged.path() / w.path).string(), w.shape, w.data.data());
+    write_json(staged.path() / (result.model_name + ".json"), result.spec);
+    write_json(staged.path() / "import-report.json", result.report);
+    if (normalized) {
+      std::string bytes;
+      if (!normalized->model.SerializeToString(&bytes))
+        throw std::runtime_error(a.emit_onnx + ": cannot serialize the normalized model");
+      padfold::write_file_replacing(a.emit_onnx, bytes);
+    }
+    staged.commit();
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string(e.what()) + "\nnothing imported; " + a.out +
+                             " is as it was");
+  }
+
+  fmt::print("{}", oi::summary_text(result));
+  fmt::print("wrote {}: {}.json, import-report.json, {} weight file(s) in weights/\n", a.out,
+             result.model_name, result.weights.size());
+  if (normalized) {
+    for (const std::string& c : normalized->changes) fmt::print("normalized {}\n", c);
+    for (const std::string& w : normalized->warnings) fmt::print(stderr, "warning: {}\n", w);
+    fmt::print("wrote {} ({} auto_pad rewrite(s))\n", a.emit_onnx, normalized->changes.size());
+  }
+}
+
+}  // namespace
+
+void add_import_command(CLI::App& app) {
+  auto args = std::make_shared<ImportArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "import",
+      "Turn an ONNX model into a padfold spec, its weights and the list of nodes left to the "
+      "caller.\nExample: padfold import model.onnx -o out/model --input x=1x3x224x224");
+  cmd->add_option("model", args->model, "the .onnx file")->required();
+  cmd->add_option("-o,--out", args->out,
+                  "directory to write: <model>.json, weights/, import-report.json")
+      ->required();
+  cmd->add_option("--input", args->inputs,
+                  "NAME=SIZES (e.g. x=1x3x224x224): the size of a graph input with dynamic dims; "
+                  "repeat for each")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--emit-onnx", args->emit_onnx,
+                  "also write the model with every auto_pad rewritten to explicit pads");
+  cmd->add_option("--name", args->name, "the spec's model name (default: from the file name)");
+  cmd->callback([args] { run_import(*args); });
+}

@@ -1,0 +1,55 @@
+// ONNX graph -> padfold spec (docs/model-graph.md) + weights + the list of nodes left to the
+// caller.
+//
+// Conv, ConvTranspose, MaxPool, AveragePool, Add (two same-shape tensors) and Concat (channels)
+// become layers; a Pad before a conv/pool is folded into it as its pads and border mode, a Relu,
+// Clip(0, 6) or LeakyRelu after a conv or add becomes its activation, Identity and inference
+// Dropout are bypassed. Every other node is left to the caller: the tensors it produces that
+// padfold layers read become spec inputs marked `produced_by`, and the layer outputs it reads
+// become spec outputs. Pads are not computed here: auto_pad becomes the spec's padding name and
+// the spec parser and padding module resolve it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "frontend/onnx/onnx_graph.h"
+
+namespace padfold::onnx_import {
+
+struct ImportOptions {
+  std::string model_name;  // the spec's `model`; empty: from the file name (sanitized)
+};
+
+// A .npy file to write, path relative to the spec's directory.
+struct WeightFile {
+  std::string path;  // weights/<layer>_weights.npy or weights/<layer>_bias.npy
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+};
+
+struct LeftNode {
+  int index = 0;  // in the graph's node list
+  std::string name, op_type, reason;
+};
+
+struct ImportResult {
+  std::string model_name;
+  nlohmann::ordered_json spec;    // DIR/<model_name>.json
+  nlohmann::ordered_json report;  // DIR/import-report.json
+  std::vector<WeightFile> weights;
+  std::vector<LeftNode> left_to_caller;
+  std::vector<std::string> warnings;
+};
+
+// Imports a prepared model. Throws ImportError for a model that is not valid ONNX in a way that
+// matters here (pads with auto_pad, a conv's weight shape, an attribute of the wrong type...), a
+// tensor padfold would compute that is not float32, and a model of which no node is supported.
+ImportResult import_model(const PreparedModel& prepared, const ImportOptions& options);
+
+// The printed summary: the layers, each with the ONNX nodes it covers, then every node left to the
+// caller with its op type and why.
+std::string summary_text(const ImportResult& result);
+
+}  // namespace padfold::onnx_import

@@ -1,0 +1,497 @@
+#include "frontend/onnx/import_ops.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace padfold::onnx_import::detail {
+namespace {
+
+constexpr int kFloat = onnx::TensorProto::FLOAT;
+
+const char* const kAutoPads[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
+
+std::string ints_text(const std::vector<int64_t>& v) {
+  return shape_text(v);
+}
+
+std::string layout_for(int dims) {
+  return "NC" + spatial_letters(dims);
+}
+
+// Input `k` of a node, or "" when absent.
+std::string input_of(const onnx::NodeProto& n, int k) {
+  return k < n.input_size() ? n.input(k) : std::string();
+}
+
+// The data input of a layer: computed (not a constant), of a known static shape of rank 3 to 5.
+// Returns the reason it is not, or "" and sets `type`.
+std::string check_data_input(const Context& c, const std::string& t, TensorType& type) {
+  if (c.constant(t))
+    return "input '" + t + "' is a constant; padfold layers read tensors computed at run time";
+  const auto ty = c.type(t);
+  if (!ty || !ty->has_shape)
+    return "the shape of input '" + t + "' is unknown after ONNX shape inference";
+  if (ty->shape.size() < 3 || ty->shape.size() > 5)
+    return "input '" + t + "' has rank " + std::to_string(ty->shape.size()) + " " +
+           shape_text(ty->shape) +
+           "; padfold layers take N, C and 1 to 3 spatial dims (rank 3 to 5)";
+  if (!ty->is_static())
+    return "input '" + t + "' has the dynamic shape " + shape_text(ty->shape) +
+           " after ONNX shape inference";
+  type = *ty;
+  return "";
+}
+
+// A float32 constant input (weights, bias); `role` names it in messages.
+const onnx::TensorProto* float_constant(const Context& c, int node, const std::string& t,
+                                        const std::string& role, std::string& why) {
+  const onnx::TensorProto* w = c.constant(t);
+  if (!w) {
+    why = role + " '" + t +
+          "' are computed at run time; padfold takes them from an initializer or a Constant";
+    return nullptr;
+  }
+  if (w->data_type() != kFloat)
+    c.fail(node, role + " '" + t + "' are " + elem_type_name(w->data_type()) +
+                     "; expected float32 (padfold generates float32 kernels)");
+  return w;
+}
+
+std::vector<int64_t> dims_of(const onnx::TensorProto& t) {
+  return {t.dims().begin(), t.dims().end()};
+}
+
+}  // namespace
+
+std::vector<int64_t> per_dim(const Context& c, int node, const NodeAttributes& a,
+                             const std::string& name, int dims, int64_t dflt, int64_t min) {
+  const auto v = c.at_node(node, [&] { return a.find_ints(name); });
+  if (!v) return std::vector<int64_t>(static_cast<size_t>(dims), dflt);
+  if (v->size() != static_cast<size_t>(dims))
+    c.fail(node, "attribute '" + name + "': " + ints_text(*v) + " has " +
+                     std::to_string(v->size()) + " values; expected one per spatial dim (" +
+                     std::to_string(dims) + ")");
+  for (int64_t x : *v)
+    if (x < min)
+      c.fail(node, "attribute '" + name + "': " + ints_text(*v) +
+                       "; expected values >= " + std::to_string(min));
+  return *v;
+}
+
+void read_padding(const Context& c, int node, const NodeAttributes& a, int dims, Draft& d) {
+  std::string auto_pad = c.at_node(node, [&] { return a.get_string("auto_pad", "NOTSET"); });
+  if (auto_pad.empty()) auto_pad = "NOTSET";
+  if (std::find(std::begin(kAutoPads), std::end(kAutoPads), auto_pad) == std::end(kAutoPads))
+    c.fail(node, "attribute 'auto_pad': '" + auto_pad +
+                     "'; expected NOTSET, VALID, SAME_UPPER or SAME_LOWER");
+  d.auto_pad = auto_pad;
+  const auto pads = c.at_node(node, [&] { return a.find_ints("pads"); });
+  d.pads.assign(2 * static_cast<size_t>(dims), 0);
+  if (!pads) return;
+  if (pads->size() != 2 * static_cast<size_t>(dims))
+    c.fail(node, "attribute 'pads': " + ints_text(*pads) + " has " + std::to_string(pads->size()) +
+                     " values; expected " + std::to_string(2 * dims) +
+                     " (all befores, then all afters)");
+  const bool nonzero = std::any_of(pads->begin(), pads->end(), [](int64_t p) { return p != 0; });
+  if (auto_pad != "NOTSET" && nonzero)
+    c.fail(node, "attribute 'pads': " + ints_text(*pads) + " together with auto_pad '" + auto_pad +
+                     "'; expected pads only with auto_pad NOTSET (ONNX: pads cannot be used "
+                     "together with auto_pad)");
+  for (int64_t p : *pads)
+    if (p < 0)
+      c.fail(node, "attribute 'pads': " + ints_text(*pads) +
+                       " has a negative value; expected "
+                       "pads >= 0");
+  d.pads = *pads;
+}
+
+namespace {
+
+std::variant<Draft, Left> draft_conv(const Context& c, int i) {
+  const onnx::NodeProto& n = c.graph().node(i);
+  const bool transposed = n.op_type() == "ConvTranspose";
+  if (input_of(n, 0).empty() || input_of(n, 1).empty())
+    c.fail(i, "expected inputs X and W; found " + std::to_string(n.input_size()) + " input(s)");
+  Draft d;
+  d.node = i;
+  d.kind = transposed ? Kind::ConvTranspose : Kind::Conv;
+  const std::string x = c.canon(n.input(0));
+  TensorType xt;
+  if (std::string why = check_data_input(c, x, xt); !why.empty()) return Left{why};
+  if (xt.elem_type != kFloat)
+    c.fail(i, "input '" + x + "' is " + elem_type_name(xt.elem_type) +
+                  "; expected float32 (padfold generates float32 kernels)");
+  std::string why;
+  d.weights = float_constant(c, i, n.input(1), "weights", why);
+  if (!d.weights) return Left{why};
+  const std::string b = input_of(n, 2);
+  if (!b.empty()) {
+    d.bias = float_constant(c, i, b, "bias", why);
+    if (!d.bias) return Left{why};
+  }
+  const std::vector<int64_t> w = dims_of(*d.weights);
+  if (w.size() != xt.shape.size())
+    c.fail(i, "input 1 (weights) '" + n.input(1) + "' has shape " + shape_text(w) +
+                  "; expected rank " + std::to_string(xt.shape.size()) + " like input '" + x +
+                  "' " + shape_text(xt.shape));
+  const int dims = static_cast<int>(xt.shape.size()) - 2;
+  d.dims = dims;
+  d.inputs = {x};
+  d.in_shape = xt.shape;
+  d.output = n.output(0);
+  const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
+  read_padding(c, i, a, dims, d);
+  const std::vector<int64_t> kernel(w.begin() + 2, w.end());
+  if (const auto ks = c.at_node(i, [&] { return a.find_ints("kernel_shape"); });
+      ks && *ks != kernel)
+    c.fail(i, "attribute 'kernel_shape': " + ints_text(*ks) +
+                  "; expected the weights' spatial shape " + ints_text(kernel));
+  const int64_t group = c.at_node(i, [&] { return a.get_int("group", 1); });
+  if (group < 1) c.fail(i, "attribute 'group': " + std::to_string(group) + "; expected >= 1");
+  const std::string s = spatial_letters(dims);
+  d.fields["op"] = (transposed ? "conv_transpose" : "conv") + std::to_string(dims) + "d";
+  d.fields["layout"] = layout_for(dims);
+  d.fields["weight_layout"] = (transposed ? "IO" : "OI") + s;
+  d.fields["out_channels"] = transposed ? w[1] * group : w[0];
+  d.fields["kernel"] = kernel;
+  d.fields["stride"] = per_dim(c, i, a, "strides", dims, 1, 1);
+  d.fields["dilation"] = per_dim(c, i, a, "dilations", dims, 1, 1);
+  d.fields["groups"] = group;
+  if (transposed) {
+    if (a.has("output_padding"))
+      d.fields["output_padding"] = per_dim(c, i, a, "output_padding", dims, 0, 0);
+    if (const auto os = c.at_node(i, [&] { return a.find_ints("output_shape"); })) {
+      std::vector<int64_t> spatial = *os;
+      if (spatial.size() == static_cast<size_t>(dims) + 2)  // N, C and the spatial sizes
+        spatial.erase(spatial.begin(), spatial.begin() + 2);
+      if (spatial.size() != static_cast<size_t>(dims))
+        c.fail(i, "attribute 'output_shape': " + ints_text(*os) + "; expected " +
+                      std::to_string(dims) + " spatial sizes");
+      d.fields["output_shape"] = spatial;
+    }
+  }
+  d.fields["bias"] = d.bias != nullptr;
+  return d;
+}
+
+std::variant<Draft, Left> draft_pool(const Context& c, int i) {
+  const onnx::NodeProto& n = c.graph().node(i);
+  const bool max = n.op_type() == "MaxPool";
+  if (input_of(n, 0).empty()) c.fail(i, "expected input X");
+  Draft d;
+  d.node = i;
+  d.kind = max ? Kind::MaxPool : Kind::AvgPool;
+  const std::string x = c.canon(n.input(0));
+  TensorType xt;
+  if (std::string why = check_data_input(c, x, xt); !why.empty()) return Left{why};
+  if (xt.elem_type != kFloat)
+    c.fail(i, "input '" + x + "' is " + elem_type_name(xt.elem_type) +
+                  "; expected float32 (padfold generates float32 kernels)");
+  const int dims = static_cast<int>(xt.shape.size()) - 2;
+  d.dims = dims;
+  d.inputs = {x};
+  d.in_shape = xt.shape;
+  d.output = n.output(0);
+  const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
+  if (max && n.output_size() > 1 && !n.output(1).empty() &&
+      (!c.readers(n.output(1)).empty() || c.reaches_graph_output(n.output(1))))
+    return Left{"its Indices output '" + n.output(1) +
+                "' is used; padfold does not produce MaxPool indices"};
+  // storage_order (row- or column-major) only says how Indices are counted: with Indices unused,
+  // any order gives the same output.
+  c.at_node(i, [&] { return a.get_int("storage_order", 0); });
+  if (!a.has("kernel_shape"))
+    c.fail(i, "attribute 'kernel_shape' is missing; expected one size per spatial dim");
+  read_padding(c, i, a, dims, d);
+  d.fields["op"] = std::string(max ? "max_pool" : "avg_pool") + std::to_string(dims) + "d";
+  d.fields["layout"] = layout_for(dims);
+  d.fields["kernel"] = per_dim(c, i, a, "kernel_shape", dims, 1, 1);
+  d.fields["stride"] = per_dim(c, i, a, "strides", dims, 1, 1);
+  d.fields["dilation"] = per_dim(c, i, a, "dilations", dims, 1, 1);
+  d.fields["ceil_mode"] = c.at_node(i, [&] { return a.get_int("ceil_mode", 0); }) != 0;
+  if (!max)
+    d.count_include_pad = c.at_node(i, [&] { return a.get_int("count_include_pad", 0); }) != 0;
+  return d;
+}
+
+// Add and Concat read two or more computed float32 tensors of rank 3 to 5.
+std::variant<Draft, Left> draft_join(const Context& c, int i) {
+  const onnx::NodeProto& n = c.graph().node(i);
+  const bool add = n.op_type() == "Add";
+  Draft d;
+  d.node = i;
+  d.kind = add ? Kind::Add : Kind::Concat;
+  d.output = n.output(0);
+  std::vector<TensorType> types;
+  for (int k = 0; k < n.input_size(); ++k) {
+    const std::string t = c.canon(n.input(k));
+    TensorType ty;
+    if (std::string why = check_data_input(c, t, ty); !why.empty()) return Left{why};
+    if (ty.elem_type != kFloat)
+      return Left{"input '" + t + "' is " + elem_type_name(ty.elem_type) + "; padfold's " +
+                  (add ? "add" : "concat") + " is float32"};
+    d.inputs.push_back(t);
+    types.push_back(ty);
+  }
+  if (types.size() < 2) return Left{"it has a single input"};
+  const std::vector<int64_t>& s0 = types[0].shape;
+  d.dims = static_cast<int>(s0.size()) - 2;
+  d.fields["op"] = add ? "add" : "concat";
+  d.fields["layout"] = layout_for(d.dims);
+  if (add) {
+    if (types[1].shape != s0)
+      return Left{"its inputs have the shapes " + shape_text(s0) + " and " +
+                  shape_text(types[1].shape) +
+                  "; padfold's add takes tensors of one shape (no broadcasting)"};
+    d.out_shape = s0;
+    return d;
+  }
+  const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
+  int64_t axis = c.at_node(i, [&] { return a.get_int("axis", 1); });
+  if (axis < 0) axis += static_cast<int64_t>(s0.size());
+  if (axis != 1)
+    return Left{"axis " + std::to_string(axis) + "; padfold's concat joins channels (axis 1)"};
+  d.out_shape = s0;
+  d.out_shape[1] = 0;
+  for (const TensorType& t : types) {
+    std::vector<int64_t> a0 = t.shape, b0 = s0;
+    if (a0.size() == b0.size()) a0[1] = b0[1] = 0;
+    if (a0 != b0)
+      return Left{"its inputs have the shapes " + shape_text(s0) + " and " + shape_text(t.shape) +
+                  "; padfold's concat takes equal batch and spatial sizes"};
+    d.out_shape[1] += t.shape[1];
+  }
+  return d;
+}
+
+// A scalar constant input of Clip or Pad, or nullopt when the input is absent. `ok` turns false
+// for a value computed at run time.
+std::optional<float> scalar_input(const Context& c, int node, int k, bool& ok) {
+  const onnx::NodeProto& n = c.graph().node(node);
+  const std::string t = input_of(n, k);
+  if (t.empty()) return std::nullopt;
+  const onnx::TensorProto* v = c.constant(t);
+  if (!v) {
+    ok = false;
+    return std::nullopt;
+  }
+  const FloatTensor f = to_float_tensor(*v, "input " + std::to_string(k) + " '" + t + "'");
+  if (f.data.size() != 1)
+    c.fail(node, "input " + std::to_string(k) + " '" + t + "' has " +
+                     std::to_string(f.data.size()) + " values; expected a scalar");
+  return f.data[0];
+}
+
+}  // namespace
+
+void Context::fail(int node, const std::string& what) const {
+  throw ImportError(g_.label() + ": " + node_label(g_.node(node), node) + ": " + what);
+}
+
+std::string Context::canon(const std::string& t) const {
+  std::string cur = t;
+  for (auto it = alias_.find(cur); it != alias_.end(); it = alias_.find(cur)) cur = it->second;
+  return cur;
+}
+
+bool Context::bypassed(int node) const {
+  return std::find(bypassed_.begin(), bypassed_.end(), node) != bypassed_.end();
+}
+
+std::vector<int> Context::readers(const std::string& t) const {
+  std::vector<int> out;
+  std::vector<std::string> todo = {t};
+  while (!todo.empty()) {
+    const std::string cur = todo.back();
+    todo.pop_back();
+    for (int r : g_.consumers(cur)) {
+      if (bypassed(r)) {
+        todo.push_back(g_.node(r).output(0));
+      } else if (std::find(out.begin(), out.end(), r) == out.end()) {
+        out.push_back(r);
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool Context::reaches_graph_output(const std::string& t) const {
+  if (g_.is_graph_output(t)) return true;
+  for (int r : g_.consumers(t))
+    if (bypassed(r) && reaches_graph_output(g_.node(r).output(0))) return true;
+  return false;
+}
+
+std::optional<Left> bypass_check(const Context& c, int i) {
+  const onnx::NodeProto& n = c.graph().node(i);
+  if (n.input_size() < 1 || n.input(0).empty() || n.output_size() < 1)
+    c.fail(i, "expected one input and one output");
+  if (n.op_type() == "Dropout") {
+    if (n.output_size() > 1 && !n.output(1).empty() &&
+        (!c.graph().consumers(n.output(1)).empty() || c.graph().is_graph_output(n.output(1))))
+      return Left{"its mask output '" + n.output(1) + "' is used"};
+    const std::string training = input_of(n, 2);
+    if (!training.empty()) {
+      const onnx::TensorProto* t = c.constant(training);
+      if (!t) return Left{"training_mode '" + training + "' is computed at run time"};
+      const FloatTensor f =
+          c.at_node(i, [&] { return to_float_tensor(*t, "input 2 '" + training + "'"); });
+      if (f.data.size() != 1 || f.data[0] != 0.f)
+        return Left{"training_mode is true (padfold runs inference)"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::variant<Draft, Left> draft_layer(const Context& c, int i) {
+  const onnx::NodeProto& n = c.graph().node(i);
+  std::variant<Draft, Left> r;
+  if (n.op_type() == "Conv" || n.op_type() == "ConvTranspose")
+    r = draft_conv(c, i);
+  else if (n.op_type() == "MaxPool" || n.op_type() == "AveragePool")
+    r = draft_pool(c, i);
+  else
+    return draft_join(c, i);
+  if (std::holds_alternative<Left>(r)) return r;
+  Draft& d = std::get<Draft>(r);
+  auto checked = check_with_parser(d);
+  if (const auto* msg = std::get_if<std::string>(&checked))
+    return Left{"padfold's spec parser refuses the layer: " + *msg};
+  const Layer& l = std::get<Layer>(checked);
+  if (d.weights && l.weight_shape() != dims_of(*d.weights))
+    c.fail(i, "input 1 (weights) '" + n.input(1) + "' has shape " +
+                  shape_text(dims_of(*d.weights)) + "; expected " + shape_text(l.weight_shape()) +
+                  " for " + std::to_string(l.in_channels) + " input channels in " +
+                  std::to_string(l.groups) + " group(s)");
+  if (d.bias && dims_of(*d.bias) != std::vector<int64_t>{l.out_channels})
+    c.fail(i, "input 2 (bias) '" + n.input(2) + "' has shape " + shape_text(dims_of(*d.bias)) +
+                  "; expected [" + std::to_string(l.out_channels) + "]");
+  d.out_shape = l.output_shape_full();
+  for (const AxisPads& p : l.pads.axes) {
+    d.resolved_before.push_back(p.before);
+    d.resolved_after.push_back(p.after);
+  }
+  return r;
+}
+
+std::variant<PadInfo, Left> pad_info(const Context& c, int i) {
+  const onnx::NodeProto& n = c.graph().node(i);
+  if (input_of(n, 0).empty()) c.fail(i, "expected input data");
+  PadInfo p;
+  p.input = c.canon(n.input(0));
+  TensorType xt;
+  if (std::string why = check_data_input(c, p.input, xt); !why.empty()) return Left{why};
+  const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
+  p.mode = c.at_node(i, [&] { return a.get_string("mode", "constant"); });
+  if (p.mode != "constant" && p.mode != "reflect" && p.mode != "edge")
+    c.fail(i, "attribute 'mode': '" + p.mode + "'; expected constant, reflect or edge");
+  std::vector<int64_t> pads;
+  if (c.graph().opset() < 11) {
+    pads = c.at_node(i, [&] { return a.get_ints("pads"); });
+    p.value = c.at_node(i, [&] { return a.get_float("value", 0.f); });
+  } else {
+    const std::string t = input_of(n, 1);
+    if (t.empty()) c.fail(i, "input 1 (pads) is missing; expected the pads");
+    const onnx::TensorProto* v = c.constant(t);
+    if (!v) return Left{"its pads '" + t + "' are computed at run time"};
+    pads = c.at_node(i, [&] { return to_int64s(*v, "input 1 (pads) '" + t + "'"); });
+    bool ok = true;
+    const auto value = c.at_node(i, [&] { return scalar_input(c, i, 2, ok); });
+    if (!ok) return Left{"its constant_value '" + input_of(n, 2) + "' is computed at run time"};
+    p.value = value.value_or(0.f);
+  }
+  const size_t rank = xt.shape.size();
+  if (pads.size() != 2 * rank)
+    c.fail(i, "pads " + ints_text(pads) + " have " + std::to_string(pads.size()) +
+                  " values; expected " + std::to_string(2 * rank) + " for the rank-" +
+                  std::to_string(rank) + " input '" + p.input + "'");
+  if (pads[0] || pads[1] || pads[rank] || pads[rank + 1])
+    return Left{"its pads " + ints_text(pads) +
+                " pad the batch or channel axis; padfold folds spatial pads only"};
+  for (size_t k = 2; k < rank; ++k) {
+    if (pads[k] < 0 || pads[rank + k] < 0)
+      return Left{"its pads " + ints_text(pads) +
+                  " are negative (a crop); padfold folds pads >= 0"};
+    p.before.push_back(pads[k]);
+    p.after.push_back(pads[rank + k]);
+  }
+  return p;
+}
+
+std::variant<ActInfo, Left> act_info(const Context& c, int i) {
+  const onnx::NodeProto& n = c.graph().node(i);
+  if (input_of(n, 0).empty()) c.fail(i, "expected an input");
+  ActInfo r;
+  r.input = c.canon(n.input(0));
+  const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
+  if (n.op_type() == "Relu") {
+    r.activation = "relu";
+  } else if (n.op_type() == "LeakyRelu") {
+    r.activation = {{"type", "leaky_relu"},
+                    {"alpha", c.at_node(i, [&] { return a.get_float("alpha", 0.01f); })}};
+  } else {  // Clip
+    constexpr float kMax = std::numeric_limits<float>::max();
+    float lo = std::numeric_limits<float>::lowest(), hi = kMax;
+    if (c.graph().opset() < 11) {
+      lo = c.at_node(i, [&] { return a.get_float("min", lo); });
+      hi = c.at_node(i, [&] { return a.get_float("max", hi); });
+    } else {
+      bool ok = true;
+      const auto mn = c.at_node(i, [&] { return scalar_input(c, i, 1, ok); });
+      const auto mx = c.at_node(i, [&] { return scalar_input(c, i, 2, ok); });
+      if (!ok) return Left{"its min or max is computed at run time"};
+      lo = mn.value_or(lo);
+      hi = mx.value_or(hi);
+    }
+    if (lo == 0.f && hi == 6.f)
+      r.activation = "relu6";
+    else if (lo == 0.f && hi >= kMax)
+      r.activation = "relu";
+    else
+      return Left{"Clip(" + std::to_string(lo) + ", " + std::to_string(hi) +
+                  ") is neither relu (min 0) nor relu6 (min 0, max 6)"};
+  }
+  return r;
+}
+
+ojson layer_json(const Draft& d, const std::string& name, const ojson* input) {
+  ojson j;
+  j["name"] = name;
+  j["op"] = d.fields.at("op");
+  if (input) j["input"] = *input;
+  const bool conv_or_pool = d.kind != Kind::Add && d.kind != Kind::Concat;
+  if (conv_or_pool) j["input_shape"] = d.in_shape;
+  for (const auto& [k, v] : d.fields.items())
+    if (k != "op" && k != "bias") j[k] = v;
+  if (conv_or_pool) {
+    if (d.auto_pad == "NOTSET")
+      j["padding"] = {{"pads", d.pads}};
+    else if (d.auto_pad == "VALID")
+      j["padding"] = "valid";
+    else
+      j["padding"] = d.auto_pad == "SAME_UPPER" ? "same_upper" : "same_lower";
+  }
+  if (!d.border.is_null()) j["border"] = d.border;
+  if (d.count_include_pad) j["count_include_pad"] = *d.count_include_pad;
+  if (d.fields.contains("bias")) j["bias"] = d.fields.at("bias");
+  if (!d.activation.is_null()) j["activation"] = d.activation;
+  return j;
+}
+
+std::variant<Layer, std::string> check_with_parser(const Draft& d) {
+  const ojson spec = {{"model", "onnx_import_check"},
+                      {"layers", ojson::array({layer_json(d, "layer", nullptr)})}};
+  const std::string label = "onnx-import-check";
+  try {
+    Model m = parse_spec(spec.dump(), label);
+    return std::move(m.layers.at(0));
+  } catch (const SpecError& e) {
+    std::string msg = e.what();
+    const std::string prefix = label + ": layer 'layer' (#0): ";
+    if (msg.compare(0, prefix.size(), prefix) == 0) msg.erase(0, prefix.size());
+    return msg;
+  }
+}
+
+}  // namespace padfold::onnx_import::detail

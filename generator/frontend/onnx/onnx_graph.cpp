@@ -1,0 +1,278 @@
+#include "frontend/onnx/onnx_graph.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+
+#include "padding/limits.h"
+
+namespace padfold::onnx_import {
+namespace {
+
+[[noreturn]] void fail(const std::string& what) {
+  throw ImportError(what);
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i) s += (i ? sep : "") + parts[i];
+  return s;
+}
+
+TensorType type_of(const onnx::TypeProto& t) {
+  TensorType r;
+  if (!t.has_tensor_type()) return r;
+  r.elem_type = t.tensor_type().elem_type();
+  if (!t.tensor_type().has_shape()) return r;
+  r.has_shape = true;
+  for (const auto& d : t.tensor_type().shape().dim())
+    r.shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  return r;
+}
+
+// "[?, 3, ?, ?] (dims 0, 2, 3 are dynamic: 'batch', 'height', 'width')"
+std::string dynamic_text(const onnx::ValueInfoProto& v) {
+  if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return "has no shape";
+  std::vector<int64_t> shape;
+  std::vector<std::string> dyn, params;
+  const auto& dims = v.type().tensor_type().shape().dim();
+  for (int i = 0; i < dims.size(); ++i) {
+    const bool fixed = dims[i].has_dim_value() && dims[i].dim_value() > 0;
+    shape.push_back(fixed ? dims[i].dim_value() : -1);
+    if (fixed) continue;
+    dyn.push_back(std::to_string(i));
+    params.push_back(dims[i].has_dim_param() ? "'" + dims[i].dim_param() + "'" : "no name");
+  }
+  if (dyn.empty()) return "";
+  return shape_text(shape) + " (dim" + (dyn.size() > 1 ? "s " : " ") + join(dyn, ", ") +
+         (dyn.size() > 1 ? " are" : " is") + " dynamic: " + join(params, ", ") + ")";
+}
+
+void add_owned_constant(std::deque<onnx::TensorProto>& owned, const onnx::AttributeProto& a) {
+  onnx::TensorProto t;
+  if (a.name() == "value_float") {
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    t.add_float_data(a.f());
+  } else if (a.name() == "value_floats") {
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    t.add_dims(a.floats_size());
+    for (float f : a.floats()) t.add_float_data(f);
+  } else if (a.name() == "value_int") {
+    t.set_data_type(onnx::TensorProto::INT64);
+    t.add_int64_data(a.i());
+  } else {
+    t.set_data_type(onnx::TensorProto::INT64);
+    t.add_dims(a.ints_size());
+    for (int64_t i : a.ints()) t.add_int64_data(i);
+  }
+  owned.push_back(std::move(t));
+}
+
+}  // namespace
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
+  return s + "]";
+}
+
+bool TensorType::is_static() const {
+  return has_shape && std::all_of(shape.begin(), shape.end(), [](int64_t d) { return d > 0; });
+}
+
+InputSize parse_input_size(const std::string& text) {
+  const std::string expected =
+      "expected NAME=SIZES with positive sizes separated by 'x' or ',', e.g. x=1x3x224x224";
+  const size_t eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    fail("--input '" + text + "': " + expected);
+  InputSize r;
+  r.name = text.substr(0, eq);
+  const std::string sizes = text.substr(eq + 1);
+  size_t start = 0;
+  while (start <= sizes.size()) {
+    size_t end = sizes.find_first_of("x,", start);
+    if (end == std::string::npos) end = sizes.size();
+    const std::string part = sizes.substr(start, end - start);
+    if (part.empty() || part.size() > 10 ||
+        !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      fail("--input '" + text + "': size '" + part + "' is not a positive integer; " + expected);
+    const int64_t v = std::stoll(part);
+    if (v <= 0 || v > kMaxSize)
+      fail("--input '" + text + "': size " + part + " is out of range; expected 1 to " +
+           std::to_string(kMaxSize));
+    r.shape.push_back(v);
+    start = end + 1;
+  }
+  return r;
+}
+
+PreparedModel prepare_model(onnx::ModelProto model, const std::vector<InputSize>& sizes,
+                            const std::string& label) {
+  onnx::GraphProto& g = *model.mutable_graph();
+  std::set<std::string> initializers;
+  for (const auto& t : g.initializer()) initializers.insert(t.name());
+  std::vector<std::string> names;  // graph inputs without an initializer
+  for (const auto& in : g.input())
+    if (!initializers.count(in.name())) names.push_back("'" + in.name() + "'");
+
+  std::vector<std::string> problems;
+  std::set<std::string> given;
+  for (const InputSize& s : sizes) {
+    if (!given.insert(s.name).second) {
+      problems.push_back("--input '" + s.name + "' is given twice");
+      continue;
+    }
+    onnx::ValueInfoProto* v = nullptr;
+    for (auto& in : *g.mutable_input())
+      if (in.name() == s.name && !initializers.count(in.name())) v = &in;
+    if (!v) {
+      problems.push_back("--input '" + s.name + "' names no graph input (the graph inputs are " +
+                         (names.empty() ? std::string("none") : join(names, ", ")) + ")");
+      continue;
+    }
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    if (tt->has_shape()) {
+      const auto& dims = tt->shape().dim();
+      if (static_cast<size_t>(dims.size()) != s.shape.size()) {
+        problems.push_back("--input '" + s.name + "' gives " + std::to_string(s.shape.size()) +
+                           " sizes; graph input '" + s.name + "' has rank " +
+                           std::to_string(dims.size()));
+        continue;
+      }
+      bool ok = true;
+      for (int i = 0; i < dims.size(); ++i)
+        if (dims[i].has_dim_value() && dims[i].dim_value() > 0 &&
+            dims[i].dim_value() != s.shape[static_cast<size_t>(i)]) {
+          problems.push_back("--input '" + s.name + "': dim " + std::to_string(i) + " is " +
+                             std::to_string(s.shape[static_cast<size_t>(i)]) +
+                             " but the model fixes it to " + std::to_string(dims[i].dim_value()));
+          ok = false;
+        }
+      if (!ok) continue;
+    }
+    auto* shape = tt->mutable_shape();
+    shape->clear_dim();
+    for (int64_t d : s.shape) shape->add_dim()->set_dim_value(d);
+  }
+  for (const auto& in : g.input()) {
+    if (initializers.count(in.name()) || given.count(in.name())) continue;
+    const std::string dyn = dynamic_text(in);
+    if (!dyn.empty())
+      problems.push_back("graph input '" + in.name() + "' " + dyn +
+                         ": give its size with --input " + in.name() + "=...");
+  }
+  if (!problems.empty())
+    fail(label + ": " + join(problems, "; ") +
+         (problems.size() > 1 ? " (" + std::to_string(problems.size()) + " problems)" : ""));
+
+  PreparedModel p;
+  p.label = label;
+  p.inferred = model;
+  p.model = std::move(model);
+  // Shapes recorded by the exporter may hold dims that the --input sizes change: infer afresh.
+  onnx::GraphProto& ig = *p.inferred.mutable_graph();
+  ig.clear_value_info();
+  for (auto& out : *ig.mutable_output())
+    if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
+  try {
+    onnx::ShapeInferenceOptions options(/*check_type=*/false, /*strict_mode=*/0,
+                                        /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(p.inferred, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    fail(label + ": ONNX shape inference failed: " + e.what());
+  }
+  return p;
+}
+
+GraphIndex::GraphIndex(const onnx::ModelProto& model, const std::string& label)
+    : graph_(&model.graph()), label_(label), opset_(default_opset(model)) {
+  const onnx::GraphProto& g = *graph_;
+  for (const auto& t : g.initializer()) {
+    constants_[t.name()] = &t;
+    TensorType tt;
+    tt.elem_type = t.data_type();
+    tt.has_shape = true;
+    tt.shape.assign(t.dims().begin(), t.dims().end());
+    types_[t.name()] = tt;
+  }
+  for (const auto& in : g.input()) {
+    if (!constants_.count(in.name())) {
+      if (inputs_.insert(in.name()).second) input_order_.push_back(in.name());
+      types_[in.name()] = type_of(in.type());
+    }
+  }
+  for (const auto& v : g.value_info()) types_.emplace(v.name(), type_of(v.type()));
+  for (const auto& v : g.output()) {
+    outputs_.insert(v.name());
+    if (v.type().has_tensor_type()) types_.emplace(v.name(), type_of(v.type()));
+  }
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& n = g.node(i);
+    for (const std::string& out : n.output()) {
+      if (out.empty()) continue;
+      if (const auto it = producer_.find(out); it != producer_.end())
+        fail(label + ": " + node_label(n, i) + ": output '" + out + "' is also produced by " +
+             node_label(g.node(it->second), it->second) +
+             "; expected every tensor to have one producer");
+      if (constants_.count(out) || inputs_.count(out))
+        fail(label + ": " + node_label(n, i) + ": output '" + out +
+             "' is also a graph input or initializer; expected a new tensor name");
+      producer_[out] = i;
+    }
+    if (n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx") &&
+        n.output_size() == 1) {
+      for (const auto& a : n.attribute()) {
+        if (a.name() == "value" && a.has_t()) {
+          constants_[n.output(0)] = &a.t();
+        } else if (a.name() == "value_float" || a.name() == "value_floats" ||
+                   a.name() == "value_int" || a.name() == "value_ints") {
+          add_owned_constant(owned_, a);
+          constants_[n.output(0)] = &owned_.back();
+        }
+      }
+    }
+    for (const std::string& in : n.input()) {
+      if (in.empty()) continue;
+      auto& c = consumers_[in];
+      if (c.empty() || c.back() != i) c.push_back(i);
+    }
+  }
+  // Every input of every node must exist somewhere.
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& n = g.node(i);
+    for (int k = 0; k < n.input_size(); ++k) {
+      const std::string& in = n.input(k);
+      if (in.empty() || constants_.count(in) || inputs_.count(in) || producer_.count(in)) continue;
+      fail(label + ": " + node_label(n, i) + ": input " + std::to_string(k) + " '" + in +
+           "' is not a graph input, an initializer or the output of any node; expected every "
+           "input to be one of these (a missing initializer?)");
+    }
+  }
+}
+
+const onnx::TensorProto* GraphIndex::constant(const std::string& tensor) const {
+  const auto it = constants_.find(tensor);
+  return it == constants_.end() ? nullptr : it->second;
+}
+
+int GraphIndex::producer(const std::string& tensor) const {
+  const auto it = producer_.find(tensor);
+  return it == producer_.end() ? -1 : it->second;
+}
+
+const std::vector<int>& GraphIndex::consumers(const std::string& tensor) const {
+  static const std::vector<int> kNone;
+  const auto it = consumers_.find(tensor);
+  return it == consumers_.end() ? kNone : it->second;
+}
+
+std::optional<TensorType> GraphIndex::type(const std::string& tensor) const {
+  const auto it = types_.find(tensor);
+  if (it == types_.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace padfold::onnx_import

@@ -1,0 +1,84 @@
+// A model ready for import: graph input sizes fixed from --input, ONNX shape inference run, and an
+// index of the graph (who produces and who reads each tensor, the constants, the shapes).
+#pragma once
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "frontend/onnx/onnx_model.h"
+
+namespace padfold::onnx_import {
+
+// One --input option: name=1x3x224x224.
+struct InputSize {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+// Parses "name=1x3x224x224" (sizes separated by 'x' or ','; the name is everything before the last
+// '='). Throws ImportError naming the option.
+InputSize parse_input_size(const std::string& text);
+
+struct PreparedModel {
+  std::string label;          // the file, for messages
+  onnx::ModelProto model;     // as read, with the --input sizes written into the graph inputs
+  onnx::ModelProto inferred;  // the same after ONNX shape inference
+};
+
+// Writes the --input sizes into the graph inputs (an error names every --input that names no graph
+// input, every size contradicting a fixed dim, and every graph input still having a dynamic dim),
+// then runs libonnx's shape inference on a copy.
+PreparedModel prepare_model(onnx::ModelProto model, const std::vector<InputSize>& sizes,
+                            const std::string& label);
+
+struct TensorType {
+  int elem_type = 0;           // TensorProto::DataType; 0 when unknown
+  bool has_shape = false;      // the rank is known
+  std::vector<int64_t> shape;  // -1 for a dim without a value
+  bool is_static() const;      // known rank, every dim > 0
+};
+
+// An index of one graph. Pointers into `model`, which must outlive it.
+class GraphIndex {
+ public:
+  GraphIndex(const onnx::ModelProto& model, const std::string& label);
+
+  const onnx::GraphProto& graph() const { return *graph_; }
+  const onnx::NodeProto& node(int i) const { return graph_->node(i); }
+  int num_nodes() const { return graph_->node_size(); }
+  const std::string& label() const { return label_; }
+  int64_t opset() const { return opset_; }
+
+  // Initializers and the values of Constant nodes.
+  const onnx::TensorProto* constant(const std::string& tensor) const;
+  // The node producing `tensor`, or -1 (graph input, initializer).
+  int producer(const std::string& tensor) const;
+  // The nodes reading `tensor`, once each, in graph order.
+  const std::vector<int>& consumers(const std::string& tensor) const;
+  bool is_graph_input(const std::string& tensor) const { return inputs_.count(tensor) != 0; }
+  bool is_graph_output(const std::string& tensor) const { return outputs_.count(tensor) != 0; }
+  // Graph inputs without an initializer, in graph order.
+  const std::vector<std::string>& graph_inputs() const { return input_order_; }
+  std::optional<TensorType> type(const std::string& tensor) const;
+
+ private:
+  const onnx::GraphProto* graph_;
+  std::string label_;
+  int64_t opset_ = 0;
+  std::map<std::string, const onnx::TensorProto*> constants_;
+  std::deque<onnx::TensorProto> owned_;  // Constant values given as value_float(s)/value_int(s)
+  std::map<std::string, int> producer_;
+  std::map<std::string, std::vector<int>> consumers_;
+  std::set<std::string> inputs_, outputs_;
+  std::vector<std::string> input_order_;
+  std::map<std::string, TensorType> types_;
+};
+
+// "[1, 3, ?, ?]".
+std::string shape_text(const std::vector<int64_t>& shape);
+
+}  // namespace padfold::onnx_import

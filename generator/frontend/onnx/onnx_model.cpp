@@ -1,0 +1,330 @@
+#include "frontend/onnx/onnx_model.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace padfold::onnx_import {
+namespace {
+
+using TP = onnx::TensorProto;
+
+[[noreturn]] void fail(const std::string& what) {
+  throw ImportError(what);
+}
+
+// Copies little-endian raw bytes of element type T into floats.
+template <typename T>
+std::vector<float> from_raw(const std::string& raw, size_t count, const std::string& what) {
+  if (raw.size() != count * sizeof(T))
+    fail(what + ": raw_data has " + std::to_string(raw.size()) + " bytes; expected " +
+         std::to_string(count * sizeof(T)) + " for its shape");
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; ++i) {
+    T v;
+    std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<float>(v);
+  }
+  return out;
+}
+
+template <typename Field>
+std::vector<float> from_field(const Field& f) {
+  std::vector<float> out;
+  out.reserve(static_cast<size_t>(f.size()));
+  for (const auto& v : f) out.push_back(static_cast<float>(v));
+  return out;
+}
+
+const char* attribute_type_name(int type) {
+  using AP = onnx::AttributeProto;
+  switch (type) {
+    case AP::FLOAT:
+      return "FLOAT";
+    case AP::INT:
+      return "INT";
+    case AP::STRING:
+      return "STRING";
+    case AP::TENSOR:
+      return "TENSOR";
+    case AP::GRAPH:
+      return "GRAPH";
+    case AP::FLOATS:
+      return "FLOATS";
+    case AP::INTS:
+      return "INTS";
+    case AP::STRINGS:
+      return "STRINGS";
+    default:
+      return "another type";
+  }
+}
+
+// Number of elements of `shape`, refusing negative dims and more than 2^31 elements.
+size_t element_count(const std::vector<int64_t>& shape, const std::string& what) {
+  uint64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) fail(what + ": negative dimension " + std::to_string(d));
+    n *= static_cast<uint64_t>(d);
+    if (n > (uint64_t{1} << 31)) fail(what + ": more than 2^31 elements");
+  }
+  return static_cast<size_t>(n);
+}
+
+void check_not_external(const TP& t, const std::string& what) {
+  if (t.data_location() == TP::EXTERNAL || t.external_data_size() > 0)
+    fail(what +
+         ": its data is stored outside the model file (external data); expected the data inside "
+         "the .onnx file (re-save with onnx.save_model(m, path, save_as_external_data=False))");
+}
+
+}  // namespace
+
+std::string elem_type_name(int type) {
+  switch (type) {
+    case TP::FLOAT:
+      return "float32";
+    case TP::UINT8:
+      return "uint8";
+    case TP::INT8:
+      return "int8";
+    case TP::UINT16:
+      return "uint16";
+    case TP::INT16:
+      return "int16";
+    case TP::INT32:
+      return "int32";
+    case TP::INT64:
+      return "int64";
+    case TP::STRING:
+      return "string";
+    case TP::BOOL:
+      return "bool";
+    case TP::FLOAT16:
+      return "float16";
+    case TP::DOUBLE:
+      return "float64";
+    case TP::UINT32:
+      return "uint32";
+    case TP::UINT64:
+      return "uint64";
+    case TP::BFLOAT16:
+      return "bfloat16";
+    default:
+      return "type " + std::to_string(type);
+  }
+}
+
+std::string node_label(const onnx::NodeProto& node, int index) {
+  return "node '" + node.name() + "' (" + node.op_type() + ", #" + std::to_string(index) + ")";
+}
+
+int64_t default_opset(const onnx::ModelProto& model) {
+  int64_t v = 0;
+  for (const auto& op : model.opset_import())
+    if (op.domain().empty() || op.domain() == "ai.onnx") v = op.version();
+  return v;
+}
+
+onnx::ModelProto parse_model(std::string_view bytes, const std::string& label) {
+  onnx::ModelProto m;
+  if (bytes.size() > kMaxModelBytes)
+    fail(label + ": " + std::to_string(bytes.size()) + " bytes; expected at most " +
+         std::to_string(kMaxModelBytes) + " (protobuf's limit)");
+  if (!m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    fail(label +
+         ": not a valid ONNX model: the protobuf does not parse (a truncated or corrupt file, or "
+         "not an .onnx file)");
+  if (!m.has_graph() || m.graph().node_size() == 0)
+    fail(label + ": the model has no graph nodes (a truncated file or not an ONNX model)");
+  const int64_t opset = default_opset(m);
+  if (opset == 0)
+    fail(label +
+         ": field 'opset_import': no entry for the default domain (\"\" or ai.onnx); "
+         "expected one with a version from 1 to " +
+         std::to_string(kMaxOpset));
+  if (opset > kMaxOpset)
+    fail(label + ": field 'opset_import': opset " + std::to_string(opset) +
+         " of the default domain; expected at most " + std::to_string(kMaxOpset) +
+         " (the newest opset libonnx 1.12 knows; re-export the model with opset 17 or lower, "
+         "e.g. torch.onnx.export(..., opset_version=17))");
+  for (const auto& t : m.graph().initializer())
+    check_not_external(t, label + ": initializer '" + t.name() + "'");
+  for (int i = 0; i < m.graph().node_size(); ++i)
+    for (const auto& a : m.graph().node(i).attribute())
+      if (a.has_t())
+        check_not_external(a.t(), label + ": " + node_label(m.graph().node(i), i) +
+                                      ": attribute '" + a.name() + "'");
+  return m;
+}
+
+onnx::ModelProto read_model(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) fail(path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  std::string bytes;
+  std::string error;
+  if (::fstat(fd, &st) != 0) {
+    error = std::string("cannot stat: ") + std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    error = "not a regular file; expected an .onnx file";
+  } else if (static_cast<uint64_t>(st.st_size) > kMaxModelBytes) {
+    error = std::to_string(st.st_size) + " bytes; expected at most " +
+            std::to_string(kMaxModelBytes) + " (protobuf's limit)";
+  } else {
+    bytes.resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error = n < 0 ? std::string("cannot read: ") + std::strerror(errno)
+                      : "the file shrank while being read";
+        break;
+      }
+      done += static_cast<size_t>(n);
+    }
+  }
+  ::close(fd);
+  if (!error.empty()) fail(path + ": " + error);
+  return parse_model(bytes, path);
+}
+
+FloatTensor to_float_tensor(const TP& t, const std::string& what) {
+  FloatTensor r;
+  r.name = t.name();
+  r.elem_type = t.data_type();
+  r.shape.assign(t.dims().begin(), t.dims().end());
+  const size_t count = element_count(r.shape, what);
+  check_not_external(t, what);
+  const bool raw = t.has_raw_data();
+  switch (t.data_type()) {
+    case TP::FLOAT:
+      r.data = raw ? from_raw<float>(t.raw_data(), count, what) : from_field(t.float_data());
+      break;
+    case TP::DOUBLE:
+      r.data = raw ? from_raw<double>(t.raw_data(), count, what) : from_field(t.double_data());
+      break;
+    case TP::UINT8:
+      r.data = raw ? from_raw<uint8_t>(t.raw_data(), count, what) : from_field(t.int32_data());
+      break;
+    case TP::INT8:
+      r.data = raw ? from_raw<int8_t>(t.raw_data(), count, what) : from_field(t.int32_data());
+      break;
+    case TP::INT32:
+      r.data = raw ? from_raw<int32_t>(t.raw_data(), count, what) : from_field(t.int32_data());
+      break;
+    case TP::INT64:
+      r.data = raw ? from_raw<int64_t>(t.raw_data(), count, what) : from_field(t.int64_data());
+      break;
+    default:
+      fail(what + ": element type " + elem_type_name(t.data_type()) +
+           "; expected a numeric type (float32, float64 or an integer type)");
+  }
+  if (r.data.size() != count)
+    fail(what + ": " + std::to_string(r.data.size()) + " values for a shape of " +
+         std::to_string(count) + " elements");
+  return r;
+}
+
+std::vector<int64_t> to_int64s(const TP& t, const std::string& what) {
+  check_not_external(t, what);
+  std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
+  const size_t count = element_count(shape, what);
+  std::vector<int64_t> out;
+  if (t.data_type() == TP::INT64) {
+    if (t.has_raw_data()) {
+      if (t.raw_data().size() != count * 8)
+        fail(what + ": raw_data has " + std::to_string(t.raw_data().size()) + " bytes; expected " +
+             std::to_string(count * 8));
+      out.resize(count);
+      std::memcpy(out.data(), t.raw_data().data(), count * 8);
+    } else {
+      out.assign(t.int64_data().begin(), t.int64_data().end());
+    }
+  } else if (t.data_type() == TP::INT32) {
+    if (t.has_raw_data()) {
+      for (float v : from_raw<int32_t>(t.raw_data(), count, what))
+        out.push_back(static_cast<int64_t>(v));
+    } else {
+      out.assign(t.int32_data().begin(), t.int32_data().end());
+    }
+  } else {
+    fail(what + ": element type " + elem_type_name(t.data_type()) + "; expected int64");
+  }
+  if (out.size() != count)
+    fail(what + ": " + std::to_string(out.size()) + " values for a shape of " +
+         std::to_string(count) + " elements");
+  return out;
+}
+
+NodeAttributes::NodeAttributes(const onnx::NodeProto& node) {
+  for (const auto& a : node.attribute()) {
+    Attribute attr;
+    attr.type = a.type();
+    if (attr.type == onnx::AttributeProto::UNDEFINED) {  // early IR versions left it unset
+      using AP = onnx::AttributeProto;
+      attr.type = a.has_f()          ? AP::FLOAT
+                  : a.has_i()        ? AP::INT
+                  : a.has_s()        ? AP::STRING
+                  : a.has_t()        ? AP::TENSOR
+                  : a.floats_size()  ? AP::FLOATS
+                  : a.ints_size()    ? AP::INTS
+                  : a.strings_size() ? AP::STRINGS
+                                     : AP::UNDEFINED;
+    }
+    attr.i = a.i();
+    attr.f = a.f();
+    attr.s = a.s();
+    attr.ints.assign(a.ints().begin(), a.ints().end());
+    attr.floats.assign(a.floats().begin(), a.floats().end());
+    if (a.has_t()) attr.t = &a.t();
+    all[a.name()] = std::move(attr);
+  }
+}
+
+const Attribute* NodeAttributes::typed(const std::string& name, int type) const {
+  const auto it = all.find(name);
+  if (it == all.end()) return nullptr;
+  if (it->second.type != type)
+    fail("attribute '" + name + "' is " + attribute_type_name(it->second.type) + "; expected " +
+         attribute_type_name(type));
+  return &it->second;
+}
+
+int64_t NodeAttributes::get_int(const std::string& name, int64_t dflt) const {
+  const Attribute* a = typed(name, onnx::AttributeProto::INT);
+  return a ? a->i : dflt;
+}
+
+float NodeAttributes::get_float(const std::string& name, float dflt) const {
+  const Attribute* a = typed(name, onnx::AttributeProto::FLOAT);
+  return a ? a->f : dflt;
+}
+
+std::string NodeAttributes::get_string(const std::string& name, const std::string& dflt) const {
+  const Attribute* a = typed(name, onnx::AttributeProto::STRING);
+  return a ? a->s : dflt;
+}
+
+std::vector<int64_t> NodeAttributes::get_ints(const std::string& name,
+                                              std::vector<int64_t> dflt) const {
+  const Attribute* a = typed(name, onnx::AttributeProto::INTS);
+  return a ? a->ints : dflt;
+}
+
+std::optional<std::vector<int64_t>> NodeAttributes::find_ints(const std::string& name) const {
+  const Attribute* a = typed(name, onnx::AttributeProto::INTS);
+  if (!a) return std::nullopt;
+  return a->ints;
+}
+
+const onnx::TensorProto* NodeAttributes::find_tensor(const std::string& name) const {
+  const Attribute* a = typed(name, onnx::AttributeProto::TENSOR);
+  return a ? a->t : nullptr;
+}
+
+}  // namespace padfold::onnx_import

@@ -1,0 +1,664 @@
+// The ONNX importer (generator/frontend/onnx) on small models built here with the protobuf
+// classes: each op mapping, SAME_UPPER/SAME_LOWER strided and even kernels, Pad folding (reflect,
+// edge, constant, with the reader's own pads, before a max pool), activation fusion, Add/Concat,
+// nodes left to the caller, names, dynamic dims and --input, bad models, and --emit-onnx's
+// auto_pad rewrite.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "frontend/onnx/import.h"
+#include "frontend/onnx/normalize.h"
+#include "onnx_build.h"
+
+namespace padfold::onnx_test {
+namespace {
+
+using json = nlohmann::json;
+using onnx_import::ImportResult;
+using onnx_import::InputSize;
+
+ImportResult import(const ModelBuilder& b, const std::vector<InputSize>& sizes = {}) {
+  const auto prepared = onnx_import::prepare_model(b.model_copy(), sizes, "m.onnx");
+  return onnx_import::import_model(prepared, {});
+}
+
+// The message of the ImportError importing `b` throws ("" if none).
+std::string import_error(const ModelBuilder& b, const std::vector<InputSize>& sizes = {}) {
+  try {
+    const auto prepared =
+        onnx_import::prepare_model(onnx_import::parse_model(b.bytes(), "m.onnx"), sizes, "m.onnx");
+    onnx_import::import_model(prepared, {});
+  } catch (const onnx_import::ImportError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+json spec(const ImportResult& r) {
+  return json::parse(r.spec.dump());
+}
+
+json rep(const ImportResult& r) {
+  return json::parse(r.report.dump());
+}
+
+json layer(const ImportResult& r, size_t i) {
+  return spec(r)["layers"].at(i);
+}
+
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+// x [1, c, h, w] -> Conv(name) with weights w_<name> [m, c/group, k, k] (and bias b_<name>).
+NodeRef add_conv(ModelBuilder& b, const std::string& name, const std::string& in,
+                 const std::string& out, int64_t c, int64_t m, int64_t k, bool bias = true,
+                 int64_t group = 1) {
+  b.initializer("w_" + name, {m, c / group, k, k});
+  std::vector<std::string> inputs = {in, "w_" + name};
+  if (bias) {
+    b.initializer("b_" + name, {m});
+    inputs.push_back("b_" + name);
+  }
+  NodeRef n = b.node("Conv", inputs, {out}, name);
+  if (group != 1) n.i("group", group);
+  return n;
+}
+
+TEST(OnnxImport, ConvSameUpperStrided) {
+  ModelBuilder b;
+  b.input("x", {1, 3, 7, 7}).output("y");
+  add_conv(b, "stem", "x", "y", 3, 8, 4).ints("strides", {2, 2}).str("auto_pad", "SAME_UPPER");
+  const ImportResult r = import(b);
+  const json s = spec(r);
+  EXPECT_EQ(s["model"], "m");
+  EXPECT_EQ(s["inputs"], json::parse(R"j([{"name": "x", "shape": [1, 3, 7, 7], "layout": "NCHW",
+      "dtype": "float32", "description": "ONNX graph input 'x'"}])j"));
+  EXPECT_EQ(s["outputs"], json::parse(R"j(["stem"])j"));
+  json l = layer(r, 0);
+  EXPECT_TRUE(has(l["description"], "Conv 'stem'")) << l;
+  l.erase("description");
+  EXPECT_EQ(l, json::parse(R"j({"name": "stem", "op": "conv2d", "input": "x",
+      "input_shape": [1, 3, 7, 7], "layout": "NCHW", "weight_layout": "OIHW", "out_channels": 8,
+      "kernel": [4, 4], "stride": [2, 2], "dilation": [1, 1], "groups": 1,
+      "padding": "same_upper", "bias": true,
+      "weight_files": {"weights": "weights/stem_weights.npy", "bias": "weights/stem_bias.npy"}})j"));
+  ASSERT_EQ(r.weights.size(), 2u);
+  EXPECT_EQ(r.weights[0].path, "weights/stem_weights.npy");
+  EXPECT_EQ(r.weights[0].shape, (std::vector<int64_t>{8, 3, 4, 4}));
+  EXPECT_EQ(r.weights[0].data, test_values(8 * 3 * 4 * 4));
+  EXPECT_EQ(r.weights[1].shape, (std::vector<int64_t>{8}));
+  EXPECT_EQ(r.weights[1].data, test_values(8));
+  EXPECT_EQ(rep(r)["layers"][0]["output_shape"], json::parse("[1, 8, 4, 4]"));
+  EXPECT_TRUE(r.left_to_caller.empty());
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings[0];
+}
+
+TEST(OnnxImport, ShapeInferenceReachesGraphOutputs) {
+  ModelBuilder b;
+  b.input("x", {1, 3, 7, 7}).output("y");
+  add_conv(b, "stem", "x", "y", 3, 8, 4).ints("strides", {2, 2});
+  const auto prepared = onnx_import::prepare_model(b.model_copy(), {}, "m.onnx");
+  const onnx_import::GraphIndex g(prepared.inferred, "m.onnx");
+  ASSERT_TRUE(g.type("y"));
+  EXPECT_EQ(g.type("y")->shape, (std::vector<int64_t>{1, 8, 2, 2}));
+}
+
+TEST(OnnxImport, SameLowerAndEvenKernelsOnConvAndPools) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 8, 8}).input("p", {1, 2, 7, 7}).input("q", {1, 2, 9, 9});
+  add_conv(b, "c", "x", "y", 2, 4, 3, false).ints("strides", {3, 3}).str("auto_pad", "SAME_LOWER");
+  b.node("MaxPool", {"p"}, {"mp"}, "mp")
+      .ints("kernel_shape", {2, 2})
+      .ints("strides", {3, 3})
+      .str("auto_pad", "SAME_UPPER");
+  b.node("AveragePool", {"q"}, {"ap"}, "ap")
+      .ints("kernel_shape", {4, 4})
+      .ints("strides", {2, 2})
+      .str("auto_pad", "SAME_LOWER");
+  b.output("y").output("mp").output("ap");
+  const ImportResult r = import(b);
+  EXPECT_EQ(layer(r, 0)["padding"], "same_lower");
+  EXPECT_FALSE(layer(r, 0)["bias"]);
+  EXPECT_EQ(layer(r, 0)["weight_files"], json::parse(R"j({"weights": "weights/c_weights.npy"})j"));
+  EXPECT_EQ(layer(r, 1)["op"], "max_pool2d");
+  EXPECT_EQ(layer(r, 1)["padding"], "same_upper");
+  EXPECT_EQ(layer(r, 2)["op"], "avg_pool2d");
+  EXPECT_EQ(layer(r, 2)["padding"], "same_lower");
+  EXPECT_EQ(layer(r, 2)["count_include_pad"], false);
+  // The shapes libonnx's shape inference gives (wave2 anchors C1), computed by padfold.
+  EXPECT_EQ(rep(r)["layers"][0]["output_shape"], json::parse("[1, 4, 3, 3]"));
+  EXPECT_EQ(rep(r)["layers"][1]["output_shape"], json::parse("[1, 2, 3, 3]"));
+  EXPECT_EQ(rep(r)["layers"][2]["output_shape"], json::parse("[1, 2, 5, 5]"));
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings[0];
+}
+
+TEST(OnnxImport, Conv1dAnd3dGroupsDilationsPads) {
+  ModelBuilder b;
+  b.input("x", {1, 4, 10}).input("v", {1, 2, 5, 6, 7});
+  b.initializer("w1", {6, 2, 3});
+  b.node("Conv", {"x", "w1"}, {"y1"}, "c1")
+      .i("group", 2)
+      .ints("dilations", {2})
+      .ints("pads", {1, 2});
+  b.initializer("w3", {3, 2, 2, 3, 3});
+  b.node("Conv", {"v", "w3"}, {"y3"}, "c3").ints("strides", {1, 2, 2}).str("auto_pad", "VALID");
+  b.output("y1").output("y3");
+  const ImportResult r = import(b);
+  const json l1 = layer(r, 0), l3 = layer(r, 1);
+  EXPECT_EQ(l1["op"], "conv1d");
+  EXPECT_EQ(l1["layout"], "NCW");
+  EXPECT_EQ(l1["weight_layout"], "OIW");
+  EXPECT_EQ(l1["groups"], 2);
+  EXPECT_EQ(l1["out_channels"], 6);
+  EXPECT_EQ(l1["dilation"], json::parse("[2]"));
+  EXPECT_EQ(l1["padding"], json::parse(R"j({"pads": [1, 2]})j"));
+  EXPECT_EQ(rep(r)["layers"][0]["output_shape"], json::parse("[1, 6, 9]"));
+  EXPECT_EQ(l3["op"], "conv3d");
+  EXPECT_EQ(l3["layout"], "NCDHW");
+  EXPECT_EQ(l3["weight_layout"], "OIDHW");
+  EXPECT_EQ(l3["padding"], "valid");
+  EXPECT_EQ(rep(r)["layers"][1]["output_shape"], json::parse("[1, 3, 4, 2, 3]"));
+}
+
+TEST(OnnxImport, ConvTransposeOutputPaddingSameAndOutputShape) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 3, 3});
+  b.initializer("w", {2, 3, 3, 3});
+  b.node("ConvTranspose", {"x", "w"}, {"y1"}, "up1")
+      .ints("strides", {2, 2})
+      .ints("output_padding", {1, 1})
+      .ints("pads", {0, 0, 1, 1});
+  b.node("ConvTranspose", {"x", "w"}, {"y2"}, "up2")
+      .ints("strides", {2, 2})
+      .str("auto_pad", "SAME_UPPER");
+  b.node("ConvTranspose", {"x", "w"}, {"y3"}, "up3")
+      .ints("strides", {3, 2})
+      .ints("output_shape", {10, 8});
+  b.output("y1").output("y2").output("y3");
+  const ImportResult r = import(b);
+  const json l1 = layer(r, 0);
+  EXPECT_EQ(l1["op"], "conv_transpose2d");
+  EXPECT_EQ(l1["weight_layout"], "IOHW");
+  EXPECT_EQ(l1["out_channels"], 3);
+  EXPECT_EQ(l1["output_padding"], json::parse("[1, 1]"));
+  EXPECT_EQ(l1["padding"], json::parse(R"j({"pads": [0, 0, 1, 1]})j"));
+  EXPECT_EQ(rep(r)["layers"][0]["output_shape"], json::parse("[1, 3, 7, 7]"));
+  EXPECT_EQ(layer(r, 1)["padding"], "same_upper");
+  EXPECT_EQ(rep(r)["layers"][1]["output_shape"], json::parse("[1, 3, 6, 6]"));
+  EXPECT_EQ(layer(r, 2)["output_shape"], json::parse("[10, 8]"));
+  EXPECT_EQ(rep(r)["layers"][2]["output_shape"], json::parse("[1, 3, 10, 8]"));
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings[0];
+}
+
+TEST(OnnxImport, PoolAttributes) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 9, 9});
+  b.node("MaxPool", {"x"}, {"m"}, "mp")
+      .ints("kernel_shape", {3, 3})
+      .ints("strides", {2, 2})
+      .ints("dilations", {2, 1})
+      .ints("pads", {1, 1, 1, 1})
+      .i("ceil_mode", 1);
+  b.node("AveragePool", {"x"}, {"a"}, "ap")
+      .ints("kernel_shape", {2, 2})
+      .ints("strides", {2, 2})
+      .ints("pads", {1, 0, 1, 0})
+      .i("count_include_pad", 1)
+      .i("ceil_mode", 1);
+  b.output("m").output("a");
+  const ImportResult r = import(b);
+  const json m = layer(r, 0), a = layer(r, 1);
+  EXPECT_EQ(m["dilation"], json::parse("[2, 1]"));
+  EXPECT_EQ(m["ceil_mode"], true);
+  EXPECT_EQ(m["padding"], json::parse(R"j({"pads": [1, 1, 1, 1]})j"));
+  EXPECT_FALSE(m.contains("count_include_pad"));
+  EXPECT_EQ(a["count_include_pad"], true);
+  EXPECT_EQ(a["ceil_mode"], true);
+}
+
+// x -> Pad(mode, pads) -> reader; returns the builder with the Pad named "pad".
+ModelBuilder pad_model(const std::string& mode, const std::vector<int64_t>& pads, float value,
+                       const std::function<void(ModelBuilder&)>& reader) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 6, 6}).output("y");
+  b.int_initializer("pads", pads);
+  std::vector<std::string> inputs = {"x", "pads"};
+  if (value != 0.f) {
+    b.initializer("value", {}, {value});
+    inputs.push_back("value");
+  }
+  b.node("Pad", inputs, {"xp"}, "pad").str("mode", mode);
+  reader(b);
+  return b;
+}
+
+TEST(OnnxImport, PadReflectAndEdgeFoldIntoConv) {
+  for (const auto& [mode, border] :
+       {std::pair<std::string, std::string>{"reflect", "reflect"}, {"edge", "replicate"}}) {
+    const ModelBuilder b = pad_model(mode, {0, 0, 1, 2, 0, 0, 1, 2}, 0.f, [](ModelBuilder& m) {
+      add_conv(m, "conv", "xp", "y", 2, 4, 3);
+    });
+    const ImportResult r = import(b);
+    ASSERT_EQ(spec(r)["layers"].size(), 1u);
+    const json l = layer(r, 0);
+    EXPECT_EQ(l["input"], "x") << mode;
+    EXPECT_EQ(l["input_shape"], json::parse("[1, 2, 6, 6]"));
+    EXPECT_EQ(l["padding"], json::parse(R"j({"pads": [1, 2, 1, 2]})j")) << mode;
+    EXPECT_EQ(l["border"], border);
+    EXPECT_TRUE(has(l["description"], "Pad 'pad' (" + mode + ", folded) + Conv 'conv'")) << l;
+    EXPECT_TRUE(r.left_to_caller.empty()) << r.left_to_caller[0].reason;
+    EXPECT_EQ(rep(r)["layers"][0]["output_shape"], json::parse("[1, 4, 6, 8]"));
+    EXPECT_EQ(rep(r)["layers"][0]["onnx_nodes"][0]["role"], "pad");
+  }
+}
+
+TEST(OnnxImport, ZeroPadAddsToTheConvsOwnPads) {
+  const ModelBuilder b = pad_model("constant", {0, 0, 1, 1, 0, 0, 1, 1}, 0.f, [](ModelBuilder& m) {
+    add_conv(m, "conv", "xp", "y", 2, 4, 3).ints("pads", {1, 0, 1, 0});
+  });
+  const ImportResult r = import(b);
+  const json l = layer(r, 0);
+  EXPECT_EQ(l["padding"], json::parse(R"j({"pads": [2, 1, 2, 1]})j"));
+  EXPECT_FALSE(l.contains("border"));
+  EXPECT_EQ(rep(r)["layers"][0]["output_shape"], json::parse("[1, 4, 8, 6]"));
+}
+
+TEST(OnnxImport, ZeroPadBeforeASameConvAddsTheResolvedPads) {
+  // Padded 8x8, k3 s2 SAME_UPPER on it: (0, 1); with the Pad's 1 on each side: (1, 2).
+  const ModelBuilder b = pad_model("constant", {0, 0, 1, 1, 0, 0, 1, 1}, 0.f, [](ModelBuilder& m) {
+    add_conv(m, "conv", "xp", "y", 2, 4, 3).ints("strides", {2, 2}).str("auto_pad", "SAME_UPPER");
+  });
+  const ImportResult r = import(b);
+  EXPECT_EQ(layer(r, 0)["padding"], json::parse(R"j({"pads": [1, 1, 2, 2]})j"));
+  EXPECT_EQ(rep(r)["layers"][0]["output_shape"], json::parse("[1, 4, 4, 4]"));
+}
+
+TEST(OnnxImport, ConstantPadValueIsTheBorder) {
+  const ModelBuilder b = pad_model("constant", {0, 0, 1, 1, 0, 0, 1, 1}, 0.5f, [](ModelBuilder& m) {
+    add_conv(m, "conv", "xp", "y", 2, 4, 3);
+  });
+  EXPECT_EQ(layer(import(b), 0)["border"], json::parse(R"j({"mode": "constant", "value": 0.5})j"));
+}
+
+TEST(OnnxImport, ZeroPadBeforeMaxPoolIsAConstantBorderNotZeros) {
+  // A max pool ignores zero padding (padded taps never win) but the Pad's zeros take part.
+  const ModelBuilder b = pad_model("constant", {0, 0, 1, 1, 0, 0, 1, 1}, 0.f, [](ModelBuilder& m) {
+    m.node("MaxPool", {"xp"}, {"y"}, "mp").ints("kernel_shape", {3, 3});
+  });
+  const ImportResult r = import(b);
+  EXPECT_EQ(layer(r, 0)["border"], json::parse(R"j({"mode": "constant", "value": 0.0})j"));
+  EXPECT_EQ(layer(r, 0)["padding"], json::parse(R"j({"pads": [1, 1, 1, 1]})j"));
+}
+
+TEST(OnnxImport, PadBeforeMaxPoolWithItsOwnPadsIsLeft) {
+  const ModelBuilder b = pad_model("constant", {0, 0, 1, 1, 0, 0, 1, 1}, 0.f, [](ModelBuilder& m) {
+    m.node("MaxPool", {"xp"}, {"y"}, "mp").ints("kernel_shape", {3, 3}).ints("pads", {1, 1, 1, 1});
+  });
+  const ImportResult r = import(b);
+  ASSERT_EQ(r.left_to_caller.size(), 1u);
+  EXPECT_EQ(r.left_to_caller[0].name, "pad");
+  EXPECT_TRUE(has(r.left_to_caller[0].reason, "never win the max")) << r.left_to_caller[0].reason;
+  EXPECT_EQ(layer(r, 0)["input"], "xp");
+  EXPECT_EQ(spec(r)["inputs"][0]["produced_by"], "ONNX node 'pad' (Pad)");
+  EXPECT_EQ(spec(r)["inputs"][0]["shape"], json::parse("[1, 2, 8, 8]"));
+}
+
+TEST(OnnxImport, ZeroPadBeforeAvgPoolCountsThePaddedTaps) {
+  const ModelBuilder b = pad_model("constant", {0, 0, 1, 1, 0, 0, 1, 1}, 0.f, [](ModelBuilder& m) {
+    m.node("AveragePool", {"xp"}, {"y"}, "ap").ints("kernel_shape", {3, 3});
+  });
+  const json l = layer(import(b), 0);
+  EXPECT_EQ(l["count_include_pad"], true);
+  EXPECT_EQ(l["padding"], json::parse(R"j({"pads": [1, 1, 1, 1]})j"));
+  EXPECT_FALSE(l.contains("border"));
+}
+
+TEST(OnnxImport, PadsThatCannotFoldAreLeftWithTheReason) {
+  struct Case {
+    std::string mode;
+    std::vector<int64_t> pads;
+    std::vector<int64_t> conv_pads;
+    std::string reason;
+  };
+  const Case cases[] = {
+      {"reflect", {0, 0, 1, 1, 0, 0, 1, 1}, {1, 1, 1, 1}, "no single border"},
+      {"constant", {0, 1, 1, 1, 0, 0, 1, 1}, {0, 0, 0, 0}, "batch or channel axis"},
+      {"constant", {0, 0, -1, 0, 0, 0, 0, 0}, {0, 0, 0, 0}, "negative"},
+      {"reflect", {0, 0, 6, 0, 0, 0, 0, 0}, {0, 0, 0, 0}, "spec parser refuses"},
+  };
+  for (const Case& k : cases) {
+    const ModelBuilder b = pad_model(k.mode, k.pads, 0.f, [&](ModelBuilder& m) {
+      const int64_t c = k.pads[1] ? 3 : 2;
+      add_conv(m, "conv", "xp", "y", c, 4, 1).ints("pads", k.conv_pads);
+    });
+    const ImportResult r = import(b);
+    ASSERT_EQ(r.left_to_caller.size(), 1u) << k.reason;
+    EXPECT_EQ(r.left_to_caller[0].op_type, "Pad");
+    EXPECT_TRUE(has(r.left_to_caller[0].reason, k.reason)) << r.left_to_caller[0].reason;
+    EXPECT_EQ(layer(r, 0)["input"], "xp");
+  }
+}
+
+TEST(OnnxImport, ActivationsFuseIntoTheConv) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 5, 5});
+  add_conv(b, "c1", "x", "t1", 2, 2, 3).ints("pads", {1, 1, 1, 1});
+  b.node("Relu", {"t1"}, {"r1"}, "relu1");
+  add_conv(b, "c2", "r1", "t2", 2, 2, 1);
+  b.initializer("zero", {}, {0.f}).initializer("six", {}, {6.f});
+  b.node("Clip", {"t2", "zero", "six"}, {"r2"}, "clip");
+  add_conv(b, "c3", "r2", "t3", 2, 2, 1);
+  b.node("LeakyRelu", {"t3"}, {"r3"}, "leaky").f("alpha", 0.25f);
+  b.output("r3");
+  const ImportResult r = import(b);
+  ASSERT_EQ(spec(r)["layers"].size(), 3u);
+  EXPECT_EQ(layer(r, 0)["activation"], "relu");
+  EXPECT_EQ(layer(r, 1)["activation"], "relu6");
+  EXPECT_EQ(layer(r, 1)["input"], "c1");
+  EXPECT_EQ(layer(r, 2)["activation"], json::parse(R"j({"type": "leaky_relu", "alpha": 0.25})j"));
+  EXPECT_EQ(layer(r, 2)["input"], "c2");
+  EXPECT_TRUE(has(layer(r, 0)["description"], "Conv 'c1' + Relu 'relu1'; output tensor 'r1'"));
+  EXPECT_EQ(spec(r)["outputs"], json::parse(R"j(["c3"])j"));
+  EXPECT_TRUE(r.left_to_caller.empty());
+  EXPECT_EQ(rep(r)["absorbed"].size(), 0u);
+}
+
+TEST(OnnxImport, ActivationsThatCannotFuseAreLeft) {
+  ModelBuilder b(10);  // Clip with min/max attributes
+  b.input("x", {1, 2, 5, 5});
+  add_conv(b, "c1", "x", "t1", 2, 2, 1);
+  b.node("Relu", {"t1"}, {"r1"}, "relu1");  // t1 is also a graph output
+  add_conv(b, "c2", "x", "t2", 2, 2, 1);
+  b.node("Clip", {"t2"}, {"r2"}, "clip").f("min", -1.f).f("max", 1.f);
+  b.node("MaxPool", {"x"}, {"p"}, "mp").ints("kernel_shape", {1, 1});
+  b.node("Relu", {"p"}, {"r3"}, "relu3");
+  b.output("t1").output("r1").output("r2").output("r3");
+  const ImportResult r = import(b);
+  ASSERT_EQ(r.left_to_caller.size(), 3u);
+  EXPECT_EQ(r.left_to_caller[0].name, "relu1");
+  EXPECT_TRUE(has(r.left_to_caller[0].reason, "graph output")) << r.left_to_caller[0].reason;
+  EXPECT_EQ(r.left_to_caller[1].name, "clip");
+  EXPECT_TRUE(has(r.left_to_caller[1].reason, "neither relu")) << r.left_to_caller[1].reason;
+  EXPECT_EQ(r.left_to_caller[2].name, "relu3");
+  EXPECT_TRUE(has(r.left_to_caller[2].reason, "convolutions and add only"))
+      << r.left_to_caller[2].reason;
+  EXPECT_EQ(spec(r)["outputs"], json::parse(R"j(["c1", "c2", "mp"])j"));
+}
+
+TEST(OnnxImport, ResidualAddAndConcat) {
+  ModelBuilder b;
+  b.input("x", {1, 4, 6, 6});
+  add_conv(b, "c1", "x", "t1", 4, 4, 3).ints("pads", {1, 1, 1, 1});
+  b.node("Add", {"t1", "x"}, {"s"}, "add");
+  b.node("Relu", {"s"}, {"sr"}, "relu");
+  add_conv(b, "c2", "sr", "t2", 4, 2, 1);
+  add_conv(b, "c3", "sr", "t3", 4, 3, 1);
+  b.node("Concat", {"t2", "t3"}, {"cat"}, "cat").i("axis", 1);
+  b.initializer("k", {1, 5, 6, 6});
+  b.node("Add", {"cat", "k"}, {"y"}, "add_const");
+  b.output("y");
+  const ImportResult r = import(b);
+  ASSERT_EQ(spec(r)["layers"].size(), 5u);
+  EXPECT_EQ(layer(r, 1)["op"], "add");
+  EXPECT_EQ(layer(r, 1)["input"], json::parse(R"j(["c1", "x"])j"));
+  EXPECT_EQ(layer(r, 1)["activation"], "relu");
+  EXPECT_EQ(layer(r, 1)["layout"], "NCHW");
+  EXPECT_FALSE(layer(r, 1).contains("input_shape"));
+  EXPECT_EQ(layer(r, 4)["op"], "concat");
+  EXPECT_EQ(layer(r, 4)["input"], json::parse(R"j(["c2", "c3"])j"));
+  EXPECT_EQ(rep(r)["layers"][4]["output_shape"], json::parse("[1, 5, 6, 6]"));
+  ASSERT_EQ(r.left_to_caller.size(), 1u);
+  EXPECT_EQ(r.left_to_caller[0].name, "add_const");
+  EXPECT_TRUE(has(r.left_to_caller[0].reason, "constant")) << r.left_to_caller[0].reason;
+  EXPECT_EQ(spec(r)["outputs"], json::parse(R"j(["cat"])j"));
+}
+
+TEST(OnnxImport, LeftoverInTheMiddle) {
+  ModelBuilder b;
+  b.input("x", {1, 3, 8, 8});
+  add_conv(b, "c1", "x", "t1", 3, 4, 3).ints("strides", {2, 2}).str("auto_pad", "SAME_UPPER");
+  b.node("HardSigmoid", {"t1"}, {"hs_out"}, "hs");
+  add_conv(b, "c2", "hs_out", "y", 4, 4, 1);
+  b.output("y");
+  const ImportResult r = import(b);
+  const json s = spec(r);
+  ASSERT_EQ(s["layers"].size(), 2u);
+  EXPECT_EQ(s["inputs"][1], json::parse(R"j({"name": "hs_out", "shape": [1, 4, 4, 4],
+      "layout": "NCHW", "dtype": "float32", "produced_by": "ONNX node 'hs' (HardSigmoid)",
+      "description": "ONNX tensor 'hs_out'"})j"));
+  EXPECT_EQ(s["outputs"], json::parse(R"j(["c1", "c2"])j"));
+  EXPECT_EQ(layer(r, 1)["input"], "hs_out");
+  ASSERT_EQ(r.left_to_caller.size(), 1u);
+  EXPECT_EQ(r.left_to_caller[0].name, "hs");
+  EXPECT_EQ(r.left_to_caller[0].op_type, "HardSigmoid");
+  EXPECT_EQ(r.left_to_caller[0].reason,
+            "padfold does not generate HardSigmoid (it generates Conv, ConvTranspose, MaxPool, "
+            "AveragePool, Add and Concat, folds Pad and fuses Relu, Clip and LeakyRelu into them)");
+  const std::string text = onnx_import::summary_text(r);
+  EXPECT_TRUE(has(text,
+                  "nodes left to the caller (node name, op type, why):\n  'hs' (HardSigmoid): "
+                  "padfold does not generate HardSigmoid"))
+      << text;
+  EXPECT_TRUE(has(text, "1 node(s) left to the caller")) << text;
+  EXPECT_EQ(rep(r)["left_to_caller"][0]["index"], 1);
+}
+
+TEST(OnnxImport, IdentityAndDropoutAreBypassed) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 4, 4});
+  add_conv(b, "c1", "x", "t1", 2, 2, 1);
+  b.node("Identity", {"t1"}, {"i1"}, "id");
+  b.node("Dropout", {"i1"}, {"d1"}, "drop");
+  add_conv(b, "c2", "d1", "y", 2, 2, 1);
+  b.node("Identity", {"y"}, {"out"}, "id_out");
+  b.output("out");
+  const ImportResult r = import(b);
+  EXPECT_EQ(layer(r, 1)["input"], "c1");
+  EXPECT_EQ(spec(r)["outputs"], json::parse(R"j(["c2"])j"));
+  EXPECT_TRUE(r.left_to_caller.empty());
+  EXPECT_EQ(rep(r)["absorbed"].size(), 3u);
+  EXPECT_EQ(rep(r)["outputs"][0]["onnx_tensor"], "y");
+  EXPECT_EQ(rep(r)["outputs"][0]["graph_output"], true);
+}
+
+TEST(OnnxImport, NamesAreUniqueIdentifiers) {
+  ModelBuilder b;
+  b.input("0:input/x", {1, 2, 4, 4});
+  add_conv(b, "/features/0/Conv", "0:input/x", "t1", 2, 2, 1);
+  add_conv(b, "/features/0/Conv.", "t1", "t2", 2, 2, 1);
+  b.initializer("w3", {2, 2, 1, 1});
+  b.node("Conv", {"t2", "w3"}, {"t3"});
+  b.initializer("w4", {2, 2, 1, 1});
+  b.node("Conv", {"t3", "w4"}, {"t4"}, "features_0_Conv_argv");
+  b.output("t4");
+  const json s = spec(import(b));
+  EXPECT_EQ(s["inputs"][0]["name"], "n0_input_x");
+  EXPECT_EQ(s["inputs"][0]["description"], "ONNX graph input '0:input/x'");
+  EXPECT_EQ(s["layers"][0]["name"], "features_0_Conv");
+  EXPECT_EQ(s["layers"][1]["name"], "features_0_Conv_2");
+  EXPECT_EQ(s["layers"][2]["name"], "conv_2");
+  EXPECT_EQ(s["layers"][3]["name"], "features_0_Conv_argv_2");  // not <layer>_argv
+  EXPECT_EQ(s["layers"][0]["input"], "n0_input_x");
+}
+
+TEST(OnnxImport, DynamicDimsNeedInput) {
+  ModelBuilder b;
+  b.input("x", {-1, 3, -1, -1}).input("z", {1, 3, 4, 4}).output("y");
+  add_conv(b, "c", "x", "y", 3, 2, 3).ints("strides", {2, 2}).str("auto_pad", "SAME_LOWER");
+  const std::string e = import_error(b);
+  EXPECT_TRUE(has(e,
+                  "m.onnx: graph input 'x' [?, 3, ?, ?] (dims 0, 2, 3 are dynamic: 'd0', 'd2', "
+                  "'d3'): give its size with --input x=..."))
+      << e;
+  EXPECT_FALSE(has(e, "'z'")) << e;
+  const ImportResult r = import(b, {onnx_import::parse_input_size("x=2x3x9x9")});
+  EXPECT_EQ(spec(r)["inputs"][0]["shape"], json::parse("[2, 3, 9, 9]"));
+  EXPECT_EQ(rep(r)["layers"][0]["output_shape"], json::parse("[2, 2, 5, 5]"));
+
+  const std::string e2 = import_error(
+      b, {onnx_import::parse_input_size("y=1x3x4x4"), onnx_import::parse_input_size("q=1")});
+  EXPECT_TRUE(has(e2, "--input 'y' names no graph input (the graph inputs are 'x', 'z')")) << e2;
+  EXPECT_TRUE(has(e2, "--input 'q' names no graph input")) << e2;
+  EXPECT_TRUE(has(e2, "graph input 'x' [?, 3, ?, ?]")) << e2;
+  const std::string e3 = import_error(b, {onnx_import::parse_input_size("x=1x4x9x9")});
+  EXPECT_TRUE(has(e3, "--input 'x': dim 1 is 4 but the model fixes it to 3")) << e3;
+  for (const char* bad : {"x", "x=", "=1x2", "x=1xax3", "x=1x0", "x=1x2x"}) {
+    try {
+      onnx_import::parse_input_size(bad);
+      ADD_FAILURE() << bad;
+    } catch (const onnx_import::ImportError& err) {
+      EXPECT_TRUE(has(err.what(), std::string("--input '") + bad + "'")) << err.what();
+    }
+  }
+}
+
+TEST(OnnxImport, BadModelsNameTheNodeAndField) {
+  ModelBuilder ok;
+  ok.input("x", {1, 2, 5, 5}).output("y");
+  add_conv(ok, "conv1", "x", "y", 2, 2, 3);
+  const std::string bytes = ok.bytes();
+  try {
+    onnx_import::parse_model(bytes.substr(0, bytes.size() / 2), "m.onnx");
+    ADD_FAILURE() << "truncated model parsed";
+  } catch (const onnx_import::ImportError& e) {
+    EXPECT_TRUE(has(e.what(), "m.onnx: not a valid ONNX model: the protobuf does not parse"))
+        << e.what();
+  }
+
+  ModelBuilder missing;
+  missing.input("x", {1, 2, 5, 5}).output("y");
+  missing.node("Conv", {"x", "w_missing"}, {"y"}, "conv1");
+  EXPECT_EQ(import_error(missing),
+            "m.onnx: node 'conv1' (Conv, #0): input 1 'w_missing' is not a graph input, an "
+            "initializer or the output of any node; expected every input to be one of these (a "
+            "missing initializer?)");
+
+  ModelBuilder both;
+  both.input("x", {1, 2, 5, 5}).output("y");
+  add_conv(both, "conv2", "x", "y", 2, 2, 3)
+      .ints("pads", {1, 1, 1, 1})
+      .str("auto_pad", "SAME_UPPER");
+  EXPECT_TRUE(has(import_error(both),
+                  "m.onnx: node 'conv2' (Conv, #0): attribute 'pads': [1, 1, 1, 1] together with "
+                  "auto_pad 'SAME_UPPER'; expected pads only with auto_pad NOTSET"))
+      << import_error(both);
+
+  ModelBuilder new_opset(18);
+  new_opset.input("x", {1, 2, 5, 5}).output("y");
+  add_conv(new_opset, "conv1", "x", "y", 2, 2, 3);
+  EXPECT_TRUE(has(import_error(new_opset),
+                  "m.onnx: field 'opset_import': opset 18 of the default domain; expected at most "
+                  "17"))
+      << import_error(new_opset);
+
+  ModelBuilder half = ok;
+  half.model().mutable_graph()->mutable_initializer(0)->set_data_type(onnx::TensorProto::FLOAT16);
+  EXPECT_TRUE(has(import_error(half),
+                  "node 'conv1' (Conv, #0): weights 'w_conv1' are float16; expected float32"))
+      << import_error(half);
+
+  ModelBuilder external = ok;
+  external.model().mutable_graph()->mutable_initializer(0)->set_data_location(
+      onnx::TensorProto::EXTERNAL);
+  EXPECT_TRUE(has(import_error(external),
+                  "m.onnx: initializer 'w_conv1': its data is stored "
+                  "outside the model file (external data)"))
+      << import_error(external);
+
+  ModelBuilder wrong_w;
+  wrong_w.input("x", {1, 2, 5, 5}).output("y");
+  add_conv(wrong_w, "conv1", "x", "y", 4, 2, 3);  // weights for 4 input channels
+  EXPECT_TRUE(has(import_error(wrong_w),
+                  "input 1 (weights) 'w_conv1' has shape [2, 4, 3, 3]; "
+                  "expected [2, 2, 3, 3]"))
+      << import_error(wrong_w);
+
+  ModelBuilder pool;
+  pool.input("x", {1, 2, 5, 5}).output("y");
+  pool.node("MaxPool", {"x"}, {"y"}, "mp");
+  EXPECT_TRUE(
+      has(import_error(pool), "node 'mp' (MaxPool, #0): attribute 'kernel_shape' is missing"))
+      << import_error(pool);
+
+  ModelBuilder type;
+  type.input("x", {1, 2, 5, 5}).output("y");
+  add_conv(type, "conv1", "x", "y", 2, 2, 3).f("group", 1.f);
+  EXPECT_TRUE(
+      has(import_error(type), "node 'conv1' (Conv, #0): attribute 'group' is FLOAT; expected INT"))
+      << import_error(type);
+
+  ModelBuilder u8;
+  u8.input("x", {1, 1, 5, 5}, onnx::TensorProto::UINT8).output("y", onnx::TensorProto::UINT8);
+  u8.node("MaxPool", {"x"}, {"y"}, "mp").ints("kernel_shape", {2, 2});
+  EXPECT_TRUE(
+      has(import_error(u8), "node 'mp' (MaxPool, #0): input 'x' is uint8; expected float32"))
+      << import_error(u8);
+}
+
+TEST(OnnxImport, NothingSupportedIsAnError) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 5, 5}).output("y");
+  b.node("HardSigmoid", {"x"}, {"y"}, "hs");
+  EXPECT_TRUE(has(import_error(b),
+                  "no node of m.onnx is supported: padfold generates Conv, "
+                  "ConvTranspose, MaxPool, AveragePool, Add and Concat; 'hs' "
+                  "(HardSigmoid): padfold does not generate HardSigmoid"))
+      << import_error(b);
+}
+
+// --emit-onnx: auto_pad rewritten to pads, ConvTranspose per the ONNX spec.
+TEST(OnnxNormalize, AutoPadBecomesPads) {
+  ModelBuilder b;
+  b.input("x", {1, 1, 7, 7}).input("t", {1, 1, 3, 3});
+  b.initializer("w", {1, 1, 4, 4});
+  b.node("Conv", {"x", "w"}, {"y"}, "conv").ints("strides", {2, 2}).str("auto_pad", "SAME_UPPER");
+  b.node("MaxPool", {"x"}, {"m"}, "mp")
+      .ints("kernel_shape", {2, 2})
+      .ints("strides", {3, 3})
+      .str("auto_pad", "SAME_LOWER");
+  b.node("AveragePool", {"x"}, {"a"}, "ap").ints("kernel_shape", {3, 3}).str("auto_pad", "VALID");
+  b.initializer("wt", {1, 1, 3, 3});
+  b.node("ConvTranspose", {"t", "wt"}, {"u"}, "up_upper")
+      .ints("strides", {2, 2})
+      .str("auto_pad", "SAME_UPPER");
+  b.node("ConvTranspose", {"t", "wt"}, {"l"}, "up_lower")
+      .ints("strides", {2, 2})
+      .str("auto_pad", "SAME_LOWER");
+  b.initializer("w1", {1, 1, 1, 1});
+  b.node("ConvTranspose", {"t", "w1"}, {"e"}, "up_extend")
+      .ints("strides", {3, 3})
+      .str("auto_pad", "SAME_UPPER");
+  for (const char* o : {"y", "m", "a", "u", "l", "e"}) b.output(o);
+  const auto prepared = onnx_import::prepare_model(b.model_copy(), {}, "m.onnx");
+  const onnx_import::NormalizeResult r = onnx_import::normalize_auto_pad(prepared);
+  auto attrs = [&](int i) { return onnx_import::NodeAttributes(r.model.graph().node(i)); };
+  for (int i = 0; i < 6; ++i) EXPECT_FALSE(attrs(i).has("auto_pad")) << i;
+  EXPECT_EQ(attrs(0).get_ints("pads"), (std::vector<int64_t>{1, 1, 2, 2}));  // 7, k4 s2
+  EXPECT_EQ(attrs(1).get_ints("pads"), (std::vector<int64_t>{1, 1, 0, 0}));  // 7, k2 s3
+  EXPECT_EQ(attrs(2).get_ints("pads"), (std::vector<int64_t>{0, 0, 0, 0}));
+  // ConvTranspose 3, k3 s2: full 7, output 6, one pixel cropped: at the end for SAME_UPPER.
+  EXPECT_EQ(attrs(3).get_ints("pads"), (std::vector<int64_t>{0, 0, 1, 1}));
+  EXPECT_EQ(attrs(4).get_ints("pads"), (std::vector<int64_t>{1, 1, 0, 0}));
+  // 3, k1 s3: full 7, output 9: two more at the end, as output_padding.
+  EXPECT_EQ(attrs(5).get_ints("pads"), (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(attrs(5).get_ints("output_padding"), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(r.changes.size(), 6u);
+  ASSERT_EQ(r.warnings.size(), 3u);
+  EXPECT_TRUE(has(r.warnings[0], "ONNX Runtime before 1.13 swapped SAME_UPPER and SAME_LOWER"))
+      << r.warnings[0];
+
+  // The normalized model imports to the same output shapes, with explicit pads.
+  ModelBuilder n;
+  n.model() = r.model;
+  const ImportResult before = import(b), after = import(n);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(rep(before)["layers"][i]["output_shape"], rep(after)["layers"][i]["output_shape"])
+        << i;
+    EXPECT_TRUE(layer(after, i)["padding"].is_object()) << layer(after, i);
+  }
+}
+
+}  // namespace
+}  // namespace padfold::onnx_test
