@@ -125,6 +125,35 @@ def conv_transpose_same():
     ], [("x", [1, 4, 5, 5])], "y", [weights("w", [4, 3, 3, 3]), weights("b", [3])])
 
 
+def conv_transpose_lower_and_shape():
+    return model("convt_lower_shape", [
+        helper.make_node("ConvTranspose", ["x", "w"], ["a"], name="up_lower", kernel_shape=[4, 4],
+                         strides=[2, 2], auto_pad="SAME_LOWER"),
+        helper.make_node("ConvTranspose", ["x", "w2", "b2"], ["c"], name="up_shape",
+                         kernel_shape=[3, 3], strides=[2, 2], output_shape=[10, 10]),
+        helper.make_node("Concat", ["a", "c"], ["y"], name="cat", axis=1),
+    ], [("x", [1, 2, 5, 5])], "y", [weights("w", [2, 3, 4, 4]), weights("w2", [2, 4, 3, 3]),
+                                    weights("b2", [4])])
+
+
+def pools_ceil_dilated():
+    return model("pools_ceil_dilated", [
+        helper.make_node("MaxPool", ["x"], ["m"], name="maxp", kernel_shape=[3, 3], strides=[2, 2],
+                         dilations=[2, 1], pads=[1, 1, 2, 0], ceil_mode=1),
+        helper.make_node("AveragePool", ["x"], ["a"], name="avgp", kernel_shape=[3, 2],
+                         strides=[2, 2], pads=[1, 0, 1, 0], ceil_mode=1, count_include_pad=0),
+        helper.make_node("Add", ["m", "a"], ["y"], name="sum"),
+    ], [("x", [1, 3, 9, 8])], "y", [])
+
+
+def conv3d_same():
+    return model("conv3d_same", [
+        conv("c3d", "x", "c", "w", "b", kernel_shape=[2, 3, 3], strides=[2, 2, 1],
+             auto_pad="SAME_UPPER"),
+        helper.make_node("Relu", ["c"], ["y"], name="relu"),
+    ], [("x", [1, 2, 5, 6, 4])], "y", [weights("w", [3, 2, 2, 3, 3]), weights("b", [3])])
+
+
 # ONNX Runtime refuses dilation with auto_pad SAME ("Dilation not supported for
 # AutoPadType::SAME_UPPER"), so the dilated layer has explicit, asymmetric pads.
 def conv1d_dilated():
@@ -135,7 +164,8 @@ def conv1d_dilated():
 
 MODELS = {f.__name__: f for f in [
     same_upper_even_strided, same_lower_stride3, pools_same, depthwise_clip, residual_block,
-    pad_reflect_conv, pad_edge_and_constant, conv_transpose_same, conv1d_dilated]}
+    pad_reflect_conv, pad_edge_and_constant, conv_transpose_same, conv_transpose_lower_and_shape,
+    pools_ceil_dilated, conv3d_same, conv1d_dilated]}
 
 
 def run(cmd):
@@ -152,7 +182,7 @@ def check(padfold, work, name):
     m = MODELS[name]()
     path = d / "model.onnx"
     onnx.save(m, path)
-    run([padfold, "import", path, "-o", d / "imported"])
+    run([padfold, "import", path, "-o", d / "imported", "--emit-onnx", d / "normalized.onnx"])
     specs = list((d / "imported").glob("*.json"))
     spec_file = next(p for p in specs if p.name != "import-report.json")
     spec = json.loads(spec_file.read_text())
@@ -167,6 +197,16 @@ def check(padfold, work, name):
     got = np.load(d / "y.npy")
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     want = session.run(None, {"x": x})[0]
+    # The normalized model: no auto_pad left, and ONNX Runtime computes the same on it.
+    normalized = onnx.load(d / "normalized.onnx")
+    auto_pads = [a.s.decode() for n in normalized.graph.node for a in n.attribute
+                 if a.name == "auto_pad" and a.s.decode() != "NOTSET"]
+    if auto_pads:
+        return f"{name}: the normalized model still has auto_pad {auto_pads}"
+    norm_session = onnxruntime.InferenceSession(str(d / "normalized.onnx"),
+                                                providers=["CPUExecutionProvider"])
+    if not np.allclose(norm_session.run(None, {"x": x})[0], want, rtol=1e-5, atol=1e-6):
+        return f"{name}: ONNX Runtime differs on the normalized model"
     if got.shape != want.shape:
         return f"{name}: shape {got.shape}, ONNX Runtime {want.shape}"
     err = np.abs(got - want).max()
