@@ -28,8 +28,12 @@ struct ScheduleStrategy {
   // fitted, tasks grouped. Resolving its own result changes nothing, and both schedule alike.
   ScheduleParams (*resolve)(const Layer& layer, const Halide::Target& target,
                             const ScheduleParams& requested);
-  // Applies resolved knobs to the algorithm's Funcs.
+  // Applies resolved knobs to the algorithm's Funcs (and sets algorithm.pixel_tile).
   void (*apply)(Algorithm& algorithm, const ScheduleParams& resolved, const Halide::Target& target);
+  // Schedules a fused block's producer layer at `at`, a pixel tile of its consumer scheduled with
+  // `consumer` knobs; null where the op class is never a producer.
+  void (*apply_producer)(Algorithm& producer, const ScheduleParams& consumer,
+                         const Halide::LoopLevel& at, const Halide::Target& target);
   // Knobs simple enough to compile where the tuned ones made Halide crash or hang: scalar, one
   // output per tile, nothing unrolled.
   ScheduleParams conservative;
@@ -56,5 +60,15 @@ ScheduleParams resolve_schedule(const Layer& layer, const Halide::Target& target
 // Resolves and applies `requested`; returns the knobs in effect.
 ScheduleParams apply_schedule(Algorithm& algorithm, const ScheduleParams& requested,
                               const Halide::Target& target);
+
+// A fused block (producers first, the consumer last): the consumer's knobs with channel blocks
+// kept inside pixel tiles (so each producer tile serves every channel block once).
+ScheduleParams resolve_block_schedule(const std::vector<const Layer*>& chain,
+                                      const Halide::Target& target,
+                                      const ScheduleParams& requested);
+// Schedules the consumer with the resolved block knobs and computes every producer per pixel tile
+// of the consumer; returns the knobs in effect.
+ScheduleParams apply_block_schedule(std::vector<Algorithm>& chain, const ScheduleParams& requested,
+                                    const Halide::Target& target);
 
 }  // namespace padfold

@@ -105,6 +105,31 @@ ScheduleParams resolve_schedule(const Layer& layer, const Halide::Target& target
   return strategy_for(layer, target).resolve(layer, target, requested);
 }
 
+ScheduleParams resolve_block_schedule(const std::vector<const Layer*>& chain,
+                                      const Halide::Target& target,
+                                      const ScheduleParams& requested) {
+  ScheduleParams p = requested;
+  p.channels_outer_kb = 0;
+  p.parallel_channels = false;
+  return resolve_schedule(*chain.back(), target, p);
+}
+
+ScheduleParams apply_block_schedule(std::vector<Algorithm>& chain, const ScheduleParams& requested,
+                                    const Halide::Target& target) {
+  std::vector<const Layer*> layers;
+  for (const Algorithm& a : chain) layers.push_back(a.layer);
+  const ScheduleParams resolved = resolve_block_schedule(layers, target, requested);
+  Algorithm& consumer = chain.back();
+  strategy_for(*consumer.layer, target).apply(consumer, resolved, target);
+  for (size_t i = 0; i + 1 < chain.size(); ++i) {
+    const ScheduleStrategy& s = strategy_for(*chain[i].layer, target);
+    if (!s.apply_producer)
+      throw std::logic_error("layer '" + chain[i].layer->name + "' cannot be a fused producer");
+    s.apply_producer(chain[i], resolved, consumer.pixel_tile, target);
+  }
+  return resolved;
+}
+
 ScheduleParams apply_schedule(Algorithm& algorithm, const ScheduleParams& requested,
                               const Halide::Target& target) {
   const ScheduleStrategy& s = strategy_for(*algorithm.layer, target);

@@ -1,5 +1,6 @@
 #include "algorithm/algorithm.h"
 
+#include <functional>
 #include <limits>
 
 namespace padfold {
@@ -56,18 +57,21 @@ std::vector<Expr> weight_args(const WeightLayout& layout, int dims, Expr o, Expr
   return args;
 }
 
-Func apply_border(const ImageParam& in, const Layer& L, Border border, float value) {
+// The spatial extent of the input in Halide dimension order (channel and batch unbounded): the
+// buffer's, or the fixed input shape of a fused block's intermediate.
+Region spatial_region(const Layer& L, const std::function<Range(int)>& spatial_range) {
   Region region;
-  const TensorLayout& lay = L.layout;
-  const int rank = in.dimensions();
+  const int rank = L.spatial_dims + 2;
   for (int d = 0; d < rank; ++d) {
-    const bool is_channel = lay.channels_last ? d == 0 : d == L.spatial_dims;
+    const bool is_channel = L.layout.channels_last ? d == 0 : d == L.spatial_dims;
     const bool is_batch = d == rank - 1;
-    if (is_channel || is_batch)
-      region.emplace_back();
-    else
-      region.emplace_back(in.dim(d).min(), in.dim(d).extent());
+    region.push_back(is_channel || is_batch ? Range() : spatial_range(d));
   }
+  return region;
+}
+
+template <typename Source>
+Func bounded(const Source& in, const Region& region, Border border, float value) {
   switch (border) {
     case Border::Zeros:
       return BoundaryConditions::constant_exterior(in, 0.f, region);
@@ -83,6 +87,23 @@ Func apply_border(const ImageParam& in, const Layer& L, Border border, float val
       return BoundaryConditions::repeat_image(in, region);
   }
   return Func();
+}
+
+// The layer's input seen through `border`, infinite along spatial axes: its buffer, or in a fused
+// block the producer's Func over the producer's output extent.
+Func apply_border(const Algorithm& a, const Layer& L, Border border, float value) {
+  if (a.source.defined()) {
+    const std::vector<int64_t> shape = L.input_shape();
+    return bounded(
+        a.source,
+        spatial_region(
+            L, [&](int d) { return Range(0, static_cast<int>(shape[shape.size() - 1 - d])); }),
+        border, value);
+  }
+  const ImageParam& in = a.input;
+  return bounded(
+      in, spatial_region(L, [&](int d) { return Range(in.dim(d).min(), in.dim(d).extent()); }),
+      border, value);
 }
 
 Expr activate(Expr v, const Layer& L) {
@@ -132,7 +153,7 @@ void build_conv(Algorithm& a, const Layer& L) {
   const size_t D = L.in_spatial.size();
   const int64_t in_per_group = L.in_channels / L.groups;
   const int64_t out_per_group = L.out_channels / L.groups;
-  a.bordered = apply_border(a.input, L, L.border, L.border_value);
+  a.bordered = apply_border(a, L, L.border, L.border_value);
   a.r = make_rdom(L, in_per_group);
   Expr rc;
   std::vector<Expr> rk;
@@ -153,7 +174,7 @@ void build_conv_transpose(Algorithm& a, const Layer& L) {
   const int64_t out_per_group = L.out_channels / L.groups;
   // Taps that miss the input contribute nothing: a transposed convolution's pads crop its output,
   // so its border is zeros (validate_transposed_border).
-  a.bordered = apply_border(a.input, L, Border::Zeros, 0.f);
+  a.bordered = apply_border(a, L, Border::Zeros, 0.f);
   a.r = make_rdom(L, in_per_group);
   Expr rc;
   std::vector<Expr> rk;
@@ -197,7 +218,7 @@ Expr inside_padding(const Layer& L, const std::vector<Expr>& pos) {
 // One tap of a pooling window: the input seen through `border` at the window's tap positions
 // (returned in `pos`).
 Expr pool_tap(Algorithm& a, const Layer& L, Border border, float value, std::vector<Expr>& pos) {
-  a.bordered = apply_border(a.input, L, border, value);
+  a.bordered = apply_border(a, L, border, value);
   a.r = make_rdom(L, 1);
   Expr rc;
   std::vector<Expr> rk;
@@ -278,23 +299,28 @@ std::vector<BufferInfo> buffer_infos(const Layer& L) {
   std::vector<BufferInfo> out;
   if (L.is_join()) {
     for (size_t i = 0; i < L.inputs.size(); ++i)
-      out.push_back({"input" + std::to_string(i), "input", L.layout.name(), L.input_shape(i)});
+      out.push_back(
+          {"input" + std::to_string(i), "input", L.layout.name(), L.input_shape(i), L.name});
   } else {
-    out.push_back({"input", "input", L.layout.name(), L.input_shape()});
+    out.push_back({"input", "input", L.layout.name(), L.input_shape(), L.name});
   }
   if (L.has_weights())
-    out.push_back({"weights", "weights", L.weight_layout.order, L.weight_shape()});
-  if (L.bias) out.push_back({"bias", "bias", "O", {L.out_channels}});
-  out.push_back({"output", "output", L.layout.name(), L.output_shape_full()});
+    out.push_back({"weights", "weights", L.weight_layout.order, L.weight_shape(), L.name});
+  if (L.bias) out.push_back({"bias", "bias", "O", {L.out_channels}, L.name});
+  out.push_back({"output", "output", L.layout.name(), L.output_shape_full(), L.name});
   return out;
 }
 
-Algorithm build_algorithm(const Layer& L) {
+Algorithm build_algorithm(const Layer& L, const Func& source) {
   if (L.dtype != DType::F32)
     throw std::runtime_error("layer '" + L.name + "': only float32 kernels are generated");
+  if (source.defined() && L.is_join())
+    throw std::logic_error("layer '" + L.name + "': add and concat are not fused");
   Algorithm a;
   a.layer = &L;
+  a.source = source;
   for (const BufferInfo& b : buffer_infos(L)) {
+    if (source.defined() && b.role == "input") continue;  // the producer's Func instead
     BufferParam bp{b, {}};
     if (b.role != "output") {
       bp.param = ImageParam(Float(32), static_cast<int>(b.shape.size()), L.name + "_" + b.name);

@@ -18,6 +18,7 @@ struct BufferInfo {
   std::string role;  // the runtime's role of the buffer: the name, for a single layer
   std::string layout;
   std::vector<int64_t> shape;  // outermost first
+  std::string layer;           // the layer it belongs to (a fused block has several)
 };
 std::vector<BufferInfo> buffer_infos(const Layer& layer);
 
@@ -32,7 +33,9 @@ struct Algorithm {
   const Layer* layer = nullptr;
 
   Halide::ImageParam input, weights, bias;  // weights/bias undefined when the op has none
-  std::vector<Halide::ImageParam> inputs;   // every input: {input}, or add's and concat's
+  // In a fused block, the producer layer's output Func in place of `input` (undefined otherwise).
+  Halide::Func source;
+  std::vector<Halide::ImageParam> inputs;  // every input: {input}, or add's and concat's
   Halide::Func bordered;  // the input seen through the border mode, infinite along spatial axes
   Halide::Func reduce;    // the reduction (conv sum, pool max/sum), args in `vars` order;
                           // undefined for add and concat
@@ -46,11 +49,17 @@ struct Algorithm {
   std::vector<Halide::Func>
       helpers;  // small tables (e.g. avg-pool divisors) a schedule computes at root
 
+  // Set by the schedule: the loop level of the output at which one tile of pixels is computed for
+  // all channels; a fused block computes its producers there.
+  Halide::LoopLevel pixel_tile = Halide::LoopLevel::root();
+
   std::vector<BufferParam> buffers;  // every buffer in manifest order; input/weights/bias above
                                      // are the same parameters
 };
 
-// Builds the algorithm for a resolved layer. The buffers have fixed shapes and dense strides.
-Algorithm build_algorithm(const Layer& layer);
+// Builds the algorithm for a resolved layer. The buffers have fixed shapes and dense strides. With
+// `source` (a fused block's producer, defined over this layer's input shape), the layer reads it
+// instead of an input buffer, through its own border and padding.
+Algorithm build_algorithm(const Layer& layer, const Halide::Func& source = Halide::Func());
 
 }  // namespace padfold

@@ -40,6 +40,41 @@ Kernel lower(const Layer& layer, const Halide::Target& target, const SchedulePar
   return k;
 }
 
+ScheduleParams requested_schedule(const Block& block, const Halide::Target& target,
+                                  const nlohmann::json& overrides) {
+  return requested_schedule(block.last(), target, overrides);
+}
+
+ScheduleParams resolved_schedule(const Block& block, const Halide::Target& target,
+                                 const ScheduleParams& requested) {
+  if (!block.fused()) return resolve_schedule(block.last(), target, requested);
+  return resolve_block_schedule(block.layers, target, requested);
+}
+
+Kernel lower(const Block& block, const Halide::Target& target, const ScheduleParams& requested) {
+  if (!block.fused()) return lower(block.last(), target, requested);
+  std::vector<Algorithm> chain;
+  Halide::Func source;
+  for (const Layer* L : block.layers) {
+    chain.push_back(build_algorithm(*L, source));
+    source = chain.back().output;
+  }
+  Kernel k;
+  k.name = block.last().name;
+  k.schedule = apply_block_schedule(chain, requested, target);
+  // Buffers in block_buffers order: the parameters of every layer, renamed as the block names them.
+  const std::vector<BufferInfo> infos = block_buffers(block);
+  for (const BufferInfo& info : infos) {
+    for (const Algorithm& a : chain)
+      for (const BufferParam& b : a.buffers)
+        if (b.info.layer == info.layer && b.info.role == info.role &&
+            (info.role != "output" || a.layer == &block.last()))
+          k.buffers.push_back({info, b.param});
+  }
+  k.pipeline = Halide::Pipeline(chain.back().output);
+  return k;
+}
+
 void compile_kernel_files(const Kernel& kernel, const Halide::Target& target,
                           const std::map<Halide::OutputFileType, std::string>& outputs,
                           const std::string& function) {

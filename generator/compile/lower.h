@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "algorithm/algorithm.h"
+#include "compile/block.h"
 #include "schedules/schedule.h"
 
 namespace padfold {
@@ -36,6 +37,16 @@ ScheduleParams requested_schedule(const Layer& layer, const Halide::Target& targ
 Kernel lower(const Layer& layer, const Halide::Target& target,
              const nlohmann::json& overrides = nlohmann::json::object());
 Kernel lower(const Layer& layer, const Halide::Target& target, const ScheduleParams& requested);
+
+// A block's knobs: its consumer's (last layer's) defaults with `overrides` applied.
+ScheduleParams requested_schedule(const Block& block, const Halide::Target& target,
+                                  const nlohmann::json& overrides = nlohmann::json::object());
+// The knobs a block's kernel runs with (resolve_schedule, or resolve_block_schedule when fused).
+ScheduleParams resolved_schedule(const Block& block, const Halide::Target& target,
+                                 const ScheduleParams& requested);
+// A block as one kernel, named after its last layer: each layer's algorithm reads the previous
+// one's output Func; its buffers are block_buffers(block).
+Kernel lower(const Block& block, const Halide::Target& target, const ScheduleParams& requested);
 
 // Writes the kernel's AOT outputs (object, header, statement ...) as `function`, without the
 // Halide runtime (a bundle carries one per target), with padfold's code generation options.

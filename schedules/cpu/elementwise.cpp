@@ -57,6 +57,6 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
 }  // namespace
 
 const ScheduleStrategy kElementwiseStrategy = {
-    "cpu", resolve, apply, with_knobs({}, {{"vector_lanes", 1}, {"rows_per_task", 1}})};
+    "cpu", resolve, apply, nullptr, with_knobs({}, {{"vector_lanes", 1}, {"rows_per_task", 1}})};
 
 }  // namespace padfold::cpu

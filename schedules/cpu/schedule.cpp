@@ -276,6 +276,12 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   }
 
   if (!p.inline_border) a.bordered.compute_at(out, innermost_tile);
+  // All channels of a pixel tile: channels-last tiles keep channel blocks inside pixel blocks;
+  // channels-first ones have channel blocks outside the column blocks, so a strip of rows.
+  if (!channels_outer && (cl || D >= 2))
+    a.pixel_tile = LoopLevel(out, cl ? t.unr_outer : t.y_outer);
+  else
+    a.pixel_tile = LoopLevel(out, a.n);
 
   // Threads over rows (the outermost spatial tile loop); over channel blocks instead when they are
   // the outer loop, or when the output is a single row of tiles.
@@ -287,9 +293,34 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   }
 }
 
+// A fused block's producer, computed per pixel tile of its consumer (`at`): vectorized along the
+// same axis as a layer of its own, its reduction in the same tile, short kernel axes unrolled.
+void apply_producer(Algorithm& a, const ScheduleParams& p, const LoopLevel& at, const Target&) {
+  const Layer& L = *a.layer;
+  for (Func h : a.helpers) h.compute_root();
+  const bool cl = L.layout.channels_last;
+  const Var vec = cl ? a.c : a.spatial[0];
+  const int64_t extent = cl ? L.out_channels : L.out_spatial.back();
+  const int lanes = clamp_int(p.vector_lanes, 1, extent);
+  // Channels: the consumer reads all of them, so the region is never narrower than the vector;
+  // columns: a tile may be, so those are guarded.
+  const TailStrategy tail = cl ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf;
+  a.output.compute_at(at);
+  a.reduce.compute_at(at);
+  if (lanes > 1) {
+    a.output.vectorize(vec, lanes, tail);
+    a.reduce.vectorize(vec, lanes, tail);
+    a.reduce.update().vectorize(vec, lanes, TailStrategy::GuardWithIf);  // no shifts in updates
+  }
+  const int D = L.spatial_dims, first_tap = a.r.dimensions() - D;
+  for (int j = 0; j < D; ++j)
+    if (L.kernel[D - 1 - j] > 1 && L.kernel[D - 1 - j] <= std::max(p.unroll_taps, 1))
+      a.reduce.update().unroll(a.r[first_tap + j]);
+}
+
 }  // namespace
 
-const ScheduleStrategy kStrategy = {"cpu", resolve, apply,
+const ScheduleStrategy kStrategy = {"cpu", resolve, apply, apply_producer,
                                     // Conservative: scalar, one output per tile, nothing unrolled.
                                     with_knobs({}, {{"vector_lanes", 1},
                                                     {"channel_vectors", 1},

@@ -1,0 +1,198 @@
+// Fused blocks (dw->pw, pw->dw->pw, conv->max_pool, conv->avg_pool) as one kernel, against the
+// naive reference applied layer by layer: random shapes, every convention (TF SAME strided and
+// asymmetric, SAME_LOWER, explicit), border modes and both layouts, on every CPU family this
+// machine runs (compiled for the others).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+
+#include "compile/block.h"
+#include "compile/lower.h"
+#include "compile/target.h"
+#include "kernel_runner.h"
+
+namespace padfold::testing {
+namespace {
+
+using json = nlohmann::json;
+
+enum class Kind { DwPw, PwDwPw, ConvMaxPool, ConvAvgPool };
+const char* kKindNames[] = {"dw_pw", "pw_dw_pw", "conv_max_pool", "conv_avg_pool"};
+
+struct BlockCase {
+  std::string name;
+  Model model;
+  Block block() const {
+    Block b;
+    for (const Layer& L : model.layers) b.layers.push_back(&L);
+    return b;
+  }
+};
+
+json padding_of(int which, int dims) {
+  switch (which) {
+    case 0:
+      return "same";  // TF SAME: asymmetric when the total is odd
+    case 1:
+      return "same_lower";
+    default:
+      return json(std::vector<int>(2 * static_cast<size_t>(dims), 1));  // explicit, symmetric
+  }
+}
+
+json border_of(int which) {
+  const char* names[] = {"zeros", "reflect", "replicate", "symmetric", "circular"};
+  if (which == 5) return {{"mode", "constant"}, {"value", 0.75}};
+  return names[which];
+}
+
+// A chain of the kind's layers on a random input; nullopt when the parser refuses the draw (a
+// border wider than the input, say).
+std::optional<BlockCase> random_case(std::mt19937& rng, Kind kind, int index) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const int dims = pick(1, 3) == 3 ? pick(1, 3) : 2;  // mostly 2-D
+  const bool cl = pick(0, 1);
+  const int64_t c = pick(1, 12), n = pick(1, 2);
+  std::vector<int64_t> shape{n};
+  if (!cl) shape.push_back(c);
+  for (int d = 0; d < dims; ++d) shape.push_back(pick(dims == 3 ? 3 : 4, dims == 3 ? 6 : 13));
+  if (cl) shape.push_back(c);
+  const std::string letters = spatial_letters(dims);
+  const int conv_pad = pick(0, 2), border = pick(0, 5);
+  const char* acts[] = {"none", "relu", "relu6", "leaky_relu"};
+  auto act = [&] { return acts[pick(0, 3)]; };
+  json dw = {{"op", "conv" + std::to_string(dims) + "d"},
+             {"depth_multiplier", 1},
+             {"kernel", pick(2, 5)},
+             {"stride", pick(1, 2)},
+             {"padding", padding_of(conv_pad, dims)},
+             {"border", border_of(border)},
+             {"bias", pick(0, 1) == 1},
+             {"activation", act()}};
+  auto pw = [&](int64_t out) {
+    return json{{"op", "conv" + std::to_string(dims) + "d"},
+                {"out_channels", out},
+                {"kernel", 1},
+                {"bias", pick(0, 1) == 1},
+                {"activation", act()}};
+  };
+  json layers = json::array();
+  switch (kind) {
+    case Kind::DwPw:
+      layers = {dw, pw(pick(1, 20))};
+      break;
+    case Kind::PwDwPw: {
+      const int64_t expand = c * pick(1, 3);
+      layers = {pw(expand), dw, pw(pick(1, 12))};
+      break;
+    }
+    case Kind::ConvMaxPool:
+    case Kind::ConvAvgPool: {
+      json conv = {{"op", "conv" + std::to_string(dims) + "d"},
+                   {"out_channels", pick(1, 10)},
+                   {"kernel", pick(1, 3)},
+                   {"stride", 1},
+                   {"padding", padding_of(conv_pad, dims)},
+                   {"border", border_of(border)},
+                   {"bias", true},
+                   {"activation", act()}};
+      json pool = {{"op", kind == Kind::ConvMaxPool ? "max_pool" : "avg_pool"},
+                   {"kernel", pick(2, 3)},
+                   {"stride", pick(1, 3)},
+                   {"padding", padding_of(pick(0, 2), dims)},
+                   {"ceil_mode", pick(0, 3) == 0}};
+      if (kind == Kind::ConvAvgPool) pool["count_include_pad"] = pick(0, 1) == 1;
+      if (pick(0, 3) == 0) pool["border"] = border_of(pick(0, 5));
+      layers = {conv, pool};
+      break;
+    }
+  }
+  for (size_t i = 0; i < layers.size(); ++i) layers[i]["name"] = "l" + std::to_string(i);
+  layers[0]["input_shape"] = shape;
+  const json spec = {{"model", "b"},
+                     {"defaults", {{"layout", cl ? "N" + letters + "C" : "NC" + letters}}},
+                     {"layers", layers}};
+  try {
+    BlockCase bc{
+        fmt::format("{}_{}_{}", kKindNames[static_cast<int>(kind)], cl ? "cl" : "cf", index),
+        parse_spec(spec.dump(), "block.json")};
+    return bc;
+  } catch (const SpecError&) {
+    return std::nullopt;
+  }
+}
+
+Halide::Buffer<float> as_buffer(const ref::Tensor& t) {
+  std::vector<int> sizes(t.shape.rbegin(), t.shape.rend());
+  return Halide::Buffer<float>(const_cast<float*>(t.data.data()), sizes);
+}
+
+// The reference layer by layer, and the fused kernel on the same data.
+void check_block(const BlockCase& c, const std::string& target, unsigned seed) {
+  const Block block = c.block();
+  std::vector<LayerData> data;
+  ref::Tensor x;
+  for (size_t i = 0; i < block.layers.size(); ++i) {
+    LayerData d = random_data(*block.layers[i], seed + static_cast<unsigned>(i));
+    if (i > 0) d.input = x;
+    x = reference_output(*block.layers[i], d);
+    data.push_back(std::move(d));
+  }
+  const Halide::Target t = resolve_target(target);
+  Kernel k = lower(block, t, requested_schedule(block, t));
+  k.param("input").set(as_buffer(data[0].input));
+  for (size_t i = 0; i < block.layers.size(); ++i) {
+    const Layer& L = *block.layers[i];
+    if (L.has_weights()) k.param(L.name + "_weights").set(as_buffer(data[i].weights));
+    if (L.bias) k.param(L.name + "_bias").set(as_buffer(data[i].bias));
+  }
+  ref::Tensor got(block.last().output_shape_full());
+  Halide::Buffer<float> out = as_buffer(got);
+  k.pipeline.realize(out, codegen_target(t));
+  ASSERT_EQ(got.shape, x.shape);
+  for (size_t e = 0; e < x.data.size(); ++e)
+    ASSERT_NEAR(got.data[e], x.data[e], 1e-4f * (1 + std::abs(x.data[e]))) << "element " << e;
+}
+
+class BlockKernels : public ::testing::TestWithParam<TargetFamilyCase> {};
+
+TEST_P(BlockKernels, MatchReferenceLayerByLayer) {
+  const TargetFamilyCase& family = GetParam();
+  const bool runs = runs_here(family.target);
+  std::mt19937 rng(family.seed * 31 + 7);
+  const int per_kind = runs ? 12 : 3;
+  int checked = 0;
+  for (int kind = 0; kind < 4; ++kind)
+    for (int i = 0; i < per_kind;) {
+      const auto c = random_case(rng, static_cast<Kind>(kind), i);
+      if (!c) continue;
+      ++i;
+      SCOPED_TRACE(c->name + ": " + c->block().kind());
+      try {
+        if (runs) {
+          check_block(*c, family.target, family.seed + static_cast<unsigned>(i));
+        } else {
+          const Halide::Target t = resolve_target(family.target);
+          const Kernel k = lower(c->block(), t, requested_schedule(c->block(), t));
+          const std::string obj =
+              ::testing::TempDir() + "padfold_block_" + std::to_string(getpid()) + ".o";
+          compile_kernel_files(k, t, {{Halide::OutputFileType::object, obj}}, "block");
+          EXPECT_GT(std::filesystem::file_size(obj), 0u);
+          std::filesystem::remove(obj);
+        }
+      } catch (const Halide::Error& e) {
+        FAIL() << "Halide: " << e.what();
+      }
+      ++checked;
+    }
+  EXPECT_EQ(checked, 4 * per_kind);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, BlockKernels, ::testing::ValuesIn(cpu_target_families()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace padfold::testing
