@@ -1,8 +1,10 @@
 /* Deterministic test data for padfold kernels, identical on every platform (integer arithmetic,
- * exactly representable floats). Shared by the embedded example (main.c) and the host tests that
- * check its output (tests/e2e/embedded_cross_test.cpp).
+ * exactly representable floats). Shared by the embedded example (main.c, model_main.c), its
+ * weights script (make_weights.py, the same in Python) and the host tests that check its output
+ * (tests/e2e/embedded_cross_test.cpp).
  *
- *   seed  = FNV-1a (32 bit) of "<layer>/<buffer>", e.g. "stem/weights"
+ *   seed  = FNV-1a (32 bit) of "<layer>/<buffer>", e.g. "stem/weights"; a model input "x" of a
+ *           whole-model run (model_main.c): "x/input"
  *   state = state * 1664525 + 1013904223 (mod 2^32), once per element
  *   value = ((state >> 8) - 2^23) / 2^23, in [-1, 1) with 24 significant bits */
 #ifndef PADFOLD_EXAMPLE_LCG_H
