@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "compile/fusion.h"
 #include "emit/weights.h"
 #include "frontend/spec.h"
 
@@ -96,12 +97,21 @@ std::string whole_model_run(const padfold::Model& m) {
 void run_check(const CheckOptions& o) {
   const padfold::Model m = padfold::load_spec(o.spec);
   padfold::check_weight_files(m);
+  const padfold::FusionPlan plan = padfold::plan_fusion(m, padfold::FuseOptions{});
   if (o.json) {
     json j = {{"model", m.name},         {"file", m.file},
               {"inputs", json::array()}, {"layers", json::array()},
               {"outputs", m.outputs},    {"whole_model_run", whole_model_run(m)}};
     for (const auto& in : m.inputs) j["inputs"].push_back(input_json(in));
     for (const auto& l : m.layers) j["layers"].push_back(layer_json(l));
+    json blocks = json::array();
+    for (const padfold::Block& b : plan.blocks)
+      if (b.fused()) {
+        std::vector<std::string> names;
+        for (const padfold::Layer* L : b.layers) names.push_back(L->name);
+        blocks.push_back({{"layers", names}, {"kind", b.kind()}, {"reason", b.reason}});
+      }
+    j["fusion"] = {{"blocks", blocks}, {"not_fused", plan.notes}};
     fmt::print("{}\n", j.dump(2));
     return;
   }
@@ -135,6 +145,14 @@ void run_check(const CheckOptions& o) {
     fmt::print("input {}: {} {}{}\n", in.name, in.layout.name(), fmt::join(in.shape, "x"),
                in.produced_by.empty() ? "" : " (from " + in.produced_by + ")");
   fmt::print("outputs: {}\nwhole-model run: {}\n", fmt::join(m.outputs, ", "), whole_model_run(m));
+  size_t kernels = 0;
+  for (const padfold::Block& b : plan.blocks) {
+    ++kernels;
+    if (b.fused()) fmt::print("fused (--fuse auto): {}: {}\n", b.names(), b.reason);
+  }
+  for (const std::string& note : plan.notes) fmt::print("{}\n", note);
+  if (kernels != m.layers.size())
+    fmt::print("{} kernels for {} layers with --fuse auto\n", kernels, m.layers.size());
   fmt::print("{}: model '{}', {} layer(s), {:.3f} MFLOP, OK\n", m.file, m.name, m.layers.size(),
              flops / 1e6);
 }

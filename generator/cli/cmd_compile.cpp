@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "compile/fusion.h"
 #include "emit/bundle.h"
 #include "frontend/spec.h"
 
@@ -16,6 +17,7 @@ struct CompileArgs {
   std::vector<std::string> targets{"host"};
   bool emit_stmt = false;
   bool embed_weights = false;
+  std::string fuse = "auto";
   int jobs = 0;
   double kernel_timeout = 600;
 };
@@ -39,6 +41,8 @@ void run_compile(const CompileArgs& a) {
   opt.embed_weights = a.embed_weights;
   opt.jobs = a.jobs;
   opt.kernel_timeout_s = a.kernel_timeout;
+  opt.fuse = padfold::parse_fuse_option(a.fuse);
+  const padfold::FusionPlan plan = padfold::plan_fusion(model, opt.fuse);
   if (!a.schedules.empty()) opt.schedule_overrides = read_schedules(a.schedules);
   try {
     padfold::validate_schedule_overrides(model, opt.schedule_overrides);
@@ -47,7 +51,7 @@ void run_compile(const CompileArgs& a) {
   }
   const bool live = isatty(fileno(stderr)) != 0;
   size_t done = 0;
-  const size_t total = model.layers.size() * opt.targets.size();
+  const size_t total = plan.blocks.size() * opt.targets.size();
   std::vector<padfold::KernelReport> reports;
   try {
     reports = padfold::compile_bundle(model, opt, [&](const padfold::KernelReport& r) {
@@ -67,13 +71,15 @@ void run_compile(const CompileArgs& a) {
       fmt::print("target {}\n  {:<30} {:<22} {:>9} {:>10}\n", r.target, "layer", "schedule",
                  "compile", "object");
     }
-    fmt::print("  {:<30} {:<22} {:>8.2f}s {:>8.1f}KB\n", r.layer, r.schedule, r.compile_seconds,
-               static_cast<double>(r.object_bytes) / 1024.0);
+    fmt::print("  {:<30} {:<22} {:>8.2f}s {:>8.1f}KB\n", r.fused.empty() ? r.layer : r.fused,
+               r.schedule, r.compile_seconds, static_cast<double>(r.object_bytes) / 1024.0);
     if (!r.fallback_from.empty())
       fmt::print("    fallback: schedule {} failed ({}); compiled with {} instead\n",
                  r.fallback_from, r.fallback_reason, r.schedule);
     total_seconds += r.compile_seconds;
   }
+  for (const padfold::Block& b : plan.blocks)
+    if (b.fused()) fmt::print("fused {}: {}\n", b.names(), b.reason);
   fmt::print(
       "{} kernels in {:.1f}s of compile time; bundle written to {} (manifest.json, "
       "padfold_{}.cmake)\n",
@@ -108,6 +114,10 @@ void add_compile_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--emit-stmt", args->emit_stmt,
                 "also write each kernel's lowered Halide statement (<target>/<layer>.stmt)");
+  cmd->add_option("--fuse", args->fuse,
+                  "auto (fuse dw->pw, pw->dw->pw and conv->pool chains where the cost model says "
+                  "it pays; padfold check shows the choice), none, or blocks such as dw1+pw1,c2+p2")
+      ->capture_default_str();
   cmd->add_flag("--embed-weights", args->embed_weights,
                 "bake the spec's weight_files into every target's library (for embedded builds "
                 "with no file system) instead of copying them into the bundle's weights/");

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "cli/npy.h"
+#include "compile/fusion.h"
 #include "compile/lower.h"
 #include "compile/process.h"
 #include "compile/target.h"
@@ -93,11 +94,18 @@ struct BundleWeights {
 
 // Where a buffer's values come from in a whole-model run (pf_buffer_desc.source): the tensor
 // feeding an input buffer, the bundle's .npy file of weights and bias (none when embedded).
-std::optional<std::string> buffer_source(const Layer& L, const BufferInfo& b, size_t input_index,
-                                         const BundleWeights& weights) {
-  if (b.role == "input") return L.inputs.at(input_index);
+// The layer of the block a buffer belongs to.
+const Layer& layer_of(const Block& block, const BufferInfo& b) {
+  for (const Layer* L : block.layers)
+    if (L->name == b.layer) return *L;
+  throw std::logic_error("buffer '" + b.name + "' belongs to no layer of block " + block.names());
+}
+
+std::optional<std::string> buffer_source(const Block& block, const BufferInfo& b,
+                                         size_t input_index, const BundleWeights& weights) {
+  if (b.role == "input") return block.first().inputs.at(input_index);
   if (b.role == "output" || weights.embedded) return std::nullopt;
-  const WeightFile* w = weights.find(L, b.name);
+  const WeightFile* w = weights.find(layer_of(block, b), b.role);
   return w ? std::optional<std::string>(w->bundle_path()) : std::nullopt;
 }
 
@@ -169,7 +177,7 @@ struct TargetPlan {
 };
 
 struct KernelTask {
-  const Layer* layer = nullptr;
+  const Block* block = nullptr;
   size_t target = 0;  // index into the plans
   ScheduleParams schedule;
   bool fallback = false;
@@ -185,11 +193,11 @@ fs::path object_path(const TargetPlan& t, const std::string& fn) {
 void compile_kernel(const Model& model, const KernelTask& task, const TargetPlan& t,
                     const fs::path& root, bool write_header, bool emit_stmt,
                     const InjectedFaults& faults) {
-  const Layer& L = *task.layer;
+  const Layer& L = task.block->last();
   const auto fault = faults.find(L.name);
   if (fault != faults.end() && (!task.fallback || fault->second.every)) raise_fault(fault->second);
   const std::string fn = kernel_function_name(model, L);
-  Kernel k = lower(L, t.target, task.schedule);
+  Kernel k = lower(*task.block, t.target, task.schedule);
   std::map<OutputFileType, std::string> outputs{
       {OutputFileType::object, object_path(t, fn).string()}};
   if (write_header) outputs[OutputFileType::c_header] = (root / "include" / (fn + ".h")).string();
@@ -197,8 +205,13 @@ void compile_kernel(const Model& model, const KernelTask& task, const TargetPlan
   compile_kernel_files(k, t.target, outputs, fn);
 }
 
+// "layer 'a'", or "block a+b (dw->pw)".
+std::string block_label(const Block& b) {
+  return b.fused() ? "block " + b.names() + " (" + b.kind() + ")" : "layer '" + b.last().name + "'";
+}
+
 std::string task_label(const KernelTask& task, const TargetPlan& t) {
-  return "target " + t.name + ", layer '" + task.layer->name + "', schedule " + task.schedule.name;
+  return "target " + t.name + ", " + block_label(*task.block) + ", schedule " + task.schedule.name;
 }
 
 // Compiles every kernel in workers; kernels whose tuned schedule fails are retried once with the
@@ -238,7 +251,7 @@ void compile_kernels(const Model& model, std::vector<KernelTask>& tasks,
         KernelTask& task = tasks[i];
         task.fallback_from = task.schedule.name;
         task.fallback_reason = task.result.error;
-        task.schedule = conservative_schedule(*task.layer, plans[task.target].target);
+        task.schedule = conservative_schedule(task.block->last(), plans[task.target].target);
         task.fallback = true;
       }
     }
@@ -248,8 +261,8 @@ void compile_kernels(const Model& model, std::vector<KernelTask>& tasks,
   std::string msg = std::to_string(pending.size()) + " kernel(s) failed to compile:";
   for (size_t i : pending) {
     const KernelTask& task = tasks[i];
-    msg += "\n  target " + plans[task.target].name + ", layer '" + task.layer->name +
-           "': schedule " + task.fallback_from + ": " + task.fallback_reason +
+    msg += "\n  target " + plans[task.target].name + ", " + block_label(*task.block) +
+           ": schedule " + task.fallback_from + ": " + task.fallback_reason +
            "; retried with schedule " + task.schedule.name + ": " + task.result.error;
   }
   throw std::runtime_error(msg);
@@ -260,34 +273,36 @@ void compile_kernels(const Model& model, std::vector<KernelTask>& tasks,
 // The kernels' static library and the target's Halide runtime (compiled in a worker too: it is
 // LLVM code generation like the kernels).
 void build_target_libraries(const std::vector<TargetPlan>& plans, const Model& model,
-                            const CompileOptions& opt) {
+                            const std::vector<Block>& blocks, const CompileOptions& opt) {
   std::vector<WorkerJob> jobs;
   for (const TargetPlan& t : plans) {
-    jobs.push_back({"target " + t.name + ": kernel library and Halide runtime", [&model, &t] {
-                      std::vector<std::string> objects;
-                      for (const Layer& L : model.layers)
-                        objects.push_back(object_path(t, kernel_function_name(model, L)).string());
-                      Halide::create_static_library(
-                          objects, t.target,
-                          (t.dir / ("libpadfold_" + c_identifier(model.name) + ".a")).string());
-                      Halide::compile_standalone_runtime(
-                          {{OutputFileType::static_library, (t.dir / "halide_runtime.a").string()}},
-                          t.target);
-                    }});
+    jobs.push_back(
+        {"target " + t.name + ": kernel library and Halide runtime", [&, &t = t] {
+           std::vector<std::string> objects;
+           for (const Block& b : blocks)
+             objects.push_back(object_path(t, kernel_function_name(model, b.last())).string());
+           Halide::create_static_library(
+               objects, t.target,
+               (t.dir / ("libpadfold_" + c_identifier(model.name) + ".a")).string());
+           Halide::compile_standalone_runtime(
+               {{OutputFileType::static_library, (t.dir / "halide_runtime.a").string()}}, t.target);
+         }});
   }
   WorkerOptions wopt;
   wopt.parallel = opt.jobs > 0 ? opt.jobs : default_parallel_jobs();
-  wopt.timeout_s = opt.kernel_timeout_s;
+  // --kernel-timeout is for one kernel; the library and Halide runtime of a target take seconds
+  // (more on a loaded machine) and get a limit of their own.
+  wopt.timeout_s = std::max(opt.kernel_timeout_s, 900.0);
   const std::vector<WorkerResult> results = run_workers(jobs, wopt);
   for (size_t i = 0; i < results.size(); ++i)
     if (!results[i].ok) throw std::runtime_error(jobs[i].label + ": " + results[i].error);
 }
 
-json kernel_buffers_json(const Layer& L, const BundleWeights& weights) {
+json kernel_buffers_json(const Block& block, const BundleWeights& weights) {
   json buffers = json::array();
   size_t inputs = 0;
-  for (const BufferInfo& b : buffer_infos(L)) {
-    const auto source = buffer_source(L, b, inputs, weights);
+  for (const BufferInfo& b : block_buffers(block)) {
+    const auto source = buffer_source(block, b, inputs, weights);
     if (b.role == "input") ++inputs;
     buffers.push_back({{"name", b.name},
                        {"role", b.role},
@@ -327,21 +342,25 @@ kainjow::mustache::object buffer_entry(const std::string& name, const std::strin
           {"data", data.empty() ? "NULL" : data}};
 }
 
-kainjow::mustache::list registry_kernels(const Model& model, const BundleWeights& weights) {
+kainjow::mustache::list registry_kernels(const Model& model, const std::vector<Block>& blocks,
+                                         const BundleWeights& weights) {
   kainjow::mustache::list kernels;
-  for (const Layer& L : model.layers) {
+  for (const Block& block : blocks) {
+    const Layer& L = block.last();
     kainjow::mustache::list buffers;
     size_t inputs = 0;
-    for (const BufferInfo& b : buffer_infos(L)) {
-      const auto source = buffer_source(L, b, inputs, weights);
+    for (const BufferInfo& b : block_buffers(block)) {
+      const auto source = buffer_source(block, b, inputs, weights);
       if (b.role == "input") ++inputs;
-      const WeightFile* w = weights.embedded ? weights.find(L, b.name) : nullptr;
+      const WeightFile* w = weights.embedded && b.role != "input" && b.role != "output"
+                                ? weights.find(layer_of(block, b), b.role)
+                                : nullptr;
       buffers.push_back(buffer_entry(b.name, b.role, b.layout, b.shape, source,
                                      w ? BundleWeights::symbol(model, *w) : ""));
     }
     kernels.push_back(kainjow::mustache::object{{"layer", L.name},
                                                 {"function", kernel_function_name(model, L)},
-                                                {"op", L.op_name},
+                                                {"op", block.fused() ? block.kind() : L.op_name},
                                                 {"num_buffers", std::to_string(buffers.size())},
                                                 {"buffers", buffers}});
   }
@@ -349,7 +368,8 @@ kainjow::mustache::list registry_kernels(const Model& model, const BundleWeights
 }
 
 // registry.c and bundle_entry.c: the kernel table the runtime reads, and the bundle's entry point.
-void write_registry_sources(const TargetPlan& t, const Model& model, const BundleWeights& weights,
+void write_registry_sources(const TargetPlan& t, const Model& model,
+                            const std::vector<Block>& blocks, const BundleWeights& weights,
                             const std::string& embedded_data) {
   const std::string model_id = c_identifier(model.name);
   kainjow::mustache::data data;
@@ -357,8 +377,8 @@ void write_registry_sources(const TargetPlan& t, const Model& model, const Bundl
   data.set("target", t.name);
   data.set("model", model_id);
   data.set("registry_symbol", "padfold_registry_" + model_id);
-  data.set("num_kernels", std::to_string(model.layers.size()));
-  data.set("kernels", registry_kernels(model, weights));
+  data.set("num_kernels", std::to_string(blocks.size()));
+  data.set("kernels", registry_kernels(model, blocks, weights));
   kainjow::mustache::list inputs, outputs;
   for (const ModelInput& in : model.inputs)
     inputs.push_back(
@@ -398,20 +418,20 @@ json target_schedules(const TargetPlan& t, const std::vector<KernelTask>& tasks,
   json schedules = json::object();
   for (const KernelTask& task : tasks) {
     if (task.target != target_index) continue;
-    json s = to_json(resolve_schedule(*task.layer, t.target, task.schedule));
+    json s = to_json(resolved_schedule(*task.block, t.target, task.schedule));
     if (task.fallback)
       s["fallback"] = {{"from", task.fallback_from}, {"reason", task.fallback_reason}};
-    schedules[task.layer->name] = s;
+    schedules[task.block->last().name] = s;
   }
   return schedules;
 }
 
 // Registry sources, shared library and the target's manifest entry.
-json finish_target(const TargetPlan& t, const Model& model, const fs::path& root,
-                   const std::vector<KernelTask>& tasks, size_t target_index,
+json finish_target(const TargetPlan& t, const Model& model, const std::vector<Block>& blocks,
+                   const fs::path& root, const std::vector<KernelTask>& tasks, size_t target_index,
                    const BundleWeights& weights, const std::string& embedded_data) {
   const std::string model_id = c_identifier(model.name);
-  write_registry_sources(t, model, weights, embedded_data);
+  write_registry_sources(t, model, blocks, weights, embedded_data);
   const json shared = link_shared_library(t, model, root);
   fs::remove_all(t.dir / "obj");
   const std::string tune = tuning_name(t.target);
@@ -430,28 +450,47 @@ json finish_target(const TargetPlan& t, const Model& model, const fs::path& root
           {"schedules", target_schedules(t, tasks, target_index)}};
 }
 
-json kernel_manifest(const Model& model, const Layer& L, const BundleWeights& weights) {
+json layer_pads_json(const Layer& L) {
   json pads_before = json::array(), pads_after = json::array();
   for (const AxisPads& p : L.pads.axes) {
     pads_before.push_back(p.before);
     pads_after.push_back(p.after);
   }
   return {{"layer", L.name},
-          {"function", kernel_function_name(model, L)},
           {"op", L.op_name},
-          {"buffers", kernel_buffers_json(L, weights)},
           {"pads_before", pads_before},
           {"pads_after", pads_after},
           {"border", to_string(L.border)},
           {"flops", L.flops()}};
 }
 
-void write_consumer_files(const Model& model, const std::vector<TargetPlan>& plans,
-                          const fs::path& root) {
+// One kernel: a layer's pads and border at the top level; a fused block names its layers (each
+// with its pads and border) and the reason it was fused.
+json kernel_manifest(const Model& model, const Block& block, const BundleWeights& weights) {
+  const Layer& L = block.last();
+  json k = layer_pads_json(L);
+  k["function"] = kernel_function_name(model, L);
+  k["buffers"] = kernel_buffers_json(block, weights);
+  if (block.fused()) {
+    k["op"] = block.kind();
+    double flops = 0;
+    json layers = json::array();
+    for (const Layer* F : block.layers) {
+      layers.push_back(layer_pads_json(*F));
+      flops += F->flops();
+    }
+    k["flops"] = flops;
+    k["fused"] = {{"layers", layers}, {"reason", block.reason}};
+  }
+  return k;
+}
+
+void write_consumer_files(const Model& model, const std::vector<Block>& blocks,
+                          const std::vector<TargetPlan>& plans, const fs::path& root) {
   const std::string model_id = c_identifier(model.name);
   std::string umbrella = "/* Generated by padfold. Do not edit. */\n#pragma once\n";
-  for (const Layer& L : model.layers)
-    umbrella += "#include \"" + kernel_function_name(model, L) + ".h\"\n";
+  for (const Block& b : blocks)
+    umbrella += "#include \"" + kernel_function_name(model, b.last()) + ".h\"\n";
   write_file(root / "include" / ("padfold_" + model_id + ".h"), umbrella);
 
   kainjow::mustache::list target_list;
@@ -503,6 +542,13 @@ std::vector<KernelReport> compile_bundle(const Model& model, const CompileOption
   if (opt.targets.empty()) throw std::runtime_error("no target given");
   if (opt.out_dir.empty()) throw std::runtime_error("no output directory given");
   validate_schedule_overrides(model, opt.schedule_overrides);
+  const std::vector<Block> blocks = plan_fusion(model, opt.fuse).blocks;
+  for (const Block& b : blocks)
+    for (size_t i = 0; i + 1 < b.layers.size(); ++i)
+      if (opt.schedule_overrides.contains(b.layers[i]->name))
+        throw std::runtime_error(
+            "schedule overrides: layer '" + b.layers[i]->name + "' is fused into block " +
+            b.names() + ": give the block's knobs under its last layer, '" + b.last().name + "'");
   // Every target is resolved before anything is written or compiled.
   std::vector<TargetPlan> plans;
   for (const std::string& name : opt.targets) {
@@ -538,32 +584,34 @@ std::vector<KernelReport> compile_bundle(const Model& model, const CompileOption
 
   std::vector<KernelTask> tasks;
   for (size_t t = 0; t < plans.size(); ++t) {
-    for (const Layer& L : model.layers) {
-      const json overrides = opt.schedule_overrides.contains(L.name)
-                                 ? opt.schedule_overrides.at(L.name)
-                                 : json::object();
+    for (const Block& b : blocks) {
+      const std::string& name = b.last().name;
+      const json overrides =
+          opt.schedule_overrides.contains(name) ? opt.schedule_overrides.at(name) : json::object();
       KernelTask task;
-      task.layer = &L;
+      task.block = &b;
       task.target = t;
-      task.schedule = requested_schedule(L, plans[t].target, overrides);
+      task.schedule = requested_schedule(b, plans[t].target, overrides);
       tasks.push_back(task);
     }
   }
   std::vector<KernelReport> reports;
   compile_kernels(model, tasks, plans, root, opt, [&](const KernelTask& task) {
     const TargetPlan& t = plans[task.target];
-    KernelReport rep{t.name,
-                     task.layer->name,
-                     task.schedule.name,
-                     task.result.seconds,
-                     static_cast<int64_t>(
-                         fs::file_size(object_path(t, kernel_function_name(model, *task.layer)))),
-                     task.fallback_from,
-                     task.fallback_reason};
+    const Layer& L = task.block->last();
+    KernelReport rep{
+        t.name,
+        L.name,
+        task.schedule.name,
+        task.result.seconds,
+        static_cast<int64_t>(fs::file_size(object_path(t, kernel_function_name(model, L)))),
+        task.fallback_from,
+        task.fallback_reason,
+        task.block->fused() ? task.block->names() : ""};
     if (progress) progress(rep);
     reports.push_back(rep);
   });
-  build_target_libraries(plans, model, opt);
+  build_target_libraries(plans, model, blocks, opt);
 
   json manifest = {{"format", "padfold-bundle"},         {"format_version", kBundleFormatVersion},
                    {"padfold_version", PADFOLD_VERSION}, {"model", c_identifier(model.name)},
@@ -573,18 +621,17 @@ std::vector<KernelReport> compile_bundle(const Model& model, const CompileOption
   const std::string embedded_data = weights.embedded ? embedded_weights_c(model, weights) : "";
   for (size_t t = 0; t < plans.size(); ++t)
     manifest["targets"].push_back(
-        finish_target(plans[t], model, root, tasks, t, weights, embedded_data));
-  for (const Layer& L : model.layers)
-    manifest["kernels"].push_back(kernel_manifest(model, L, weights));
-  write_consumer_files(model, plans, root);
+        finish_target(plans[t], model, blocks, root, tasks, t, weights, embedded_data));
+  for (const Block& b : blocks) manifest["kernels"].push_back(kernel_manifest(model, b, weights));
+  write_consumer_files(model, blocks, plans, root);
   write_file(root / "manifest.json", manifest.dump(2) + "\n");
   staged.commit();
   // Reports in (target, layer) order, whatever order the workers finished in.
   std::vector<KernelReport> ordered;
   for (const TargetPlan& t : plans)
-    for (const Layer& L : model.layers)
+    for (const Block& b : blocks)
       for (const KernelReport& r : reports)
-        if (r.target == t.name && r.layer == L.name) ordered.push_back(r);
+        if (r.target == t.name && r.layer == b.last().name) ordered.push_back(r);
   return ordered;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "compile/fusion.h"
 #include "frontend/spec.h"
 
 namespace padfold {
@@ -24,6 +25,7 @@ struct CompileOptions {
   // Bake the spec's weight_files into every target's library (registry data pointers) instead of
   // copying them into the bundle's weights/ folder.
   bool embed_weights = false;
+  FuseOptions fuse;  // which layers become one kernel (default: auto, the cost model decides)
 };
 
 struct KernelReport {
@@ -32,6 +34,7 @@ struct KernelReport {
   int64_t object_bytes = 0;
   std::string fallback_from;    // the tuned schedule that failed, when `schedule` is the fallback
   std::string fallback_reason;  // why it failed
+  std::string fused;            // "a+b" when the kernel is a fused block (layer is its last)
 };
 
 // Writes the bundle and returns one report per (target, layer). Each kernel compiles in a worker

@@ -1,0 +1,201 @@
+#include "compile/fusion.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "schedules/schedule.h"
+
+namespace padfold {
+
+namespace {
+
+bool is_dw(const Layer& L) {
+  return L.op == Op::Conv && classify(L) == OpClass::Depthwise;
+}
+bool is_pw(const Layer& L) {
+  return L.op == Op::Conv && classify(L) == OpClass::Pointwise && L.groups == 1;
+}
+bool is_pool(const Layer& L) {
+  return L.op == Op::MaxPool || L.op == Op::AvgPool;
+}
+
+// Whether `chain` is a block kind padfold fuses; "" when it is, else why not.
+std::string unfusible(const std::vector<const Layer*>& c) {
+  if (c.size() == 2 && is_dw(*c[0]) && is_pw(*c[1])) return "";
+  if (c.size() == 3 && is_pw(*c[0]) && is_dw(*c[1]) && is_pw(*c[2])) return "";
+  if (c.size() == 2 && c[0]->op == Op::Conv && is_pool(*c[1])) return "";
+  return "not a fused kind (dw->pw, pw->dw->pw, conv->max_pool, conv->avg_pool)";
+}
+
+double bytes_of(const std::vector<int64_t>& shape) {
+  double b = 4;
+  for (int64_t e : shape) b *= static_cast<double>(e);
+  return b;
+}
+
+// Producer points a consumer tile of `tile` outputs needs along one axis, over the points it
+// would compute alone (tile * stride): > 1 is recomputed halo, < 1 points a stride skips.
+double halo_factor(const Layer& consumer, size_t axis, int64_t tile) {
+  const int64_t out = consumer.out_spatial[axis];
+  const int64_t t = std::max<int64_t>(1, std::min(tile, out));
+  const int64_t s = consumer.stride[axis], k = consumer.kernel[axis], d = consumer.dilation[axis];
+  const double needed = static_cast<double>((t - 1) * s + (k - 1) * d + 1);
+  return needed / static_cast<double>(t * s);
+}
+
+// The nominal consumer tile: 8 columns by 2 rows (a register tile of the CPU families).
+double tile_factor(const Layer& consumer) {
+  double f = 1;
+  const size_t D = consumer.out_spatial.size();
+  for (size_t ax = 0; ax < D; ++ax) f *= halo_factor(consumer, ax, ax + 1 == D ? 8 : 2);
+  return f;
+}
+
+}  // namespace
+
+FuseOptions parse_fuse_option(const std::string& text) {
+  FuseOptions o;
+  if (text == "auto") return o;
+  if (text == "none") {
+    o.mode = FuseOptions::Mode::None;
+    return o;
+  }
+  o.mode = FuseOptions::Mode::Listed;
+  std::stringstream blocks(text);
+  std::string block;
+  while (std::getline(blocks, block, ',')) {
+    std::vector<std::string> names;
+    std::stringstream parts(block);
+    std::string name;
+    while (std::getline(parts, name, '+')) names.push_back(name);
+    if (names.size() < 2 ||
+        std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.empty(); }))
+      throw std::invalid_argument("--fuse: '" + block +
+                                  "' is not a block; expected auto, none or layers joined by + "
+                                  "(blocks separated by commas), e.g. dw1+pw1,conv2+pool2");
+    o.listed.push_back(names);
+  }
+  if (o.listed.empty()) throw std::invalid_argument("--fuse: no block given");
+  return o;
+}
+
+FusionEstimate estimate_fusion(const std::vector<const Layer*>& chain) {
+  FusionEstimate e;
+  Block b{chain, ""};
+  e.kind = b.kind();
+  for (size_t i = 0; i + 1 < chain.size(); ++i)
+    e.intermediate_bytes += bytes_of(chain[i]->output_shape_full());
+  // The producer feeding a windowed consumer is recomputed over the consumer tiles' halos: the
+  // dw of pw->dw->pw recomputes its pw producer; a pool recomputes its conv.
+  for (size_t i = 1; i < chain.size(); ++i) {
+    const Layer& consumer = *chain[i];
+    if (is_pw(consumer)) continue;  // reads each producer point once
+    e.recompute_flops += chain[i - 1]->flops() * (tile_factor(consumer) - 1);
+  }
+  const double per_byte =
+      e.intermediate_bytes <= kCachedIntermediateBytes ? kFlopsPerByte / 4 : kFlopsPerByte;
+  const double worth = 2 * e.intermediate_bytes * per_byte;
+  e.pays = worth > e.recompute_flops && e.intermediate_bytes >= kMinFusedIntermediateBytes;
+  e.reason = fmt::format(
+      "{}: saves {:.1f} KB of intermediate writes and reads ({:.2f} MFLOP-equivalent), "
+      "recomputes {:.2f} MFLOP of halo",
+      e.kind, 2 * e.intermediate_bytes / 1024, worth / 1e6, e.recompute_flops / 1e6);
+  if (e.intermediate_bytes < kMinFusedIntermediateBytes)
+    e.reason += fmt::format("; an intermediate under {:.0f} KB stays in cache",
+                            kMinFusedIntermediateBytes / 1024);
+  return e;
+}
+
+FusionPlan plan_fusion(const Model& model, const FuseOptions& options) {
+  // Readers of every tensor, and model outputs: an intermediate must have one reader and be no
+  // output.
+  std::map<std::string, int> readers;
+  for (const Layer& L : model.layers)
+    for (const std::string& in : L.inputs) ++readers[in];
+  auto chainable = [&](const Layer& producer, const Layer& consumer) {
+    return consumer.inputs.size() == 1 && consumer.inputs[0] == producer.name &&
+           readers[producer.name] == 1 &&
+           std::find(model.outputs.begin(), model.outputs.end(), producer.name) ==
+               model.outputs.end();
+  };
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < model.layers.size(); ++i) index[model.layers[i].name] = i;
+  auto reader_of = [&](const Layer& L) -> const Layer* {
+    for (const Layer& M : model.layers)
+      if (chainable(L, M)) return &M;
+    return nullptr;
+  };
+
+  FusionPlan plan;
+  std::vector<bool> taken(model.layers.size(), false);
+  std::vector<std::vector<const Layer*>> chosen;
+  if (options.mode == FuseOptions::Mode::Listed) {
+    for (const auto& names : options.listed) {
+      std::vector<const Layer*> chain;
+      const std::string text = fmt::format("{}", fmt::join(names, "+"));
+      for (const std::string& n : names) {
+        const auto it = index.find(n);
+        if (it == index.end())
+          throw std::invalid_argument("--fuse " + text + ": '" + n + "' is not a layer");
+        if (taken[it->second])
+          throw std::invalid_argument("--fuse " + text + ": '" + n + "' is in another block");
+        chain.push_back(&model.layers[it->second]);
+      }
+      for (size_t i = 0; i + 1 < chain.size(); ++i)
+        if (!chainable(*chain[i], *chain[i + 1]))
+          throw std::invalid_argument(fmt::format(
+              "--fuse {}: '{}' is not read by '{}' alone (a fused intermediate has one reader and "
+              "is no model output)",
+              text, chain[i]->name, chain[i + 1]->name));
+      if (const std::string why = unfusible(chain); !why.empty())
+        throw std::invalid_argument("--fuse " + text + ": " + why);
+      for (const Layer* L : chain) taken[index[L->name]] = true;
+      chosen.push_back(chain);
+    }
+  } else if (options.mode == FuseOptions::Mode::Auto) {
+    for (size_t i = 0; i < model.layers.size(); ++i) {
+      if (taken[i]) continue;
+      // The longest fusible chain from layer i (pw->dw->pw before dw->pw and conv->pool).
+      std::vector<const Layer*> chain{&model.layers[i]};
+      for (const Layer* next = reader_of(model.layers[i]); next && chain.size() < 3;
+           next = reader_of(*next))
+        chain.push_back(next);
+      for (size_t n = chain.size(); n >= 2; --n) {
+        std::vector<const Layer*> c(chain.begin(), chain.begin() + static_cast<long>(n));
+        if (!unfusible(c).empty()) continue;
+        if (std::any_of(c.begin(), c.end(), [&](const Layer* L) { return taken[index[L->name]]; }))
+          continue;
+        const FusionEstimate e = estimate_fusion(c);
+        if (!e.pays) {
+          plan.notes.push_back(Block{c, ""}.names() + " not fused: " + e.reason);
+          continue;
+        }
+        for (const Layer* L : c) taken[index[L->name]] = true;
+        chosen.push_back(c);
+        break;
+      }
+    }
+  }
+  // Every layer in model order: a block where its first layer is, singles elsewhere.
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const Layer& L = model.layers[i];
+    const auto it =
+        std::find_if(chosen.begin(), chosen.end(), [&](const auto& c) { return c.front() == &L; });
+    if (it != chosen.end()) {
+      const std::string reason = options.mode == FuseOptions::Mode::Listed
+                                     ? "listed in --fuse; " + estimate_fusion(*it).reason
+                                     : estimate_fusion(*it).reason;
+      plan.blocks.push_back(Block{*it, reason});
+    } else if (!taken[i]) {
+      plan.blocks.push_back(Block{{&L}, ""});
+    }
+  }
+  return plan;
+}
+
+}  // namespace padfold

@@ -1,0 +1,53 @@
+// Which layers become one kernel. A fused block is a chain in which each layer reads only the
+// previous one, whose output nothing else reads and which is no model output; the kinds are
+// dw -> pw, pw -> dw -> pw and conv -> max_pool / avg_pool. `auto` fuses a chain when the memory
+// traffic of its intermediates saved outweighs the halo the consumer's tiles recompute.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compile/block.h"
+#include "frontend/spec.h"
+
+namespace padfold {
+
+struct FuseOptions {
+  enum class Mode { Auto, None, Listed } mode = Mode::Auto;
+  std::vector<std::vector<std::string>> listed;  // Listed: the blocks, as layer names
+};
+
+// "auto", "none", or blocks "a+b,c+d+e" (layer names in order). Throws std::invalid_argument.
+FuseOptions parse_fuse_option(const std::string& text);
+
+// The cost model's view of a candidate chain.
+struct FusionEstimate {
+  std::string kind;               // "dw->pw", ...
+  double intermediate_bytes = 0;  // written and read back once each when not fused
+  double recompute_flops = 0;     // extra producer work of the consumer tiles' halos (may be < 0)
+  bool pays = false;
+  std::string reason;  // the numbers, in words
+};
+
+// Recomputed flops one byte of intermediate traffic is worth: about a core's FMA rate over its
+// share of memory bandwidth (~100 GFLOP/s over ~10 GB/s); an intermediate that fits in L2 is
+// worth a quarter of that per byte.
+inline constexpr double kFlopsPerByte = 10;
+inline constexpr double kCachedIntermediateBytes = 512 * 1024;
+// Intermediates smaller than this stay in L1/L2 between two kernels: fusing them saves too little
+// to give up a kernel per layer.
+inline constexpr double kMinFusedIntermediateBytes = 64 * 1024;
+
+struct FusionPlan {
+  std::vector<Block> blocks;       // every layer in exactly one block, in model order
+  std::vector<std::string> notes;  // candidates not fused, and why
+};
+
+// The blocks for `options`. Listed blocks must be fusible chains (throws std::invalid_argument
+// naming the block and the reason otherwise).
+FusionPlan plan_fusion(const Model& model, const FuseOptions& options);
+
+// The estimate for a chain of layers (a fusible kind), on a nominal consumer tile.
+FusionEstimate estimate_fusion(const std::vector<const Layer*>& chain);
+
+}  // namespace padfold
