@@ -190,4 +190,97 @@ TEST_F(GraphCli, ProducedByInputsCompileButCannotRunWhole) {
   EXPECT_TRUE(has(registry, "\"ONNX node 'resize' (Resize)\"")) << registry;
 }
 
+// A chain padfold fuses: dw -> pw (auto) and conv -> max_pool (listed), with weight files. The
+// whole-model run of each bundle equals the unfused one.
+TEST_F(GraphCli, FusedBlocksRunLikeTheLayersOneByOne) {
+  std::vector<float> dw(3 * 3 * 32), pw(32 * 16), conv(3 * 3 * 16 * 16), bias(16);
+  for (size_t i = 0; i < dw.size(); ++i) dw[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+  for (size_t i = 0; i < pw.size(); ++i) pw[i] = 0.05f * static_cast<float>(i % 11) - 0.25f;
+  for (size_t i = 0; i < conv.size(); ++i) conv[i] = 0.02f * static_cast<float>(i % 13) - 0.1f;
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.1f * static_cast<float>(i);
+  padfold::write_npy_f32((dir / "w/dw.npy").string(), {3, 3, 1, 32}, dw.data());
+  padfold::write_npy_f32((dir / "w/pw.npy").string(), {1, 1, 32, 16}, pw.data());
+  padfold::write_npy_f32((dir / "w/conv.npy").string(), {3, 3, 16, 16}, conv.data());
+  padfold::write_npy_f32((dir / "w/bias.npy").string(), {16}, bias.data());
+  const json spec = {
+      {"model", "fz"},
+      {"defaults", {{"layout", "NHWC"}, {"weight_layout", "HWIO"}}},
+      {"inputs", {{{"name", "x"}, {"shape", {1, 48, 47, 32}}}}},
+      {"layers",
+       {{{"name", "dw"},
+         {"op", "conv2d"},
+         {"input", "x"},
+         {"depth_multiplier", 1},
+         {"kernel", 3},
+         {"stride", 1},
+         {"padding", "same"},
+         {"border", "reflect"},
+         {"activation", "relu6"},
+         {"weight_files", {{"weights", "w/dw.npy"}}}},
+        {{"name", "pw"},
+         {"op", "conv2d"},
+         {"out_channels", 16},
+         {"kernel", 1},
+         {"weight_files", {{"weights", "w/pw.npy"}}}},
+        {{"name", "c"},
+         {"op", "conv2d"},
+         {"out_channels", 16},
+         {"kernel", 3},
+         {"padding", "same"},
+         {"bias", true},
+         {"activation", "relu"},
+         {"weight_files", {{"weights", "w/conv.npy"}, {"bias", "w/bias.npy"}}}},
+        {{"name", "mp"}, {"op", "max_pool"}, {"kernel", 3}, {"stride", 2}, {"padding", "same"}}}}};
+  write_spec(spec);
+  std::vector<float> x(48 * 47 * 32);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 101) / 50.f - 1.f;
+  padfold::write_npy_f32((dir / "x.npy").string(), {1, 48, 47, 32}, x.data());
+
+  const Result check = run("check " + spec_path());
+  ASSERT_EQ(check.status, 0) << check.out;
+  EXPECT_TRUE(has(check.out, "fused (--fuse auto): dw+pw: dw->pw: saves")) << check.out;
+
+  std::vector<std::vector<float>> outputs;
+  const std::vector<std::string> modes = {"none", "auto", "dw+pw,c+mp"};
+  for (const std::string& fuse : modes) {
+    const fs::path out = dir / ("bundle_" + std::to_string(outputs.size()));
+    const Result r = run("compile " + spec_path() + " -o " + out.string() + " --fuse " + fuse);
+    ASSERT_EQ(r.status, 0) << r.out;
+    const json m = json::parse(read(out / "manifest.json"));
+    const size_t kernels = fuse == "none" ? 4 : fuse == "auto" ? 3 : 2;
+    ASSERT_EQ(m.at("kernels").size(), kernels) << fuse;
+    if (fuse != "none") {
+      const json& k = m.at("kernels")[0];
+      EXPECT_EQ(k.at("layer"), "pw");
+      EXPECT_EQ(k.at("op"), "dw->pw");
+      EXPECT_EQ(k.at("fused").at("layers")[0].at("border"), "reflect");
+      EXPECT_EQ(k.at("buffers")[1].at("name"), "dw_weights");
+      EXPECT_EQ(k.at("buffers")[1].at("source"), "weights/dw_weights.npy");
+      EXPECT_EQ(k.at("buffers")[2].at("name"), "pw_weights");
+    }
+    const std::string y = (dir / ("y" + std::to_string(outputs.size()) + ".npy")).string();
+    const Result run_model = run("run " + out.string() + " --model --input " +
+                                 (dir / "x.npy").string() + " --output " + y);
+    ASSERT_EQ(run_model.status, 0) << run_model.out;
+    const padfold::NpyArray a = padfold::read_npy_f32(y);
+    EXPECT_EQ(a.shape, (std::vector<int64_t>{1, 24, 24, 16}));
+    outputs.push_back(a.data);
+  }
+  for (size_t v = 1; v < outputs.size(); ++v)
+    for (size_t i = 0; i < outputs[0].size(); ++i)
+      ASSERT_NEAR(outputs[v][i], outputs[0][i], 1e-5f * (1 + std::abs(outputs[0][i])))
+          << "bundle " << v << ", element " << i;
+}
+
+TEST_F(GraphCli, FuseErrors) {
+  const fs::path out = dir / "bundle";
+  const Result bad = run("compile " + spec_path() + " -o " + out.string() + " --fuse conv+nope");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_TRUE(has(bad.out, "--fuse conv+nope: 'nope' is not a layer")) << bad.out;
+  const Result kind = run("compile " + spec_path() + " -o " + out.string() + " --fuse conv+pw");
+  EXPECT_EQ(kind.status, 1);
+  EXPECT_TRUE(has(kind.out, "'conv' is not read by 'pw' alone")) << kind.out;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 }  // namespace
