@@ -154,6 +154,31 @@ def conv3d_same():
     ], [("x", [1, 2, 5, 6, 4])], "y", [weights("w", [3, 2, 2, 3, 3]), weights("b", [3])])
 
 
+# A MobileNetV2 inverted residual (expand 1x1 + ReLU6, depthwise 3x3 + ReLU6, project 1x1, add),
+# large enough that padfold compile --fuse auto makes expand->dw->project one kernel, then a
+# strided depthwise -> pointwise pair (TF SAME, pads 0/1) it fuses too.
+def mobilenet_v2_block():
+    return model("mobilenet_v2_block", [
+        conv("expand", "x", "e", "we", "be", kernel_shape=[1, 1]),
+        helper.make_node("Clip", ["e", "lo", "hi"], ["e6"], name="expand_relu6"),
+        conv("dw", "e6", "d", "wd", "bd", kernel_shape=[3, 3], group=96, pads=[1, 1, 1, 1]),
+        helper.make_node("Clip", ["d", "lo", "hi"], ["d6"], name="dw_relu6"),
+        conv("project", "d6", "p", "wp", "bp", kernel_shape=[1, 1]),
+        helper.make_node("Add", ["p", "x"], ["s"], name="residual"),
+        conv("dw2", "s", "d2", "wd2", kernel_shape=[3, 3], strides=[2, 2], group=16,
+             auto_pad="SAME_UPPER"),
+        conv("pw2", "d2", "y", "wp2", "bp2", kernel_shape=[1, 1]),
+    ], [("x", [1, 16, 64, 64])], "y", [
+        weights("we", [96, 16, 1, 1]), weights("be", [96]), tensor("lo", np.float32(0)),
+        tensor("hi", np.float32(6)), weights("wd", [96, 1, 3, 3]), weights("bd", [96]),
+        weights("wp", [16, 96, 1, 1]), weights("bp", [16]), weights("wd2", [16, 1, 3, 3]),
+        weights("wp2", [24, 16, 1, 1]), weights("bp2", [24])])
+
+
+# Models whose compile must fuse these blocks (padfold compile --fuse auto).
+EXPECTED_BLOCKS = {"mobilenet_v2_block": ["expand+dw+project", "dw2+pw2"]}
+
+
 # ONNX Runtime refuses dilation with auto_pad SAME ("Dilation not supported for
 # AutoPadType::SAME_UPPER"), so the dilated layer has explicit, asymmetric pads.
 def conv1d_dilated():
@@ -165,7 +190,7 @@ def conv1d_dilated():
 MODELS = {f.__name__: f for f in [
     same_upper_even_strided, same_lower_stride3, pools_same, depthwise_clip, residual_block,
     pad_reflect_conv, pad_edge_and_constant, conv_transpose_same, conv_transpose_lower_and_shape,
-    pools_ceil_dilated, conv3d_same, conv1d_dilated]}
+    pools_ceil_dilated, conv3d_same, conv1d_dilated, mobilenet_v2_block]}
 
 
 def run(cmd):
@@ -187,6 +212,11 @@ def check(padfold, work, name):
     spec_file = next(p for p in specs if p.name != "import-report.json")
     spec = json.loads(spec_file.read_text())
     run([padfold, "compile", spec_file, "-o", d / "bundle", "--target", "host"])
+    manifest = json.loads((d / "bundle" / "manifest.json").read_text())
+    blocks = ["+".join(layer["layer"] for layer in k["fused"]["layers"])
+              for k in manifest["kernels"] if "fused" in k]
+    if blocks != EXPECTED_BLOCKS.get(name, []):
+        return f"{name}: fused blocks {blocks}, expected {EXPECTED_BLOCKS.get(name, [])}"
     shape = [dim.dim_value for dim in m.graph.input[0].type.tensor_type.shape.dim]
     x = RNG.uniform(-1, 1, shape).astype(np.float32)
     np.save(d / "x.npy", x)
@@ -213,7 +243,7 @@ def check(padfold, work, name):
     tol = 1e-4 * (1 + np.abs(want).max())
     if not np.allclose(got, want, rtol=1e-4, atol=tol):
         return f"{name}: max |padfold - ONNX Runtime| = {err:.3g} (tolerance {tol:.3g})"
-    print(f"{name}: {len(spec['layers'])} kernel(s), output {list(want.shape)}, "
+    print(f"{name}: {len(manifest['kernels'])} kernel(s) {blocks or ''}, output {list(want.shape)}, "
           f"max |error| {err:.2g}: OK")
     return None
 
