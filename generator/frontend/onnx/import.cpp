@@ -498,6 +498,23 @@ ImportResult import_model(const PreparedModel& prepared, const ImportOptions& op
   return Importer(prepared, options).run();
 }
 
+ImportOutput import_onnx(onnx::ModelProto model, const std::vector<std::string>& inputs,
+                         const std::string& label, const ImportOptions& options, bool emit_onnx) {
+  std::vector<InputSize> sizes;
+  for (const std::string& s : inputs) sizes.push_back(parse_input_size(s));
+  const PreparedModel prepared = prepare_model(std::move(model), sizes, label);
+  ImportOutput out;
+  out.result = import_model(prepared, options);
+  out.spec_text = out.result.spec.dump(2) + "\n";
+  out.report_text = out.result.report.dump(2) + "\n";
+  if (emit_onnx) {
+    out.normalized = normalize_auto_pad(prepared);
+    if (!out.normalized->model.SerializeToString(&out.onnx_bytes))
+      throw ImportError(label + ": cannot serialize the normalized model");
+  }
+  return out;
+}
+
 std::string summary_text(const ImportResult& r) {
   std::string s;
   const ojson& rep = r.report;
