@@ -608,6 +608,74 @@ TEST(OnnxImport, NothingSupportedIsAnError) {
       << import_error(b);
 }
 
+TEST(OnnxImport, OnlyBypassedNodesSayWhy) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 5, 5}).output("y");
+  b.node("Identity", {"x"}, {"y"}, "id");
+  EXPECT_TRUE(has(import_error(b), "; 'id' (Identity): bypassed (its output stands for its input)"))
+      << import_error(b);
+}
+
+// Found by tests/fuzz/fuzz_onnx. Strings that are not UTF-8 would make the JSON written throw
+// nlohmann's type_error 316: refused when the model is read, naming where.
+TEST(OnnxImportFuzz, StringsThatAreNotUtf8AreRefused) {
+  ModelBuilder ok;
+  ok.input("x", {1, 2, 5, 5}).output("y");
+  add_conv(ok, "conv1", "x", "y", 2, 2, 3);
+  ModelBuilder producer = ok;
+  producer.model().set_producer_name("ba\xa6kend");
+  EXPECT_EQ(import_error(producer),
+            "m.onnx: field 'producer_name' is not valid UTF-8; expected UTF-8 text (ONNX strings "
+            "are UTF-8)");
+  ModelBuilder node = ok;
+  node.model().mutable_graph()->mutable_node(0)->set_name("c\xc0\x80");  // overlong NUL
+  EXPECT_TRUE(has(import_error(node), "m.onnx: node #0: its name is not valid UTF-8"))
+      << import_error(node);
+  ModelBuilder tensor = ok;
+  tensor.model().mutable_graph()->mutable_node(0)->set_output(0, "y\xed\xa0\x80");  // surrogate
+  EXPECT_TRUE(has(import_error(tensor), "m.onnx: node #0: output 0 is not valid UTF-8"))
+      << import_error(tensor);
+  ModelBuilder cut = ok;
+  cut.model().mutable_graph()->mutable_input(0)->set_name("x\xe2\x82");  // a cut sequence
+  EXPECT_TRUE(has(import_error(cut), "m.onnx: graph input #0: its name is not valid UTF-8"))
+      << import_error(cut);
+  ModelBuilder fine = ok;
+  fine.model().mutable_graph()->mutable_node(0)->set_name(
+      "conv_\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+  EXPECT_EQ(import_error(fine), "");
+}
+
+// A shape whose element count wraps around 2^64 was taken for an empty tensor.
+TEST(OnnxImportFuzz, ElementCountsDoNotWrapAround) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(int64_t{1} << 31);
+  t.add_dims(int64_t{1} << 33);
+  try {
+    onnx_import::to_float_tensor(t, "initializer 'w'");
+    ADD_FAILURE() << "a tensor of 2^64 elements converted";
+  } catch (const onnx_import::ImportError& e) {
+    EXPECT_TRUE(has(e.what(),
+                    "initializer 'w': shape [2147483648, 8589934592] has more than 2^31 "
+                    "elements"))
+        << e.what();
+  }
+  t.add_dims(0);  // empty, however large the other dims
+  EXPECT_TRUE(onnx_import::to_float_tensor(t, "w").data.empty());
+}
+
+// INT32 pads in raw_data went through float, rounding values above 2^24.
+TEST(OnnxImportFuzz, Int32RawPadsStayExact) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::INT32);
+  t.add_dims(2);
+  const int32_t v[2] = {16777217, -3};
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(v), sizeof v));
+  EXPECT_EQ(onnx_import::to_int64s(t, "pads"), (std::vector<int64_t>{16777217, -3}));
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(v), 5));
+  EXPECT_THROW(onnx_import::to_int64s(t, "pads"), onnx_import::ImportError);
+}
+
 // --emit-onnx: auto_pad rewritten to pads, ConvTranspose per the ONNX spec.
 TEST(OnnxNormalize, AutoPadBecomesPads) {
   ModelBuilder b;

@@ -74,9 +74,12 @@ class Importer {
     if (drafts_.empty()) {
       std::string why;
       int shown = 0;
-      for (int i = 0; i < n && shown < 5; ++i)
-        if (role_[i] == Role::Left && g_.node(i).op_type() != "Constant")
-          why += std::string(shown++ ? "; " : "") + quoted_node(g_.node(i)) + ": " + reason_[i];
+      for (int i = 0; i < n && shown < 5; ++i) {
+        if (g_.node(i).op_type() == "Constant") continue;
+        const std::string reason =
+            role_[i] == Role::Bypassed ? "bypassed (its output stands for its input)" : reason_[i];
+        why += std::string(shown++ ? "; " : "") + quoted_node(g_.node(i)) + ": " + reason;
+      }
       throw ImportError("no node of " + p_.label +
                         " is supported: padfold generates Conv, ConvTranspose, MaxPool, "
                         "AveragePool, Add and Concat; " +
