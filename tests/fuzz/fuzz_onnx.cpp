@@ -104,6 +104,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (verbose) std::fprintf(stderr, "imported: %zu layer(s)\n", m.layers.size());
   } catch (const oi::ImportError& e) {
+    if (std::string(e.what()).find(oi::kInternalError) != std::string::npos) finding(e.what());
     if (verbose) std::fprintf(stderr, "ImportError: %s\n", e.what());
   }
   return 0;

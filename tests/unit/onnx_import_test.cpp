@@ -676,6 +676,101 @@ TEST(OnnxImportFuzz, Int32RawPadsStayExact) {
   EXPECT_THROW(onnx_import::to_int64s(t, "pads"), onnx_import::ImportError);
 }
 
+// An Identity reading its own output made the alias walk loop forever; nodes out of order are
+// refused where they are read, whatever reads them.
+TEST(OnnxImportFuzz, CyclesAndNodesOutOfOrderAreRefused) {
+  ModelBuilder loop;
+  loop.input("x", {1, 2, 5, 5}).output("y");
+  add_conv(loop, "conv1", "x", "y", 2, 2, 3);
+  loop.node("Identity", {"t"}, {"t"}, "self");
+  EXPECT_EQ(import_error(loop),
+            "m.onnx: node 'self' (Identity, #1): input 0 't' is the output of this node; expected "
+            "the nodes in topological order (every input produced by an earlier node)");
+  ModelBuilder order;
+  order.input("x", {1, 2, 5, 5}).output("y");
+  order.node("Relu", {"r"}, {"y"}, "late");
+  add_conv(order, "conv1", "x", "r", 2, 2, 3);
+  EXPECT_EQ(import_error(order),
+            "m.onnx: node 'late' (Relu, #0): input 0 'r' is the output of node 'conv1' (Conv, #1), "
+            "later in the graph; expected the nodes in topological order (every input produced by "
+            "an earlier node)");
+}
+
+// Add and Concat went unchecked by the spec parser: a concat of 16 inputs, an add of three, and
+// joins of buffers of 2^31 bytes or more made specs `padfold check` refuses.
+TEST(OnnxImportFuzz, JoinsTheParserRefusesAreLeft) {
+  ModelBuilder cat;
+  std::vector<std::string> ins;
+  for (int k = 0; k < 16; ++k) {
+    ins.push_back("x" + std::to_string(k));
+    cat.input(ins.back(), {1, 1, 4, 4});
+  }
+  cat.output("y").output("p");
+  cat.node("Concat", ins, {"y"}, "cat").i("axis", 1);
+  cat.node("MaxPool", {"x0"}, {"p"}, "mp").ints("kernel_shape", {2, 2});
+  const ImportResult r = import(cat);
+  ASSERT_EQ(r.left_to_caller.size(), 1u);
+  EXPECT_EQ(r.left_to_caller[0].reason, "it has 16 inputs; padfold's concat takes at most 15");
+
+  ModelBuilder add3;
+  add3.input("a", {1, 1, 4, 4}).input("b", {1, 1, 4, 4}).output("y").output("p");
+  add3.node("Add", {"a", "b", "a"}, {"y"}, "add");
+  add3.node("MaxPool", {"a"}, {"p"}, "mp").ints("kernel_shape", {2, 2});
+  const ImportResult r3 = import(add3);
+  ASSERT_EQ(r3.left_to_caller.size(), 1u);
+  EXPECT_EQ(r3.left_to_caller[0].reason, "it has 3 inputs");
+
+  ModelBuilder big;
+  big.input("a", {1, 1, 32768, 16384}).input("b", {1, 1, 32768, 16384}).input("s", {1, 1, 4, 4});
+  big.output("y").output("p");
+  big.node("Add", {"a", "b"}, {"y"}, "add");  // 2 GiB each
+  big.node("MaxPool", {"s"}, {"p"}, "mp").ints("kernel_shape", {2, 2});
+  const ImportResult rb = import(big);
+  ASSERT_EQ(rb.left_to_caller.size(), 1u);
+  EXPECT_TRUE(has(rb.left_to_caller[0].reason, "padfold's spec parser refuses the layer"))
+      << rb.left_to_caller[0].reason;
+}
+
+// Signed overflow (UBSan): a ConvTranspose's output channels, a Pad's pads added to the conv's.
+TEST(OnnxImportFuzz, HugeChannelsAndPadsDoNotOverflow) {
+  ModelBuilder ct;
+  ct.input("x", {1, 2, 4, 4}).output("y");
+  ct.initializer("w", {2, 1, 1, 1});
+  ct.model().mutable_graph()->mutable_initializer(0)->set_dims(1, int64_t{1} << 62);
+  ct.node("ConvTranspose", {"x", "w"}, {"y"}, "up").i("group", 2);
+  EXPECT_TRUE(has(import_error(ct),
+                  "node 'up' (ConvTranspose, #0): input 1 (weights) 'w' has "
+                  "shape [2, 4611686018427387904, 1, 1] and group 2: the output "
+                  "channels overflow"))
+      << import_error(ct);
+
+  ModelBuilder pad;
+  pad.input("x", {1, 2, 5, 5}).output("y");
+  pad.int_initializer("pads", {0, 0, int64_t{1} << 62, 0, 0, 0, 0, 0});
+  pad.node("Pad", {"x", "pads"}, {"xp"}, "pad");
+  add_conv(pad, "conv1", "xp", "y", 2, 2, 3).ints("pads", {1, 1, 1, 1});
+  EXPECT_TRUE(has(import_error(pad),
+                  "'pad' (Pad): not folded: its pads [0, 0, 4611686018427387904, "
+                  "0, 0, 0, 0, 0] exceed 2147483647"))
+      << import_error(pad);
+}
+
+// libonnx 1.12's shape inference of a strided SAME conv/pool counted a huge dim down by the
+// stride (hours for a Pad of 2^45); such an input is refused first and the node left.
+TEST(OnnxImportFuzz, HugeInputToASameConvDoesNotHangShapeInference) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 5, 5}).output("y").output("p");
+  b.int_initializer("pads", {0, 0, int64_t{1} << 45, 0, 0, 0, 0, 0});
+  b.node("Pad", {"x", "pads"}, {"xp"}, "pad");
+  add_conv(b, "conv1", "xp", "y", 2, 2, 3).ints("strides", {2, 2}).str("auto_pad", "SAME_UPPER");
+  b.node("MaxPool", {"x"}, {"p"}, "mp").ints("kernel_shape", {2, 2});
+  const ImportResult r = import(b);
+  ASSERT_EQ(r.left_to_caller.size(), 2u);
+  EXPECT_EQ(r.left_to_caller[1].name, "conv1");
+  EXPECT_TRUE(has(r.left_to_caller[1].reason, "padfold's spec parser refuses the layer"))
+      << r.left_to_caller[1].reason;
+}
+
 // --emit-onnx: auto_pad rewritten to pads, ConvTranspose per the ONNX spec.
 TEST(OnnxNormalize, AutoPadBecomesPads) {
   ModelBuilder b;

@@ -351,7 +351,7 @@ class Importer {
       } else {
         const int prod = g_.producer(t);
         if (prod < 0 || role_[static_cast<size_t>(prod)] != Role::Left)
-          throw ImportError(p_.label + ": internal error: tensor '" + t +
+          throw ImportError(p_.label + ": " + kInternalError + ": tensor '" + t +
                             "' read by a layer has no producer left to the caller");
         in["produced_by"] =
             "ONNX node '" + g_.node(prod).name() + "' (" + g_.node(prod).op_type() + ")";
@@ -498,7 +498,16 @@ class Importer {
 }  // namespace
 
 ImportResult import_model(const PreparedModel& prepared, const ImportOptions& options) {
-  return Importer(prepared, options).run();
+  ImportResult r = Importer(prepared, options).run();
+  // Every layer was checked on its own; the whole spec must pass too (padfold check), or nothing
+  // is written.
+  try {
+    (void)parse_spec(r.spec.dump(), r.model_name + ".json");
+  } catch (const SpecError& e) {
+    throw ImportError(prepared.label + ": " + kInternalError +
+                      ": padfold's spec parser refuses the imported spec: " + e.what());
+  }
+  return r;
 }
 
 ImportOutput import_onnx(onnx::ModelProto model, const std::vector<std::string>& inputs,

@@ -45,9 +45,13 @@ struct ImportResult {
   std::vector<std::string> warnings;
 };
 
+// Starts the message of an ImportError that is a bug of the importer, not of the model.
+inline constexpr const char* kInternalError = "internal error (a bug of padfold import)";
+
 // Imports a prepared model. Throws ImportError for a model that is not valid ONNX in a way that
 // matters here (pads with auto_pad, a conv's weight shape, an attribute of the wrong type...), a
 // tensor padfold would compute that is not float32, and a model of which no node is supported.
+// The spec is checked whole by padfold's spec parser (kInternalError if it refuses it).
 ImportResult import_model(const PreparedModel& prepared, const ImportOptions& options);
 
 // `padfold import` short of writing files, the one path the CLI and tests/fuzz/fuzz_onnx take.

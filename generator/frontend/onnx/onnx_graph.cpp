@@ -4,6 +4,9 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "padding/limits.h"
 
@@ -48,6 +51,54 @@ std::string dynamic_text(const onnx::ValueInfoProto& v) {
   return shape_text(shape) + " (dim" + (dyn.size() > 1 ? "s " : " ") + join(dyn, ", ") +
          (dyn.size() > 1 ? " are" : " is") + " dynamic: " + join(params, ", ") + ")";
 }
+
+// libonnx 1.12's shape inference of Conv, MaxPool, AveragePool, LpPool, ConvInteger and
+// QLinearConv with auto_pad SAME and a stride counts a dim down by the stride one step at a time:
+// a dim of 2^45 (a Pad of that much) takes hours. This registry hands out those schemas with an
+// inference that first refuses an input 0 of kMaxBufferBytes or more (a layer padfold could not
+// generate anyway). The refusal only leaves the node's outputs uninferred (error mode 0), so such a
+// node is left to the caller. Every other schema is the global registry's.
+class GuardedSchemas final : public onnx::ISchemaRegistry {
+ public:
+  const onnx::OpSchema* GetSchema(const std::string& key, const int max_version,
+                                  const std::string& domain) const override {
+    const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(key, max_version, domain);
+    if (!s || !(domain.empty() || domain == "ai.onnx") ||
+        std::find(std::begin(kGuarded), std::end(kGuarded), key) == std::end(kGuarded))
+      return s;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_ptr<onnx::OpSchema>& guarded = cache_[s];
+    if (!guarded) {
+      guarded = std::make_unique<onnx::OpSchema>(*s);
+      guarded->TypeAndShapeInferenceFunction(
+          [infer = s->GetTypeAndShapeInferenceFunction()](onnx::InferenceContext& ctx) {
+            check_size(ctx);
+            if (infer) infer(ctx);
+          });
+    }
+    return guarded.get();
+  }
+
+ private:
+  static void check_size(onnx::InferenceContext& ctx) {
+    if (ctx.getNumInputs() == 0 || !ctx.getInputType(0)) return;
+    const onnx::TypeProto& t = *ctx.getInputType(0);
+    if (!t.has_tensor_type() || !t.tensor_type().has_shape()) return;
+    int64_t bytes = 4;  // at least float32's
+    for (const auto& d : t.tensor_type().shape().dim()) {
+      if (!d.has_dim_value() || d.dim_value() <= 0) continue;
+      const auto next = checked_mul(bytes, d.dim_value());
+      if (!next || *next >= kMaxBufferBytes)
+        fail_shape_inference("input 0 has ", kMaxBufferBytes, " bytes or more (padfold's limit)");
+      bytes = *next;
+    }
+  }
+
+  static constexpr const char* kGuarded[] = {"Conv",   "MaxPool",     "AveragePool",
+                                             "LpPool", "ConvInteger", "QLinearConv"};
+  mutable std::mutex mutex_;
+  mutable std::map<const onnx::OpSchema*, std::unique_ptr<onnx::OpSchema>> cache_;
+};
 
 void add_owned_constant(std::deque<onnx::TensorProto>& owned, const onnx::AttributeProto& a) {
   onnx::TensorProto t;
@@ -180,7 +231,8 @@ PreparedModel prepare_model(onnx::ModelProto model, const std::vector<InputSize>
   try {
     onnx::ShapeInferenceOptions options(/*check_type=*/false, /*strict_mode=*/0,
                                         /*data_prop=*/true);
-    onnx::shape_inference::InferShapes(p.inferred, onnx::OpSchemaRegistry::Instance(), options);
+    static const GuardedSchemas schemas;
+    onnx::shape_inference::InferShapes(p.inferred, &schemas, options);
   } catch (const std::exception& e) {
     fail(label + ": ONNX shape inference failed: " + e.what());
   }
@@ -240,12 +292,24 @@ GraphIndex::GraphIndex(const onnx::ModelProto& model, const std::string& label)
       if (c.empty() || c.back() != i) c.push_back(i);
     }
   }
-  // Every input of every node must exist somewhere.
+  // Every input of every node must exist somewhere, produced by an earlier node (ONNX keeps its
+  // nodes in topological order; a cycle, even an Identity reading its own output, is refused).
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& n = g.node(i);
     for (int k = 0; k < n.input_size(); ++k) {
       const std::string& in = n.input(k);
-      if (in.empty() || constants_.count(in) || inputs_.count(in) || producer_.count(in)) continue;
+      if (in.empty()) continue;
+      if (const auto it = producer_.find(in); it != producer_.end()) {
+        if (it->second < i) continue;
+        fail(label + ": " + node_label(n, i) + ": input " + std::to_string(k) + " '" + in +
+             "' is the output of " +
+             (it->second == i
+                  ? std::string("this node")
+                  : node_label(g.node(it->second), it->second) + ", later in the graph") +
+             "; expected the nodes in topological order (every input produced by an earlier "
+             "node)");
+      }
+      if (constants_.count(in) || inputs_.count(in)) continue;
       fail(label + ": " + node_label(n, i) + ": input " + std::to_string(k) + " '" + in +
            "' is not a graph input, an initializer or the output of any node; expected every "
            "input to be one of these (a missing initializer?)");
