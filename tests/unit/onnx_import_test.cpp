@@ -771,6 +771,20 @@ TEST(OnnxImportFuzz, HugeInputToASameConvDoesNotHangShapeInference) {
       << r.left_to_caller[1].reason;
 }
 
+// libonnx 1.12's ConvTranspose (and Conv) inference read dims a scalar weight does not have: a
+// segfault. The rank is checked first; the importer names the weights.
+TEST(OnnxImportFuzz, WeightsOfTheWrongRankDoNotCrashShapeInference) {
+  for (const char* op : {"ConvTranspose", "Conv"}) {
+    ModelBuilder b;
+    b.input("x", {1, 2, 4, 4}).output("y");
+    b.initializer("w", {});
+    b.node(op, {"x", "w"}, {"y"}, "c").ints("strides", {2, 2}).str("auto_pad", "SAME_LOWER");
+    EXPECT_EQ(import_error(b), std::string("m.onnx: node 'c' (") + op +
+                                   ", #0): input 1 (weights) 'w' has shape []; expected rank 4 "
+                                   "like input 'x' [1, 2, 4, 4]");
+  }
+}
+
 // --emit-onnx: auto_pad rewritten to pads, ConvTranspose per the ONNX spec.
 TEST(OnnxNormalize, AutoPadBecomesPads) {
   ModelBuilder b;

@@ -52,50 +52,62 @@ std::string dynamic_text(const onnx::ValueInfoProto& v) {
          (dyn.size() > 1 ? " are" : " is") + " dynamic: " + join(params, ", ") + ")";
 }
 
-// libonnx 1.12's shape inference of Conv, MaxPool, AveragePool, LpPool, ConvInteger and
-// QLinearConv with auto_pad SAME and a stride counts a dim down by the stride one step at a time:
-// a dim of 2^45 (a Pad of that much) takes hours. This registry hands out those schemas with an
-// inference that first refuses an input 0 of kMaxBufferBytes or more (a layer padfold could not
-// generate anyway). The refusal only leaves the node's outputs uninferred (error mode 0), so such a
-// node is left to the caller. Every other schema is the global registry's.
+// libonnx 1.12's shape inference of the conv and pool ops trusts its input more than a model file
+// deserves: with auto_pad SAME and a stride it counts a dim down by the stride one step at a time
+// (hours for a Pad of 2^45), and it reads weight dims a weight of lower rank than X does not have
+// (a segfault). This registry hands out those schemas with an inference that first refuses an input
+// 0 of kMaxBufferBytes or more (a layer padfold could not generate anyway) and weights whose rank
+// is not X's. A refusal only leaves the node's outputs uninferred (error mode 0): the importer then
+// reports the node itself. Every other schema is the global registry's.
 class GuardedSchemas final : public onnx::ISchemaRegistry {
  public:
   const onnx::OpSchema* GetSchema(const std::string& key, const int max_version,
                                   const std::string& domain) const override {
     const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(key, max_version, domain);
-    if (!s || !(domain.empty() || domain == "ai.onnx") ||
-        std::find(std::begin(kGuarded), std::end(kGuarded), key) == std::end(kGuarded))
-      return s;
+    const auto op = kGuarded.find(key);
+    if (!s || !(domain.empty() || domain == "ai.onnx") || op == kGuarded.end()) return s;
     const std::lock_guard<std::mutex> lock(mutex_);
     std::unique_ptr<onnx::OpSchema>& guarded = cache_[s];
     if (!guarded) {
       guarded = std::make_unique<onnx::OpSchema>(*s);
-      guarded->TypeAndShapeInferenceFunction(
-          [infer = s->GetTypeAndShapeInferenceFunction()](onnx::InferenceContext& ctx) {
-            check_size(ctx);
-            if (infer) infer(ctx);
-          });
+      guarded->TypeAndShapeInferenceFunction([infer = s->GetTypeAndShapeInferenceFunction(),
+                                              weights = op->second](onnx::InferenceContext& ctx) {
+        check(ctx, weights);
+        if (infer) infer(ctx);
+      });
     }
     return guarded.get();
   }
 
  private:
-  static void check_size(onnx::InferenceContext& ctx) {
-    if (ctx.getNumInputs() == 0 || !ctx.getInputType(0)) return;
-    const onnx::TypeProto& t = *ctx.getInputType(0);
-    if (!t.has_tensor_type() || !t.tensor_type().has_shape()) return;
+  static const onnx::TensorShapeProto* shape_of(onnx::InferenceContext& ctx, int k) {
+    if (k < 0 || static_cast<size_t>(k) >= ctx.getNumInputs()) return nullptr;
+    const onnx::TypeProto* t = ctx.getInputType(static_cast<size_t>(k));
+    if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) return nullptr;
+    return &t->tensor_type().shape();
+  }
+
+  static void check(onnx::InferenceContext& ctx, int weights) {
+    const onnx::TensorShapeProto* x = shape_of(ctx, 0);
+    if (!x) return;
     int64_t bytes = 4;  // at least float32's
-    for (const auto& d : t.tensor_type().shape().dim()) {
+    for (const auto& d : x->dim()) {
       if (!d.has_dim_value() || d.dim_value() <= 0) continue;
       const auto next = checked_mul(bytes, d.dim_value());
       if (!next || *next >= kMaxBufferBytes)
         fail_shape_inference("input 0 has ", kMaxBufferBytes, " bytes or more (padfold's limit)");
       bytes = *next;
     }
+    const onnx::TensorShapeProto* w = shape_of(ctx, weights);
+    if (w && w->dim_size() != x->dim_size())
+      fail_shape_inference("the weights have rank ", w->dim_size(), "; expected input 0's, ",
+                           x->dim_size());
   }
 
-  static constexpr const char* kGuarded[] = {"Conv",   "MaxPool",     "AveragePool",
-                                             "LpPool", "ConvInteger", "QLinearConv"};
+  // The ops guarded, with the index of their weights input (-1: none).
+  inline static const std::map<std::string, int> kGuarded = {
+      {"Conv", 1},     {"ConvTranspose", 1}, {"ConvInteger", 1}, {"QLinearConv", 3},
+      {"MaxPool", -1}, {"AveragePool", -1},  {"LpPool", -1}};
   mutable std::mutex mutex_;
   mutable std::map<const onnx::OpSchema*, std::unique_ptr<onnx::OpSchema>> cache_;
 };
