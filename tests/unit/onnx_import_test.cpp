@@ -785,6 +785,25 @@ TEST(OnnxImportFuzz, WeightsOfTheWrongRankDoNotCrashShapeInference) {
   }
 }
 
+// A ceil_mode pool whose last window would start past the input: ONNX shape inference counts it,
+// padfold does not. The conv reading the pool took ONNX's shape as its input_shape, and the spec
+// contradicted itself (the whole-spec check refused it). Layers now read padfold's shapes.
+TEST(OnnxImportFuzz, LayersReadPadfoldsShapeOfTheLayerBefore) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 10, 10}).output("y");
+  b.node("MaxPool", {"x"}, {"p"}, "pool")
+      .ints("kernel_shape", {2, 2})
+      .ints("strides", {5, 5})
+      .i("ceil_mode", 1);
+  add_conv(b, "conv", "p", "y", 2, 2, 1);
+  const ImportResult r = import(b);
+  EXPECT_EQ(rep(r)["layers"][0]["output_shape"], json::parse("[1, 2, 2, 2]"));
+  EXPECT_EQ(layer(r, 1)["input_shape"], json::parse("[1, 2, 2, 2]"));
+  ASSERT_EQ(r.warnings.size(), 2u);  // the pool's output, and so the conv's
+  EXPECT_TRUE(has(r.warnings[0], "ONNX shape inference gives [1, 2, 3, 3] for 'p'"))
+      << r.warnings[0];
+}
+
 // --emit-onnx: auto_pad rewritten to pads, ConvTranspose per the ONNX spec.
 TEST(OnnxNormalize, AutoPadBecomesPads) {
   ModelBuilder b;

@@ -111,6 +111,9 @@ class Importer {
       return;
     }
     role_[i] = Role::Layer;
+    // Layers reading this one get the shape padfold computes, which can differ from ONNX shape
+    // inference's (check_inferred_shape warns).
+    c_.set_layer_shape(node.output(0), std::get<Draft>(r).out_shape);
     drafts_.emplace(i, std::move(std::get<Draft>(r)));
   }
 

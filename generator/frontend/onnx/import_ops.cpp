@@ -301,6 +301,17 @@ void Context::fail(int node, const std::string& what) const {
   throw ImportError(g_.label() + ": " + node_label(g_.node(node), node) + ": " + what);
 }
 
+std::optional<TensorType> Context::type(const std::string& t) const {
+  auto ty = g_.type(t);
+  const auto it = layer_shapes_.find(t);
+  if (it == layer_shapes_.end()) return ty;
+  if (!ty) ty = TensorType{};
+  if (ty->elem_type == 0) ty->elem_type = kFloat;  // padfold's layers produce float32
+  ty->has_shape = true;
+  ty->shape = it->second;
+  return ty;
+}
+
 std::string Context::canon(const std::string& t) const {
   std::string cur = t;
   for (auto it = alias_.find(cur); it != alias_.end(); it = alias_.find(cur)) cur = it->second;

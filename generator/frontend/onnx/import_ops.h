@@ -86,13 +86,19 @@ class Context {
   std::vector<int> readers(const std::string& t) const;
   // Whether `t` or an alias of it is a graph output.
   bool reaches_graph_output(const std::string& t) const;
-  std::optional<TensorType> type(const std::string& t) const { return g_.type(t); }
+  // The type after shape inference, with the shape padfold computes for a layer's output
+  // (set_layer_shape), which is what the layers reading it get.
+  std::optional<TensorType> type(const std::string& t) const;
+  void set_layer_shape(const std::string& t, const std::vector<int64_t>& shape) {
+    layer_shapes_[t] = shape;
+  }
   const onnx::TensorProto* constant(const std::string& t) const { return g_.constant(canon(t)); }
 
  private:
   const GraphIndex& g_;
   std::map<std::string, std::string> alias_;
   std::vector<int> bypassed_;
+  std::map<std::string, std::vector<int64_t>> layer_shapes_;
 };
 
 // The per-dim attribute `name` (strides, dilations, kernel_shape...), checked to have `dims`
