@@ -785,6 +785,24 @@ TEST(OnnxImportFuzz, WeightsOfTheWrongRankDoNotCrashShapeInference) {
   }
 }
 
+// libonnx 1.12's conv/pool inference divided by a stride of 0 (SIGFPE); the importer names the
+// attribute.
+TEST(OnnxImportFuzz, ZeroStridesDoNotCrashShapeInference) {
+  for (const char* attr : {"strides", "dilations"}) {
+    ModelBuilder b;
+    b.input("x", {1, 2, 8, 8}).output("y");
+    add_conv(b, "c", "x", "y", 2, 2, 3).ints(attr, {0, 2}).str("auto_pad", "SAME_UPPER");
+    EXPECT_EQ(import_error(b), std::string("m.onnx: node 'c' (Conv, #0): attribute '") + attr +
+                                   "': [0, 2]; expected values >= 1");
+  }
+  ModelBuilder p;
+  p.input("x", {1, 2, 8, 8}).output("y");
+  p.node("MaxPool", {"x"}, {"y"}, "mp").ints("kernel_shape", {2, 0}).ints("strides", {2, 2});
+  EXPECT_EQ(import_error(p),
+            "m.onnx: node 'mp' (MaxPool, #0): attribute 'kernel_shape': [2, 0]; expected values "
+            ">= 1");
+}
+
 // A ceil_mode pool whose last window would start past the input: ONNX shape inference counts it,
 // padfold does not. The conv reading the pool took ONNX's shape as its input_shape, and the spec
 // contradicted itself (the whole-spec check refused it). Layers now read padfold's shapes.

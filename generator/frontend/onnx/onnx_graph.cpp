@@ -54,10 +54,11 @@ std::string dynamic_text(const onnx::ValueInfoProto& v) {
 
 // libonnx 1.12's shape inference of the conv and pool ops trusts its input more than a model file
 // deserves: with auto_pad SAME and a stride it counts a dim down by the stride one step at a time
-// (hours for a Pad of 2^45), and it reads weight dims a weight of lower rank than X does not have
-// (a segfault). This registry hands out those schemas with an inference that first refuses an input
-// 0 of kMaxBufferBytes or more (a layer padfold could not generate anyway) and weights whose rank
-// is not X's. A refusal only leaves the node's outputs uninferred (error mode 0): the importer then
+// (hours for a Pad of 2^45), it reads weight dims a weight of lower rank than X does not have (a
+// segfault) and divides by a stride of 0 (SIGFPE). This registry hands out those schemas with an
+// inference that first refuses an input 0 of kMaxBufferBytes or more (a layer padfold could not
+// generate anyway), weights whose rank is not X's, and strides, dilations, kernel sizes or groups
+// below 1. A refusal only leaves the node's outputs uninferred (error mode 0): the importer then
 // reports the node itself. Every other schema is the global registry's.
 class GuardedSchemas final : public onnx::ISchemaRegistry {
  public:
@@ -88,6 +89,12 @@ class GuardedSchemas final : public onnx::ISchemaRegistry {
   }
 
   static void check(onnx::InferenceContext& ctx, int weights) {
+    for (const char* name : {"strides", "dilations", "kernel_shape"})  // divisors, loop bounds
+      if (const onnx::AttributeProto* a = ctx.getAttribute(name))
+        for (int64_t v : a->ints())
+          if (v < 1) fail_shape_inference("attribute '", name, "' has ", v, "; expected >= 1");
+    if (const onnx::AttributeProto* a = ctx.getAttribute("group"); a && a->i() < 1)
+      fail_shape_inference("attribute 'group' is ", a->i(), "; expected >= 1");
     const onnx::TensorShapeProto* x = shape_of(ctx, 0);
     if (!x) return;
     int64_t bytes = 4;  // at least float32's
