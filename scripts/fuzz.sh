@@ -2,13 +2,13 @@
 # Long fuzzing runs (opt-in): every libFuzzer target of tests/fuzz for SECONDS each (default one
 # hour), one after another, from the corpus grown so far in build-san/tests/fuzz/corpus.
 # Findings are written as crash-*/leak-*/timeout-* files in the current directory.
-#   bash scripts/fuzz.sh [SECONDS] [target ...]     targets: spec manifest pads npy
+#   bash scripts/fuzz.sh [SECONDS] [target ...]     targets: spec manifest pads npy onnx
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-3600}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(spec manifest pads npy)
+[ ${#targets[@]} -gt 0 ] || targets=(spec manifest pads npy onnx)
 SAN_BUILD_ONLY=1 FUZZ_SECONDS="$seconds" bash scripts/sanitize.sh
 cd build-san
 for t in "${targets[@]}"; do

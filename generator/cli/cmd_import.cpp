@@ -10,7 +10,6 @@
 #include "commands.h"
 #include "emit/bundle_dir.h"
 #include "frontend/onnx/import.h"
-#include "frontend/onnx/normalize.h"
 #include "npy.h"
 
 namespace {
@@ -22,10 +21,6 @@ struct ImportArgs {
   std::string model, out, emit_onnx, name;
   std::vector<std::string> inputs;
 };
-
-void write_json(const fs::path& path, const nlohmann::ordered_json& j) {
-  padfold::write_file_replacing(path.string(), j.dump(2) + "\n");
-}
 
 // Whether `inner` is `outer` or inside it, comparing the paths as they would be resolved.
 bool inside(const fs::path& inner, const fs::path& outer) {
@@ -40,17 +35,14 @@ bool inside(const fs::path& inner, const fs::path& outer) {
 }
 
 void run_import(const ImportArgs& a) {
-  std::vector<oi::InputSize> sizes;
-  for (const std::string& s : a.inputs) sizes.push_back(oi::parse_input_size(s));
   if (!a.emit_onnx.empty() && inside(a.emit_onnx, a.out))
     throw std::runtime_error("--emit-onnx " + a.emit_onnx + ": inside -o " + a.out +
                              ", which is replaced as a whole; expected a path outside it");
-  const oi::PreparedModel prepared = oi::prepare_model(oi::read_model(a.model), sizes, a.model);
   oi::ImportOptions options;
   options.model_name = a.name;
-  const oi::ImportResult result = oi::import_model(prepared, options);
-  std::optional<oi::NormalizeResult> normalized;
-  if (!a.emit_onnx.empty()) normalized = oi::normalize_auto_pad(prepared);
+  const oi::ImportOutput out =
+      oi::import_onnx(oi::read_model(a.model), a.inputs, a.model, options, !a.emit_onnx.empty());
+  const oi::ImportResult& result = out.result;
 
   // Everything is known: write the directory aside, then the normalized model, then move the
   // directory into place. A failure before the move leaves -o as it was.
@@ -59,14 +51,10 @@ void run_import(const ImportArgs& a) {
     fs::create_directory(staged.path() / "weights");
     for (const oi::WeightFile& w : result.weights)
       padfold::write_npy_f32((staged.path() / w.path).string(), w.shape, w.data.data());
-    write_json(staged.path() / (result.model_name + ".json"), result.spec);
-    write_json(staged.path() / "import-report.json", result.report);
-    if (normalized) {
-      std::string bytes;
-      if (!normalized->model.SerializeToString(&bytes))
-        throw std::runtime_error(a.emit_onnx + ": cannot serialize the normalized model");
-      padfold::write_file_replacing(a.emit_onnx, bytes);
-    }
+    padfold::write_file_replacing((staged.path() / (result.model_name + ".json")).string(),
+                                  out.spec_text);
+    padfold::write_file_replacing((staged.path() / "import-report.json").string(), out.report_text);
+    if (out.normalized) padfold::write_file_replacing(a.emit_onnx, out.onnx_bytes);
     staged.commit();
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string(e.what()) + "\nnothing imported; " + a.out +
@@ -76,10 +64,10 @@ void run_import(const ImportArgs& a) {
   fmt::print("{}", oi::summary_text(result));
   fmt::print("wrote {}: {}.json, import-report.json, {} weight file(s) in weights/\n", a.out,
              result.model_name, result.weights.size());
-  if (normalized) {
-    for (const std::string& c : normalized->changes) fmt::print("normalized {}\n", c);
-    for (const std::string& w : normalized->warnings) fmt::print(stderr, "warning: {}\n", w);
-    fmt::print("wrote {} ({} auto_pad rewrite(s))\n", a.emit_onnx, normalized->changes.size());
+  if (out.normalized) {
+    for (const std::string& c : out.normalized->changes) fmt::print("normalized {}\n", c);
+    for (const std::string& w : out.normalized->warnings) fmt::print(stderr, "warning: {}\n", w);
+    fmt::print("wrote {} ({} auto_pad rewrite(s))\n", a.emit_onnx, out.normalized->changes.size());
   }
 }
 

@@ -608,6 +608,220 @@ TEST(OnnxImport, NothingSupportedIsAnError) {
       << import_error(b);
 }
 
+TEST(OnnxImport, OnlyBypassedNodesSayWhy) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 5, 5}).output("y");
+  b.node("Identity", {"x"}, {"y"}, "id");
+  EXPECT_TRUE(has(import_error(b), "; 'id' (Identity): bypassed (its output stands for its input)"))
+      << import_error(b);
+}
+
+// Found by tests/fuzz/fuzz_onnx. Strings that are not UTF-8 would make the JSON written throw
+// nlohmann's type_error 316: refused when the model is read, naming where.
+TEST(OnnxImportFuzz, StringsThatAreNotUtf8AreRefused) {
+  ModelBuilder ok;
+  ok.input("x", {1, 2, 5, 5}).output("y");
+  add_conv(ok, "conv1", "x", "y", 2, 2, 3);
+  ModelBuilder producer = ok;
+  producer.model().set_producer_name("ba\xa6kend");
+  EXPECT_EQ(import_error(producer),
+            "m.onnx: field 'producer_name' is not valid UTF-8; expected UTF-8 text (ONNX strings "
+            "are UTF-8)");
+  ModelBuilder node = ok;
+  node.model().mutable_graph()->mutable_node(0)->set_name("c\xc0\x80");  // overlong NUL
+  EXPECT_TRUE(has(import_error(node), "m.onnx: node #0: its name is not valid UTF-8"))
+      << import_error(node);
+  ModelBuilder tensor = ok;
+  tensor.model().mutable_graph()->mutable_node(0)->set_output(0, "y\xed\xa0\x80");  // surrogate
+  EXPECT_TRUE(has(import_error(tensor), "m.onnx: node #0: output 0 is not valid UTF-8"))
+      << import_error(tensor);
+  ModelBuilder cut = ok;
+  cut.model().mutable_graph()->mutable_input(0)->set_name("x\xe2\x82");  // a cut sequence
+  EXPECT_TRUE(has(import_error(cut), "m.onnx: graph input #0: its name is not valid UTF-8"))
+      << import_error(cut);
+  ModelBuilder fine = ok;
+  fine.model().mutable_graph()->mutable_node(0)->set_name(
+      "conv_\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+  EXPECT_EQ(import_error(fine), "");
+}
+
+// A shape whose element count wraps around 2^64 was taken for an empty tensor.
+TEST(OnnxImportFuzz, ElementCountsDoNotWrapAround) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(int64_t{1} << 31);
+  t.add_dims(int64_t{1} << 33);
+  try {
+    onnx_import::to_float_tensor(t, "initializer 'w'");
+    ADD_FAILURE() << "a tensor of 2^64 elements converted";
+  } catch (const onnx_import::ImportError& e) {
+    EXPECT_TRUE(has(e.what(),
+                    "initializer 'w': shape [2147483648, 8589934592] has more than 2^31 "
+                    "elements"))
+        << e.what();
+  }
+  t.add_dims(0);  // empty, however large the other dims
+  EXPECT_TRUE(onnx_import::to_float_tensor(t, "w").data.empty());
+}
+
+// INT32 pads in raw_data went through float, rounding values above 2^24.
+TEST(OnnxImportFuzz, Int32RawPadsStayExact) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::INT32);
+  t.add_dims(2);
+  const int32_t v[2] = {16777217, -3};
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(v), sizeof v));
+  EXPECT_EQ(onnx_import::to_int64s(t, "pads"), (std::vector<int64_t>{16777217, -3}));
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(v), 5));
+  EXPECT_THROW(onnx_import::to_int64s(t, "pads"), onnx_import::ImportError);
+}
+
+// An Identity reading its own output made the alias walk loop forever; nodes out of order are
+// refused where they are read, whatever reads them.
+TEST(OnnxImportFuzz, CyclesAndNodesOutOfOrderAreRefused) {
+  ModelBuilder loop;
+  loop.input("x", {1, 2, 5, 5}).output("y");
+  add_conv(loop, "conv1", "x", "y", 2, 2, 3);
+  loop.node("Identity", {"t"}, {"t"}, "self");
+  EXPECT_EQ(import_error(loop),
+            "m.onnx: node 'self' (Identity, #1): input 0 't' is the output of this node; expected "
+            "the nodes in topological order (every input produced by an earlier node)");
+  ModelBuilder order;
+  order.input("x", {1, 2, 5, 5}).output("y");
+  order.node("Relu", {"r"}, {"y"}, "late");
+  add_conv(order, "conv1", "x", "r", 2, 2, 3);
+  EXPECT_EQ(import_error(order),
+            "m.onnx: node 'late' (Relu, #0): input 0 'r' is the output of node 'conv1' (Conv, #1), "
+            "later in the graph; expected the nodes in topological order (every input produced by "
+            "an earlier node)");
+}
+
+// Add and Concat went unchecked by the spec parser: a concat of 16 inputs, an add of three, and
+// joins of buffers of 2^31 bytes or more made specs `padfold check` refuses.
+TEST(OnnxImportFuzz, JoinsTheParserRefusesAreLeft) {
+  ModelBuilder cat;
+  std::vector<std::string> ins;
+  for (int k = 0; k < 16; ++k) {
+    ins.push_back("x" + std::to_string(k));
+    cat.input(ins.back(), {1, 1, 4, 4});
+  }
+  cat.output("y").output("p");
+  cat.node("Concat", ins, {"y"}, "cat").i("axis", 1);
+  cat.node("MaxPool", {"x0"}, {"p"}, "mp").ints("kernel_shape", {2, 2});
+  const ImportResult r = import(cat);
+  ASSERT_EQ(r.left_to_caller.size(), 1u);
+  EXPECT_EQ(r.left_to_caller[0].reason, "it has 16 inputs; padfold's concat takes at most 15");
+
+  ModelBuilder add3;
+  add3.input("a", {1, 1, 4, 4}).input("b", {1, 1, 4, 4}).output("y").output("p");
+  add3.node("Add", {"a", "b", "a"}, {"y"}, "add");
+  add3.node("MaxPool", {"a"}, {"p"}, "mp").ints("kernel_shape", {2, 2});
+  const ImportResult r3 = import(add3);
+  ASSERT_EQ(r3.left_to_caller.size(), 1u);
+  EXPECT_EQ(r3.left_to_caller[0].reason, "it has 3 inputs");
+
+  ModelBuilder big;
+  big.input("a", {1, 1, 32768, 16384}).input("b", {1, 1, 32768, 16384}).input("s", {1, 1, 4, 4});
+  big.output("y").output("p");
+  big.node("Add", {"a", "b"}, {"y"}, "add");  // 2 GiB each
+  big.node("MaxPool", {"s"}, {"p"}, "mp").ints("kernel_shape", {2, 2});
+  const ImportResult rb = import(big);
+  ASSERT_EQ(rb.left_to_caller.size(), 1u);
+  EXPECT_TRUE(has(rb.left_to_caller[0].reason, "padfold's spec parser refuses the layer"))
+      << rb.left_to_caller[0].reason;
+}
+
+// Signed overflow (UBSan): a ConvTranspose's output channels, a Pad's pads added to the conv's.
+TEST(OnnxImportFuzz, HugeChannelsAndPadsDoNotOverflow) {
+  ModelBuilder ct;
+  ct.input("x", {1, 2, 4, 4}).output("y");
+  ct.initializer("w", {2, 1, 1, 1});
+  ct.model().mutable_graph()->mutable_initializer(0)->set_dims(1, int64_t{1} << 62);
+  ct.node("ConvTranspose", {"x", "w"}, {"y"}, "up").i("group", 2);
+  EXPECT_TRUE(has(import_error(ct),
+                  "node 'up' (ConvTranspose, #0): input 1 (weights) 'w' has "
+                  "shape [2, 4611686018427387904, 1, 1] and group 2: the output "
+                  "channels overflow"))
+      << import_error(ct);
+
+  ModelBuilder pad;
+  pad.input("x", {1, 2, 5, 5}).output("y");
+  pad.int_initializer("pads", {0, 0, int64_t{1} << 62, 0, 0, 0, 0, 0});
+  pad.node("Pad", {"x", "pads"}, {"xp"}, "pad");
+  add_conv(pad, "conv1", "xp", "y", 2, 2, 3).ints("pads", {1, 1, 1, 1});
+  EXPECT_TRUE(has(import_error(pad),
+                  "'pad' (Pad): not folded: its pads [0, 0, 4611686018427387904, "
+                  "0, 0, 0, 0, 0] exceed 2147483647"))
+      << import_error(pad);
+}
+
+// libonnx 1.12's shape inference of a strided SAME conv/pool counted a huge dim down by the
+// stride (hours for a Pad of 2^45); such an input is refused first and the node left.
+TEST(OnnxImportFuzz, HugeInputToASameConvDoesNotHangShapeInference) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 5, 5}).output("y").output("p");
+  b.int_initializer("pads", {0, 0, int64_t{1} << 45, 0, 0, 0, 0, 0});
+  b.node("Pad", {"x", "pads"}, {"xp"}, "pad");
+  add_conv(b, "conv1", "xp", "y", 2, 2, 3).ints("strides", {2, 2}).str("auto_pad", "SAME_UPPER");
+  b.node("MaxPool", {"x"}, {"p"}, "mp").ints("kernel_shape", {2, 2});
+  const ImportResult r = import(b);
+  ASSERT_EQ(r.left_to_caller.size(), 2u);
+  EXPECT_EQ(r.left_to_caller[1].name, "conv1");
+  EXPECT_TRUE(has(r.left_to_caller[1].reason, "padfold's spec parser refuses the layer"))
+      << r.left_to_caller[1].reason;
+}
+
+// libonnx 1.12's ConvTranspose (and Conv) inference read dims a scalar weight does not have: a
+// segfault. The rank is checked first; the importer names the weights.
+TEST(OnnxImportFuzz, WeightsOfTheWrongRankDoNotCrashShapeInference) {
+  for (const char* op : {"ConvTranspose", "Conv"}) {
+    ModelBuilder b;
+    b.input("x", {1, 2, 4, 4}).output("y");
+    b.initializer("w", {});
+    b.node(op, {"x", "w"}, {"y"}, "c").ints("strides", {2, 2}).str("auto_pad", "SAME_LOWER");
+    EXPECT_EQ(import_error(b), std::string("m.onnx: node 'c' (") + op +
+                                   ", #0): input 1 (weights) 'w' has shape []; expected rank 4 "
+                                   "like input 'x' [1, 2, 4, 4]");
+  }
+}
+
+// libonnx 1.12's conv/pool inference divided by a stride of 0 (SIGFPE); the importer names the
+// attribute.
+TEST(OnnxImportFuzz, ZeroStridesDoNotCrashShapeInference) {
+  for (const char* attr : {"strides", "dilations"}) {
+    ModelBuilder b;
+    b.input("x", {1, 2, 8, 8}).output("y");
+    add_conv(b, "c", "x", "y", 2, 2, 3).ints(attr, {0, 2}).str("auto_pad", "SAME_UPPER");
+    EXPECT_EQ(import_error(b), std::string("m.onnx: node 'c' (Conv, #0): attribute '") + attr +
+                                   "': [0, 2]; expected values >= 1");
+  }
+  ModelBuilder p;
+  p.input("x", {1, 2, 8, 8}).output("y");
+  p.node("MaxPool", {"x"}, {"y"}, "mp").ints("kernel_shape", {2, 0}).ints("strides", {2, 2});
+  EXPECT_EQ(import_error(p),
+            "m.onnx: node 'mp' (MaxPool, #0): attribute 'kernel_shape': [2, 0]; expected values "
+            ">= 1");
+}
+
+// A ceil_mode pool whose last window would start past the input: ONNX shape inference counts it,
+// padfold does not. The conv reading the pool took ONNX's shape as its input_shape, and the spec
+// contradicted itself (the whole-spec check refused it). Layers now read padfold's shapes.
+TEST(OnnxImportFuzz, LayersReadPadfoldsShapeOfTheLayerBefore) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 10, 10}).output("y");
+  b.node("MaxPool", {"x"}, {"p"}, "pool")
+      .ints("kernel_shape", {2, 2})
+      .ints("strides", {5, 5})
+      .i("ceil_mode", 1);
+  add_conv(b, "conv", "p", "y", 2, 2, 1);
+  const ImportResult r = import(b);
+  EXPECT_EQ(rep(r)["layers"][0]["output_shape"], json::parse("[1, 2, 2, 2]"));
+  EXPECT_EQ(layer(r, 1)["input_shape"], json::parse("[1, 2, 2, 2]"));
+  ASSERT_EQ(r.warnings.size(), 2u);  // the pool's output, and so the conv's
+  EXPECT_TRUE(has(r.warnings[0], "ONNX shape inference gives [1, 2, 3, 3] for 'p'"))
+      << r.warnings[0];
+}
+
 // --emit-onnx: auto_pad rewritten to pads, ConvTranspose per the ONNX spec.
 TEST(OnnxNormalize, AutoPadBecomesPads) {
   ModelBuilder b;

@@ -74,9 +74,12 @@ class Importer {
     if (drafts_.empty()) {
       std::string why;
       int shown = 0;
-      for (int i = 0; i < n && shown < 5; ++i)
-        if (role_[i] == Role::Left && g_.node(i).op_type() != "Constant")
-          why += std::string(shown++ ? "; " : "") + quoted_node(g_.node(i)) + ": " + reason_[i];
+      for (int i = 0; i < n && shown < 5; ++i) {
+        if (g_.node(i).op_type() == "Constant") continue;
+        const std::string reason =
+            role_[i] == Role::Bypassed ? "bypassed (its output stands for its input)" : reason_[i];
+        why += std::string(shown++ ? "; " : "") + quoted_node(g_.node(i)) + ": " + reason;
+      }
       throw ImportError("no node of " + p_.label +
                         " is supported: padfold generates Conv, ConvTranspose, MaxPool, "
                         "AveragePool, Add and Concat; " +
@@ -108,6 +111,9 @@ class Importer {
       return;
     }
     role_[i] = Role::Layer;
+    // Layers reading this one get the shape padfold computes, which can differ from ONNX shape
+    // inference's (check_inferred_shape warns).
+    c_.set_layer_shape(node.output(0), std::get<Draft>(r).out_shape);
     drafts_.emplace(i, std::move(std::get<Draft>(r)));
   }
 
@@ -348,7 +354,7 @@ class Importer {
       } else {
         const int prod = g_.producer(t);
         if (prod < 0 || role_[static_cast<size_t>(prod)] != Role::Left)
-          throw ImportError(p_.label + ": internal error: tensor '" + t +
+          throw ImportError(p_.label + ": " + kInternalError + ": tensor '" + t +
                             "' read by a layer has no producer left to the caller");
         in["produced_by"] =
             "ONNX node '" + g_.node(prod).name() + "' (" + g_.node(prod).op_type() + ")";
@@ -495,7 +501,33 @@ class Importer {
 }  // namespace
 
 ImportResult import_model(const PreparedModel& prepared, const ImportOptions& options) {
-  return Importer(prepared, options).run();
+  ImportResult r = Importer(prepared, options).run();
+  // Every layer was checked on its own; the whole spec must pass too (padfold check), or nothing
+  // is written.
+  try {
+    (void)parse_spec(r.spec.dump(), r.model_name + ".json");
+  } catch (const SpecError& e) {
+    throw ImportError(prepared.label + ": " + kInternalError +
+                      ": padfold's spec parser refuses the imported spec: " + e.what());
+  }
+  return r;
+}
+
+ImportOutput import_onnx(onnx::ModelProto model, const std::vector<std::string>& inputs,
+                         const std::string& label, const ImportOptions& options, bool emit_onnx) {
+  std::vector<InputSize> sizes;
+  for (const std::string& s : inputs) sizes.push_back(parse_input_size(s));
+  const PreparedModel prepared = prepare_model(std::move(model), sizes, label);
+  ImportOutput out;
+  out.result = import_model(prepared, options);
+  out.spec_text = out.result.spec.dump(2) + "\n";
+  out.report_text = out.result.report.dump(2) + "\n";
+  if (emit_onnx) {
+    out.normalized = normalize_auto_pad(prepared);
+    if (!out.normalized->model.SerializeToString(&out.onnx_bytes))
+      throw ImportError(label + ": cannot serialize the normalized model");
+  }
+  return out;
 }
 
 std::string summary_text(const ImportResult& r) {

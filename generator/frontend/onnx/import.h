@@ -11,9 +11,11 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "frontend/onnx/normalize.h"
 #include "frontend/onnx/onnx_graph.h"
 
 namespace padfold::onnx_import {
@@ -43,10 +45,29 @@ struct ImportResult {
   std::vector<std::string> warnings;
 };
 
+// Starts the message of an ImportError that is a bug of the importer, not of the model.
+inline constexpr const char* kInternalError = "internal error (a bug of padfold import)";
+
 // Imports a prepared model. Throws ImportError for a model that is not valid ONNX in a way that
 // matters here (pads with auto_pad, a conv's weight shape, an attribute of the wrong type...), a
 // tensor padfold would compute that is not float32, and a model of which no node is supported.
+// The spec is checked whole by padfold's spec parser (kInternalError if it refuses it).
 ImportResult import_model(const PreparedModel& prepared, const ImportOptions& options);
+
+// `padfold import` short of writing files, the one path the CLI and tests/fuzz/fuzz_onnx take.
+struct ImportOutput {
+  ImportResult result;
+  std::string spec_text;                      // the contents of DIR/<model_name>.json
+  std::string report_text;                    // DIR/import-report.json
+  std::optional<NormalizeResult> normalized;  // with emit_onnx
+  std::string onnx_bytes;                     // with emit_onnx: the normalized model, serialized
+};
+
+// Parses the --input texts (parse_input_size), prepares the model (prepare_model), imports it
+// (import_model) and, with `emit_onnx`, rewrites its auto_pads (normalize_auto_pad); then
+// serializes what is to be written. Every failure is an ImportError.
+ImportOutput import_onnx(onnx::ModelProto model, const std::vector<std::string>& inputs,
+                         const std::string& label, const ImportOptions& options, bool emit_onnx);
 
 // The printed summary: the layers, each with the ONNX nodes it covers, then every node left to the
 // caller with its op type and why.

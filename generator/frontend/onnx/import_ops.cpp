@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "padding/limits.h"
+
 namespace padfold::onnx_import::detail {
 namespace {
 
@@ -152,7 +154,11 @@ std::variant<Draft, Left> draft_conv(const Context& c, int i) {
   d.fields["op"] = (transposed ? "conv_transpose" : "conv") + std::to_string(dims) + "d";
   d.fields["layout"] = layout_for(dims);
   d.fields["weight_layout"] = (transposed ? "IO" : "OI") + s;
-  d.fields["out_channels"] = transposed ? w[1] * group : w[0];
+  const auto out_channels = transposed ? checked_mul(w[1], group) : std::optional<int64_t>(w[0]);
+  if (!out_channels)
+    c.fail(i, "input 1 (weights) '" + n.input(1) + "' has shape " + shape_text(w) + " and group " +
+                  std::to_string(group) + ": the output channels overflow");
+  d.fields["out_channels"] = *out_channels;
   d.fields["kernel"] = kernel;
   d.fields["stride"] = per_dim(c, i, a, "strides", dims, 1, 1);
   d.fields["dilation"] = per_dim(c, i, a, "dilations", dims, 1, 1);
@@ -231,9 +237,11 @@ std::variant<Draft, Left> draft_join(const Context& c, int i) {
       return Left{"input '" + t + "' is " + elem_type_name(ty.elem_type) + "; padfold's " +
                   (add ? "add" : "concat") + " is float32"};
     d.inputs.push_back(t);
+    d.join_shapes.push_back(ty.shape);
     types.push_back(ty);
   }
   if (types.size() < 2) return Left{"it has a single input"};
+  if (add && types.size() > 2) return Left{"it has " + std::to_string(types.size()) + " inputs"};
   const std::vector<int64_t>& s0 = types[0].shape;
   d.dims = static_cast<int>(s0.size()) - 2;
   d.fields["op"] = add ? "add" : "concat";
@@ -246,6 +254,9 @@ std::variant<Draft, Left> draft_join(const Context& c, int i) {
     d.out_shape = s0;
     return d;
   }
+  if (d.inputs.size() > kMaxJoinInputs)
+    return Left{"it has " + std::to_string(d.inputs.size()) +
+                " inputs; padfold's concat takes at most " + std::to_string(kMaxJoinInputs)};
   const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
   int64_t axis = c.at_node(i, [&] { return a.get_int("axis", 1); });
   if (axis < 0) axis += static_cast<int64_t>(s0.size());
@@ -259,7 +270,9 @@ std::variant<Draft, Left> draft_join(const Context& c, int i) {
     if (a0 != b0)
       return Left{"its inputs have the shapes " + shape_text(s0) + " and " + shape_text(t.shape) +
                   "; padfold's concat takes equal batch and spatial sizes"};
-    d.out_shape[1] += t.shape[1];
+    const auto sum = checked_add(d.out_shape[1], t.shape[1]);
+    if (!sum) return Left{"its inputs' channels overflow"};
+    d.out_shape[1] = *sum;
   }
   return d;
 }
@@ -286,6 +299,17 @@ std::optional<float> scalar_input(const Context& c, int node, int k, bool& ok) {
 
 void Context::fail(int node, const std::string& what) const {
   throw ImportError(g_.label() + ": " + node_label(g_.node(node), node) + ": " + what);
+}
+
+std::optional<TensorType> Context::type(const std::string& t) const {
+  auto ty = g_.type(t);
+  const auto it = layer_shapes_.find(t);
+  if (it == layer_shapes_.end()) return ty;
+  if (!ty) ty = TensorType{};
+  if (ty->elem_type == 0) ty->elem_type = kFloat;  // padfold's layers produce float32
+  ty->has_shape = true;
+  ty->shape = it->second;
+  return ty;
 }
 
 std::string Context::canon(const std::string& t) const {
@@ -352,13 +376,14 @@ std::variant<Draft, Left> draft_layer(const Context& c, int i) {
   else if (n.op_type() == "MaxPool" || n.op_type() == "AveragePool")
     r = draft_pool(c, i);
   else
-    return draft_join(c, i);
+    r = draft_join(c, i);
   if (std::holds_alternative<Left>(r)) return r;
   Draft& d = std::get<Draft>(r);
   auto checked = check_with_parser(d);
   if (const auto* msg = std::get_if<std::string>(&checked))
     return Left{"padfold's spec parser refuses the layer: " + *msg};
   const Layer& l = std::get<Layer>(checked);
+  if (d.kind == Kind::Add || d.kind == Kind::Concat) return r;
   if (d.weights && l.weight_shape() != dims_of(*d.weights))
     c.fail(i, "input 1 (weights) '" + n.input(1) + "' has shape " +
                   shape_text(dims_of(*d.weights)) + "; expected " + shape_text(l.weight_shape()) +
@@ -413,6 +438,8 @@ std::variant<PadInfo, Left> pad_info(const Context& c, int i) {
     if (pads[k] < 0 || pads[rank + k] < 0)
       return Left{"its pads " + ints_text(pads) +
                   " are negative (a crop); padfold folds pads >= 0"};
+    if (pads[k] > kMaxSize || pads[rank + k] > kMaxSize)
+      return Left{"its pads " + ints_text(pads) + " exceed " + std::to_string(kMaxSize)};
     p.before.push_back(pads[k]);
     p.after.push_back(pads[rank + k]);
   }
@@ -480,8 +507,21 @@ ojson layer_json(const Draft& d, const std::string& name, const ojson* input) {
 }
 
 std::variant<Layer, std::string> check_with_parser(const Draft& d) {
-  const ojson spec = {{"model", "onnx_import_check"},
-                      {"layers", ojson::array({layer_json(d, "layer", nullptr)})}};
+  ojson spec = {{"model", "onnx_import_check"}};
+  if (d.kind == Kind::Add || d.kind == Kind::Concat) {
+    ojson inputs = ojson::array(), names = ojson::array();
+    for (size_t k = 0; k < d.join_shapes.size(); ++k) {
+      names.push_back("input" + std::to_string(k));
+      inputs.push_back({{"name", names.back()},
+                        {"shape", d.join_shapes[k]},
+                        {"layout", d.fields.at("layout")},
+                        {"dtype", "float32"}});
+    }
+    spec["inputs"] = inputs;
+    spec["layers"] = ojson::array({layer_json(d, "layer", &names)});
+  } else {
+    spec["layers"] = ojson::array({layer_json(d, "layer", nullptr)});
+  }
   const std::string label = "onnx-import-check";
   try {
     Model m = parse_spec(spec.dump(), label);

@@ -25,7 +25,8 @@ struct Draft {
   std::vector<std::string> inputs;  // the tensors it reads (after bypassed nodes)
   std::string output;               // the tensor it produces (the activation's, once fused)
   std::vector<int64_t> in_shape;    // conv/pool: input 0, N C spatial...
-  std::vector<int64_t> out_shape;   // as padfold computes it
+  std::vector<std::vector<int64_t>> join_shapes;  // add/concat: each input's
+  std::vector<int64_t> out_shape;                 // as padfold computes it
   // Conv/pool padding: auto_pad (NOTSET, VALID, SAME_UPPER, SAME_LOWER) and, for NOTSET, the
   // explicit pads in ONNX order (all befores, then all afters).
   std::string auto_pad = "NOTSET";
@@ -85,13 +86,19 @@ class Context {
   std::vector<int> readers(const std::string& t) const;
   // Whether `t` or an alias of it is a graph output.
   bool reaches_graph_output(const std::string& t) const;
-  std::optional<TensorType> type(const std::string& t) const { return g_.type(t); }
+  // The type after shape inference, with the shape padfold computes for a layer's output
+  // (set_layer_shape), which is what the layers reading it get.
+  std::optional<TensorType> type(const std::string& t) const;
+  void set_layer_shape(const std::string& t, const std::vector<int64_t>& shape) {
+    layer_shapes_[t] = shape;
+  }
   const onnx::TensorProto* constant(const std::string& t) const { return g_.constant(canon(t)); }
 
  private:
   const GraphIndex& g_;
   std::map<std::string, std::string> alias_;
   std::vector<int> bypassed_;
+  std::map<std::string, std::vector<int64_t>> layer_shapes_;
 };
 
 // The per-dim attribute `name` (strides, dilations, kernel_shape...), checked to have `dims`
@@ -116,7 +123,7 @@ std::variant<ActInfo, Left> act_info(const Context& c, int node);
 // activation.
 ojson layer_json(const Draft& d, const std::string& name, const ojson* input);
 // The draft through padfold's spec parser (padding module included): the parsed layer, or the
-// parser's message (from the field on). Conv/pool drafts only.
+// parser's message (from the field on). An add/concat reads model inputs of its join_shapes.
 std::variant<Layer, std::string> check_with_parser(const Draft& d);
 
 }  // namespace padfold::onnx_import::detail

@@ -4,6 +4,9 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "padding/limits.h"
 
@@ -48,6 +51,73 @@ std::string dynamic_text(const onnx::ValueInfoProto& v) {
   return shape_text(shape) + " (dim" + (dyn.size() > 1 ? "s " : " ") + join(dyn, ", ") +
          (dyn.size() > 1 ? " are" : " is") + " dynamic: " + join(params, ", ") + ")";
 }
+
+// libonnx 1.12's shape inference of the conv and pool ops trusts its input more than a model file
+// deserves: with auto_pad SAME and a stride it counts a dim down by the stride one step at a time
+// (hours for a Pad of 2^45), it reads weight dims a weight of lower rank than X does not have (a
+// segfault) and divides by a stride of 0 (SIGFPE). This registry hands out those schemas with an
+// inference that first refuses an input 0 of kMaxBufferBytes or more (a layer padfold could not
+// generate anyway), weights whose rank is not X's, and strides, dilations, kernel sizes or groups
+// below 1. A refusal only leaves the node's outputs uninferred (error mode 0): the importer then
+// reports the node itself. Every other schema is the global registry's.
+class GuardedSchemas final : public onnx::ISchemaRegistry {
+ public:
+  const onnx::OpSchema* GetSchema(const std::string& key, const int max_version,
+                                  const std::string& domain) const override {
+    const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(key, max_version, domain);
+    const auto op = kGuarded.find(key);
+    if (!s || !(domain.empty() || domain == "ai.onnx") || op == kGuarded.end()) return s;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_ptr<onnx::OpSchema>& guarded = cache_[s];
+    if (!guarded) {
+      guarded = std::make_unique<onnx::OpSchema>(*s);
+      guarded->TypeAndShapeInferenceFunction([infer = s->GetTypeAndShapeInferenceFunction(),
+                                              weights = op->second](onnx::InferenceContext& ctx) {
+        check(ctx, weights);
+        if (infer) infer(ctx);
+      });
+    }
+    return guarded.get();
+  }
+
+ private:
+  static const onnx::TensorShapeProto* shape_of(onnx::InferenceContext& ctx, int k) {
+    if (k < 0 || static_cast<size_t>(k) >= ctx.getNumInputs()) return nullptr;
+    const onnx::TypeProto* t = ctx.getInputType(static_cast<size_t>(k));
+    if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) return nullptr;
+    return &t->tensor_type().shape();
+  }
+
+  static void check(onnx::InferenceContext& ctx, int weights) {
+    for (const char* name : {"strides", "dilations", "kernel_shape"})  // divisors, loop bounds
+      if (const onnx::AttributeProto* a = ctx.getAttribute(name))
+        for (int64_t v : a->ints())
+          if (v < 1) fail_shape_inference("attribute '", name, "' has ", v, "; expected >= 1");
+    if (const onnx::AttributeProto* a = ctx.getAttribute("group"); a && a->i() < 1)
+      fail_shape_inference("attribute 'group' is ", a->i(), "; expected >= 1");
+    const onnx::TensorShapeProto* x = shape_of(ctx, 0);
+    if (!x) return;
+    int64_t bytes = 4;  // at least float32's
+    for (const auto& d : x->dim()) {
+      if (!d.has_dim_value() || d.dim_value() <= 0) continue;
+      const auto next = checked_mul(bytes, d.dim_value());
+      if (!next || *next >= kMaxBufferBytes)
+        fail_shape_inference("input 0 has ", kMaxBufferBytes, " bytes or more (padfold's limit)");
+      bytes = *next;
+    }
+    const onnx::TensorShapeProto* w = shape_of(ctx, weights);
+    if (w && w->dim_size() != x->dim_size())
+      fail_shape_inference("the weights have rank ", w->dim_size(), "; expected input 0's, ",
+                           x->dim_size());
+  }
+
+  // The ops guarded, with the index of their weights input (-1: none).
+  inline static const std::map<std::string, int> kGuarded = {
+      {"Conv", 1},     {"ConvTranspose", 1}, {"ConvInteger", 1}, {"QLinearConv", 3},
+      {"MaxPool", -1}, {"AveragePool", -1},  {"LpPool", -1}};
+  mutable std::mutex mutex_;
+  mutable std::map<const onnx::OpSchema*, std::unique_ptr<onnx::OpSchema>> cache_;
+};
 
 void add_owned_constant(std::deque<onnx::TensorProto>& owned, const onnx::AttributeProto& a) {
   onnx::TensorProto t;
@@ -180,7 +250,8 @@ PreparedModel prepare_model(onnx::ModelProto model, const std::vector<InputSize>
   try {
     onnx::ShapeInferenceOptions options(/*check_type=*/false, /*strict_mode=*/0,
                                         /*data_prop=*/true);
-    onnx::shape_inference::InferShapes(p.inferred, onnx::OpSchemaRegistry::Instance(), options);
+    static const GuardedSchemas schemas;
+    onnx::shape_inference::InferShapes(p.inferred, &schemas, options);
   } catch (const std::exception& e) {
     fail(label + ": ONNX shape inference failed: " + e.what());
   }
@@ -240,12 +311,24 @@ GraphIndex::GraphIndex(const onnx::ModelProto& model, const std::string& label)
       if (c.empty() || c.back() != i) c.push_back(i);
     }
   }
-  // Every input of every node must exist somewhere.
+  // Every input of every node must exist somewhere, produced by an earlier node (ONNX keeps its
+  // nodes in topological order; a cycle, even an Identity reading its own output, is refused).
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& n = g.node(i);
     for (int k = 0; k < n.input_size(); ++k) {
       const std::string& in = n.input(k);
-      if (in.empty() || constants_.count(in) || inputs_.count(in) || producer_.count(in)) continue;
+      if (in.empty()) continue;
+      if (const auto it = producer_.find(in); it != producer_.end()) {
+        if (it->second < i) continue;
+        fail(label + ": " + node_label(n, i) + ": input " + std::to_string(k) + " '" + in +
+             "' is the output of " +
+             (it->second == i
+                  ? std::string("this node")
+                  : node_label(g.node(it->second), it->second) + ", later in the graph") +
+             "; expected the nodes in topological order (every input produced by an earlier "
+             "node)");
+      }
+      if (constants_.count(in) || inputs_.count(in)) continue;
       fail(label + ": " + node_label(n, i) + ": input " + std::to_string(k) + " '" + in +
            "' is not a graph input, an initializer or the output of any node; expected every "
            "input to be one of these (a missing initializer?)");

@@ -4,8 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+
+#include "frontend/onnx/onnx_graph.h"  // shape_text
 
 namespace padfold::onnx_import {
 namespace {
@@ -65,11 +68,16 @@ const char* attribute_type_name(int type) {
 
 // Number of elements of `shape`, refusing negative dims and more than 2^31 elements.
 size_t element_count(const std::vector<int64_t>& shape, const std::string& what) {
+  for (int64_t d : shape)
+    if (d < 0) fail(what + ": negative dimension " + std::to_string(d));
+  // A zero dim anywhere makes the tensor empty, however large the rest (checked before multiplying
+  // so that no product wraps around).
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
   uint64_t n = 1;
   for (int64_t d : shape) {
-    if (d < 0) fail(what + ": negative dimension " + std::to_string(d));
+    if (static_cast<uint64_t>(d) > (uint64_t{1} << 31) / n)
+      fail(what + ": shape " + shape_text(shape) + " has more than 2^31 elements");
     n *= static_cast<uint64_t>(d);
-    if (n > (uint64_t{1} << 31)) fail(what + ": more than 2^31 elements");
   }
   return static_cast<size_t>(n);
 }
@@ -79,6 +87,90 @@ void check_not_external(const TP& t, const std::string& what) {
     fail(what +
          ": its data is stored outside the model file (external data); expected the data inside "
          "the .onnx file (re-save with onnx.save_model(m, path, save_as_external_data=False))");
+}
+
+// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF),
+// as the JSON the importer writes must be.
+bool valid_utf8(const std::string& s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned c = p[i];
+    size_t len = 0;
+    unsigned lo = 0x80, hi = 0xBF;  // the range of the second byte
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    if (n - i < len || p[i + 1] < lo || p[i + 1] > hi) return false;
+    for (size_t k = 2; k < len; ++k)
+      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return false;
+    i += len;
+  }
+  return true;
+}
+
+// Every string of the model the import copies into its spec, report or messages must be UTF-8:
+// names (model, graph, nodes, tensors, attributes), op types, domains, dim names and string
+// attributes. The message says where, without the bytes themselves.
+void check_utf8(const onnx::ModelProto& m, const std::string& label) {
+  auto check = [&](const std::string& s, const std::string& where) {
+    if (!valid_utf8(s))
+      fail(label + ": " + where +
+           " is not valid UTF-8; expected UTF-8 text (ONNX strings are UTF-8)");
+  };
+  check(m.producer_name(), "field 'producer_name'");
+  check(m.producer_version(), "field 'producer_version'");
+  check(m.domain(), "field 'domain'");
+  for (int k = 0; k < m.opset_import_size(); ++k)
+    check(m.opset_import(k).domain(), "opset_import #" + std::to_string(k) + ": field 'domain'");
+  const onnx::GraphProto& g = m.graph();
+  check(g.name(), "the graph's name");
+  auto value_infos = [&](const auto& list, const char* what) {
+    for (int k = 0; k < list.size(); ++k) {
+      const std::string where = std::string(what) + " #" + std::to_string(k);
+      check(list[k].name(), where + ": its name");
+      const auto& t = list[k].type();
+      if (t.has_tensor_type() && t.tensor_type().has_shape())
+        for (const auto& d : t.tensor_type().shape().dim())
+          check(d.dim_param(), where + ": a dim_param");
+    }
+  };
+  value_infos(g.input(), "graph input");
+  value_infos(g.output(), "graph output");
+  value_infos(g.value_info(), "value_info");
+  for (int k = 0; k < g.initializer_size(); ++k)
+    check(g.initializer(k).name(), "initializer #" + std::to_string(k) + ": its name");
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& n = g.node(i);
+    const std::string where = "node #" + std::to_string(i);
+    check(n.name(), where + ": its name");
+    check(n.op_type(), where + ": its op_type");
+    check(n.domain(), where + ": its domain");
+    for (int k = 0; k < n.input_size(); ++k)
+      check(n.input(k), where + ": input " + std::to_string(k));
+    for (int k = 0; k < n.output_size(); ++k)
+      check(n.output(k), where + ": output " + std::to_string(k));
+    for (int k = 0; k < n.attribute_size(); ++k) {
+      const onnx::AttributeProto& a = n.attribute(k);
+      check(a.name(), where + ": attribute #" + std::to_string(k) + ": its name");
+      check(a.s(), where + ": attribute #" + std::to_string(k) + ": its string value");
+      if (a.has_t())
+        check(a.t().name(), where + ": attribute #" + std::to_string(k) + ": its tensor's name");
+    }
+  }
 }
 
 }  // namespace
@@ -140,6 +232,7 @@ onnx::ModelProto parse_model(std::string_view bytes, const std::string& label) {
          "not an .onnx file)");
   if (!m.has_graph() || m.graph().node_size() == 0)
     fail(label + ": the model has no graph nodes (a truncated file or not an ONNX model)");
+  check_utf8(m, label);
   const int64_t opset = default_opset(m);
   if (opset == 0)
     fail(label +
@@ -247,8 +340,15 @@ std::vector<int64_t> to_int64s(const TP& t, const std::string& what) {
     }
   } else if (t.data_type() == TP::INT32) {
     if (t.has_raw_data()) {
-      for (float v : from_raw<int32_t>(t.raw_data(), count, what))
-        out.push_back(static_cast<int64_t>(v));
+      if (t.raw_data().size() != count * 4)
+        fail(what + ": raw_data has " + std::to_string(t.raw_data().size()) + " bytes; expected " +
+             std::to_string(count * 4));
+      out.resize(count);
+      for (size_t i = 0; i < count; ++i) {  // not through float: pads above 2^24 stay exact
+        int32_t v;
+        std::memcpy(&v, t.raw_data().data() + i * 4, 4);
+        out[i] = v;
+      }
     } else {
       out.assign(t.int32_data().begin(), t.int32_data().end());
     }

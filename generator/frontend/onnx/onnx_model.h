@@ -30,7 +30,8 @@ inline constexpr uint64_t kMaxModelBytes = (uint64_t{1} << 31) - 1;
 
 // Parses `bytes` as a ModelProto; `label` (the path) starts every error. Checks: the bytes parse
 // completely, the graph has nodes, the default domain ("" or "ai.onnx") is imported at an opset of
-// at most kMaxOpset, and no initializer keeps its data outside the file (external data).
+// at most kMaxOpset, no initializer keeps its data outside the file (external data), and every
+// name, op type, domain and string attribute is UTF-8 (the JSON written must be).
 onnx::ModelProto parse_model(std::string_view bytes, const std::string& label);
 // Reads a regular file of at most kMaxModelBytes and parses it with parse_model.
 onnx::ModelProto read_model(const std::string& path);
