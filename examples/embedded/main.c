@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "example_io.h"
 #include "lcg.h"
 #include "padfold_runtime.h"
 
@@ -22,32 +23,6 @@
 #define PF_REGISTRY padfold_registry_embedded
 #endif
 extern const pf_registry PF_REGISTRY;
-
-/* "NHWC 1x8x7x8" */
-static void format_shape(const pf_buffer_desc* b, char* buf, size_t len) {
-  int d;
-  size_t used = (size_t)snprintf(buf, len, "%s ", b->layout);
-  for (d = 0; d < b->rank && used < len; d++)
-    used += (size_t)snprintf(buf + used, len - used, d ? "x%lld" : "%lld", (long long)b->shape[d]);
-}
-
-static int write_output(const char* dir, const char* layer, const float* y, size_t n) {
-  char path[1024];
-  FILE* f;
-  size_t written;
-  snprintf(path, sizeof path, "%s/%s.bin", dir, layer);
-  f = fopen(path, "wb");
-  if (!f) {
-    fprintf(stderr, "cannot write %s\n", path);
-    return 2;
-  }
-  written = fwrite(y, sizeof(float), n, f);
-  if (fclose(f) != 0 || written != n) {
-    fprintf(stderr, "cannot write %s\n", path);
-    return 2;
-  }
-  return 0;
-}
 
 /* Runs kernel k on freshly filled buffers; prints "layer op output-shape sum max|y|". */
 static int run_kernel(const pf_kernel_desc* k, const char* outdir) {

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "example_io.h"
 #include "lcg.h"
 #include "padfold_runtime.h"
 
@@ -91,32 +92,6 @@ static int serial_par_for(void* user_context, pf_task_fn task, int min, int size
   int i, rc;
   for (i = min; i < min + size; i++) {
     if ((rc = task(user_context, i, closure)) != 0) return rc;
-  }
-  return 0;
-}
-
-/* "NHWC 1x8x7x4" */
-static void format_shape(const pf_buffer_desc* b, char* buf, size_t len) {
-  int d;
-  size_t used = (size_t)snprintf(buf, len, "%s ", b->layout);
-  for (d = 0; d < b->rank && used < len; d++)
-    used += (size_t)snprintf(buf + used, len - used, d ? "x%lld" : "%lld", (long long)b->shape[d]);
-}
-
-static int write_output(const char* dir, const char* name, const float* y, size_t n) {
-  char path[1024];
-  FILE* f;
-  size_t written;
-  snprintf(path, sizeof path, "%s/%s.bin", dir, name);
-  f = fopen(path, "wb");
-  if (!f) {
-    fprintf(stderr, "cannot write %s\n", path);
-    return 2;
-  }
-  written = fwrite(y, sizeof(float), n, f);
-  if (fclose(f) != 0 || written != n) {
-    fprintf(stderr, "cannot write %s\n", path);
-    return 2;
   }
   return 0;
 }

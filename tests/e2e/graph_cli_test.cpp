@@ -2,7 +2,6 @@
 // against the layers' buffers, copied into the bundle or embedded, and the manifest and registry
 // describe the graph.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "bundle_util.h"
 #include "cli/npy.h"
 
 namespace {
@@ -18,24 +18,11 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-struct Result {
-  int status;
-  std::string out;
-};
+using padfold::testing::contains;
+using Result = padfold::testing::CommandResult;
 
 Result run(const std::string& args) {
-  const std::string cmd = std::string(PADFOLD_BIN) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  return {WEXITSTATUS(status), out};
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
+  return padfold::testing::run_command(std::string(PADFOLD_BIN) + " " + args);
 }
 
 std::string read(const fs::path& p) {
@@ -91,14 +78,14 @@ class GraphCli : public ::testing::Test {
 
 TEST_F(GraphCli, CheckShowsTheGraph) {
   const Result r = run("check " + spec_path());
-  ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_TRUE(has(r.out, "sum    add")) << r.out;
-  EXPECT_TRUE(has(r.out, "conv,pw")) << r.out;
-  EXPECT_TRUE(has(r.out, "outputs: cat")) << r.out;
-  EXPECT_TRUE(has(r.out, "whole-model run: yes")) << r.out;
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "sum    add")) << r.output;
+  EXPECT_TRUE(contains(r.output, "conv,pw")) << r.output;
+  EXPECT_TRUE(contains(r.output, "outputs: cat")) << r.output;
+  EXPECT_TRUE(contains(r.output, "whole-model run: yes")) << r.output;
   const Result j = run("check --json " + spec_path());
-  ASSERT_EQ(j.status, 0) << j.out;
-  const json c = json::parse(j.out);
+  ASSERT_EQ(j.status, 0) << j.output;
+  const json c = json::parse(j.output);
   EXPECT_EQ(c.at("layers")[3].at("inputs"), json({"sum", "conv"}));
   EXPECT_EQ(c.at("layers")[3].at("output_shape"), json({1, 8, 3, 3}));
   EXPECT_EQ(c.at("inputs")[0].at("name"), "x");
@@ -107,7 +94,7 @@ TEST_F(GraphCli, CheckShowsTheGraph) {
 TEST_F(GraphCli, CompileCopiesWeightsAndDescribesTheGraph) {
   const fs::path out = dir / "bundle";
   const Result r = run("compile " + spec_path() + " -o " + out.string() + " --target host");
-  ASSERT_EQ(r.status, 0) << r.out;
+  ASSERT_EQ(r.status, 0) << r.output;
   const json m = json::parse(read(out / "manifest.json"));
   EXPECT_EQ(m.at("embedded_weights"), false);
   EXPECT_EQ(m.at("graph").at("inputs")[0].at("name"), "x");
@@ -134,7 +121,7 @@ TEST_F(GraphCli, EmbedWeightsBakesTheValuesIntoTheRegistry) {
   const fs::path out = dir / "bundle";
   const Result r =
       run("compile " + spec_path() + " -o " + out.string() + " --target host --embed-weights");
-  ASSERT_EQ(r.status, 0) << r.out;
+  ASSERT_EQ(r.status, 0) << r.output;
   const json m = json::parse(read(out / "manifest.json"));
   EXPECT_EQ(m.at("embedded_weights"), true);
   EXPECT_EQ(m.at("kernels")[0].at("buffers")[1].at("source"), nullptr);
@@ -142,12 +129,12 @@ TEST_F(GraphCli, EmbedWeightsBakesTheValuesIntoTheRegistry) {
   const std::string target = m.at("targets")[0].at("dir");
   const std::string registry = read(out / target / "registry.c");
   // conv_b[1] = 0.25f = 0x3e800000; the buffer points at its array.
-  EXPECT_TRUE(has(registry, "static const uint32_t pf_g_conv_bias_data[4]"))
+  EXPECT_TRUE(contains(registry, "static const uint32_t pf_g_conv_bias_data[4]"))
       << registry.substr(0, 400);
-  EXPECT_TRUE(has(registry, "0x00000000u, 0x3e800000u, 0x3f000000u, 0x3f400000u"));
-  EXPECT_TRUE(has(registry, "\"weights\", PF_ROLE_WEIGHTS"));
-  EXPECT_TRUE(has(registry, "pf_g_conv_weights_data}"));
-  EXPECT_TRUE(has(registry, "model_inputs[] = {"));
+  EXPECT_TRUE(contains(registry, "0x00000000u, 0x3e800000u, 0x3f000000u, 0x3f400000u"));
+  EXPECT_TRUE(contains(registry, "\"weights\", PF_ROLE_WEIGHTS"));
+  EXPECT_TRUE(contains(registry, "pf_g_conv_weights_data}"));
+  EXPECT_TRUE(contains(registry, "model_inputs[] = {"));
 }
 
 TEST_F(GraphCli, BadWeightFilesAreNamedAndNothingIsWritten) {
@@ -157,19 +144,19 @@ TEST_F(GraphCli, BadWeightFilesAreNamedAndNothingIsWritten) {
   for (const std::string& cmd :
        {"check " + spec_path(), "compile " + spec_path() + " -o " + out.string()}) {
     const Result r = run(cmd);
-    EXPECT_EQ(r.status, 1) << r.out;
-    EXPECT_TRUE(has(r.out, "g.json: layer 'pw': field 'weight_files.weights': "));
-    EXPECT_TRUE(has(r.out,
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_TRUE(contains(r.output, "g.json: layer 'pw': field 'weight_files.weights': "));
+    EXPECT_TRUE(contains(r.output,
                     "holds an array of shape (4, 4, 3, 1); expected (4, 4, 1, 1), the "
                     "layer's weights buffer in weight_layout OIHW"))
-        << r.out;
+        << r.output;
   }
   EXPECT_FALSE(fs::exists(out));
   fs::remove(dir / "w/conv_b.npy");
   const Result missing = run("compile " + spec_path() + " -o " + out.string());
   EXPECT_EQ(missing.status, 1);
-  EXPECT_TRUE(has(missing.out, "layer 'conv': field 'weight_files.bias': ")) << missing.out;
-  EXPECT_TRUE(has(missing.out, "conv_b.npy")) << missing.out;
+  EXPECT_TRUE(contains(missing.output, "layer 'conv': field 'weight_files.bias': ")) << missing.output;
+  EXPECT_TRUE(contains(missing.output, "conv_b.npy")) << missing.output;
   EXPECT_FALSE(fs::exists(out));
 }
 
@@ -178,16 +165,16 @@ TEST_F(GraphCli, ProducedByInputsCompileButCannotRunWhole) {
   s["inputs"][0]["produced_by"] = "ONNX node 'resize' (Resize)";
   write_spec(s);
   const Result c = run("check " + spec_path());
-  ASSERT_EQ(c.status, 0) << c.out;
-  EXPECT_TRUE(has(c.out, "whole-model run: no: input 'x' comes from ONNX node 'resize' (Resize)"))
-      << c.out;
+  ASSERT_EQ(c.status, 0) << c.output;
+  EXPECT_TRUE(contains(c.output, "whole-model run: no: input 'x' comes from ONNX node 'resize' (Resize)"))
+      << c.output;
   const fs::path out = dir / "bundle";
   const Result r = run("compile " + spec_path() + " -o " + out.string() + " --target host");
-  ASSERT_EQ(r.status, 0) << r.out;
+  ASSERT_EQ(r.status, 0) << r.output;
   const json m = json::parse(read(out / "manifest.json"));
   EXPECT_EQ(m.at("graph").at("inputs")[0].at("produced_by"), "ONNX node 'resize' (Resize)");
   const std::string registry = read(out / std::string(m.at("targets")[0].at("dir")) / "registry.c");
-  EXPECT_TRUE(has(registry, "\"ONNX node 'resize' (Resize)\"")) << registry;
+  EXPECT_TRUE(contains(registry, "\"ONNX node 'resize' (Resize)\"")) << registry;
 }
 
 // A chain padfold fuses: dw -> pw (auto) and conv -> max_pool (listed), with weight files. The
@@ -237,15 +224,15 @@ TEST_F(GraphCli, FusedBlocksRunLikeTheLayersOneByOne) {
   padfold::write_npy_f32((dir / "x.npy").string(), {1, 48, 47, 32}, x.data());
 
   const Result check = run("check " + spec_path());
-  ASSERT_EQ(check.status, 0) << check.out;
-  EXPECT_TRUE(has(check.out, "fused (--fuse auto): dw+pw: dw->pw: saves")) << check.out;
+  ASSERT_EQ(check.status, 0) << check.output;
+  EXPECT_TRUE(contains(check.output, "fused (--fuse auto): dw+pw: dw->pw: saves")) << check.output;
 
   std::vector<std::vector<float>> outputs;
   const std::vector<std::string> modes = {"none", "auto", "dw+pw,c+mp"};
   for (const std::string& fuse : modes) {
     const fs::path out = dir / ("bundle_" + std::to_string(outputs.size()));
     const Result r = run("compile " + spec_path() + " -o " + out.string() + " --fuse " + fuse);
-    ASSERT_EQ(r.status, 0) << r.out;
+    ASSERT_EQ(r.status, 0) << r.output;
     const json m = json::parse(read(out / "manifest.json"));
     const size_t kernels = fuse == "none" ? 4 : fuse == "auto" ? 3 : 2;
     ASSERT_EQ(m.at("kernels").size(), kernels) << fuse;
@@ -261,7 +248,7 @@ TEST_F(GraphCli, FusedBlocksRunLikeTheLayersOneByOne) {
     const std::string y = (dir / ("y" + std::to_string(outputs.size()) + ".npy")).string();
     const Result run_model = run("run " + out.string() + " --model --input " +
                                  (dir / "x.npy").string() + " --output " + y);
-    ASSERT_EQ(run_model.status, 0) << run_model.out;
+    ASSERT_EQ(run_model.status, 0) << run_model.output;
     const padfold::NpyArray a = padfold::read_npy_f32(y);
     EXPECT_EQ(a.shape, (std::vector<int64_t>{1, 24, 24, 16}));
     outputs.push_back(a.data);
@@ -276,10 +263,10 @@ TEST_F(GraphCli, FuseErrors) {
   const fs::path out = dir / "bundle";
   const Result bad = run("compile " + spec_path() + " -o " + out.string() + " --fuse conv+nope");
   EXPECT_EQ(bad.status, 1);
-  EXPECT_TRUE(has(bad.out, "--fuse conv+nope: 'nope' is not a layer")) << bad.out;
+  EXPECT_TRUE(contains(bad.output, "--fuse conv+nope: 'nope' is not a layer")) << bad.output;
   const Result kind = run("compile " + spec_path() + " -o " + out.string() + " --fuse conv+pw");
   EXPECT_EQ(kind.status, 1);
-  EXPECT_TRUE(has(kind.out, "'conv' is not read by 'pw' alone")) << kind.out;
+  EXPECT_TRUE(contains(kind.output, "'conv' is not read by 'pw' alone")) << kind.output;
   EXPECT_FALSE(fs::exists(out));
 }
 

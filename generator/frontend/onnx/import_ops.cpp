@@ -44,6 +44,15 @@ std::string check_data_input(const Context& c, const std::string& t, TensorType&
   return "";
 }
 
+// check_data_input for a conv or pool, whose data input must be float32 (an error, naming node i).
+std::string check_float_input(const Context& c, int i, const std::string& t, TensorType& type) {
+  if (std::string why = check_data_input(c, t, type); !why.empty()) return why;
+  if (type.elem_type != kFloat)
+    c.fail(i, "input '" + t + "' is " + elem_type_name(type.elem_type) +
+                  "; expected float32 (padfold generates float32 kernels)");
+  return "";
+}
+
 // A float32 constant input (weights, bias); `role` names it in messages.
 const onnx::TensorProto* float_constant(const Context& c, int node, const std::string& t,
                                         const std::string& role, std::string& why) {
@@ -119,10 +128,7 @@ std::variant<Draft, Left> draft_conv(const Context& c, int i) {
   d.kind = transposed ? Kind::ConvTranspose : Kind::Conv;
   const std::string x = c.canon(n.input(0));
   TensorType xt;
-  if (std::string why = check_data_input(c, x, xt); !why.empty()) return Left{why};
-  if (xt.elem_type != kFloat)
-    c.fail(i, "input '" + x + "' is " + elem_type_name(xt.elem_type) +
-                  "; expected float32 (padfold generates float32 kernels)");
+  if (std::string why = check_float_input(c, i, x, xt); !why.empty()) return Left{why};
   std::string why;
   d.weights = float_constant(c, i, n.input(1), "weights", why);
   if (!d.weights) return Left{why};
@@ -189,10 +195,7 @@ std::variant<Draft, Left> draft_pool(const Context& c, int i) {
   d.kind = max ? Kind::MaxPool : Kind::AvgPool;
   const std::string x = c.canon(n.input(0));
   TensorType xt;
-  if (std::string why = check_data_input(c, x, xt); !why.empty()) return Left{why};
-  if (xt.elem_type != kFloat)
-    c.fail(i, "input '" + x + "' is " + elem_type_name(xt.elem_type) +
-                  "; expected float32 (padfold generates float32 kernels)");
+  if (std::string why = check_float_input(c, i, x, xt); !why.empty()) return Left{why};
   const int dims = static_cast<int>(xt.shape.size()) - 2;
   d.dims = dims;
   d.inputs = {x};
