@@ -614,20 +614,28 @@ int main(int argc, char** argv) {
   // Report
   std::ostringstream md;
   {
-    std::string model = "unknown CPU";
+    std::string model = "unknown CPU", flags;
     std::ifstream cpuinfo("/proc/cpuinfo");
-    for (std::string line; std::getline(cpuinfo, line);)
-      if (line.rfind("model name", 0) == 0) {
+    for (std::string line; std::getline(cpuinfo, line);) {
+      if (line.rfind("model name", 0) == 0 && model == "unknown CPU")
         model = line.substr(line.find(':') + 2);
-        break;
-      }
+      if (line.rfind("flags", 0) == 0 && flags.empty()) flags = line.substr(line.find(':') + 2);
+    }
     char host[512];
     pf_host_describe(host, sizeof host);
     const std::time_t now = std::time(nullptr);
     char date[64];
     std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
     md << "Run " << date << " on " << model << " (" << std::thread::hardware_concurrency()
-       << " CPUs; " << host << ").\n\n";
+       << " CPUs; " << host << ").\n\nCPU flags (`lscpu`): " << flags << "\n\nThreads: "
+       << join(
+              [&] {
+                std::vector<std::string> t;
+                for (int n : threads) t.push_back(std::to_string(n));
+                return t;
+              }(),
+              ", ")
+       << ".\n\n";
   }
   if (!command.empty()) md << "Command: `" << command << "`\n\n";
   md << "padfold target `" << pf_bundle_target(fused_bundle) << "`; oneDNN "
