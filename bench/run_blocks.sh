@@ -12,6 +12,11 @@ spec="${SPEC:-$root/examples/inverted_residual_blocks.json}"
 results="${RESULTS:-$root/bench/results-blocks.md}"
 min_time="${MIN_TIME:-0.3}"
 threads="${THREADS:-1,2}"
+# The command as typed, with the settings given in the environment, for the report.
+command="bench/run_blocks.sh"
+for v in BUILD SPEC RESULTS MIN_TIME THREADS JOBS; do
+  [ -n "${!v:-}" ] && command="$v=${!v} $command"
+done
 bash "$root/scripts/setup-debian.sh"
 "$root/.venv/bin/cmake" -S "$root" -B "$build" -G Ninja -DPADFOLD_BUILD_BENCH=ON >/dev/null
 ninja -C "$build" -j"${JOBS:-2}" padfold bench_blocks
@@ -25,4 +30,4 @@ fuse="$(python3 "$root/bench/bench_blocks_torch.py" "$spec" --fuse-list)"
   --threads "$threads" --min-time "$min_time" --json "$out/torch.json"
 "$build/bin/bench_blocks" --fused "$out/fused" --unfused "$out/unfused" --auto "$out/auto" \
   --spec "$spec" --torch "$out/torch.json" --threads "$threads" --min-time "$min_time" \
-  --markdown "$results" --command "bench/run_blocks.sh $*"
+  --markdown "$results" --command "$command"
