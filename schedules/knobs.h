@@ -45,7 +45,10 @@ namespace padfold {
   X(int, channels_outer_kb, 0, 0, 1048576, linear, cpu,                                          \
     "channel blocks outermost when the weights exceed this many KiB; 0 = never")                 \
   X(bool, parallel_channels, false, 0, 1, linear, cpu,                                           \
-    "with channel blocks outermost, threads over the blocks instead of rows")
+    "with channel blocks outermost, threads over the blocks instead of rows")                    \
+  X(int, fused_strips, 0, 0, 64, linear, cpu,                                                    \
+    "fused blocks: the rows in this many parallel strips, and a producer read through a window " \
+    "computed per row tile, sliding along its strip (no halo recompute); 0 = per pixel tile")
 
 // A layer's schedule: every knob, plus the name of the strategy-table row it came from.
 struct ScheduleParams {

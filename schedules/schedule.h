@@ -21,6 +21,18 @@ OpClass classify(const Layer& layer);
 std::string to_string(TargetFamily family);
 std::string to_string(OpClass op_class);
 
+// Where a fused block's producer is computed: per pixel tile of the block's consumer (compute and
+// store at its pixel tile), or per row tile and stored per strip of rows, so that it slides along
+// the rows (fused_strips).
+struct ProducerPlace {
+  Halide::LoopLevel compute, store;
+  // The columns of the producer's region computed at `compute` when they are a known constant
+  // (a whole row, or the consumer's pixel tile read by a 1x1 stride-1 consumer); 0 otherwise.
+  int64_t columns = 0;
+  // Rows of the producer's storage, folded (a ring of rows) when it slides along rows; 0 = none.
+  int fold_rows = 0;
+};
+
 // A schedule family: how knobs become Halide scheduling directives.
 struct ScheduleStrategy {
   const char* scope;  // the knob scope it reads ("cpu")
@@ -30,10 +42,10 @@ struct ScheduleStrategy {
                             const ScheduleParams& requested);
   // Applies resolved knobs to the algorithm's Funcs (and sets algorithm.pixel_tile).
   void (*apply)(Algorithm& algorithm, const ScheduleParams& resolved, const Halide::Target& target);
-  // Schedules a fused block's producer layer at `at`, a pixel tile of its consumer scheduled with
-  // `consumer` knobs; null where the op class is never a producer.
-  void (*apply_producer)(Algorithm& producer, const ScheduleParams& consumer,
-                         const Halide::LoopLevel& at, const Halide::Target& target);
+  // Schedules a fused block's producer layer with its own resolved knobs (`own`: its register
+  // tile) where `where` says; null where the op class is never a producer.
+  void (*apply_producer)(Algorithm& producer, const ScheduleParams& own, const ProducerPlace& where,
+                         const Halide::Target& target);
   // Knobs simple enough to compile where the tuned ones made Halide crash or hang: scalar, one
   // output per tile, nothing unrolled.
   ScheduleParams conservative;
@@ -62,12 +74,21 @@ ScheduleParams apply_schedule(Algorithm& algorithm, const ScheduleParams& reques
                               const Halide::Target& target);
 
 // A fused block (producers first, the consumer last): the consumer's knobs with channel blocks
-// kept inside pixel tiles (so each producer tile serves every channel block once).
+// kept inside pixel tiles (so each producer tile serves every channel block once), fused_strips
+// at most max_block_strips.
 ScheduleParams resolve_block_schedule(const std::vector<const Layer*>& chain,
                                       const Halide::Target& target,
                                       const ScheduleParams& requested);
-// Schedules the consumer with the resolved block knobs and computes every producer per pixel tile
-// of the consumer; returns the knobs in effect.
+// The most row strips (fused_strips) a block's rows split into such that every strip is at least
+// kStripOverlaps times as long as the rows a producer read through a window recomputes at its
+// top (k - stride producer rows); a large number where no producer is read through a window.
+inline constexpr double kStripOverlaps = 4;
+int max_block_strips(const std::vector<const Layer*>& chain);
+
+// Schedules the consumer with the resolved block knobs and every producer with its own layer's
+// knobs: a producer read through a window per row tile of the consumer, sliding along the rows of
+// its strip, when the consumer is computed in strips (fused_strips); the others per pixel tile of
+// the consumer. Returns the knobs in effect.
 ScheduleParams apply_block_schedule(std::vector<Algorithm>& chain, const ScheduleParams& requested,
                                     const Halide::Target& target);
 

@@ -16,6 +16,7 @@ packages=(
   libkainjow-mustache-dev      # templates for emitted files (templates/)
   libcjson-dev                 # manifest parsing inside the C runtime
   libdnnl-dev                  # oneDNN: the benchmark peer
+  python3-torch                # PyTorch 1.13: the peer of bench/run_blocks.sh
   python3-jsonschema           # validates example specs against the JSON Schema in tests
   qemu-user g++-aarch64-linux-gnu g++-arm-linux-gnueabihf  # embedded (cross) builds
   g++-riscv64-linux-gnu        # embedded riscv-64-linux cross build (tests/embedded_*)

@@ -90,17 +90,35 @@ FusionEstimate estimate_fusion(const std::vector<const Layer*>& chain) {
   e.kind = b.kind();
   for (size_t i = 0; i + 1 < chain.size(); ++i)
     e.intermediate_bytes += bytes_of(chain[i]->output_shape_full());
-  // The producer feeding a windowed consumer is recomputed over the consumer tiles' halos: the
-  // dw of pw->dw->pw recomputes its pw producer; a pool recomputes its conv.
+  // A producer feeding a windowed consumer slides along the rows of the block's row strips
+  // (fused_strips; at most max_block_strips): each strip recomputes the k - stride rows above its
+  // first row, and columns are never recomputed. Without strips it would be recomputed over every
+  // tile's halo (tile_factor).
+  const int strips = std::min(kNominalStrips, max_block_strips(chain));
+  const Layer& last = *chain.back();
+  const size_t y = last.out_spatial.size() >= 2 ? last.out_spatial.size() - 2 : 0;
+  bool windowed = false;
   for (size_t i = 1; i < chain.size(); ++i) {
     const Layer& consumer = *chain[i];
     if (is_pw(consumer)) continue;  // reads each producer point once
-    e.recompute_flops += chain[i - 1]->flops() * (tile_factor(consumer) - 1);
+    windowed = true;
+    const Layer& producer = *chain[i - 1];
+    if (last.spatial_dims < 2) {
+      e.recompute_flops += producer.flops() * (tile_factor(consumer) - 1);
+      continue;
+    }
+    const int64_t k = (consumer.kernel[y] - 1) * consumer.dilation[y] + 1, s = consumer.stride[y];
+    const double rows = static_cast<double>(producer.out_spatial[y]);
+    e.recompute_flops +=
+        producer.flops() * static_cast<double>(std::max<int64_t>(0, k - s) * strips) / rows;
   }
   const double per_byte =
       e.intermediate_bytes <= kCachedIntermediateBytes ? kFlopsPerByte / 4 : kFlopsPerByte;
   const double worth = 2 * e.intermediate_bytes * per_byte;
-  e.pays = worth > e.recompute_flops && e.intermediate_bytes >= kMinFusedIntermediateBytes;
+  // One strip (a window too tall for the rows): the block would run on one thread.
+  const bool serial = windowed && strips < 2 && last.spatial_dims >= 2;
+  e.pays =
+      worth > e.recompute_flops && e.intermediate_bytes >= kMinFusedIntermediateBytes && !serial;
   e.reason = fmt::format(
       "{}: saves {:.1f} KB of intermediate writes and reads ({:.2f} MFLOP-equivalent), "
       "recomputes {:.2f} MFLOP of halo",
@@ -108,6 +126,9 @@ FusionEstimate estimate_fusion(const std::vector<const Layer*>& chain) {
   if (e.intermediate_bytes < kMinFusedIntermediateBytes)
     e.reason += fmt::format("; an intermediate under {:.0f} KB stays in cache",
                             kMinFusedIntermediateBytes / 1024);
+  if (serial)
+    e.reason += fmt::format("; its window allows a single row strip of {} rows (one thread)",
+                            last.out_spatial[y]);
   return e;
 }
 

@@ -1,7 +1,8 @@
 // Which layers become one kernel. A fused block is a chain in which each layer reads only the
 // previous one, whose output nothing else reads and which is no model output; the kinds are
 // dw -> pw, pw -> dw -> pw and conv -> max_pool / avg_pool. `auto` fuses a chain when the memory
-// traffic of its intermediates saved outweighs the halo the consumer's tiles recompute.
+// traffic of its intermediates saved outweighs the producer rows each row strip recomputes, and
+// the block keeps at least two strips (threads).
 #pragma once
 
 #include <string>
@@ -24,7 +25,7 @@ FuseOptions parse_fuse_option(const std::string& text);
 struct FusionEstimate {
   std::string kind;               // "dw->pw", ...
   double intermediate_bytes = 0;  // written and read back once each when not fused
-  double recompute_flops = 0;     // extra producer work of the consumer tiles' halos (may be < 0)
+  double recompute_flops = 0;     // extra producer work: the rows above each row strip
   bool pays = false;
   std::string reason;  // the numbers, in words
 };
@@ -34,9 +35,14 @@ struct FusionEstimate {
 // worth a quarter of that per byte.
 inline constexpr double kFlopsPerByte = 10;
 inline constexpr double kCachedIntermediateBytes = 512 * 1024;
-// Intermediates smaller than this stay in L1/L2 between two kernels: fusing them saves too little
-// to give up a kernel per layer.
-inline constexpr double kMinFusedIntermediateBytes = 64 * 1024;
+// The row strips the cost model assumes a block's rows are split into (the CPU rows'
+// fused_strips), fewer where a window needs taller strips (max_block_strips).
+inline constexpr int kNominalStrips = 4;
+// Intermediates smaller than this stay in L2 between two kernels: fusing them saves too little
+// to give up a kernel per layer (bench/results-blocks.md: b6's dw->pw, a 527 KB intermediate,
+// ran 0.8x as fast fused as unfused at 1 thread on a 2 MiB-L2 Sapphire Rapids; every chain whose
+// intermediates were 1.5 MB or more gained 1.02-1.6x). 1 MiB: the L2 of Zen 4.
+inline constexpr double kMinFusedIntermediateBytes = 1024 * 1024;
 
 struct FusionPlan {
   std::vector<Block> blocks;       // every layer in exactly one block, in model order

@@ -178,12 +178,71 @@ ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParam
   r.tile_y = ty;
   r.fit_tiles = false;
   r.min_task_kflop = 0;
+  r.fused_strips = 0;  // a block's (resolve_block_schedule sets it back)
   if (p.rows_per_task > 0 && !parallel_over_channels(r, L, ax)) {
     const int64_t row_tiles =
         ax.dims >= 2 ? (ax.rows + ty - 1) / ty : (ax.unr_extent + unroll - 1) / unroll;
     r.rows_per_task = grouped_rows_per_task(p, row_tiles, L.flops());
   }
   return r;
+}
+
+// The reduction of a register tile computed at `at`: accumulators vectorized along the
+// vectorized axis and unrolled over the tile, the reduction loops (input channels, kernel taps)
+// outside them in the order and with the unrolling the knobs say. `rows`: the output's rows (for
+// unroll_taps_rows).
+void schedule_reduction(Algorithm& a, const ScheduleParams& p, const LoopLevel& at, int64_t rows) {
+  const Layer& L = *a.layer;
+  const int D = L.spatial_dims;
+  const bool cl = L.layout.channels_last;
+  const Var vec_var = cl ? a.c : a.spatial[0];
+  const Var unr_var = cl ? a.spatial[0] : a.c;
+  const int lanes = p.vector_lanes;
+  a.reduce.compute_at(at);
+  std::vector<VarOrRVar> inner{vec_var, unr_var};
+  if (D >= 2) inner.push_back(a.spatial[1]);
+  a.reduce.vectorize(vec_var, lanes).unroll(vec_var).unroll(unr_var);
+  if (D >= 2) a.reduce.unroll(a.spatial[1]);
+  auto update = a.reduce.update();
+
+  // The reduction: input channels (when the RDom has them) and kernel taps, innermost first.
+  const int first_tap = a.r.dimensions() - D;
+  const bool has_rc = first_tap > 0;
+  std::vector<VarOrRVar> channel_loops, tap_loops;
+  if (has_rc) {
+    const int64_t rc_extent = L.in_channels / L.groups;  // only convolutions reduce channels
+    const int f = p.unroll_channels > 1 ? divisor_at_most(rc_extent, p.unroll_channels) : 1;
+    if (f > 1 && f < rc_extent) {
+      RVar rco("rco"), rci("rci");
+      update.split(a.r[0], rco, rci, f);
+      channel_loops = {rci, rco};
+      update.unroll(rci);
+    } else {
+      channel_loops = {a.r[0]};
+      if (f > 1) update.unroll(a.r[0]);
+    }
+  }
+  for (int i = first_tap; i < a.r.dimensions(); ++i) tap_loops.push_back(a.r[i]);
+  std::vector<VarOrRVar> update_order = inner;
+  const auto& first = p.taps_inner ? tap_loops : channel_loops;
+  const auto& second = p.taps_inner ? channel_loops : tap_loops;
+  update_order.insert(update_order.end(), first.begin(), first.end());
+  update_order.insert(update_order.end(), second.begin(), second.end());
+  for (int j = 2; j < D; ++j) update_order.push_back(a.spatial[j]);
+  update_order.push_back(a.n);
+  update.reorder(update_order).vectorize(vec_var, lanes).unroll(vec_var).unroll(unr_var);
+  if (D >= 2) update.unroll(a.spatial[1]);
+  // Short kernel axes are unrolled: the innermost one (the RDom's first spatial variable) up to
+  // unroll_taps, the others up to unroll_taps_outer, all of them on outputs of at most
+  // unroll_taps_rows rows. Unrolled taps make the border conditions of border tiles constant, so
+  // Halide drops the taps that fall in the padding.
+  const bool small_output = p.unroll_taps_rows > 0 && rows <= p.unroll_taps_rows;
+  for (int j = 0; j < D; ++j) {
+    const int64_t taps = L.kernel[D - 1 - j];
+    const int limit = j == 0 ? p.unroll_taps : p.unroll_taps_outer;
+    if (taps > 1 && (small_output || (limit > 0 && taps <= limit)))
+      update.unroll(a.r[first_tap + j]);
+  }
 }
 
 // One shape for every op (see the top of this file), from resolved knobs.
@@ -229,51 +288,7 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
 
   // Accumulators: one register tile, computed per tile of the output.
   const Var innermost_tile = channels_outer ? pix_outer : t.vec_outer;
-  a.reduce.compute_at(out, innermost_tile);
-  std::vector<VarOrRVar> inner{vec_var, unr_var};
-  if (D >= 2) inner.push_back(a.spatial[1]);
-  a.reduce.vectorize(vec_var, lanes).unroll(vec_var).unroll(unr_var);
-  if (D >= 2) a.reduce.unroll(a.spatial[1]);
-  auto update = a.reduce.update();
-
-  // The reduction: input channels (when the RDom has them) and kernel taps, innermost first.
-  const int first_tap = a.r.dimensions() - D;
-  const bool has_rc = first_tap > 0;
-  std::vector<VarOrRVar> channel_loops, tap_loops;
-  if (has_rc) {
-    const int64_t rc_extent = L.in_channels / L.groups;  // only convolutions reduce channels
-    const int f = p.unroll_channels > 1 ? divisor_at_most(rc_extent, p.unroll_channels) : 1;
-    if (f > 1 && f < rc_extent) {
-      RVar rco("rco"), rci("rci");
-      update.split(a.r[0], rco, rci, f);
-      channel_loops = {rci, rco};
-      update.unroll(rci);
-    } else {
-      channel_loops = {a.r[0]};
-      if (f > 1) update.unroll(a.r[0]);
-    }
-  }
-  for (int i = first_tap; i < a.r.dimensions(); ++i) tap_loops.push_back(a.r[i]);
-  std::vector<VarOrRVar> update_order = inner;
-  const auto& first = p.taps_inner ? tap_loops : channel_loops;
-  const auto& second = p.taps_inner ? channel_loops : tap_loops;
-  update_order.insert(update_order.end(), first.begin(), first.end());
-  update_order.insert(update_order.end(), second.begin(), second.end());
-  for (int j = 2; j < D; ++j) update_order.push_back(a.spatial[j]);
-  update_order.push_back(a.n);
-  update.reorder(update_order).vectorize(vec_var, lanes).unroll(vec_var).unroll(unr_var);
-  if (D >= 2) update.unroll(a.spatial[1]);
-  // Short kernel axes are unrolled: the innermost one (the RDom's first spatial variable) up to
-  // unroll_taps, the others up to unroll_taps_outer, all of them on outputs of at most
-  // unroll_taps_rows rows. Unrolled taps make the border conditions of border tiles constant, so
-  // Halide drops the taps that fall in the padding.
-  const bool small_output = p.unroll_taps_rows > 0 && ax.rows <= p.unroll_taps_rows;
-  for (int j = 0; j < D; ++j) {
-    const int64_t taps = L.kernel[D - 1 - j];
-    const int limit = j == 0 ? p.unroll_taps : p.unroll_taps_outer;
-    if (taps > 1 && (small_output || (limit > 0 && taps <= limit)))
-      update.unroll(a.r[first_tap + j]);
-  }
+  schedule_reduction(a, p, LoopLevel(out, innermost_tile), ax.rows);
 
   if (!p.inline_border) a.bordered.compute_at(out, innermost_tile);
   // All channels of a pixel tile: channels-last tiles keep channel blocks inside pixel blocks;
@@ -283,9 +298,27 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   else
     a.pixel_tile = LoopLevel(out, a.n);
 
-  // Threads over rows (the outermost spatial tile loop); over channel blocks instead when they are
-  // the outer loop, or when the output is a single row of tiles.
-  if (p.rows_per_task > 0) {
+  // A fused block's consumer in row strips (fused_strips): the row tiles split into strips of
+  // equal size where a divisor allows, one parallel task each; producers read through a window
+  // slide along the row tiles of a strip (apply_block_schedule). Each strip recomputes the rows
+  // its window reads above its first row, so a strip should be long against the window.
+  const bool strips = p.fused_strips > 0 && a.source.defined() && cl && D >= 2 && !channels_outer;
+  if (strips) {
+    const int64_t row_tiles = (ax.rows + ty - 1) / ty;
+    const int64_t want = (row_tiles + p.fused_strips - 1) / p.fused_strips;
+    int64_t per = want;
+    while (per < row_tiles && row_tiles % per != 0) ++per;
+    if (per > want + want / 4) per = want;  // no divisor nearby: the last strip shifts inwards
+    const Var strip("ys");
+    split_tile(out, t.y_outer, strip, t.y_outer, static_cast<int>(per), row_tiles);
+    if (p.rows_per_task > 0 && per < row_tiles) out.parallel(strip);
+    out.never_partition(strip);  // one body for every strip
+    a.strips = true;
+    a.row_tile = LoopLevel(out, t.y_outer);
+    a.row_strip = LoopLevel(out, strip);
+  } else if (p.rows_per_task > 0) {
+    // Threads over rows (the outermost spatial tile loop); over channel blocks instead when they
+    // are the outer loop, or when the output is a single row of tiles.
     if (parallel_over_channels(p, L, ax))
       out.parallel(chan_outer);
     else
@@ -293,29 +326,80 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   }
 }
 
-// A fused block's producer, computed per pixel tile of its consumer (`at`): vectorized along the
-// same axis as a layer of its own, its reduction in the same tile, short kernel axes unrolled.
-void apply_producer(Algorithm& a, const ScheduleParams& p, const LoopLevel& at, const Target&) {
+// A fused block's producer at `where`, with its own layer's register tile. Channels-last: its
+// output split into tiles of channel vectors x columns (the rows of its tile budget go to
+// columns: a producer's region is one row, or a few), the reduction per tile in registers as in
+// a layer of its own, tap and channel unrolling from its knobs. Columns tile only a region of a
+// known width (a whole row, or the pixel tile of a 1x1 reader), by a divisor of it, so that no
+// tile reads past the producer's input; other regions are computed a column at a time. Channels
+// first: vectorized along columns, guarded.
+void apply_producer(Algorithm& a, const ScheduleParams& p, const ProducerPlace& where,
+                    const Target&) {
   const Layer& L = *a.layer;
   for (Func h : a.helpers) h.compute_root();
   const bool cl = L.layout.channels_last;
-  const Var vec = cl ? a.c : a.spatial[0];
-  const int64_t extent = cl ? L.out_channels : L.out_spatial.back();
-  const int lanes = clamp_int(p.vector_lanes, 1, extent);
-  // Channels: the consumer reads all of them, so the region is never narrower than the vector;
-  // columns: a tile may be, so those are guarded.
-  const TailStrategy tail = cl ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf;
-  a.output.compute_at(at);
-  a.reduce.compute_at(at);
-  if (lanes > 1) {
-    a.output.vectorize(vec, lanes, tail);
-    a.reduce.vectorize(vec, lanes, tail);
-    a.reduce.update().vectorize(vec, lanes, TailStrategy::GuardWithIf);  // no shifts in updates
+  const int D = L.spatial_dims;
+  a.output.compute_at(where.compute).store_at(where.store);
+  if (where.fold_rows > 0 && D >= 2 && where.fold_rows < L.out_spatial[D - 2])
+    a.output.fold_storage(a.spatial[1], where.fold_rows);
+  if (!cl || !a.reduce.defined()) {
+    const Var vec = cl ? a.c : a.spatial[0];
+    const int64_t extent = cl ? L.out_channels : L.out_spatial.back();
+    const int lanes = clamp_int(p.vector_lanes, 1, extent);
+    // Channels: the consumer reads all of them, so the region is never narrower than the vector;
+    // columns: a tile may be, so those are guarded.
+    const TailStrategy tail = cl ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf;
+    if (a.reduce.defined()) a.reduce.compute_at(where.compute);
+    if (lanes > 1) {
+      a.output.vectorize(vec, lanes, tail);
+      if (a.reduce.defined()) {
+        a.reduce.vectorize(vec, lanes, tail);
+        a.reduce.update().vectorize(vec, lanes, TailStrategy::GuardWithIf);
+      }
+    }
+    if (!a.reduce.defined()) return;
+    const int first_tap = a.r.dimensions() - D;
+    for (int j = 0; j < D; ++j)
+      if (L.kernel[D - 1 - j] > 1 && L.kernel[D - 1 - j] <= std::max(p.unroll_taps, 1))
+        a.reduce.update().unroll(a.r[first_tap + j]);
+    return;
   }
-  const int D = L.spatial_dims, first_tap = a.r.dimensions() - D;
-  for (int j = 0; j < D; ++j)
-    if (L.kernel[D - 1 - j] > 1 && L.kernel[D - 1 - j] <= std::max(p.unroll_taps, 1))
-      a.reduce.update().unroll(a.r[first_tap + j]);
+  // The register tile: vectors of channels (the consumer reads all of them, so the region spans
+  // every channel) by columns.
+  const int64_t C = L.out_channels;
+  const int lanes = clamp_int(p.vector_lanes, 1, C);
+  const int budget = std::max(1, p.channel_vectors) * std::max(1, p.tile_x) * std::max(1, p.tile_y);
+  int vectors = clamp_int(p.channel_vectors, 1, std::max<int64_t>(1, C / lanes));
+  if (C % (static_cast<int64_t>(vectors) * lanes) != 0 && C % lanes == 0)
+    vectors = std::max(1, divisor_at_most(C / lanes, vectors));
+  int columns = 1;
+  if (where.columns > 0) columns = divisor_at_most(where.columns, std::max(1, budget / vectors));
+  ScheduleParams q = p;
+  q.vector_lanes = lanes;
+  q.channel_vectors = vectors;
+  q.tile_x = columns;
+  q.tile_y = 1;
+  const int vec_tile = vectors * lanes;
+  Func out = a.output;
+  const Var x = a.spatial[0];
+  Var co("pco"), ci("pci"), xo("pxo"), xi("pxi");
+  split_tile(out, a.c, co, ci, vec_tile, C);
+  std::vector<VarOrRVar> order{ci};
+  if (columns > 1) {
+    out.split(x, xo, xi, columns, TailStrategy::RoundUp);  // columns divides the region
+    order.push_back(xi);
+    order.push_back(co);
+    order.push_back(xo);
+  } else {
+    order.push_back(co);
+    order.push_back(x);
+  }
+  for (int j = 1; j < D; ++j) order.push_back(a.spatial[j]);
+  order.push_back(a.n);
+  out.reorder(order).vectorize(ci, lanes);
+  if (columns > 1) out.unroll(xi);
+  schedule_reduction(a, q, LoopLevel(out, co),
+                     L.out_spatial.size() >= 2 ? L.out_spatial[D - 2] : 1);
 }
 
 }  // namespace

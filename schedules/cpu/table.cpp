@@ -41,6 +41,10 @@ StrategyRow row(TargetFamily family, OpClass op_class,
 //  depthwise  small tiles over two rows; 3x3 and 5x5 kernels fully unrolled (with Halide 21, 5x5
 //             kernels whose rows stay rolled keep a select per tap in the steady state of 14x14
 //             outputs; on the 7x7 effnet_dw5_s2_b unrolling drops the padding: 46 -> 106 GFLOP/s).
+//  fused     pointwise and pooling rows are also the knobs of a fused block they end: 4 row strips
+//             (fused_strips), producers read through a window sliding along each strip's rows
+//             (bench/results-blocks.md: b2a 0.87 -> 0.43 ms, stem conv->max_pool 12.9 -> 1.1 ms,
+//             1 thread, against per-pixel-tile producers that recomputed their window's halo).
 // AVX2 and generic (SSE4.1) rows take the same structure with their own tile budgets (spot-checked
 // on this machine); NEON rows are unchanged: they cannot be timed or run here.
 std::vector<StrategyRow> x86_and_generic_rows() {
@@ -48,23 +52,23 @@ std::vector<StrategyRow> x86_and_generic_rows() {
   return {
       row(F::X86Avx512, C::Dense,      {{"vector_lanes", 16}, {"tile_x", 16}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}}),
       row(F::X86Avx512, C::Stem,       {{"vector_lanes", 16}, {"channel_vectors", 4}, {"unroll_taps", 7}, {"unroll_channels", 3}, {"fit_tiles", 1}, {"taps_inner", 1}}),
-      row(F::X86Avx512, C::Pointwise,  {{"vector_lanes", 16}, {"tile_x", 16}, {"channels_outer_kb", 1024}, {"fit_tiles", 1}, {"parallel_channels", 1}}),
+      row(F::X86Avx512, C::Pointwise,  {{"vector_lanes", 16}, {"tile_x", 16}, {"channels_outer_kb", 1024}, {"fit_tiles", 1}, {"parallel_channels", 1}, {"fused_strips", 4}}),
       row(F::X86Avx512, C::Depthwise,  {{"vector_lanes", 16}, {"tile_y", 2}, {"unroll_taps", 5}, {"unroll_taps_outer", 5}, {"unroll_taps_rows", 8}, {"fit_tiles", 1}}),
-      row(F::X86Avx512, C::Pooling,    {{"vector_lanes", 16}, {"unroll_taps", 3}}),
+      row(F::X86Avx512, C::Pooling,    {{"vector_lanes", 16}, {"unroll_taps", 3}, {"fused_strips", 4}}),
       row(F::X86Avx512, C::Transposed, {{"vector_lanes", 16}, {"channel_vectors", 2}}),
       row(F::X86Avx512, C::Elementwise, {{"vector_lanes", 16}}),
       row(F::X86Avx2,   C::Dense,      {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}}),
       row(F::X86Avx2,   C::Stem,       {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"unroll_taps", 7}, {"unroll_channels", 3}, {"fit_tiles", 1}, {"taps_inner", 1}}),
-      row(F::X86Avx2,   C::Pointwise,  {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"channels_outer_kb", 1024}, {"fit_tiles", 1}, {"parallel_channels", 1}}),
+      row(F::X86Avx2,   C::Pointwise,  {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"channels_outer_kb", 1024}, {"fit_tiles", 1}, {"parallel_channels", 1}, {"fused_strips", 4}}),
       row(F::X86Avx2,   C::Depthwise,  {{"vector_lanes", 8}, {"tile_y", 2}, {"unroll_taps", 5}, {"unroll_taps_outer", 5}, {"unroll_taps_rows", 8}, {"fit_tiles", 1}}),
-      row(F::X86Avx2,   C::Pooling,    {{"vector_lanes", 8}, {"unroll_taps", 3}}),
+      row(F::X86Avx2,   C::Pooling,    {{"vector_lanes", 8}, {"unroll_taps", 3}, {"fused_strips", 4}}),
       row(F::X86Avx2,   C::Transposed, {{"vector_lanes", 8}, {"channel_vectors", 2}}),
       row(F::X86Avx2,   C::Elementwise, {{"vector_lanes", 8}}),
       row(F::Generic,   C::Dense,      {{"vector_lanes", 4}, {"channel_vectors", 2}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}}),
       row(F::Generic,   C::Stem,       {{"vector_lanes", 4}, {"channel_vectors", 2}, {"unroll_taps", 3}, {"unroll_channels", 3}, {"fit_tiles", 1}, {"taps_inner", 1}}),
-      row(F::Generic,   C::Pointwise,  {{"vector_lanes", 4}, {"channel_vectors", 2}, {"channels_outer_kb", 1024}, {"fit_tiles", 1}, {"parallel_channels", 1}}),
+      row(F::Generic,   C::Pointwise,  {{"vector_lanes", 4}, {"channel_vectors", 2}, {"channels_outer_kb", 1024}, {"fit_tiles", 1}, {"parallel_channels", 1}, {"fused_strips", 4}}),
       row(F::Generic,   C::Depthwise,  {{"vector_lanes", 4}, {"tile_y", 2}, {"unroll_taps", 5}, {"unroll_taps_outer", 5}, {"unroll_taps_rows", 8}, {"fit_tiles", 1}}),
-      row(F::Generic,   C::Pooling,    {{"vector_lanes", 4}, {"unroll_taps", 3}}),
+      row(F::Generic,   C::Pooling,    {{"vector_lanes", 4}, {"unroll_taps", 3}, {"fused_strips", 4}}),
       row(F::Generic,   C::Transposed, {{"vector_lanes", 4}}),
       row(F::Generic,   C::Elementwise, {{"vector_lanes", 4}}),
       row(F::ArmNeon,   C::Dense,      {{"vector_lanes", 4}, {"channel_vectors", 4}, {"unroll_taps", 3}}),

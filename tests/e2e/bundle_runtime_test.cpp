@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -224,6 +226,79 @@ TEST(BundleRuntime, ShapeErrorNamesKernelBufferAndDim) {
   EXPECT_EQ(pf_run(k, t.data(), static_cast<int>(t.size()), err, sizeof err), PF_ERR_SHAPE);
   EXPECT_TRUE(contains(err, "kernel 'stem'") && contains(err, "'input'") && contains(err, "dim 2"))
       << err;
+}
+
+// Fused blocks through the runtime (examples/inverted_residual_blocks.json): the bundle opens
+// (its registry once wrote the op "dw->pw" HTML-escaped and every fused bundle was refused), and
+// each block equals its layers' unfused kernels run one after another.
+TEST(BundleRuntime, FusedBlocksEqualUnfusedKernels) {
+  BundlePtr fused(open_bundle(PF_BLOCKS_FUSED, nullptr));
+  BundlePtr unfused(open_bundle(PF_BLOCKS_UNFUSED, nullptr));
+  ASSERT_TRUE(fused && unfused);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  auto random = [&](size_t bytes) {
+    std::vector<float> v(bytes / sizeof(float));
+    for (float& x : v) x = dist(rng);
+    return v;
+  };
+  int blocks = 0;
+  for (int i = 0; i < pf_bundle_num_kernels(fused.get()); ++i) {
+    const pf_kernel_desc* k = pf_bundle_kernel(fused.get(), i);
+    if (std::string(k->op).find("->") == std::string::npos) continue;
+    ++blocks;
+    SCOPED_TRACE(std::string(k->layer) + " (" + k->op + ")");
+    // The block's buffers by name, and its layers in order (from "<layer>_weights").
+    std::map<std::string, std::vector<float>> data;
+    std::vector<std::string> layers;
+    std::vector<pf_tensor> t;
+    std::vector<float> out;
+    for (int b = 0; b < k->num_buffers; ++b) {
+      const pf_buffer_desc* d = &k->buffers[b];
+      const std::string name = d->name;
+      if (d->role == PF_ROLE_OUTPUT) {
+        out.assign(pf_buffer_bytes(d) / sizeof(float), 0.f);
+        t.push_back(pf_tensor_of(d, out.data(), out.size() * sizeof(float)));
+        continue;
+      }
+      data[name] = random(pf_buffer_bytes(d));
+      t.push_back(pf_tensor_of(d, data[name].data(), data[name].size() * sizeof(float)));
+      if (d->role == PF_ROLE_WEIGHTS) layers.push_back(name.substr(0, name.size() - 8));
+    }
+    if (layers.empty() || layers.back() != k->layer) layers.push_back(k->layer);  // a pool
+    char err[PF_ERRLEN] = "";
+    ASSERT_EQ(pf_run(k, t.data(), static_cast<int>(t.size()), err, sizeof err), PF_OK) << err;
+    // The same layers unfused, on the same data.
+    std::vector<float> x = data.at("input");
+    for (const std::string& layer : layers) {
+      const pf_kernel_desc* u = nullptr;
+      ASSERT_EQ(pf_bundle_find(unfused.get(), layer.c_str(), &u, err, sizeof err), PF_OK) << err;
+      std::vector<pf_tensor> ut;
+      std::vector<float> y;
+      for (int b = 0; b < u->num_buffers; ++b) {
+        const pf_buffer_desc* d = &u->buffers[b];
+        std::vector<float>* src = d->role == PF_ROLE_INPUT     ? &x
+                                  : d->role == PF_ROLE_WEIGHTS ? &data.at(layer + "_weights")
+                                  : d->role == PF_ROLE_BIAS    ? &data.at(layer + "_bias")
+                                                               : nullptr;
+        if (!src) {
+          y.assign(pf_buffer_bytes(d) / sizeof(float), 0.f);
+          src = &y;
+        }
+        ut.push_back(pf_tensor_of(d, src->data(), src->size() * sizeof(float)));
+      }
+      ASSERT_EQ(pf_run(u, ut.data(), static_cast<int>(ut.size()), err, sizeof err), PF_OK) << err;
+      x = std::move(y);
+    }
+    ASSERT_EQ(x.size(), out.size());
+    float scale = 0, diff = 0;
+    for (size_t e = 0; e < x.size(); ++e) {
+      scale = std::max(scale, std::abs(x[e]));
+      diff = std::max(diff, std::abs(x[e] - out[e]));
+    }
+    EXPECT_LE(diff, 1e-4f * std::max(scale, 1.f));
+  }
+  EXPECT_GE(blocks, 4);  // auto fuses the inverted-residual blocks and the ResNet stem
 }
 
 }  // namespace

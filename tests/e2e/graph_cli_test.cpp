@@ -147,15 +147,16 @@ TEST_F(GraphCli, BadWeightFilesAreNamedAndNothingIsWritten) {
     EXPECT_EQ(r.status, 1) << r.output;
     EXPECT_TRUE(contains(r.output, "g.json: layer 'pw': field 'weight_files.weights': "));
     EXPECT_TRUE(contains(r.output,
-                    "holds an array of shape (4, 4, 3, 1); expected (4, 4, 1, 1), the "
-                    "layer's weights buffer in weight_layout OIHW"))
+                         "holds an array of shape (4, 4, 3, 1); expected (4, 4, 1, 1), the "
+                         "layer's weights buffer in weight_layout OIHW"))
         << r.output;
   }
   EXPECT_FALSE(fs::exists(out));
   fs::remove(dir / "w/conv_b.npy");
   const Result missing = run("compile " + spec_path() + " -o " + out.string());
   EXPECT_EQ(missing.status, 1);
-  EXPECT_TRUE(contains(missing.output, "layer 'conv': field 'weight_files.bias': ")) << missing.output;
+  EXPECT_TRUE(contains(missing.output, "layer 'conv': field 'weight_files.bias': "))
+      << missing.output;
   EXPECT_TRUE(contains(missing.output, "conv_b.npy")) << missing.output;
   EXPECT_FALSE(fs::exists(out));
 }
@@ -166,7 +167,8 @@ TEST_F(GraphCli, ProducedByInputsCompileButCannotRunWhole) {
   write_spec(s);
   const Result c = run("check " + spec_path());
   ASSERT_EQ(c.status, 0) << c.output;
-  EXPECT_TRUE(contains(c.output, "whole-model run: no: input 'x' comes from ONNX node 'resize' (Resize)"))
+  EXPECT_TRUE(
+      contains(c.output, "whole-model run: no: input 'x' comes from ONNX node 'resize' (Resize)"))
       << c.output;
   const fs::path out = dir / "bundle";
   const Result r = run("compile " + spec_path() + " -o " + out.string() + " --target host");
@@ -192,7 +194,7 @@ TEST_F(GraphCli, FusedBlocksRunLikeTheLayersOneByOne) {
   const json spec = {
       {"model", "fz"},
       {"defaults", {{"layout", "NHWC"}, {"weight_layout", "HWIO"}}},
-      {"inputs", {{{"name", "x"}, {"shape", {1, 48, 47, 32}}}}},
+      {"inputs", {{{"name", "x"}, {"shape", {1, 96, 95, 32}}}}},
       {"layers",
        {{{"name", "dw"},
          {"op", "conv2d"},
@@ -219,9 +221,9 @@ TEST_F(GraphCli, FusedBlocksRunLikeTheLayersOneByOne) {
          {"weight_files", {{"weights", "w/conv.npy"}, {"bias", "w/bias.npy"}}}},
         {{"name", "mp"}, {"op", "max_pool"}, {"kernel", 3}, {"stride", 2}, {"padding", "same"}}}}};
   write_spec(spec);
-  std::vector<float> x(48 * 47 * 32);
+  std::vector<float> x(96 * 95 * 32);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 101) / 50.f - 1.f;
-  padfold::write_npy_f32((dir / "x.npy").string(), {1, 48, 47, 32}, x.data());
+  padfold::write_npy_f32((dir / "x.npy").string(), {1, 96, 95, 32}, x.data());
 
   const Result check = run("check " + spec_path());
   ASSERT_EQ(check.status, 0) << check.output;
@@ -250,7 +252,7 @@ TEST_F(GraphCli, FusedBlocksRunLikeTheLayersOneByOne) {
                                  (dir / "x.npy").string() + " --output " + y);
     ASSERT_EQ(run_model.status, 0) << run_model.output;
     const padfold::NpyArray a = padfold::read_npy_f32(y);
-    EXPECT_EQ(a.shape, (std::vector<int64_t>{1, 24, 24, 16}));
+    EXPECT_EQ(a.shape, (std::vector<int64_t>{1, 48, 48, 16}));
     outputs.push_back(a.data);
   }
   for (size_t v = 1; v < outputs.size(); ++v)

@@ -156,7 +156,7 @@ def conv3d_same():
 
 # A MobileNetV2 inverted residual (expand 1x1 + ReLU6, depthwise 3x3 + ReLU6, project 1x1, add),
 # large enough that padfold compile --fuse auto makes expand->dw->project one kernel, then a
-# strided depthwise -> pointwise pair (TF SAME, pads 0/1) it fuses too.
+# strided depthwise -> pointwise pair (TF SAME, pads 0/1).
 def mobilenet_v2_block():
     return model("mobilenet_v2_block", [
         conv("expand", "x", "e", "we", "be", kernel_shape=[1, 1]),
@@ -176,7 +176,8 @@ def mobilenet_v2_block():
 
 
 # Models whose compile must fuse these blocks (padfold compile --fuse auto).
-EXPECTED_BLOCKS = {"mobilenet_v2_block": ["expand+dw+project", "dw2+pw2"]}
+# (dw2's 64 KB intermediate stays in cache: not fused.)
+EXPECTED_BLOCKS = {"mobilenet_v2_block": ["expand+dw+project"]}
 
 
 # ONNX Runtime refuses dilation with auto_pad SAME ("Dilation not supported for
