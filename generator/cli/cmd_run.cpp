@@ -92,10 +92,10 @@ void check_output_outside_bundle(const std::string& bundle, const std::string& o
 }
 
 void run_layer(const RunArgs& a) {
-  if (a.inputs.size() != 1 || a.outputs.size() != 1)
-    throw std::runtime_error(fmt::format(
-        "--layer {}: give one --input and one --output (several are for --model)", a.layer));
-  const std::string &input = a.inputs[0], &output_path = a.outputs[0];
+  if (a.outputs.size() != 1)
+    throw std::runtime_error(
+        fmt::format("--layer {}: give one --output (several are for --model)", a.layer));
+  const std::string& output_path = a.outputs[0];
   check_output_outside_bundle(a.bundle, output_path);
 
   char err[PF_ERRLEN];
@@ -107,10 +107,19 @@ void run_layer(const RunArgs& a) {
   if (pf_bundle_find(bundle.get(), a.layer.c_str(), &k, err, sizeof err) != PF_OK)
     throw std::runtime_error(err);
 
-  const std::map<std::string, std::pair<std::string, std::string>> files = {
-      {"input", {"--input", input}},
-      {"weights", {"--weights", a.weights}},
-      {"bias", {"--bias", a.bias}}};
+  // One --input per input buffer, in order (add and concat read several).
+  std::vector<std::string> input_names;
+  for (int i = 0; i < k->num_buffers; ++i)
+    if (k->buffers[i].role == PF_ROLE_INPUT) input_names.push_back(k->buffers[i].name);
+  if (a.inputs.size() != input_names.size())
+    throw std::runtime_error(fmt::format(
+        "--layer {}: kernel '{}' ({}) reads {} input(s) ({}): give as many --input, in that "
+        "order; got {}",
+        a.layer, k->layer, k->op, input_names.size(), fmt::join(input_names, ", "),
+        a.inputs.size()));
+  std::map<std::string, std::pair<std::string, std::string>> files = {
+      {"weights", {"--weights", a.weights}}, {"bias", {"--bias", a.bias}}};
+  for (size_t i = 0; i < input_names.size(); ++i) files[input_names[i]] = {"--input", a.inputs[i]};
   std::vector<std::vector<float>> arrays(static_cast<size_t>(k->num_buffers));
   std::vector<pf_tensor> tensors;
   int output = -1;
@@ -122,7 +131,27 @@ void run_layer(const RunArgs& a) {
       arr.assign(elements(b, a.layer), 0.0f);
       output = i;
     } else {
-      const auto& [flag, path] = files.at(b.name);
+      // A fused block's weights and bias (<layer>_weights) come from the bundle, as do a layer's
+      // when the command line gives none and the spec named its files.
+      const auto given = files.find(b.name);
+      std::string flag = given != files.end() ? given->second.first : "",
+                  path = given != files.end() ? given->second.second : "";
+      if (path.empty() && b.data) {
+        const float* v = static_cast<const float*>(b.data);
+        arr.assign(v, v + elements(b, a.layer));
+        tensors.push_back(pf_tensor_of(&b, arr.data(), arr.size() * sizeof(float)));
+        continue;
+      }
+      if (path.empty() && b.source) {
+        flag = "bundle file";
+        path = (fs::path(a.bundle) / b.source).string();
+      }
+      if (path.empty() && given == files.end())
+        throw std::runtime_error(fmt::format(
+            "kernel '{}' is the fused block {}; its buffer '{}' ({} {}) comes from the bundle's "
+            "weight files, and this bundle has none: compile a spec whose layers name "
+            "weight_files, or compile with --fuse none to run the layers one by one",
+            k->layer, k->op, b.name, b.layout, shape_str(want)));
       if (path.empty())
         throw std::runtime_error(fmt::format("layer '{}' needs {} (buffer '{}', {} {})", a.layer,
                                              flag, b.name, b.layout, shape_str(want)));

@@ -261,6 +261,73 @@ TEST_F(GraphCli, FusedBlocksRunLikeTheLayersOneByOne) {
           << "bundle " << v << ", element " << i;
 }
 
+// `padfold run --layer` on a fused block (its layers' weights from the bundle) and on an add
+// kernel (one --input per input) gives what the layers give one by one.
+TEST_F(GraphCli, RunLayerRunsBlocksAndJoins) {
+  // The fixture's graph, one kernel per layer: conv and pw take their weights from the bundle.
+  const fs::path plain = dir / "plain";
+  ASSERT_EQ(run("compile " + spec_path() + " -o " + plain.string() + " --fuse none").status, 0);
+  std::vector<float> x(3 * 6 * 6);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 9) / 4.f - 1.f;
+  padfold::write_npy_f32((dir / "x.npy").string(), {1, 3, 6, 6}, x.data());
+  const std::string conv_y = (dir / "conv.npy").string(), pw_y = (dir / "pw.npy").string(),
+                    sum_y = (dir / "sum.npy").string();
+  Result r = run("run " + plain.string() + " --layer conv --input " + (dir / "x.npy").string() +
+                 " --output " + conv_y);  // weights and bias from the bundle's files
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run("run " + plain.string() + " --layer pw --input " + conv_y + " --output " + pw_y);
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run("run " + plain.string() + " --layer sum --input " + conv_y + " --output " + sum_y);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.output, "kernel 'sum' (add) reads 2 input(s) (input0, input1)"))
+      << r.output;
+  r = run("run " + plain.string() + " --layer sum --input " + conv_y + " --input " + pw_y +
+          " --output " + sum_y);
+  ASSERT_EQ(r.status, 0) << r.output;
+  const padfold::NpyArray c = padfold::read_npy_f32(conv_y), p = padfold::read_npy_f32(pw_y),
+                          s = padfold::read_npy_f32(sum_y);
+  ASSERT_EQ(s.data.size(), c.data.size());
+  for (size_t i = 0; i < s.data.size(); ++i)
+    ASSERT_NEAR(s.data[i], std::max(0.f, c.data[i] + p.data[i]), 1e-6f) << i;
+
+  // conv made depthwise, so conv -> pw is a dw->pw block: run whole with --layer pw, it equals
+  // conv then pw run one by one.
+  json s2 = spec();
+  s2["layers"][0].erase("out_channels");
+  s2["layers"][0]["depth_multiplier"] = 1;
+  s2["layers"][0]["bias"] = false;
+  s2["layers"][1]["weight_files"] = {{"weights", "w/pw3.npy"}};
+  s2["layers"][2]["input"] = {"pw", "pw"};
+  std::vector<float> dw(3 * 3 * 3), pw3(4 * 3);
+  for (size_t i = 0; i < dw.size(); ++i) dw[i] = 0.1f * static_cast<float>(i % 5);
+  for (size_t i = 0; i < pw3.size(); ++i) pw3[i] = 0.2f * static_cast<float>(i % 3) - 0.2f;
+  padfold::write_npy_f32((dir / "w/dw.npy").string(), {3, 1, 3, 3}, dw.data());
+  padfold::write_npy_f32((dir / "w/pw3.npy").string(), {4, 3, 1, 1}, pw3.data());
+  s2["layers"][0]["weight_files"] = {{"weights", "w/dw.npy"}};
+  s2["layers"].erase(3);  // no concat of sum and conv (conv is fused away)
+  write_spec(s2);
+  const fs::path unfused = dir / "unfused", fused = dir / "fused";
+  ASSERT_EQ(run("compile " + spec_path() + " -o " + unfused.string() + " --fuse none").status, 0);
+  r = run("compile " + spec_path() + " -o " + fused.string() + " --fuse conv+pw");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string a1 = (dir / "a1.npy").string(), a2 = (dir / "a2.npy").string(),
+                    b = (dir / "b.npy").string();
+  ASSERT_EQ(run("run " + unfused.string() + " --layer conv --input " + (dir / "x.npy").string() +
+                " --output " + a1)
+                .status,
+            0);
+  ASSERT_EQ(run("run " + unfused.string() + " --layer pw --input " + a1 + " --output " + a2).status,
+            0);
+  r = run("run " + fused.string() + " --layer pw --input " + (dir / "x.npy").string() +
+          " --output " + b);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "ran pw (dw->pw)")) << r.output;
+  const padfold::NpyArray want = padfold::read_npy_f32(a2), got = padfold::read_npy_f32(b);
+  ASSERT_EQ(got.shape, want.shape);
+  for (size_t i = 0; i < want.data.size(); ++i)
+    ASSERT_NEAR(got.data[i], want.data[i], 1e-5f * (1 + std::abs(want.data[i]))) << i;
+}
+
 TEST_F(GraphCli, FuseErrors) {
   const fs::path out = dir / "bundle";
   const Result bad = run("compile " + spec_path() + " -o " + out.string() + " --fuse conv+nope");
