@@ -319,8 +319,7 @@ int main(int argc, char** argv) {
   std::string fused_dir, unfused_dir, auto_dir, spec_path, torch_path, markdown, command;
   std::vector<int> threads{1, 2};
   std::vector<std::string> only;
-  double min_time = 0.3, max_other_load = 0.3, retry_wait = 10, settle = 0.01, min_probe = 0.85;
-  int retries = 5;
+  QuietLimits limits;  // --min-time, --settle and the retry settings
   CLI::App app("Fused padfold blocks vs unfused padfold vs oneDNN (vs PyTorch), side by side.",
                "bench_blocks");
   app.add_option("--fused", fused_dir, "bundle compiled with --fuse listing every chain")
@@ -333,16 +332,18 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--only", only, "only these chains: b1,stem")->delimiter(',');
-  app.add_option("--min-time", min_time, "seconds timed per method, chain and thread count")
+  app.add_option("--min-time", limits.min_time, "seconds timed per method, chain and thread count")
       ->capture_default_str();
-  app.add_option("--max-other-load", max_other_load, "retry while others used more cores")
+  app.add_option("--max-other-load", limits.max_other_load, "retry while others used more cores")
       ->capture_default_str();
-  app.add_option("--min-probe", min_probe, "retry while the arithmetic probe ran slower")
+  app.add_option("--min-probe", limits.min_probe, "retry while the arithmetic probe ran slower")
       ->capture_default_str();
-  app.add_option("--retries", retries, "times a disturbed chain is timed again")
+  app.add_option("--retries", limits.retries, "times a disturbed chain is timed again")
       ->capture_default_str();
-  app.add_option("--retry-wait", retry_wait, "seconds between retries")->capture_default_str();
-  app.add_option("--settle", settle, "seconds slept before each block")->capture_default_str();
+  app.add_option("--retry-wait", limits.retry_wait, "seconds between retries")
+      ->capture_default_str();
+  app.add_option("--settle", limits.settle, "seconds slept before each block")
+      ->capture_default_str();
   app.add_option("--markdown", markdown, "write the results table to this file");
   app.add_option("--command", command, "the command line to quote in the report");
   CLI11_PARSE(app, argc, argv);
@@ -566,26 +567,9 @@ int main(int argc, char** argv) {
       std::vector<Method*> methods{&m_fused, &m_unfused, &m_dn};
       if (!autos.empty()) methods.push_back(&m_auto);
       if (!dw.empty()) methods.push_back(&m_dw);
-      double load = 0;
-      Probe seen;
-      for (int attempt = 0;; ++attempt) {
-        for (Method* m : methods) m->samples.clear(), m->total = 0;
-        const Probe first = probe(n);
-        const CpuSnapshot before = cpu_snapshot();
-        time_methods(methods, min_time, settle);
-        load = other_load(before, cpu_snapshot());
-        const Probe last = probe(n);
-        seen.speed = std::min(first.speed, last.speed);
-        seen.cores = std::min(first.cores, last.cores);
-        const bool ok = load <= max_other_load && seen.speed >= min_probe &&
-                        (n == 1 || seen.cores >= min_probe * n);
-        if (ok || attempt >= retries) break;
-        std::fprintf(stderr,
-                     "%s %dT: other processes used %.2f cores; probe %.2f / %.2f cores; timing "
-                     "again in %g s\n",
-                     c.name.c_str(), n, load, seen.speed, seen.cores, retry_wait);
-        std::this_thread::sleep_for(std::chrono::duration<double>(retry_wait));
-      }
+      const Quietness quiet = time_while_quiet(methods, n, limits, c.name);
+      const double load = quiet.load;
+      const Probe seen = quiet.seen;
       Row& r = rows[t][ci];
       r.fused = 1e3 * median(m_fused.samples);
       r.unfused = 1e3 * median(m_unfused.samples);
@@ -642,7 +626,7 @@ int main(int argc, char** argv) {
      << dnnl_version()->major << "." << dnnl_version()->minor << "." << dnnl_version()->patch
      << " (" << (dnnl_version()->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other")
      << "); PyTorch " << (torch.is_object() ? torch.value("version", "?") : "not run")
-     << "; batch 1, float32, NHWC; min time per method, chain and thread count " << min_time
+     << "; batch 1, float32, NHWC; min time per method, chain and thread count " << limits.min_time
      << " s; figures are medians of single calls.\n\n";
   md << "Ratios are time(other) / time(fused): above 1 means the fused kernel is faster. "
         "Traffic saved = the bytes of the chain's intermediates, written once and read back once "

@@ -239,4 +239,42 @@ inline void time_methods(std::vector<Method*>& methods, double min_time, double 
   }
 }
 
+// How quiet the machine was while methods were timed.
+struct QuietLimits {
+  double min_time = 0.3, settle = 0.01, max_other_load = 0.3, min_probe = 0.85, retry_wait = 10;
+  int retries = 5;
+};
+struct Quietness {
+  double load = 0;  // cores other processes used while timing
+  Probe seen;       // the slower of the probes before and after
+};
+
+// Times `methods` at `threads` threads, again (up to limits.retries times, limits.retry_wait
+// seconds apart) while other processes used more than max_other_load cores, or (several threads)
+// while the probe found less than min_probe x threads cores' worth of arithmetic before or after
+// the timing: on a shared 2-core machine either distorts the times, the 2-thread ones especially.
+inline Quietness time_while_quiet(std::vector<Method*>& methods, int threads,
+                                  const QuietLimits& limits, const std::string& label) {
+  Quietness q;
+  for (int attempt = 0;; ++attempt) {
+    for (Method* m : methods) m->samples.clear(), m->total = 0;
+    const Probe first = probe(threads);
+    const CpuSnapshot before = cpu_snapshot();
+    time_methods(methods, limits.min_time, limits.settle);
+    q.load = other_load(before, cpu_snapshot());
+    const Probe last = probe(threads);
+    q.seen.speed = std::min(first.speed, last.speed);
+    q.seen.cores = std::min(first.cores, last.cores);
+    const bool ok = q.load <= limits.max_other_load && q.seen.speed >= limits.min_probe &&
+                    (threads == 1 || q.seen.cores >= limits.min_probe * threads);
+    if (ok || attempt >= limits.retries) return q;
+    std::fprintf(stderr,
+                 "%s %dT: other processes used %.2f cores; probe: one thread at %.2f of its best, "
+                 "%d threads got %.2f cores; timing again in %g s\n",
+                 label.c_str(), threads, q.load, q.seen.speed, threads, q.seen.cores,
+                 limits.retry_wait);
+    std::this_thread::sleep_for(std::chrono::duration<double>(limits.retry_wait));
+  }
+}
+
 }  // namespace bench

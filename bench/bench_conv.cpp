@@ -248,10 +248,8 @@ int main(int argc, char** argv) {
   std::string bundle_dir, layers_path, markdown;
   std::vector<std::string> only_names, skip;
   std::vector<int> threads{1, 2};
-  double min_time = 0.3;
   bool no_blocked = false;
-  double max_other_load = 0.3, retry_wait = 10, settle = 0.01, min_probe = 0.85;
-  int retries = 5;
+  QuietLimits limits;  // --min-time, --settle and the retry settings
   CLI::App app("padfold against oneDNN, side by side, on the layers of layers.json.", "bench_conv");
   app.add_option("--bundle", bundle_dir, "the bundle (padfold compile of the bench spec)")
       ->required();
@@ -259,23 +257,25 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "thread counts, best in increasing order: 1,2")
       ->delimiter(',')
       ->capture_default_str();
-  app.add_option("--min-time", min_time, "seconds timed per method, layer and thread count")
+  app.add_option("--min-time", limits.min_time, "seconds timed per method, layer and thread count")
       ->capture_default_str();
   app.add_option("--markdown", markdown, "write the results table to this file");
   app.add_option("--only", only_names, "only these layers: a,b")->delimiter(',');
   app.add_option("--skip", skip,
                  "for diagnosis, methods not to time: padfold,onednn,padconv,prepadded,blocked")
       ->delimiter(',');
-  app.add_option("--max-other-load", max_other_load,
+  app.add_option("--max-other-load", limits.max_other_load,
                  "time a layer again while other processes used more cores than this")
       ->capture_default_str();
-  app.add_option("--settle", settle, "seconds slept before each block")->capture_default_str();
-  app.add_option("--min-probe", min_probe,
+  app.add_option("--settle", limits.settle, "seconds slept before each block")
+      ->capture_default_str();
+  app.add_option("--min-probe", limits.min_probe,
                  "time a layer again while the arithmetic probe ran slower than this fraction")
       ->capture_default_str();
-  app.add_option("--retries", retries, "times a disturbed layer is timed again")
+  app.add_option("--retries", limits.retries, "times a disturbed layer is timed again")
       ->capture_default_str();
-  app.add_option("--retry-wait", retry_wait, "seconds between retries")->capture_default_str();
+  app.add_option("--retry-wait", limits.retry_wait, "seconds between retries")
+      ->capture_default_str();
   app.add_flag("--no-blocked", no_blocked, "leave out oneDNN in its preferred blocked layouts");
   CLI11_PARSE(app, argc, argv);
   const bool with_blocked = !no_blocked;
@@ -413,30 +413,9 @@ int main(int argc, char** argv) {
         if (dn_pad && want("padconv")) methods.push_back(&m_pc);
         if (has_pre && want("prepadded")) methods.push_back(&m_pre);
         if (dn_blocked && want("blocked")) methods.push_back(&m_bl);
-        // Timed again (up to `retries` times, after a pause) while other processes used more than
-        // max_other_load cores, or (several threads) while the probe found less than min_probe x n
-        // cores' worth of arithmetic before or after the timing: on a shared 2-core machine
-        // either distorts the times, the 2-thread ones especially.
-        double load = 0;
-        Probe seen;
-        for (int attempt = 0;; ++attempt) {
-          for (Method* m : methods) m->samples.clear(), m->total = 0;
-          const Probe first = probe(n);
-          const CpuSnapshot before = cpu_snapshot();
-          time_methods(methods, min_time, settle);
-          load = other_load(before, cpu_snapshot());
-          const Probe last = probe(n);
-          seen.speed = std::min(first.speed, last.speed);
-          seen.cores = std::min(first.cores, last.cores);
-          const bool ok = load <= max_other_load && seen.speed >= min_probe &&
-                          (n == 1 || seen.cores >= min_probe * n);
-          if (ok || attempt >= retries) break;
-          std::fprintf(stderr,
-                       "%s %dT: other processes used %.2f cores; probe: one thread at %.2f of "
-                       "its best, %d threads got %.2f cores; timing again in %g s\n",
-                       L.name.c_str(), n, load, seen.speed, n, seen.cores, retry_wait);
-          std::this_thread::sleep_for(std::chrono::duration<double>(retry_wait));
-        }
+        const Quietness quiet = time_while_quiet(methods, n, limits, L.name);
+        const double load = quiet.load;
+        const Probe seen = quiet.seen;
 
         Row r;
         r.other_load = load;
@@ -491,16 +470,16 @@ int main(int argc, char** argv) {
   md << "padfold target: `" << pf_bundle_target(bundle) << "`; oneDNN " << dnnl_version()->major
      << "." << dnnl_version()->minor << "." << dnnl_version()->patch
      << " (CPU runtime: " << (dnnl_version()->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other")
-     << "); min time per method and layer " << min_time << " s.\n\n";
+     << "); min time per method and layer " << limits.min_time << " s.\n\n";
   md << "Speed ratios are time(peer) / time(padfold): above 1 means padfold is faster. "
         "Border tax = time(padfold SAME kernel) / time(padfold `_prepadded` VALID kernel). "
         "Other load: cores used by other processes while the row was timed. Probes, just before "
         "and after each row (the smaller is shown): speed = one thread's plain arithmetic "
         "against its best in this run; cores (2+ threads) = the cores' worth of arithmetic that "
         "many threads got. A row is timed again, up to "
-     << retries << " times, while other load exceeds " << max_other_load
-     << ", probe speed is below " << min_probe << " or probe cores below " << min_probe
-     << " x the thread count.\n\n";
+     << limits.retries << " times, while other load exceeds " << limits.max_other_load
+     << ", probe speed is below " << limits.min_probe << " or probe cores below "
+     << limits.min_probe << " x the thread count.\n\n";
 
   const size_t t1 = 0;
   for (size_t t = 0; t < threads.size(); ++t) {
