@@ -803,6 +803,38 @@ TEST(OnnxImportFuzz, ZeroStridesDoNotCrashShapeInference) {
             ">= 1");
 }
 
+// libonnx 1.12's shape inference copied a Constant's or initializer's raw_data into a vector sized
+// by rounding its length down to whole elements (a heap overflow, found by fuzz_onnx). The model
+// is refused when it is read, naming the tensor, before shape inference sees it.
+TEST(OnnxImportFuzz, RawDataOfTheWrongLengthIsRefusedBeforeShapeInference) {
+  const auto model = [](bool in_constant, size_t bytes) {
+    ModelBuilder b;
+    b.input("x", {1, 2, 4, 4}).output("y");
+    onnx::TensorProto t;
+    t.set_data_type(onnx::TensorProto::INT64);
+    t.add_dims(8);
+    t.set_raw_data(std::string(bytes, '\0'));
+    if (in_constant) {
+      onnx::AttributeProto* a = b.node("Constant", {}, {"p"}, "k").proto().add_attribute();
+      a->set_name("value");
+      a->set_type(onnx::AttributeProto::TENSOR);
+      *a->mutable_t() = t;
+    } else {
+      t.set_name("p");
+      *b.model().mutable_graph()->add_initializer() = t;
+    }
+    b.node("Pad", {"x", "p"}, {"y"}, "pad");
+    return b;
+  };
+  EXPECT_EQ(import_error(model(true, 63)),
+            "m.onnx: node 'k' (Constant, #0): attribute 'value': raw_data has 63 bytes; expected "
+            "64 for shape [8] of int64");
+  EXPECT_EQ(import_error(model(false, 65)),
+            "m.onnx: initializer 'p': raw_data has 65 bytes; expected 64 for shape [8] of int64");
+  for (bool in_constant : {true, false})  // the right length reads on to the importer's own check
+    EXPECT_FALSE(has(import_error(model(in_constant, 64)), "raw_data")) << in_constant;
+}
+
 // A ceil_mode pool whose last window would start past the input: ONNX shape inference counts it,
 // padfold does not. The conv reading the pool took ONNX's shape as its input_shape, and the spec
 // contradicted itself (the whole-spec check refused it). Layers now read padfold's shapes.

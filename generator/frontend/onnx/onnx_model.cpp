@@ -89,6 +89,69 @@ void check_not_external(const TP& t, const std::string& what) {
          "the .onnx file (re-save with onnx.save_model(m, path, save_as_external_data=False))");
 }
 
+// Bytes per element of a tensor's raw_data, 0 for types that have none (strings, unknown types).
+size_t raw_element_bytes(int type) {
+  switch (type) {
+    case TP::UINT8:
+    case TP::INT8:
+    case TP::BOOL:
+      return 1;
+    case TP::UINT16:
+    case TP::INT16:
+    case TP::FLOAT16:
+    case TP::BFLOAT16:
+      return 2;
+    case TP::FLOAT:
+    case TP::INT32:
+    case TP::UINT32:
+      return 4;
+    case TP::DOUBLE:
+    case TP::INT64:
+    case TP::UINT64:
+    case TP::COMPLEX64:
+      return 8;
+    case TP::COMPLEX128:
+      return 16;
+    default:
+      return 0;
+  }
+}
+
+// A tensor stored in the model file: its data inside the file, and raw_data exactly as long as its
+// shape and type say (libonnx 1.12's shape inference copies raw_data into a vector sized by
+// rounding down, a heap overflow on any other length).
+void check_tensor(const TP& t, const std::string& what) {
+  check_not_external(t, what);
+  if (!t.has_raw_data()) return;
+  const size_t bytes = raw_element_bytes(t.data_type());
+  if (bytes == 0)
+    fail(what + ": raw_data for element type " + elem_type_name(t.data_type()) +
+         ", which has none; expected a numeric type");
+  const size_t count = element_count({t.dims().begin(), t.dims().end()}, what);
+  if (t.raw_data().size() != count * bytes)
+    fail(what + ": raw_data has " + std::to_string(t.raw_data().size()) + " bytes; expected " +
+         std::to_string(count * bytes) + " for shape " +
+         shape_text({t.dims().begin(), t.dims().end()}) + " of " + elem_type_name(t.data_type()));
+}
+
+// check_tensor on every tensor of `g`: initializers and node attributes, in subgraphs too.
+void check_graph_tensors(const onnx::GraphProto& g, const std::string& where) {
+  for (const auto& t : g.initializer()) check_tensor(t, where + "initializer '" + t.name() + "'");
+  for (const auto& s : g.sparse_initializer()) {
+    check_tensor(s.values(), where + "sparse initializer '" + s.values().name() + "' values");
+    check_tensor(s.indices(), where + "sparse initializer '" + s.values().name() + "' indices");
+  }
+  for (int i = 0; i < g.node_size(); ++i) {
+    for (const auto& a : g.node(i).attribute()) {
+      const std::string at = where + node_label(g.node(i), i) + ": attribute '" + a.name() + "'";
+      if (a.has_t()) check_tensor(a.t(), at);
+      for (const auto& t : a.tensors()) check_tensor(t, at);
+      if (a.has_g()) check_graph_tensors(a.g(), at + ": ");
+      for (const auto& sub : a.graphs()) check_graph_tensors(sub, at + ": ");
+    }
+  }
+}
+
 // Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF),
 // as the JSON the importer writes must be.
 bool valid_utf8(const std::string& s) {
@@ -244,13 +307,7 @@ onnx::ModelProto parse_model(std::string_view bytes, const std::string& label) {
          " of the default domain; expected at most " + std::to_string(kMaxOpset) +
          " (the newest opset libonnx 1.12 knows; re-export the model with opset 17 or lower, "
          "e.g. torch.onnx.export(..., opset_version=17))");
-  for (const auto& t : m.graph().initializer())
-    check_not_external(t, label + ": initializer '" + t.name() + "'");
-  for (int i = 0; i < m.graph().node_size(); ++i)
-    for (const auto& a : m.graph().node(i).attribute())
-      if (a.has_t())
-        check_not_external(a.t(), label + ": " + node_label(m.graph().node(i), i) +
-                                      ": attribute '" + a.name() + "'");
+  check_graph_tensors(m.graph(), label + ": ");
   return m;
 }
 
