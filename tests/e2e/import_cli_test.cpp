@@ -276,5 +276,29 @@ TEST_F(ImportCli, BadModelsWriteNothing) {
   }
 }
 
+// libonnx's shape inference runs in a child process: its crash is an import error, and neither
+// the output nor the child's temporary file is left behind (TMPDIR is the work directory).
+TEST_F(ImportCli, ACrashInShapeInferenceIsAnErrorAndWritesNothing) {
+  for (const std::string fault : {"sigsegv", "abort"}) {
+    small_model().save((work_ / "m.onnx").string());
+    const auto r =
+        run_command("TMPDIR=" + shell_quote(work_.string()) +
+                    " PADFOLD_INJECT_COMPILE_FAULT=onnx-shape-inference:" + fault + " " +
+                    shell_quote(PADFOLD_BIN) + " import " +
+                    shell_quote((work_ / "m.onnx").string()) + " -o " + shell_quote(out()));
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_TRUE(contains(r.output, "m.onnx: ONNX shape inference failed: crashed with SIG" +
+                                       std::string(fault == "abort" ? "ABRT" : "SEGV")))
+        << r.output;
+    EXPECT_FALSE(fs::exists(out()));
+    expect_nothing_written();
+  }
+  const auto r = run_command(
+      "TMPDIR=" + shell_quote(work_.string()) + " " + shell_quote(PADFOLD_BIN) + " import " +
+      shell_quote((work_ / "m.onnx").string()) + " -o " + shell_quote(out()));
+  EXPECT_EQ(r.status, 0) << r.output;  // the same model without the fault
+  EXPECT_TRUE(fs::exists(out() + "/m.json"));
+}
+
 }  // namespace
 }  // namespace padfold::onnx_test

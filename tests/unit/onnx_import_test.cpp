@@ -731,6 +731,28 @@ TEST(OnnxImportFuzz, JoinsTheParserRefusesAreLeft) {
       << rb.left_to_caller[0].reason;
 }
 
+// A Concat, Conv or pool node with no output read output 0 all the same (UBSan, fuzz_onnx). Shape
+// inference refuses most such nodes; the importer must not rely on it.
+TEST(OnnxImportFuzz, NodesWithoutAnOutputAreLeft) {
+  for (const char* op : {"Concat", "Conv", "MaxPool"}) {
+    ModelBuilder b;
+    b.input("x", {1, 2, 4, 4}).output("p").initializer("w", {2, 2, 1, 1});
+    auto n = b.node(op,
+                    std::string(op) == "Conv" ? std::vector<std::string>{"x", "w"}
+                                              : std::vector<std::string>{"x", "x"},
+                    {"dead"}, "dead");
+    if (std::string(op) == "Concat") n.i("axis", 1);
+    if (std::string(op) == "MaxPool") n.ints("kernel_shape", {2, 2});
+    b.node("MaxPool", {"x"}, {"p"}, "mp").ints("kernel_shape", {2, 2});
+    auto prepared = onnx_import::prepare_model(b.model_copy(), {}, "m.onnx");
+    prepared.model.mutable_graph()->mutable_node(0)->clear_output();
+    prepared.inferred.mutable_graph()->mutable_node(0)->clear_output();
+    const ImportResult r = onnx_import::import_model(prepared, {});
+    ASSERT_EQ(r.left_to_caller.size(), 1u) << op;
+    EXPECT_EQ(r.left_to_caller[0].reason, "it has no output") << op;
+  }
+}
+
 // Signed overflow (UBSan): a ConvTranspose's output channels, a Pad's pads added to the conv's.
 TEST(OnnxImportFuzz, HugeChannelsAndPadsDoNotOverflow) {
   ModelBuilder ct;

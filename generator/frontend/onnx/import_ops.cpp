@@ -373,6 +373,7 @@ std::optional<Left> bypass_check(const Context& c, int i) {
 
 std::variant<Draft, Left> draft_layer(const Context& c, int i) {
   const onnx::NodeProto& n = c.graph().node(i);
+  if (n.output_size() < 1 || n.output(0).empty()) return Left{"it has no output"};
   std::variant<Draft, Left> r;
   if (n.op_type() == "Conv" || n.op_type() == "ConvTranspose")
     r = draft_conv(c, i);

@@ -2,12 +2,20 @@
 
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 
+#include "compile/process.h"
+#include "emit/fault_injection.h"
 #include "padding/limits.h"
 
 namespace padfold::onnx_import {
@@ -139,6 +147,63 @@ void add_owned_constant(std::deque<onnx::TensorProto>& owned, const onnx::Attrib
   owned.push_back(std::move(t));
 }
 
+// A file a child writes and its parent reads, in a private directory removed with it.
+class PrivateFile {
+ public:
+  PrivateFile() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/padfold-onnx-XXXXXX";
+    if (!mkdtemp(dir.data()))
+      fail("cannot create a temporary directory in " + dir.substr(0, dir.rfind('/')) + ": " +
+           std::strerror(errno));
+    dir_ = dir;
+  }
+  ~PrivateFile() {
+    std::remove(path().c_str());
+    rmdir(dir_.c_str());
+  }
+  PrivateFile(const PrivateFile&) = delete;
+  PrivateFile& operator=(const PrivateFile&) = delete;
+  std::string path() const { return dir_ + "/shapes.pb"; }
+
+ private:
+  std::string dir_;
+};
+
+// libonnx's shape inference is no more hardened beyond the guards above than fuzz_onnx found it (a
+// Constant's raw_data of the wrong length overflowed the heap): it runs in a child process, so that
+// a crash or a hang in it is an ImportError, and sends back only what it adds, the graph's
+// value_info and output types.
+void infer_shapes(onnx::ModelProto& model, const std::string& label) {
+  const PrivateFile file;
+  const InjectedFaults faults = injected_faults();
+  WorkerJob job{"ONNX shape inference", [&] {
+                  if (const auto f = faults.find(kShapeInferenceFault); f != faults.end())
+                    raise_fault(f->second);
+                  onnx::ShapeInferenceOptions options(/*check_type=*/false, /*strict_mode=*/0,
+                                                      /*data_prop=*/true);
+                  static const GuardedSchemas schemas;
+                  onnx::shape_inference::InferShapes(model, &schemas, options);
+                  onnx::GraphProto shapes;
+                  *shapes.mutable_value_info() = model.graph().value_info();
+                  *shapes.mutable_output() = model.graph().output();
+                  std::ofstream out(file.path(), std::ios::binary);
+                  if (!shapes.SerializeToOstream(&out) || !out.flush())
+                    throw std::runtime_error("cannot write " + file.path());
+                }};
+  WorkerOptions options;
+  options.timeout_s = kShapeInferenceSeconds;
+  const WorkerResult r = run_workers({job}, options).at(0);
+  if (!r.ok) fail(label + ": ONNX shape inference failed: " + r.error);
+  std::ifstream in(file.path(), std::ios::binary);
+  onnx::GraphProto shapes;
+  if (!shapes.ParseFromIstream(&in))
+    fail(label + ": ONNX shape inference failed: its result did not read back");
+  onnx::GraphProto& g = *model.mutable_graph();
+  *g.mutable_value_info() = shapes.value_info();
+  *g.mutable_output() = shapes.output();
+}
+
 }  // namespace
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -247,14 +312,7 @@ PreparedModel prepare_model(onnx::ModelProto model, const std::vector<InputSize>
   ig.clear_value_info();
   for (auto& out : *ig.mutable_output())
     if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
-  try {
-    onnx::ShapeInferenceOptions options(/*check_type=*/false, /*strict_mode=*/0,
-                                        /*data_prop=*/true);
-    static const GuardedSchemas schemas;
-    onnx::shape_inference::InferShapes(p.inferred, &schemas, options);
-  } catch (const std::exception& e) {
-    fail(label + ": ONNX shape inference failed: " + e.what());
-  }
+  infer_shapes(p.inferred, label);
   return p;
 }
 

@@ -31,7 +31,9 @@ struct PreparedModel {
 
 // Writes the --input sizes into the graph inputs (an error names every --input that names no graph
 // input, every size contradicting a fixed dim, and every graph input still having a dynamic dim),
-// then runs libonnx's shape inference on a copy.
+// then runs libonnx's shape inference on a copy, in a child process (a crash in it, or a run past
+// kShapeInferenceSeconds, is an ImportError).
+inline constexpr double kShapeInferenceSeconds = 120;
 PreparedModel prepare_model(onnx::ModelProto model, const std::vector<InputSize>& sizes,
                             const std::string& label);
 
