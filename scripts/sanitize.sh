@@ -2,14 +2,16 @@
 # ASan + UBSan (clang) over padfold's own code, Halide itself uninstrumented: builds build-san
 # with the libFuzzer targets, then runs the padding, spec, runtime, CLI and ONNX import tests under
 # the sanitizers (any report fails the run) and each fuzz target for FUZZ_SECONDS (default 60) from
-# its seeds. scripts/test.sh runs this after the main suite; scripts/fuzz.sh fuzzes for longer.
+# its seeds, with libFuzzer seed FUZZ_SEED (default 1; 0 = random). scripts/test.sh runs this after
+# the main suite; scripts/fuzz.sh fuzzes for longer.
 # SAN_BUILD_ONLY=1: configure and build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-debian.sh
 .venv/bin/cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DPADFOLD_BUILD_TESTS=ON \
-  -DPADFOLD_FUZZ=ON -DPADFOLD_FUZZ_SECONDS="${FUZZ_SECONDS:-60}" >/dev/null
+  -DPADFOLD_FUZZ=ON -DPADFOLD_FUZZ_SECONDS="${FUZZ_SECONDS:-60}" \
+  -DPADFOLD_FUZZ_SEED="${FUZZ_SEED:-1}" >/dev/null
 targets=(padding_test reference_test onnx_shapes_test spec_test spec_fuzz_test
          padfold_runtime_tests padfold_runtime_c_example padfold_fake_bundle padfold_fake_noentry
          padfold cli_test bundle_cli_test onnx_import_test import_cli_test
