@@ -31,7 +31,7 @@ Kernel lower(const Layer& layer, const Halide::Target& target, const nlohmann::j
 }
 
 Kernel lower(const Layer& layer, const Halide::Target& target, const ScheduleParams& requested) {
-  Algorithm a = build_algorithm(layer);
+  Algorithm a = build_algorithm(layer, Halide::Func(), target.has_gpu_feature());
   Kernel k;
   k.name = layer.name;
   k.schedule = apply_schedule(a, requested, target);
