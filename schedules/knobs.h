@@ -16,55 +16,54 @@ namespace padfold {
 // X(type, name, default, min, max, scale, scope, doc). type is int or bool (bool knobs ignore
 // min/max); scale is a search hint (linear, or pow2: 0 where min is 0, then powers of two); scope
 // is the schedule family that reads the knob (cpu, gpu).
-#define PADFOLD_SCHEDULE_KNOBS(X)                                                                  \
-  X(int, vector_lanes, 8, 0, 64, pow2, cpu,                                                        \
-    "floats per vector; 0 = the target's natural width (clamped to the vectorized axis)")          \
-  X(int, channel_vectors, 1, 1, 16, linear, cpu,                                                   \
-    "vectors of output channels in a register tile (channels-last; channels-first: channels)")     \
-  X(int, tile_x, 4, 1, 64, linear, cpu,                                                            \
-    "output columns in a register tile (channels-first: vectors of columns)")                      \
-  X(int, tile_y, 1, 1, 32, linear, cpu, "output rows in a register tile")                          \
-  X(int, rows_per_task, 1, 0, 256, linear, cpu, "row tiles per parallel task; 0 = no threads")     \
-  X(int, min_task_kflop, 0, 0, 1000000, linear, cpu,                                               \
-    "raise rows_per_task to tasks of at least this many kFLOP (a divisor of the row tiles, "       \
-    "16 tasks or more); 0 = off")                                                                  \
-  X(int, unroll_taps, 0, 0, 16, linear, cpu,                                                       \
-    "unroll the innermost kernel axis when it has at most this many taps")                         \
-  X(int, unroll_taps_outer, 0, 0, 16, linear, cpu,                                                 \
-    "unroll the outer kernel axes (H, D) when they have at most this many taps")                   \
-  X(int, unroll_taps_rows, 0, 0, 256, linear, cpu,                                                 \
-    "unroll every kernel axis when the output has at most this many rows")                         \
-  X(int, unroll_channels, 0, 0, 64, linear, cpu,                                                   \
-    "unroll the input-channel reduction by this factor (its largest divisor at most this)")        \
-  X(bool, taps_inner, false, 0, 1, linear, cpu,                                                    \
-    "reduction order: kernel taps inside input channels (else channels innermost)")                \
-  X(bool, inline_border, true, 0, 1, linear, cpu,                                                  \
-    "read the border through the bounded input inline (else stage the bordered input per tile)")   \
-  X(bool, fit_tiles, false, 0, 1, linear, cpu,                                                     \
-    "reshape the register tile within its accumulator budget to divide the output")                \
-  X(int, channels_outer_kb, 0, 0, 1048576, linear, cpu,                                            \
-    "channel blocks outermost when the weights exceed this many KiB; 0 = never")                   \
-  X(bool, parallel_channels, false, 0, 1, linear, cpu,                                             \
-    "with channel blocks outermost, threads over the blocks instead of rows")                      \
-  X(int, fused_strips, 0, 0, 64, linear, cpu,                                                      \
-    "fused blocks: the rows in this many parallel strips, and a producer read through a window "   \
-    "computed per row tile, sliding along its strip (no halo recompute); 0 = per pixel tile")      \
-  X(int, gpu_threads_x, 16, 1, 256, pow2, gpu,                                                     \
-    "GPU: threads of a block along the innermost output axis (channels-last: channels, else x)")   \
-  X(int, gpu_threads_y, 8, 1, 64, pow2, gpu,                                                       \
-    "GPU: threads of a block along the next output axis (channels-last: x, else y or channels)")   \
-  X(int, gpu_tile_x, 2, 1, 8, linear, gpu,                                                         \
-    "GPU: outputs per thread (register tile) along the innermost output axis")                     \
-  X(int, gpu_tile_y, 2, 1, 8, linear, gpu,                                                         \
-    "GPU: outputs per thread (register tile) along the next output axis")                          \
-  X(int, gpu_unroll_channels, 4, 1, 32, linear, gpu,                                               \
-    "GPU: the input-channel reduction split by this factor (its largest divisor), inner unrolled") \
-  X(int, gpu_stage_kb, 40, 0, 96, linear, gpu,                                                     \
-    "GPU: stage the bordered input tile + halo of a block in shared memory when it fits in this "  \
-    "many KiB (the border resolved while staging); else read it through the border inline")        \
-  X(int, gpu_max_registers, 128, 0, 255, linear, gpu,                                              \
-    "GPU (CUDA): HL_CUDA_JIT_MAX_REGISTERS the runtime sets for the bundle (highest of its "       \
-    "kernels); 0 = Halide's default of 64")
+#define PADFOLD_SCHEDULE_KNOBS(X)                                                                \
+  X(int, vector_lanes, 8, 0, 64, pow2, cpu,                                                      \
+    "floats per vector; 0 = the target's natural width (clamped to the vectorized axis)")        \
+  X(int, channel_vectors, 1, 1, 16, linear, cpu,                                                 \
+    "vectors of output channels in a register tile (channels-last; channels-first: channels)")   \
+  X(int, tile_x, 4, 1, 64, linear, cpu,                                                          \
+    "output columns in a register tile (channels-first: vectors of columns)")                    \
+  X(int, tile_y, 1, 1, 32, linear, cpu, "output rows in a register tile")                        \
+  X(int, rows_per_task, 1, 0, 256, linear, cpu, "row tiles per parallel task; 0 = no threads")   \
+  X(int, min_task_kflop, 0, 0, 1000000, linear, cpu,                                             \
+    "raise rows_per_task to tasks of at least this many kFLOP (a divisor of the row tiles, "     \
+    "16 tasks or more); 0 = off")                                                                \
+  X(int, unroll_taps, 0, 0, 16, linear, cpu,                                                     \
+    "unroll the innermost kernel axis when it has at most this many taps")                       \
+  X(int, unroll_taps_outer, 0, 0, 16, linear, cpu,                                               \
+    "unroll the outer kernel axes (H, D) when they have at most this many taps")                 \
+  X(int, unroll_taps_rows, 0, 0, 256, linear, cpu,                                               \
+    "unroll every kernel axis when the output has at most this many rows")                       \
+  X(int, unroll_channels, 0, 0, 64, linear, cpu,                                                 \
+    "unroll the input-channel reduction by this factor (its largest divisor at most this)")      \
+  X(bool, taps_inner, false, 0, 1, linear, cpu,                                                  \
+    "reduction order: kernel taps inside input channels (else channels innermost)")              \
+  X(bool, inline_border, true, 0, 1, linear, cpu,                                                \
+    "read the border through the bounded input inline (else stage the bordered input per tile)") \
+  X(bool, fit_tiles, false, 0, 1, linear, cpu,                                                   \
+    "reshape the register tile within its accumulator budget to divide the output")              \
+  X(int, channels_outer_kb, 0, 0, 1048576, linear, cpu,                                          \
+    "channel blocks outermost when the weights exceed this many KiB; 0 = never")                 \
+  X(bool, parallel_channels, false, 0, 1, linear, cpu,                                           \
+    "with channel blocks outermost, threads over the blocks instead of rows")                    \
+  X(int, fused_strips, 0, 0, 64, linear, cpu,                                                    \
+    "fused blocks: the rows in this many parallel strips, and a producer read through a window " \
+    "computed per row tile, sliding along its strip (no halo recompute); 0 = per pixel tile")    \
+  X(int, gpu_threads_x, 16, 1, 256, pow2, gpu,                                                   \
+    "GPU: threads of a block along the innermost output axis (channels-last: channels)")         \
+  X(int, gpu_threads_y, 8, 1, 64, pow2, gpu,                                                     \
+    "GPU: threads of a block along the next output axis (channels-last: x, else y)")             \
+  X(int, gpu_tile_x, 2, 1, 8, linear, gpu,                                                       \
+    "GPU: outputs per thread (a register tile) along the innermost output axis")                 \
+  X(int, gpu_tile_y, 2, 1, 8, linear, gpu,                                                       \
+    "GPU: outputs per thread (a register tile) along the next output axis")                      \
+  X(int, gpu_unroll_channels, 4, 1, 32, linear, gpu,                                             \
+    "GPU: the input-channel reduction split by this factor (a divisor), inner part unrolled")    \
+  X(int, gpu_stage_kb, 40, 0, 96, linear, gpu,                                                   \
+    "GPU: stage a block's bordered input tile + halo in shared memory (the border resolved "     \
+    "while staging) when it fits in this many KiB; else read the bordered input inline")         \
+  X(int, gpu_max_registers, 128, 0, 255, linear, gpu,                                            \
+    "GPU (CUDA): HL_CUDA_JIT_MAX_REGISTERS, the highest of the bundle; 0 = Halide's 64")
 
 // A layer's schedule: every knob, plus the name of the strategy-table row it came from.
 struct ScheduleParams {

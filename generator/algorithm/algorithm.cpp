@@ -91,7 +91,9 @@ Func bounded(const Source& in, const Region& region, Border border, float value)
 
 // The border written out as clamps and selects on the input buffer (for GPU schedules, which
 // stage this Func: the likely() tags of Halide's BoundaryConditions make Halide partition the
-// staging loops). Reads stay inside the buffer; zeros and constants select the value.
+// staging loops). Reads stay inside the buffer; zeros and constants select the value. The
+// mirrored coordinates are clamped too, though they never leave [0, e): Halide's bounds of a
+// select span both branches, so without it a staged tile would claim rows past the buffer.
 Func explicit_border(const ImageParam& in, const Layer& L, Border border, float value) {
   const std::vector<int64_t> shape = L.input_shape();
   const int rank = in.dimensions();
@@ -122,7 +124,7 @@ Func explicit_border(const ImageParam& in, const Layer& L, Border border, float 
         break;
       case Border::Symmetric: {  // edge repeated: period 2e
         const Expr m = x % (2 * e);
-        coords.push_back(select(m < e, m, 2 * e - 1 - m));
+        coords.push_back(clamp(select(m < e, m, 2 * e - 1 - m), 0, e - 1));
         break;
       }
       case Border::Reflect: {  // edge not repeated: period 2e - 2
@@ -131,7 +133,7 @@ Func explicit_border(const ImageParam& in, const Layer& L, Border border, float 
           break;
         }
         const Expr m = x % (2 * e - 2);
-        coords.push_back(select(m < e, m, 2 * e - 2 - m));
+        coords.push_back(clamp(select(m < e, m, 2 * e - 2 - m), 0, e - 1));
         break;
       }
     }

@@ -191,7 +191,7 @@ fs::path object_path(const TargetPlan& t, const std::string& fn) {
 
 // What a compile worker does for one kernel: lower, then emit object, header and statement.
 void compile_kernel(const Model& model, const KernelTask& task, const TargetPlan& t,
-                    const fs::path& root, bool write_header, bool emit_stmt,
+                    const fs::path& root, bool write_header, const CompileOptions& opt,
                     const InjectedFaults& faults) {
   const Layer& L = task.block->last();
   const auto fault = faults.find(L.name);
@@ -201,8 +201,13 @@ void compile_kernel(const Model& model, const KernelTask& task, const TargetPlan
   std::map<OutputFileType, std::string> outputs{
       {OutputFileType::object, object_path(t, fn).string()}};
   if (write_header) outputs[OutputFileType::c_header] = (root / "include" / (fn + ".h")).string();
-  if (emit_stmt) outputs[OutputFileType::stmt] = (t.dir / (L.name + ".stmt")).string();
-  compile_kernel_files(k, t.target, outputs, fn);
+  if (opt.emit_stmt) outputs[OutputFileType::stmt] = (t.dir / (L.name + ".stmt")).string();
+  const std::string device = device_api_name(t.target);
+  const std::string device_code =
+      opt.emit_device_code && !device.empty()
+          ? (t.dir / (L.name + (device == "cuda" ? ".ptx" : ".cl"))).string()
+          : "";
+  compile_kernel_files(k, t.target, outputs, fn, device_code);
 }
 
 // "layer 'a'", or "block a+b (dw->pw)".
@@ -232,7 +237,7 @@ void compile_kernels(const Model& model, std::vector<KernelTask>& tasks,
       const KernelTask& task = tasks[i];
       jobs.push_back({task_label(task, plans[task.target]), [&, i] {
                         compile_kernel(model, tasks[i], plans[tasks[i].target], root,
-                                       tasks[i].target == 0, opt.emit_stmt, faults);
+                                       tasks[i].target == 0, opt, faults);
                       }});
     }
     wopt.on_done = [&](size_t job, const WorkerResult& r) {

@@ -1,0 +1,130 @@
+// The runtime with GPU targets: the CPU fallback when no device is usable, the error when no
+// target is, device memory freed after every run, and device errors named.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "bundle_util.h"
+#include "gpu_util.h"
+
+namespace padfold::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string tiny_spec() {
+  std::ifstream f(PADFOLD_TINY_SPEC);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Every kernel of the bundle against the reference.
+void expect_kernels_match(pf_bundle* bundle, const Model& model) {
+  char err[PF_ERRLEN] = "";
+  unsigned seed = 7;
+  for (const Layer& L : model.layers) {
+    const pf_kernel_desc* k = nullptr;
+    ASSERT_EQ(pf_bundle_find(bundle, L.name.c_str(), &k, err, sizeof err), PF_OK) << err;
+    const LayerCase c = make_layer_case(L, seed++);
+    std::vector<float> out;
+    std::string msg;
+    ASSERT_EQ(run_case(k, c, out, msg), PF_OK) << L.name << ": " << msg;
+    EXPECT_TRUE(matches_reference(c.reference, out.data(), out.size(), L.name));
+  }
+}
+
+TEST(GpuRuntime, CudaBundleFallsBackToTheCpuWithoutADevice) {
+  const std::string spec = tiny_spec();
+  const fs::path dir = compile_test_bundle("fallback", spec, {"host-cuda", "host"});
+  char err[PF_ERRLEN] = "";
+  pf_bundle* bundle = nullptr;
+  ASSERT_EQ(pf_bundle_open(dir.c_str(), nullptr, &bundle, err, sizeof err), PF_OK) << err;
+  const std::string chosen = pf_bundle_target(bundle);
+  // Where a CUDA driver loads, the probe may still find no device; without one, never CUDA.
+  if (!cuda_driver_present()) {
+    EXPECT_FALSE(contains(chosen, "cuda")) << chosen;
+  }
+  expect_kernels_match(bundle, parse_spec(spec, "tiny.json"));
+  pf_bundle_close(bundle);
+}
+
+TEST(GpuRuntime, NoUsableTargetNamesEachTargetAndWhy) {
+  if (cuda_driver_present()) GTEST_SKIP() << "a CUDA driver is installed here";
+  const fs::path dir = compile_test_bundle("cuda_only", tiny_spec(), {"host-cuda"});
+  std::ifstream f(dir / "manifest.json");
+  const std::string target = json::parse(f)["targets"][0]["target"];
+  char err[PF_ERRLEN] = "";
+  pf_bundle* bundle = nullptr;
+  EXPECT_EQ(pf_bundle_open(dir.c_str(), nullptr, &bundle, err, sizeof err), PF_ERR_NO_TARGET);
+  EXPECT_EQ(bundle, nullptr);
+  const std::string msg = err;
+  EXPECT_TRUE(contains(msg, "no target of bundle")) << msg;
+  EXPECT_TRUE(contains(msg, "target " + target +
+                                " needs a CUDA device: the CUDA driver cannot "
+                                "be loaded"))
+      << msg;
+  EXPECT_TRUE(contains(msg, "--target host")) << msg;
+}
+
+// Resident memory in bytes (Linux).
+int64_t resident_bytes() {
+  std::ifstream f("/proc/self/statm");
+  int64_t pages = 0, resident = 0;
+  f >> pages >> resident;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+const char* const kBigSpec = R"({"model": "big", "layers": [
+  {"name": "conv", "op": "conv2d", "input_shape": [1, 128, 128, 16], "layout": "NHWC",
+   "out_channels": 16, "kernel": 3, "padding": "same", "border": "reflect"}]})";
+
+// 4 MiB of device buffers a run: kept after each run, 200 runs would hold 800 MiB more.
+TEST(GpuRuntime, RunsFreeTheirDeviceMemory) {
+  const fs::path dir = compile_test_bundle("big", kBigSpec, {"host-opencl"});
+  const Model model = parse_spec(kBigSpec, "big.json");
+  char err[PF_ERRLEN] = "";
+  pf_bundle* bundle = nullptr;
+  ASSERT_EQ(pf_bundle_open(dir.c_str(), nullptr, &bundle, err, sizeof err), PF_OK) << err;
+  const pf_kernel_desc* k = pf_bundle_kernel(bundle, 0);
+  const LayerCase c = make_layer_case(model.layers[0], 3);
+  std::vector<float> out;
+  std::string msg;
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(run_case(k, c, out, msg), PF_OK) << msg;
+  const int64_t before = resident_bytes();
+  for (int i = 0; i < 200; ++i) ASSERT_EQ(run_case(k, c, out, msg), PF_OK) << msg;
+  const int64_t grown = resident_bytes() - before;
+  EXPECT_LT(grown, int64_t{64} << 20) << "resident memory grew by " << (grown >> 20) << " MiB";
+  EXPECT_TRUE(matches_reference(c.reference, out.data(), out.size(), "conv"));
+  pf_bundle_close(bundle);
+}
+
+// Run with HL_OCL_DEVICE_TYPE=gpu (PoCL has CPU devices only): Halide's OpenCL runtime finds no
+// device, and pf_run's message names the kernel and the OpenCL call that failed.
+TEST(GpuRuntimeDeviceError, NamesTheKernelAndTheDeviceCall) {
+  const char* type = std::getenv("HL_OCL_DEVICE_TYPE");
+  ASSERT_TRUE(type && std::string(type) == "gpu") << "run with HL_OCL_DEVICE_TYPE=gpu";
+  const fs::path dir = compile_test_bundle("device_error", tiny_spec(), {"host-opencl"});
+  char err[PF_ERRLEN] = "";
+  pf_bundle* bundle = nullptr;
+  ASSERT_EQ(pf_bundle_open(dir.c_str(), nullptr, &bundle, err, sizeof err), PF_OK) << err;
+  const Model model = parse_spec(tiny_spec(), "tiny.json");
+  const pf_kernel_desc* k = nullptr;
+  ASSERT_EQ(pf_bundle_find(bundle, "stem", &k, err, sizeof err), PF_OK) << err;
+  const LayerCase c = make_layer_case(model.layers[0], 1);
+  std::vector<float> out;
+  std::string msg;
+  EXPECT_EQ(run_case(k, c, out, msg), PF_ERR_KERNEL);
+  EXPECT_TRUE(contains(msg, "kernel 'stem' (pf_tiny_stem)")) << msg;
+  EXPECT_TRUE(contains(msg, "OpenCL error")) << msg;
+  EXPECT_TRUE(contains(msg, "clGetDeviceIDs")) << msg;
+  std::cout << msg << "\n";
+  pf_bundle_close(bundle);
+}
+
+}  // namespace
+}  // namespace padfold::testing
