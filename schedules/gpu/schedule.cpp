@@ -1,8 +1,8 @@
 // GPU schedules (CUDA and OpenCL alike: no CUDA-only directives such as gpu_lanes). The output's
 // two innermost axes (channels-last: channels and x; channels-first: x and y, or x and channels
 // for 1-D) are split into blocks of gpu_threads_x x gpu_threads_y threads, each computing a
-// gpu_tile_x x gpu_tile_y register tile; the other axes (rows, depth, batch) are fused into the
-// third block dimension. The reduction runs per thread with its accumulators unrolled (registers),
+// gpu_tile_x x gpu_tile_y register tile; the other axes (rows, depth, batch) are fused into one
+// block dimension. The reduction runs per thread with its accumulators unrolled (registers),
 // the input channels split by gpu_unroll_channels and the inner part unrolled. The bordered input
 // (the algorithm's explicit clamps/selects, never BoundaryConditions: their likely() tags make
 // Halide partition the staging loops) is staged per block in shared memory, so the border costs a
@@ -100,16 +100,20 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
       .split(v1, v1o, v1i, ty * ry, TailStrategy::GuardWithIf)
       .split(v0i, v0t, v0r, rx)
       .split(v1i, v1t, v1r, ry);
-  std::vector<VarOrRVar> order{v0r, v1r, v0t, v1t, v0o, v1o};
+  // The fused outer axes (rows x batch can pass 65535) are the first block dimension, the only
+  // one CUDA allows more blocks than that; blocks next to each other share halo rows in cache.
+  std::vector<VarOrRVar> order{v0r, v1r, v0t, v1t};
   Var z = a.vars[2];
   for (size_t i = 2; i < a.vars.size(); ++i) order.push_back(a.vars[i]);
+  order.push_back(v0o);
+  order.push_back(v1o);
   out.reorder(order);
   for (size_t i = 3; i < a.vars.size(); ++i) {
     Var fused("z" + std::to_string(i));
     out.fuse(z, a.vars[i], fused);
     z = fused;
   }
-  out.gpu_blocks(v0o, v1o, z).gpu_threads(v0t, v1t).unroll(v0r).unroll(v1r);
+  out.gpu_blocks(z, v0o, v1o).gpu_threads(v0t, v1t).unroll(v0r).unroll(v1r);
   if (!a.reduce.defined()) return;
 
   // Accumulators: the thread's register tile.
@@ -142,7 +146,7 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
     Func staged = a.bordered;
     const std::vector<Var> args = staged.args();
     Var b0o("s0o"), b0i("s0i"), b1o("s1o"), b1i("s1i");
-    staged.compute_at(out, v0o)
+    staged.compute_at(out, z)
         .store_in(MemoryType::GPUShared)
         .split(args[0], b0o, b0i, tx, TailStrategy::GuardWithIf)
         .split(args[1], b1o, b1i, ty, TailStrategy::GuardWithIf)
