@@ -52,10 +52,13 @@ int64_t reduced_channels(const Layer& L) {
 ScheduleParams resolve(const Layer& L, const Target&, const ScheduleParams& p) {
   ScheduleParams r = p;
   const int64_t e0 = out_extent(L, 0), e1 = out_extent(L, 1);
+  // A block's tile fits in the output, so that the last block shifts inwards (ShiftInwards)
+  // instead of computing past the edge: its threads' register tiles would read weights of
+  // channels that do not exist.
   r.gpu_threads_x = clamp_int(p.gpu_threads_x, 1, e0);
-  r.gpu_tile_x = clamp_int(p.gpu_tile_x, 1, (e0 + r.gpu_threads_x - 1) / r.gpu_threads_x);
+  r.gpu_tile_x = clamp_int(p.gpu_tile_x, 1, e0 / r.gpu_threads_x);
   r.gpu_threads_y = clamp_int(p.gpu_threads_y, 1, std::min<int64_t>(e1, 1024 / r.gpu_threads_x));
-  r.gpu_tile_y = clamp_int(p.gpu_tile_y, 1, (e1 + r.gpu_threads_y - 1) / r.gpu_threads_y);
+  r.gpu_tile_y = clamp_int(p.gpu_tile_y, 1, e1 / r.gpu_threads_y);
   r.gpu_unroll_channels = divisor_at_most(reduced_channels(L), p.gpu_unroll_channels);
   return r;
 }
@@ -96,8 +99,8 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   const Var v0 = a.vars[0], v1 = a.vars[1];
   Var v0o("v0o"), v1o("v1o"), v0i("v0i"), v1i("v1i"), v0t("v0t"), v1t("v1t"), v0r("v0r"),
       v1r("v1r");
-  out.split(v0, v0o, v0i, tx * rx, TailStrategy::GuardWithIf)
-      .split(v1, v1o, v1i, ty * ry, TailStrategy::GuardWithIf)
+  out.split(v0, v0o, v0i, tx * rx, TailStrategy::ShiftInwards)
+      .split(v1, v1o, v1i, ty * ry, TailStrategy::ShiftInwards)
       .split(v0i, v0t, v0r, rx)
       .split(v1i, v1t, v1r, ry);
   // The fused outer axes (rows x batch can pass 65535) are the first block dimension, the only

@@ -28,7 +28,8 @@ const char* const kBorderNames[] = {"zeros",     "constant",  "reflect",
 // (mod 6) of the k-th pair, which make_kernel_cases draws in opposite layouts.
 struct Matrix {
   std::string spec;
-  int cases = 0;
+  int cases = 0, tails = 0;
+  int layers() const { return cases + tails + 4; }
 };
 
 const Matrix& matrix() {
@@ -48,6 +49,29 @@ const Matrix& matrix() {
       if (!full && border != k % 6 && border != (k + 3) % 6) continue;
       json layer = json::parse(c.spec)["layers"][0];
       layer["name"] = "c" + std::to_string(out.cases++);
+      layers.push_back(layer);
+    }
+    // Outputs that the blocks' tiles do not divide (the last block shifts inwards), with
+    // staged tiles of many channels.
+    const char* const tails[] = {
+        R"({"op": "conv2d", "input_shape": [2, 23, 19, 37], "layout": "NHWC", "groups": 37,
+            "out_channels": 37, "kernel": 5, "stride": 2, "padding": "same", "border": "reflect"})",
+        R"({"op": "conv2d", "input_shape": [1, 13, 29, 27], "layout": "NCHW", "out_channels": 45,
+            "kernel": [3, 2], "padding": "same_lower", "border": "circular", "bias": true})",
+        R"({"op": "conv2d", "input_shape": [1, 11, 17, 70], "layout": "NHWC", "out_channels": 75,
+            "kernel": 3, "dilation": 2, "padding": "same", "border": "symmetric"})",
+        R"({"op": "max_pool", "input_shape": [3, 21, 21, 45], "layout": "NHWC", "kernel": 3,
+            "stride": 2, "padding": "same"})",
+        R"({"op": "avg_pool", "input_shape": [1, 45, 21, 33], "layout": "NCHW", "kernel": 3,
+            "stride": 2, "padding": "same", "border": "replicate"})",
+        R"({"op": "conv_transpose2d", "input_shape": [1, 9, 11, 33], "layout": "NHWC",
+            "out_channels": 35, "kernel": 3, "stride": 2, "padding": "same_upper"})",
+        R"({"op": "conv1d", "input_shape": [2, 67, 41], "layout": "NWC", "out_channels": 33,
+            "kernel": 4, "padding": "causal", "border": "constant"})",
+    };
+    for (const char* t : tails) {
+      json layer = json::parse(t);
+      layer["name"] = "tail" + std::to_string(out.tails++);
       layers.push_back(layer);
     }
     for (const bool cl : {true, false}) {
@@ -75,7 +99,8 @@ TEST(GpuMatrix, OpenClKernelsOnPoclMatchTheReference) {
   pf_bundle* bundle = nullptr;
   ASSERT_EQ(pf_bundle_open(dir.c_str(), nullptr, &bundle, err, sizeof err), PF_OK) << err;
   EXPECT_TRUE(contains(pf_bundle_target(bundle), "opencl")) << pf_bundle_target(bundle);
-  std::cout << matrix().cases << " matrix cases + 4 joins on " << pf_bundle_target(bundle) << "\n";
+  std::cout << matrix().cases << " matrix cases + " << matrix().tails
+            << " tile-tail cases + 4 joins on " << pf_bundle_target(bundle) << "\n";
   unsigned seed = 1;
   int ran = 0;
   for (const Layer& L : model.layers) {
@@ -91,7 +116,7 @@ TEST(GpuMatrix, OpenClKernelsOnPoclMatchTheReference) {
         L.name + " (" + L.op_name + ", " + to_string(L.border) + ", " + L.layout.name() + ")"));
     ++ran;
   }
-  EXPECT_EQ(ran, matrix().cases + 4);
+  EXPECT_EQ(ran, matrix().layers());
   pf_bundle_close(bundle);
 }
 
@@ -118,7 +143,7 @@ TEST(GpuMatrix, CudaKernelsPtxAssemblesForSm86AndSm90) {
       assembled += r.status == 0;
     }
   }
-  EXPECT_EQ(assembled, 2 * (matrix().cases + 4));
+  EXPECT_EQ(assembled, 2 * matrix().layers());
 }
 #endif
 
