@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bundle_util.h"
+#include "cli/npy.h"
 #include "gpu_util.h"
 
 namespace padfold::testing {
@@ -69,6 +70,31 @@ TEST(GpuRuntime, NoUsableTargetNamesEachTargetAndWhy) {
                                 "be loaded"))
       << msg;
   EXPECT_TRUE(contains(msg, "--target host")) << msg;
+}
+
+// `padfold run` on an OpenCL bundle: the output file matches the reference.
+TEST(GpuRuntime, PadfoldRunRunsAGpuBundleOnNpyFiles) {
+  const std::string spec = tiny_spec();
+  const fs::path dir = compile_test_bundle("cli", spec, {"host-opencl"});
+  const Model model = parse_spec(spec, "tiny.json");
+  const Layer& stem = model.layers[0];
+  const LayerCase c = make_layer_case(stem, 5);
+  const char* names[] = {"x.npy", "w.npy", "b.npy"};
+  std::string cmd =
+      std::string(PADFOLD_BIN) + " run " + shell_quote(dir.string()) + " --layer stem";
+  const char* flags[] = {" --input ", " --weights ", " --bias "};
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const std::string path = (dir.parent_path() / names[i]).string();
+    write_npy_f32(path, c.inputs[i].shape, c.inputs[i].data.data());
+    cmd += flags[i] + shell_quote(path);
+  }
+  const std::string out = (dir.parent_path() / "y.npy").string();
+  const CommandResult r = run_command(cmd + " --output " + shell_quote(out));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "opencl")) << r.output;
+  const NpyArray y = read_npy_f32(out);
+  EXPECT_EQ(y.shape, stem.output_shape_full());
+  EXPECT_TRUE(matches_reference(c.reference, y.data.data(), y.data.size(), "padfold run stem"));
 }
 
 // Resident memory in bytes (Linux).
