@@ -284,7 +284,7 @@ std::string lowered_statement(const Layer& L, const Halide::Target& t, const Sch
 
 TEST(ResolvedKnobs, ValidStableAndScheduleAlike) {
   const char* targets[] = {"x86-64-linux-avx512_skylake", "x86-64-linux-avx2-fma",
-                           "x86-64-linux-sse41", "arm-64-linux"};
+                           "x86-64-linux-sse41", "arm-64-linux", "host-cuda"};
   int checked = 0;
   for (const auto& c : testing::make_kernel_cases(31, 1)) {
     const Model m = parse_spec(c.spec, c.name);
