@@ -210,6 +210,10 @@ def event_timed(run, reps, n):
     return statistics.median(samples)
 
 
+def ratio(a, b):
+    return a / b if b > 0 else float("nan")
+
+
 def torch_way(layer, pads_before, pads_after, border, x, w):
     """PyTorch's own way for the layer: (callable, description)."""
     stride, dilation, groups = tuple(layer["stride"]), tuple(layer["dilation"]), layer["groups"]
@@ -274,25 +278,32 @@ def main():
         tw = torch.from_numpy(w).to(dev).permute(3, 2, 0, 1).contiguous(
             memory_format=torch.channels_last)
         run_torch, how = torch_way(L, k["pads_before"], k["pads_after"], k["border"], tx, tw)
-        with torch.no_grad():
-            want = run_torch().permute(0, 2, 3, 1).cpu().numpy()
-            bufs.call("the first run")
-            got = bufs.output()
-            err = float(np.max(np.abs(got - want))) if got.shape == want.shape else float("inf")
-            tol = 1e-4 * max(float(np.max(np.abs(want))), 1e-30)
-            ok = err <= tol
-            failures += not ok
-            sync_torch = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
-            t_pf = timed(lambda: bufs.call("a timed run"), bufs.sync, reps, min_s)
-            t_torch = timed(run_torch, sync_torch, reps, min_s)
-            t_events = (event_timed(run_torch, reps, max(3, int(min_s / max(t_torch, 1e-7))))
-                        if dev.type == "cuda" else float("nan"))
-        bufs.free()
+        try:
+            with torch.no_grad():
+                want = run_torch().permute(0, 2, 3, 1).cpu().numpy()
+                bufs.call("the first run")
+                got = bufs.output()
+                err = (float(np.max(np.abs(got - want))) if got.shape == want.shape
+                       else float("inf"))
+                tol = 1e-4 * max(float(np.max(np.abs(want))), 1e-30)
+                ok = err <= tol
+                sync_torch = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+                t_pf = timed(lambda: bufs.call("a timed run"), bufs.sync, reps, min_s)
+                t_torch = timed(run_torch, sync_torch, reps, min_s)
+                t_events = (event_timed(run_torch, reps, max(3, int(min_s / max(t_torch, 1e-7))))
+                            if dev.type == "cuda" else float("nan"))
+            bufs.free()
+        except RuntimeError as e:  # a kernel that fails is a row, not the end of the run
+            print(f"{name}: {e}", flush=True)
+            ok, err, tol = False, float("inf"), 0.0
+            t_pf = t_torch = t_events = float("nan")
+            how += f"; FAILED: {e}"
+        failures += not ok
         rows.append((name, shapes[0][0], k["pads_before"], k["pads_after"], k["border"], how,
                      t_pf, t_torch, t_events, err, tol, ok))
         print(f"{name:28s} {'ok ' if ok else 'BAD'} err {err:.2e} (tol {tol:.1e})  padfold "
-              f"{t_pf * 1e3:8.4f} ms  torch {t_torch * 1e3:8.4f} ms  x{t_torch / t_pf:5.2f}  "
-              f"[{how}]", flush=True)
+              f"{t_pf * 1e3:8.4f} ms  torch {t_torch * 1e3:8.4f} ms  x{ratio(t_torch, t_pf):5.2f}"
+              f"  [{how}]", flush=True)
     gpu, driver = gpu_description()
     lines = [
         "# padfold GPU kernels vs PyTorch",
@@ -317,7 +328,7 @@ def main():
     ]
     for (name, n, pb, pa, border, how, t_pf, t_torch, t_ev, err, tol, ok) in rows:
         lines.append(f"| {name} | {n} | {pb} / {pa} | {border} | {how} | {t_pf * 1e3:.4f} | "
-                     f"{t_torch * 1e3:.4f} | {t_ev * 1e3:.4f} | {t_torch / t_pf:.2f}x | "
+                     f"{t_torch * 1e3:.4f} | {t_ev * 1e3:.4f} | {ratio(t_torch, t_pf):.2f}x | "
                      f"{err:.1e} | {'yes' if ok else 'NO'} |")
     lines.append("")
     lines.append(f"{len(rows) - failures} of {len(rows)} kernels match PyTorch.")
