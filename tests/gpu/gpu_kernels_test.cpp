@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -68,6 +69,9 @@ const Matrix& matrix() {
             "out_channels": 35, "kernel": 3, "stride": 2, "padding": "same_upper"})",
         R"({"op": "conv1d", "input_shape": [2, 67, 41], "layout": "NWC", "out_channels": 33,
             "kernel": 4, "padding": "causal", "border": "constant"})",
+        // A tile of 512 channels (110 KiB) is too large to stage: the border is read inline.
+        R"({"op": "conv2d", "input_shape": [1, 9, 10, 512], "layout": "NHWC", "out_channels": 40,
+            "kernel": 3, "padding": "same", "border": "reflect"})",
     };
     for (const char* t : tails) {
       json layer = json::parse(t);
@@ -94,7 +98,16 @@ const Matrix& matrix() {
 
 TEST(GpuMatrix, OpenClKernelsOnPoclMatchTheReference) {
   const Model model = parse_spec(matrix().spec, "gpu_matrix.json");
-  const fs::path dir = compile_test_bundle("opencl", matrix().spec, {"host-opencl"});
+  // One tail case with the conservative family's knobs (what a failed compile falls back to).
+  const json conservative = {{"tail1",
+                              {{"gpu_threads_x", 8},
+                               {"gpu_threads_y", 8},
+                               {"gpu_tile_x", 1},
+                               {"gpu_tile_y", 1},
+                               {"gpu_unroll_channels", 1},
+                               {"gpu_stage_kb", 0}}}};
+  const fs::path dir =
+      compile_test_bundle("opencl", matrix().spec, {"host-opencl"}, false, conservative);
   char err[PF_ERRLEN] = "";
   pf_bundle* bundle = nullptr;
   ASSERT_EQ(pf_bundle_open(dir.c_str(), nullptr, &bundle, err, sizeof err), PF_OK) << err;
@@ -144,6 +157,14 @@ TEST(GpuMatrix, CudaKernelsPtxAssemblesForSm86AndSm90) {
     }
   }
   EXPECT_EQ(assembled, 2 * matrix().layers());
+  // The bordered input is staged in shared memory, except where the tile is too large.
+  auto ptx_text = [&](const std::string& layer) {
+    std::ifstream in(tdir / (layer + ".ptx"));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_TRUE(contains(ptx_text("tail0"), ".shared")) << "tail0: nothing staged";
+  EXPECT_TRUE(contains(ptx_text("c0"), ".shared")) << "c0: nothing staged";
+  EXPECT_FALSE(contains(ptx_text("tail7"), ".shared")) << "tail7: a 110 KiB tile staged";
 }
 #endif
 

@@ -31,7 +31,8 @@ const fs::path& scratch_dir() {
 }  // namespace
 
 fs::path compile_test_bundle(const std::string& name, const std::string& spec_json,
-                             const std::vector<std::string>& targets, bool device_code) {
+                             const std::vector<std::string>& targets, bool device_code,
+                             const nlohmann::json& overrides) {
   const fs::path dir = scratch_dir() / name;
   fs::remove_all(dir);
   fs::create_directories(dir.parent_path());
@@ -40,6 +41,7 @@ fs::path compile_test_bundle(const std::string& name, const std::string& spec_js
   opt.targets = targets;
   opt.out_dir = dir.string();
   opt.emit_device_code = device_code;
+  opt.schedule_overrides = overrides;
   compile_bundle(model, opt);
   return dir;
 }

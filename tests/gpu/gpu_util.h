@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,11 @@
 namespace padfold::testing {
 
 // Compiles `spec_json` for `targets` (a fresh directory under the test's temporary folder, named
-// `name`) and returns the bundle directory. Throws on failure.
-std::filesystem::path compile_test_bundle(const std::string& name, const std::string& spec_json,
-                                          const std::vector<std::string>& targets,
-                                          bool device_code = false);
+// `name`) with the knob overrides ({layer: {knob: value}}) and returns the bundle directory.
+// Throws on failure.
+std::filesystem::path compile_test_bundle(
+    const std::string& name, const std::string& spec_json, const std::vector<std::string>& targets,
+    bool device_code = false, const nlohmann::json& overrides = nlohmann::json::object());
 
 // One layer's random data and reference output (conv/pool: random_data/reference_output; add and
 // concat: their inputs and the sum or channel concatenation).
