@@ -94,7 +94,9 @@ pf_status pf_bundle_open(const char* dir, const pf_open_options* opts, pf_bundle
 pf_status pf_registry_open(const pf_registry* reg, const pf_open_options* opts, pf_bundle** out,
                            char* err, size_t errlen);
 
-/* Releases the handle (and dlcloses the bundle's library). NULL is ignored. */
+/* Releases the handle (and dlcloses the bundle's library). NULL is ignored. On a GPU target it also
+ * releases the device state of the library's Halide runtime (context, loaded kernels): close it
+ * when no other handle of the same bundle is running kernels. */
 void pf_bundle_close(pf_bundle* b);
 
 const char* pf_bundle_model(const pf_bundle* b);
