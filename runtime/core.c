@@ -272,6 +272,7 @@ pf_status pf_bundle_create(const pf_registry* reg, const pf_open_options* opts, 
   }
   if (dir) strcpy(b->dir, dir);
   b->reg = reg;
+  b->device = reg->num_kernels > 0 ? reg->kernels[0].device : NULL;
   b->release = release;
   b->release_ctx = ctx;
 #ifdef PF_TLS
@@ -291,11 +292,10 @@ pf_status pf_registry_open(const pf_registry* reg, const pf_open_options* opts, 
 }
 
 void pf_bundle_close(pf_bundle* b) {
-  const pf_device_hooks* dev;
   if (!b) return;
-  /* A GPU target's context, modules and cached allocations go before its library. */
-  dev = b->reg->num_kernels > 0 ? b->reg->kernels[0].device : NULL;
-  if (dev) dev->device_release(NULL, dev->device_interface());
+  /* A GPU bundle library's context, modules and cached allocations go before the library (a
+   * linked registry's runtime is the application's). */
+  if (b->device && b->release) b->device->device_release(NULL, b->device->device_interface());
   if (b->release) b->release(b->release_ctx);
   free(b->dir);
   free(b);

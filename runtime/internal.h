@@ -13,6 +13,7 @@
 /* The handle pf_bundle_open / pf_registry_open return. */
 struct pf_bundle {
   const pf_registry* reg;
+  const pf_device_hooks* device; /* a GPU target's device calls, NULL on the CPU */
   char* dir;
   void (*release)(void*);
   void* release_ctx;

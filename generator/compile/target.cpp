@@ -61,14 +61,13 @@ Target host_target() {
 
 Target resolve_target(const std::string& name) {
   Target t;
-  const bool host_plus = name.rfind("host-", 0) == 0;
+  // host-cuda, host-opencl, ...: the host CPU ($PADFOLD_HOST_TARGET) with the features added.
+  const std::string with_host =
+      name.rfind("host-", 0) == 0 ? host_target().to_string() + name.substr(4) : "";
   if (name == "host") {
     t = host_target();
-  } else if (host_plus && Target::validate_target_string(name)) {
-    // host-cuda, host-opencl, ...: the host CPU ($PADFOLD_HOST_TARGET) with the features added.
-    t = host_target();
-    for (const std::string& token : target_tokens(Target(name)))
-      if (is_device_token(token)) t = Target(t.to_string() + "-" + token);
+  } else if (!with_host.empty() && Target::validate_target_string(with_host)) {
+    t = Target(with_host);
   } else if (Target::validate_target_string(name)) {
     t = Target(name);
   } else {

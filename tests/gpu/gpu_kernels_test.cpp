@@ -2,7 +2,7 @@
 // convention, border mode and layout appears: OpenCL kernels run on PoCL through the C runtime
 // and are compared element-wise with the naive reference; the CUDA kernels of the same matrix are
 // compiled and their PTX assembled with ptxas for the default capability (sm_86) and for sm_90
-// (an H200). PADFOLD_GPU_FULL_MATRIX=1 takes every case of the matrix (label gpu_full).
+// (an H200). PADFOLD_GPU_FULL_MATRIX=1 takes every case of the matrix (the gpu_full test).
 #include <gtest/gtest.h>
 
 #include <cstdlib>

@@ -9,6 +9,7 @@
 
 #include "bundle_util.h"
 #include "cli/npy.h"
+#include "compile/target.h"
 #include "gpu_util.h"
 
 namespace padfold::testing {
@@ -36,6 +37,34 @@ void expect_kernels_match(pf_bundle* bundle, const Model& model) {
     std::string msg;
     ASSERT_EQ(run_case(k, c, out, msg), PF_OK) << L.name << ": " << msg;
     EXPECT_TRUE(matches_reference(c.reference, out.data(), out.size(), L.name));
+  }
+}
+
+TEST(GpuTargets, NamesResolveToCudaOrOpenClWithTheHostCpu) {
+  using T = Halide::Target;
+  const T cpu = host_target();
+  const T cuda = resolve_target("host-cuda");
+  EXPECT_TRUE(cuda.has_feature(T::CUDA));
+  EXPECT_TRUE(cuda.has_feature(kDefaultCudaCapability));
+  EXPECT_EQ(cuda_arch_name(cuda), "sm_86");
+  EXPECT_EQ(device_api_name(cuda), "cuda");
+  EXPECT_EQ(cpu_feature_names(cuda), cpu_feature_names(cpu));  // the device asks nothing of it
+  const T cuda80 = resolve_target("host-cuda-cuda_capability_80");
+  EXPECT_EQ(cuda_arch_name(cuda80), "sm_80");
+  EXPECT_FALSE(cuda80.has_feature(T::CUDACapability86));
+  const T ocl = resolve_target("host-opencl");
+  EXPECT_EQ(device_api_name(ocl), "opencl");
+  EXPECT_EQ(cuda_arch_name(ocl), "");
+  EXPECT_EQ(device_api_name(cpu), "");
+  EXPECT_EQ(cuda_arch_name(resolve_target("x86-64-linux-sse41-cuda")), "sm_86");
+  for (const char* bad :
+       {"host-metal", "host-vulkan", "host-cuda-opencl", "x86-64-linux-d3d12compute"}) {
+    try {
+      resolve_target(bad);
+      ADD_FAILURE() << bad << " resolved";
+    } catch (const std::exception& e) {
+      EXPECT_TRUE(contains(e.what(), std::string("target '") + bad + "'")) << e.what();
+    }
   }
 }
 
