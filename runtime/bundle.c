@@ -15,7 +15,8 @@
 
 typedef struct mf_target {
   const char *target, *arch, *os, *dir, *lib;
-  int64_t bits;
+  const char* device_api;      /* "cuda", "opencl", or NULL for a CPU target */
+  int64_t bits, max_registers; /* max_registers: HL_CUDA_JIT_MAX_REGISTERS, 0 = unset */
   const char* features[MAX_FEATURES];
   int num_features;
 } mf_target;
@@ -162,6 +163,20 @@ static pf_status parse_target(manifest* m, const cJSON* j, int i, mf_target* t) 
       (s = get_str(m, j, path, "shared_library", 1, &t->lib)) ||
       (s = get_array(m, j, path, "features", MAX_FEATURES, &fs))) {
     return s;
+  }
+  /* Optional (bundles without GPU targets may omit them): device_api, cuda_jit_max_registers. */
+  if (cJSON_GetObjectItemCaseSensitive(j, "device_api") &&
+      (s = get_str(m, j, path, "device_api", 1, &t->device_api))) {
+    return s;
+  }
+  f = cJSON_GetObjectItemCaseSensitive(j, "cuda_jit_max_registers");
+  if (f && !cJSON_IsNull(f) &&
+      ((s = get_int(m, j, path, "cuda_jit_max_registers", &t->max_registers)) ||
+       t->max_registers < 0 || t->max_registers > 255)) {
+    return s ? s
+             : pf_fail(m->err, m->errlen, PF_ERR_MANIFEST,
+                       "%s: %s.cuda_jit_max_registers: expected 0 to 255, got %lld", m->file, path,
+                       (long long)t->max_registers);
   }
   if (t->lib && !pf_path_relative_inside(t->lib)) {
     return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST,
@@ -435,19 +450,20 @@ static pf_status choose_target(manifest* m, const pf_cpu* cpu, const char* dir, 
       snprintf(why, sizeof why, "is for os %s, this machine runs %s", t->os, cpu->os);
     } else if (pf_cpu_check(cpu, t->arch, (int)t->bits, t->features, t->num_features, why,
                             sizeof why) == PF_OK) {
-      if (t->lib) {
+      if (!t->lib) {
+        snprintf(why, sizeof why,
+                 "has no shared library (no linker for it when the bundle was built): link its "
+                 "static library and use pf_registry_open");
+      } else if (!t->device_api || pf_device_probe(t->device_api, why, sizeof why) == PF_OK) {
         *chosen = i;
         return PF_OK;
       }
-      snprintf(why, sizeof why,
-               "has no shared library (no linker for it when the bundle was built): link its "
-               "static library and use pf_registry_open");
     }
     pf_append(msg, sizeof msg, "\n  target %s %s", t->target, why);
   }
   pf_append(msg, sizeof msg,
             "\nthe bundle has no fallback target for this machine: recompile with --target "
-            "host,%s-%d-%s",
+            "host,%s-%d-%s (or add ',host' after a GPU target)",
             cpu->arch, cpu->bits, cpu->os);
   return pf_fail(m->err, m->errlen, PF_ERR_NO_TARGET, "%s", msg);
 }
@@ -643,6 +659,13 @@ static pf_status open_parsed(manifest* m, const char* dir, const pf_open_options
             : pf_fail(err, errlen, PF_ERR_NO_MEMORY, "out of memory");
   }
   if (!s) s = compare(m, &m->targets[chosen], reg, lib, err, errlen);
+  if (!s && m->targets[chosen].max_registers > 0) {
+    /* Read by Halide's CUDA runtime when it loads the kernels (the first pf_run); a value the
+     * caller set wins. */
+    char regs[16];
+    snprintf(regs, sizeof regs, "%d", (int)m->targets[chosen].max_registers);
+    setenv("HL_CUDA_JIT_MAX_REGISTERS", regs, 0);
+  }
   if (!s) s = pf_bundle_create(reg, opts, dir, release_library, handle, out, err, errlen);
   if (!s) (*out)->load_weights = pf_npy_load_weights;
   if (s && handle) dlclose(handle);

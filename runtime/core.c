@@ -272,6 +272,7 @@ pf_status pf_bundle_create(const pf_registry* reg, const pf_open_options* opts, 
   }
   if (dir) strcpy(b->dir, dir);
   b->reg = reg;
+  b->device = reg->num_kernels > 0 ? reg->kernels[0].device : NULL;
   b->release = release;
   b->release_ctx = ctx;
 #ifdef PF_TLS
@@ -292,6 +293,9 @@ pf_status pf_registry_open(const pf_registry* reg, const pf_open_options* opts, 
 
 void pf_bundle_close(pf_bundle* b) {
   if (!b) return;
+  /* A GPU bundle library's context, modules and cached allocations go before the library (a
+   * linked registry's runtime is the application's). */
+  if (b->device && b->release) b->device->device_release(NULL, b->device->device_interface());
   if (b->release) b->release(b->release_ctx);
   free(b->dir);
   free(b);
@@ -517,6 +521,29 @@ static struct halide_type_t halide_type(pf_dtype t) {
   return h;
 }
 
+/* After a GPU kernel ran (rc: its result) on host memory: the outputs copied back, then every
+ * buffer's device memory freed, whatever failed before. Returns the first error, naming the call
+ * (*what, NULL for the kernel itself) and the buffer. */
+static int device_finish(const pf_kernel_desc* k, halide_buffer_t* hb, int rc, const char** what,
+                         const char** buffer) {
+  int i, r;
+  for (i = 0; rc == 0 && i < k->num_buffers; i++) {
+    if (k->buffers[i].role == PF_ROLE_OUTPUT && (r = k->device->copy_to_host(NULL, &hb[i])) != 0) {
+      rc = r;
+      *what = "halide_copy_to_host";
+      *buffer = k->buffers[i].name;
+    }
+  }
+  for (i = 0; i < k->num_buffers; i++) {
+    if (hb[i].device && (r = k->device->device_free(NULL, &hb[i])) != 0 && rc == 0) {
+      rc = r;
+      *what = "halide_device_free";
+      *buffer = k->buffers[i].name;
+    }
+  }
+  return rc;
+}
+
 pf_status pf_run(const pf_kernel_desc* k, const pf_tensor* tensors, int n, char* err,
                  size_t errlen) {
   const pf_tensor* bound[PF_MAX_BUFFERS];
@@ -524,6 +551,7 @@ pf_status pf_run(const pf_kernel_desc* k, const pf_tensor* tensors, int n, char*
   halide_dimension_t dims[PF_MAX_BUFFERS][PF_MAX_RANK];
   void* args[PF_MAX_BUFFERS];
   pf_call call, *outer = NULL;
+  const char *what = NULL, *buffer = NULL;
   pf_status s = check_all(k, tensors, n, bound, err, errlen);
   int i, d, rc;
   if (s != PF_OK) return s;
@@ -549,7 +577,13 @@ pf_status pf_run(const pf_kernel_desc* k, const pf_tensor* tensors, int n, char*
   outer = current_call;
   current_call = &call;
 #endif
+  if (k->device) { /* host memory: Halide copies the inputs in when they are host-dirty */
+    for (i = 0; i < k->num_buffers; i++) {
+      if (k->buffers[i].role != PF_ROLE_OUTPUT) hb[i].flags |= halide_buffer_flag_host_dirty;
+    }
+  }
   rc = k->argv_fn(args);
+  if (k->device) rc = device_finish(k, hb, rc, &what, &buffer);
 #ifdef PF_TLS
   current_call = outer;
 #endif
@@ -558,9 +592,12 @@ pf_status pf_run(const pf_kernel_desc* k, const pf_tensor* tensors, int n, char*
   if (call.captured && err && errlen > 0) { /* the message was captured into err */
     char msg[PF_ERRLEN];
     snprintf(msg, sizeof msg, "%s", err ? err : "");
-    return pf_fail(err, errlen, PF_ERR_KERNEL, "kernel '%s' (%s) failed with Halide error %d: %s",
-                   k->layer, k->function, rc, msg);
+    return pf_fail(err, errlen, PF_ERR_KERNEL,
+                   "kernel '%s' (%s)%s%s%s%s failed with Halide error %d: %s", k->layer,
+                   k->function, what ? ": " : "", what ? what : "", buffer ? " of buffer " : "",
+                   buffer ? buffer : "", rc, msg);
   }
-  return pf_fail(err, errlen, PF_ERR_KERNEL, "kernel '%s' (%s) failed with Halide error %d",
-                 k->layer, k->function, rc);
+  return pf_fail(err, errlen, PF_ERR_KERNEL, "kernel '%s' (%s)%s%s%s%s failed with Halide error %d",
+                 k->layer, k->function, what ? ": " : "", what ? what : "",
+                 buffer ? " of buffer " : "", buffer ? buffer : "", rc);
 }

@@ -433,8 +433,16 @@ static const struct feature* find_feature(const char* name, int vector_bits,
   return NULL;
 }
 
+/* GPU features (cuda, cuda_capability_<n>, opencl, cl_<ext>): the device is probed at open
+ * (device.c), not the CPU. */
+static int is_device_feature(const char* name) {
+  return strcmp(name, "cuda") == 0 || strcmp(name, "opencl") == 0 ||
+         strncmp(name, "cuda_capability_", 16) == 0 || strncmp(name, "cl_", 3) == 0;
+}
+
 static int is_neutral(const char* name) {
   size_t i;
+  if (is_device_feature(name)) return 1;
   for (i = 0; i < sizeof neutral_features / sizeof neutral_features[0]; i++) {
     if (strcmp(neutral_features[i], name) == 0) return 1;
   }

@@ -13,6 +13,7 @@
 /* The handle pf_bundle_open / pf_registry_open return. */
 struct pf_bundle {
   const pf_registry* reg;
+  const pf_device_hooks* device; /* a GPU target's device calls, NULL on the CPU */
   char* dir;
   void (*release)(void*);
   void* release_ctx;
@@ -80,7 +81,11 @@ int pf_buffer_is_dense(const pf_buffer_desc* b);
 pf_status pf_manifest_check(const char* text, size_t len, const char* label, char* err,
                             size_t errlen);
 
-/* ---- bundle directories (the full library only: bundle.c, npy_load.c) ---- */
+/* ---- bundle directories (the full library only: bundle.c, npy_load.c, device.c) ---- */
+
+/* PF_OK if a device of the API ("cuda", "opencl") is usable here; else PF_ERR_NO_TARGET with the
+ * reason in why ("needs a CUDA device: the CUDA driver cannot be loaded (...)"). */
+pf_status pf_device_probe(const char* api, char* why, size_t len);
 
 /* dir + "/" + name (name as is when absolute); NULL when out of memory. */
 char* pf_path_join(const char* dir, const char* name);

@@ -15,7 +15,7 @@ namespace padfold {
 
 // X(type, name, default, min, max, scale, scope, doc). type is int or bool (bool knobs ignore
 // min/max); scale is a search hint (linear, or pow2: 0 where min is 0, then powers of two); scope
-// is the schedule family that reads the knob (cpu today).
+// is the schedule family that reads the knob (cpu, gpu).
 #define PADFOLD_SCHEDULE_KNOBS(X)                                                                \
   X(int, vector_lanes, 8, 0, 64, pow2, cpu,                                                      \
     "floats per vector; 0 = the target's natural width (clamped to the vectorized axis)")        \
@@ -48,7 +48,22 @@ namespace padfold {
     "with channel blocks outermost, threads over the blocks instead of rows")                    \
   X(int, fused_strips, 0, 0, 64, linear, cpu,                                                    \
     "fused blocks: the rows in this many parallel strips, and a producer read through a window " \
-    "computed per row tile, sliding along its strip (no halo recompute); 0 = per pixel tile")
+    "computed per row tile, sliding along its strip (no halo recompute); 0 = per pixel tile")    \
+  X(int, gpu_threads_x, 16, 1, 256, pow2, gpu,                                                   \
+    "GPU: threads of a block along the innermost output axis (channels-last: channels)")         \
+  X(int, gpu_threads_y, 8, 1, 64, pow2, gpu,                                                     \
+    "GPU: threads of a block along the next output axis (channels-last: x, else y)")             \
+  X(int, gpu_tile_x, 2, 1, 8, linear, gpu,                                                       \
+    "GPU: outputs per thread (a register tile) along the innermost output axis")                 \
+  X(int, gpu_tile_y, 2, 1, 8, linear, gpu,                                                       \
+    "GPU: outputs per thread (a register tile) along the next output axis")                      \
+  X(int, gpu_unroll_channels, 4, 1, 32, linear, gpu,                                             \
+    "GPU: the input-channel reduction split by this factor (a divisor), inner part unrolled")    \
+  X(int, gpu_stage_kb, 40, 0, 96, linear, gpu,                                                   \
+    "GPU: stage a block's bordered input tile + halo in shared memory (the border resolved "     \
+    "while staging) when it fits in this many KiB; else read the bordered input inline")         \
+  X(int, gpu_max_registers, 128, 0, 255, linear, gpu,                                            \
+    "GPU (CUDA): HL_CUDA_JIT_MAX_REGISTERS, the highest of the bundle; 0 = Halide's 64")
 
 // A layer's schedule: every knob, plus the name of the strategy-table row it came from.
 struct ScheduleParams {

@@ -13,7 +13,7 @@
 
 namespace padfold {
 
-enum class TargetFamily { X86Avx512, X86Avx2, ArmNeon, RiscV, Generic };
+enum class TargetFamily { X86Avx512, X86Avx2, ArmNeon, RiscV, Generic, Gpu };
 enum class OpClass { Dense, Stem, Pointwise, Depthwise, Pooling, Transposed, Elementwise };
 
 TargetFamily target_family(const Halide::Target& target);

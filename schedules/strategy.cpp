@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "schedules/cpu/cpu.h"
+#include "schedules/gpu/gpu.h"
 #include "schedules/schedule.h"
 
 namespace padfold {
@@ -13,7 +14,7 @@ namespace {
 const std::pair<TargetFamily, const char*> kFamilyNames[] = {
     {TargetFamily::X86Avx512, "avx512"}, {TargetFamily::X86Avx2, "avx2"},
     {TargetFamily::ArmNeon, "neon"},     {TargetFamily::RiscV, "riscv"},
-    {TargetFamily::Generic, "generic"},
+    {TargetFamily::Generic, "generic"},  {TargetFamily::Gpu, "gpu"},
 };
 const std::pair<OpClass, const char*> kOpClassNames[] = {
     {OpClass::Dense, "dense"},
@@ -42,7 +43,7 @@ const ScheduleStrategy& strategy_for(const Layer& layer, const Halide::Target& t
 const std::vector<StrategyRow>& strategy_table() {
   static const std::vector<StrategyRow> rows = [] {
     std::vector<StrategyRow> all;
-    for (const auto& family_rows : {cpu::strategy_rows()})
+    for (const auto& family_rows : {cpu::strategy_rows(), gpu::strategy_rows()})
       all.insert(all.end(), family_rows.begin(), family_rows.end());
     return all;
   }();
@@ -58,6 +59,7 @@ const StrategyRow& strategy_row(TargetFamily family, OpClass op_class) {
 
 TargetFamily target_family(const Halide::Target& t) {
   using T = Halide::Target;
+  if (t.has_gpu_feature()) return TargetFamily::Gpu;
   if (t.arch == T::X86) {
     // Any AVX-512 flavour implies the base (x86-64-linux-avx512_skylake names only the flavour).
     if (t.features_any_of({T::AVX512, T::AVX512_KNL, T::AVX512_Skylake, T::AVX512_Cannonlake,

@@ -89,9 +89,66 @@ Func bounded(const Source& in, const Region& region, Border border, float value)
   return Func();
 }
 
+// The border written out as clamps and selects on the input buffer (for GPU schedules, which
+// stage this Func: the likely() tags of Halide's BoundaryConditions make Halide partition the
+// staging loops). Reads stay inside the buffer; zeros and constants select the value. The
+// mirrored coordinates are clamped too, though they never leave [0, e): Halide's bounds of a
+// select span both branches, so without it a staged tile would claim rows past the buffer.
+Func explicit_border(const ImageParam& in, const Layer& L, Border border, float value) {
+  const std::vector<int64_t> shape = L.input_shape();
+  const int rank = in.dimensions();
+  std::vector<Var> args;
+  std::vector<Expr> coords;
+  Expr inside = Internal::const_true();
+  for (int d = 0; d < rank; ++d) {
+    args.push_back(Var("b" + std::to_string(d)));
+    const bool spatial =
+        L.layout.channels_last ? d >= 1 && d <= L.spatial_dims : d < L.spatial_dims;
+    const Expr x = args.back();
+    if (!spatial) {
+      coords.push_back(x);
+      continue;
+    }
+    const int e = static_cast<int>(shape[static_cast<size_t>(rank - 1 - d)]);
+    switch (border) {
+      case Border::Zeros:
+      case Border::Constant:
+        inside = inside && x >= 0 && x < e;
+        coords.push_back(clamp(x, 0, e - 1));
+        break;
+      case Border::Replicate:
+        coords.push_back(clamp(x, 0, e - 1));
+        break;
+      case Border::Circular:
+        coords.push_back(x % e);  // Halide's % of an int is never negative
+        break;
+      case Border::Symmetric: {  // edge repeated: period 2e
+        const Expr m = x % (2 * e);
+        coords.push_back(clamp(select(m < e, m, 2 * e - 1 - m), 0, e - 1));
+        break;
+      }
+      case Border::Reflect: {  // edge not repeated: period 2e - 2
+        if (e == 1) {
+          coords.push_back(0);
+          break;
+        }
+        const Expr m = x % (2 * e - 2);
+        coords.push_back(clamp(select(m < e, m, 2 * e - 2 - m), 0, e - 1));
+        break;
+      }
+    }
+  }
+  Func f(L.name + "_bordered");
+  const bool selects = border == Border::Zeros || border == Border::Constant;
+  f(args) =
+      selects ? select(inside, in(coords), border == Border::Zeros ? 0.f : value) : in(coords);
+  return f;
+}
+
 // The layer's input seen through `border`, infinite along spatial axes: its buffer, or in a fused
 // block the producer's Func over the producer's output extent.
 Func apply_border(const Algorithm& a, const Layer& L, Border border, float value) {
+  if (a.explicit_border && !a.source.defined()) return explicit_border(a.input, L, border, value);
   if (a.source.defined()) {
     const std::vector<int64_t> shape = L.input_shape();
     return bounded(
@@ -311,7 +368,7 @@ std::vector<BufferInfo> buffer_infos(const Layer& L) {
   return out;
 }
 
-Algorithm build_algorithm(const Layer& L, const Func& source) {
+Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_border) {
   if (L.dtype != DType::F32)
     throw std::runtime_error("layer '" + L.name + "': only float32 kernels are generated");
   if (source.defined() && L.is_join())
@@ -319,6 +376,7 @@ Algorithm build_algorithm(const Layer& L, const Func& source) {
   Algorithm a;
   a.layer = &L;
   a.source = source;
+  a.explicit_border = explicit_border;
   for (const BufferInfo& b : buffer_infos(L)) {
     if (source.defined() && b.role == "input") continue;  // the producer's Func instead
     BufferParam bp{b, {}};

@@ -37,9 +37,10 @@ struct Algorithm {
   Halide::Func source;
   std::vector<Halide::ImageParam> inputs;  // every input: {input}, or add's and concat's
   Halide::Func bordered;  // the input seen through the border mode, infinite along spatial axes
-  Halide::Func reduce;    // the reduction (conv sum, pool max/sum), args in `vars` order;
-                          // undefined for add and concat
-  Halide::Func output;    // bias, activation, averaging; args in `vars` order
+  bool explicit_border = false;  // bordered written as clamps/selects, not BoundaryConditions
+  Halide::Func reduce;           // the reduction (conv sum, pool max/sum), args in `vars` order;
+                                 // undefined for add and concat
+  Halide::Func output;           // bias, activation, averaging; args in `vars` order
 
   // Pure variables in the output buffer's dimension order (Halide order: innermost first).
   std::vector<Halide::Var> vars;
@@ -67,6 +68,9 @@ struct Algorithm {
 // Builds the algorithm for a resolved layer. The buffers have fixed shapes and dense strides. With
 // `source` (a fused block's producer, defined over this layer's input shape), the layer reads it
 // instead of an input buffer, through its own border and padding.
-Algorithm build_algorithm(const Layer& layer, const Halide::Func& source = Halide::Func());
+// With `explicit_border` (GPU schedules) `bordered` is written as clamps and selects instead of
+// Halide's BoundaryConditions.
+Algorithm build_algorithm(const Layer& layer, const Halide::Func& source = Halide::Func(),
+                          bool explicit_border = false);
 
 }  // namespace padfold

@@ -16,6 +16,7 @@ struct CompileArgs {
   std::string spec, out, schedules;
   std::vector<std::string> targets{"host"};
   bool emit_stmt = false;
+  bool emit_device_code = false;
   bool embed_weights = false;
   std::string fuse = "auto";
   int jobs = 0;
@@ -38,6 +39,7 @@ void run_compile(const CompileArgs& a) {
   opt.out_dir = a.out;
   opt.targets = a.targets;
   opt.emit_stmt = a.emit_stmt;
+  opt.emit_device_code = a.emit_device_code;
   opt.embed_weights = a.embed_weights;
   opt.jobs = a.jobs;
   opt.kernel_timeout_s = a.kernel_timeout;
@@ -98,7 +100,9 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("-o,--out", args->out, "bundle directory to write")->required();
   cmd->add_option("--target", args->targets,
                   "comma-separated Halide targets, best first: host, x86-64-linux-avx2-fma, "
-                  "x86-64-linux-avx512_skylake, arm-64-linux, arm-32-linux ...")
+                  "x86-64-linux-avx512_skylake, arm-64-linux, arm-32-linux ...; GPUs: "
+                  "host-cuda (sm_86 PTX), host-cuda-cuda_capability_<N>, host-opencl, with a CPU "
+                  "fallback after them (host-cuda,host)")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--schedules", args->schedules,
@@ -114,6 +118,9 @@ void add_compile_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--emit-stmt", args->emit_stmt,
                 "also write each kernel's lowered Halide statement (<target>/<layer>.stmt)");
+  cmd->add_flag("--emit-device-code", args->emit_device_code,
+                "GPU targets: also write each kernel's device code (<target>/<layer>.ptx for "
+                "CUDA, .cl for OpenCL), e.g. to check the PTX with ptxas");
   cmd->add_option("--fuse", args->fuse,
                   "auto (fuse dw->pw, pw->dw->pw and conv->pool chains where the cost model says "
                   "it pays; padfold check shows the choice), none, or blocks such as dw1+pw1,c2+p2")

@@ -1,5 +1,7 @@
 #include "compile/lower.h"
 
+#include <cstring>
+#include <fstream>
 #include <stdexcept>
 
 #include "compile/target.h"
@@ -31,7 +33,7 @@ Kernel lower(const Layer& layer, const Halide::Target& target, const nlohmann::j
 }
 
 Kernel lower(const Layer& layer, const Halide::Target& target, const ScheduleParams& requested) {
-  Algorithm a = build_algorithm(layer);
+  Algorithm a = build_algorithm(layer, Halide::Func(), target.has_gpu_feature());
   Kernel k;
   k.name = layer.name;
   k.schedule = apply_schedule(a, requested, target);
@@ -77,10 +79,22 @@ Kernel lower(const Block& block, const Halide::Target& target, const SchedulePar
 
 void compile_kernel_files(const Kernel& kernel, const Halide::Target& target,
                           const std::map<Halide::OutputFileType, std::string>& outputs,
-                          const std::string& function) {
+                          const std::string& function, const std::string& device_code) {
   Halide::Pipeline pipeline = kernel.pipeline;
-  pipeline.compile_to(outputs, kernel.arguments(), function,
-                      codegen_target(target).with_feature(Halide::Target::NoRuntime));
+  const Halide::Module module = pipeline.compile_to_module(
+      kernel.arguments(), function, codegen_target(target).with_feature(Halide::Target::NoRuntime));
+  module.compile(outputs);
+  if (device_code.empty() || !target.has_gpu_feature()) return;
+  // Halide embeds the kernels' device source (PTX, OpenCL C) as a buffer of the module.
+  for (const Halide::Buffer<void>& b : module.buffers()) {
+    if (b.name().find("_gpu_source_kernels") == std::string::npos) continue;
+    const char* text = static_cast<const char*>(b.data());
+    std::ofstream f(device_code, std::ios::binary);
+    f.write(text, static_cast<std::streamsize>(strnlen(text, b.size_in_bytes())));
+    if (!f) throw std::runtime_error("cannot write " + device_code);
+    return;
+  }
+  throw std::runtime_error("kernel '" + kernel.name + "': Halide's module holds no device code");
 }
 
 }  // namespace padfold

@@ -49,9 +49,11 @@ ScheduleParams resolved_schedule(const Block& block, const Halide::Target& targe
 Kernel lower(const Block& block, const Halide::Target& target, const ScheduleParams& requested);
 
 // Writes the kernel's AOT outputs (object, header, statement ...) as `function`, without the
-// Halide runtime (a bundle carries one per target), with padfold's code generation options.
+// Halide runtime (a bundle carries one per target), with padfold's code generation options. For
+// a GPU target and a non-empty `device_code`, also the kernels' device source there (PTX for
+// CUDA, OpenCL C for OpenCL).
 void compile_kernel_files(const Kernel& kernel, const Halide::Target& target,
                           const std::map<Halide::OutputFileType, std::string>& outputs,
-                          const std::string& function);
+                          const std::string& function, const std::string& device_code = "");
 
 }  // namespace padfold

@@ -27,6 +27,26 @@ void check_riscv(const Target& t, const std::string& name) {
         "with a fixed vector length; use e.g. riscv-64-linux-rvv-vector_bits_128");
 }
 
+// The GPU APIs padfold generates for; the highest CUDA capability Halide 21 knows.
+bool is_device_token(const std::string& token) {
+  return token == "cuda" || token == "opencl" || token.rfind("cuda_capability_", 0) == 0 ||
+         token.rfind("cl_", 0) == 0;
+}
+
+Target with_gpu_defaults(Target t, const std::string& name) {
+  if (!t.has_gpu_feature()) return t;
+  for (Target::Feature f : {Target::Metal, Target::D3D12Compute, Target::Vulkan, Target::WebGPU})
+    if (t.has_feature(f))
+      throw std::runtime_error("target '" + name +
+                               "': padfold generates GPU kernels for CUDA and OpenCL only "
+                               "(e.g. host-cuda, host-cuda-cuda_capability_86, host-opencl)");
+  if (t.has_feature(Target::CUDA) && t.has_feature(Target::OpenCL))
+    throw std::runtime_error("target '" + name + "': one GPU API per target (cuda or opencl)");
+  if (t.has_feature(Target::CUDA) && t.get_cuda_capability_lower_bound() < 30)
+    t = t.with_feature(kDefaultCudaCapability);
+  return t;
+}
+
 }  // namespace
 
 Target host_target() {
@@ -41,8 +61,13 @@ Target host_target() {
 
 Target resolve_target(const std::string& name) {
   Target t;
+  // host-cuda, host-opencl, ...: the host CPU ($PADFOLD_HOST_TARGET) with the features added.
+  const std::string with_host =
+      name.rfind("host-", 0) == 0 ? host_target().to_string() + name.substr(4) : "";
   if (name == "host") {
     t = host_target();
+  } else if (!with_host.empty() && Target::validate_target_string(with_host)) {
+    t = Target(with_host);
   } else if (Target::validate_target_string(name)) {
     t = Target(name);
   } else {
@@ -52,8 +77,7 @@ Target resolve_target(const std::string& name) {
                              "arm-32-linux, riscv-64-linux-rvv-vector_bits_128 "
                              "(arch-bits-os[-feature...])");
   }
-  if (t.has_gpu_feature())
-    throw std::runtime_error("target '" + name + "': GPU targets are not generated yet");
+  t = with_gpu_defaults(t, name);
   check_riscv(t, name);
   return t.without_feature(Target::NoRuntime);
 }
@@ -66,9 +90,21 @@ std::vector<std::string> cpu_feature_names(const Target& t) {
   std::vector<std::string> names;
   const std::vector<std::string> tokens = target_tokens(t.without_feature(Target::NoRuntime));
   for (size_t i = 3; i < tokens.size(); ++i)
-    if (tokens[i].rfind("tune_", 0) != 0 && tokens[i].rfind("vector_bits_", 0) != 0)
+    if (tokens[i].rfind("tune_", 0) != 0 && tokens[i].rfind("vector_bits_", 0) != 0 &&
+        !is_device_token(tokens[i]))
       names.push_back(tokens[i]);
   return names;
+}
+
+std::string device_api_name(const Target& t) {
+  if (t.has_feature(Target::CUDA)) return "cuda";
+  if (t.has_feature(Target::OpenCL)) return "opencl";
+  return "";
+}
+
+std::string cuda_arch_name(const Target& t) {
+  const int cap = t.get_cuda_capability_lower_bound();
+  return t.has_feature(Target::CUDA) ? "sm_" + std::to_string(cap) : "";
 }
 
 std::string tuning_name(const Target& t) {

@@ -17,9 +17,20 @@ constexpr const char* kHostTargetVariable = "PADFOLD_HOST_TARGET";
 // is not a valid target), else this CPU as Halide detects it.
 Halide::Target host_target();
 
-// Resolves a user target name ("host", "x86-64-linux-avx2-fma", ...) into the target kernels are
-// compiled for, or throws naming the valid forms. GPU targets are not generated yet.
+// The CUDA capability a CUDA target without one gets: the highest Halide 21 knows (sm_86; newer
+// GPUs such as an H200, sm_90, JIT-compile its PTX).
+constexpr Halide::Target::Feature kDefaultCudaCapability = Halide::Target::CUDACapability86;
+
+// Resolves a user target name ("host", "x86-64-linux-avx2-fma", "host-cuda", "host-opencl",
+// "host-cuda-cuda_capability_80", ...) into the target kernels are compiled for, or throws naming
+// the valid forms. "host-<features>" is the host CPU with the GPU features added; CUDA and OpenCL
+// only, a CUDA target without a capability gets kDefaultCudaCapability.
 Halide::Target resolve_target(const std::string& name);
+
+// "cuda", "opencl", or "" for a CPU target: the manifest's device_api.
+std::string device_api_name(const Halide::Target& t);
+// "sm_86" for a CUDA target (its capability), else "".
+std::string cuda_arch_name(const Halide::Target& t);
 
 // The target kernels are generated for: `t` with LLVM's loop optimizations on (Halide 14 ran them
 // by default, Halide 16 turned them off; without them Halide 21's kernels spill registers, e.g.
@@ -27,8 +38,8 @@ Halide::Target resolve_target(const std::string& name);
 // manifest and directory names keep `t`.
 Halide::Target codegen_target(const Halide::Target& t);
 
-// The features a CPU needs for `t`'s code, as Halide names them (no tune_<cpu>, vector_bits_<n>
-// or no_runtime):
+// The features a CPU needs for `t`'s code, as Halide names them (no tune_<cpu>, vector_bits_<n>,
+// no_runtime, or GPU features: the device is probed instead):
 // what a bundle's manifest lists for the runtime's CPU check.
 std::vector<std::string> cpu_feature_names(const Halide::Target& t);
 // The processor `t` is tuned for ("znver3"), or "" when generic. Tuning changes instruction

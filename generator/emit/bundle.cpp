@@ -191,7 +191,7 @@ fs::path object_path(const TargetPlan& t, const std::string& fn) {
 
 // What a compile worker does for one kernel: lower, then emit object, header and statement.
 void compile_kernel(const Model& model, const KernelTask& task, const TargetPlan& t,
-                    const fs::path& root, bool write_header, bool emit_stmt,
+                    const fs::path& root, bool write_header, const CompileOptions& opt,
                     const InjectedFaults& faults) {
   const Layer& L = task.block->last();
   const auto fault = faults.find(L.name);
@@ -201,8 +201,13 @@ void compile_kernel(const Model& model, const KernelTask& task, const TargetPlan
   std::map<OutputFileType, std::string> outputs{
       {OutputFileType::object, object_path(t, fn).string()}};
   if (write_header) outputs[OutputFileType::c_header] = (root / "include" / (fn + ".h")).string();
-  if (emit_stmt) outputs[OutputFileType::stmt] = (t.dir / (L.name + ".stmt")).string();
-  compile_kernel_files(k, t.target, outputs, fn);
+  if (opt.emit_stmt) outputs[OutputFileType::stmt] = (t.dir / (L.name + ".stmt")).string();
+  const std::string device = device_api_name(t.target);
+  const std::string device_code =
+      opt.emit_device_code && !device.empty()
+          ? (t.dir / (L.name + (device == "cuda" ? ".ptx" : ".cl"))).string()
+          : "";
+  compile_kernel_files(k, t.target, outputs, fn, device_code);
 }
 
 // "layer 'a'", or "block a+b (dw->pw)".
@@ -232,7 +237,7 @@ void compile_kernels(const Model& model, std::vector<KernelTask>& tasks,
       const KernelTask& task = tasks[i];
       jobs.push_back({task_label(task, plans[task.target]), [&, i] {
                         compile_kernel(model, tasks[i], plans[tasks[i].target], root,
-                                       tasks[i].target == 0, opt.emit_stmt, faults);
+                                       tasks[i].target == 0, opt, faults);
                       }});
     }
     wopt.on_done = [&](size_t job, const WorkerResult& r) {
@@ -391,6 +396,12 @@ void write_registry_sources(const TargetPlan& t, const Model& model,
   data.set("outputs", outputs);
   data.set("num_outputs", std::to_string(model.outputs.size()));
   data.set("embedded_weights", embedded_data);
+  const std::string device = device_api_name(t.target);
+  data.set("device", device.empty() ? kainjow::mustache::data(false)
+                                    : kainjow::mustache::data(kainjow::mustache::object{
+                                          {"api", device},
+                                          {"header", device == "cuda" ? "HalideRuntimeCuda.h"
+                                                                      : "HalideRuntimeOpenCL.h"}}));
   write_file(t.dir / "registry.c", render(templates::registry_c, data));
   write_file(t.dir / "bundle_entry.c", render(templates::bundle_entry_c, data));
 }
@@ -435,7 +446,18 @@ json finish_target(const TargetPlan& t, const Model& model, const std::vector<Bl
   const json shared = link_shared_library(t, model, root);
   fs::remove_all(t.dir / "obj");
   const std::string tune = tuning_name(t.target);
+  const std::string device = device_api_name(t.target);
+  // HL_CUDA_JIT_MAX_REGISTERS is one per process: the highest any kernel asks for.
+  int max_registers = 0;
+  for (const KernelTask& task : tasks)
+    if (task.target == target_index)
+      max_registers = std::max(
+          max_registers, resolved_schedule(*task.block, t.target, task.schedule).gpu_max_registers);
   return {{"target", t.name},
+          {"device_api", device.empty() ? json(nullptr) : json(device)},
+          {"cuda_arch", device == "cuda" ? json(cuda_arch_name(t.target)) : json(nullptr)},
+          {"cuda_jit_max_registers",
+           device == "cuda" && max_registers > 0 ? json(max_registers) : json(nullptr)},
           {"arch", arch_name(t.target)},
           {"bits", t.target.bits},
           {"os", t.target.os == Halide::Target::Linux ? "linux" : "other"},
@@ -542,13 +564,6 @@ std::vector<KernelReport> compile_bundle(const Model& model, const CompileOption
   if (opt.targets.empty()) throw std::runtime_error("no target given");
   if (opt.out_dir.empty()) throw std::runtime_error("no output directory given");
   validate_schedule_overrides(model, opt.schedule_overrides);
-  const std::vector<Block> blocks = plan_fusion(model, opt.fuse).blocks;
-  for (const Block& b : blocks)
-    for (size_t i = 0; i + 1 < b.layers.size(); ++i)
-      if (opt.schedule_overrides.contains(b.layers[i]->name))
-        throw std::runtime_error(
-            "schedule overrides: layer '" + b.layers[i]->name + "' is fused into block " +
-            b.names() + ": give the block's knobs under its last layer, '" + b.last().name + "'");
   // Every target is resolved before anything is written or compiled.
   std::vector<TargetPlan> plans;
   for (const std::string& name : opt.targets) {
@@ -558,6 +573,21 @@ std::vector<KernelReport> compile_bundle(const Model& model, const CompileOption
       continue;
     plans.push_back({target, dir, {}});
   }
+  // A bundle's kernels are the same on every target, and the GPU family fuses nothing: with a GPU
+  // target, every layer is a kernel of its own.
+  FuseOptions fuse = opt.fuse;
+  const bool any_gpu = std::any_of(plans.begin(), plans.end(),
+                                   [](const TargetPlan& p) { return p.target.has_gpu_feature(); });
+  if (any_gpu && fuse.mode == FuseOptions::Mode::Listed)
+    throw std::runtime_error("--fuse: fused blocks are not generated for GPU targets");
+  if (any_gpu) fuse.mode = FuseOptions::Mode::None;
+  const std::vector<Block> blocks = plan_fusion(model, fuse).blocks;
+  for (const Block& b : blocks)
+    for (size_t i = 0; i + 1 < b.layers.size(); ++i)
+      if (opt.schedule_overrides.contains(b.layers[i]->name))
+        throw std::runtime_error(
+            "schedule overrides: layer '" + b.layers[i]->name + "' is fused into block " +
+            b.names() + ": give the block's knobs under its last layer, '" + b.last().name + "'");
   // Weights are read and checked before anything is compiled.
   BundleWeights weights;
   weights.embedded = opt.embed_weights;
@@ -580,7 +610,8 @@ std::vector<KernelReport> compile_bundle(const Model& model, const CompileOption
   // self-contained for embedded builds.
   const fs::path data = data_dir();
   fs::copy(data / "runtime", root / "runtime", fs::copy_options::recursive);
-  fs::copy_file(data / "include" / "HalideRuntime.h", root / "include" / "HalideRuntime.h");
+  for (const char* header : {"HalideRuntime.h", "HalideRuntimeCuda.h", "HalideRuntimeOpenCL.h"})
+    fs::copy_file(data / "include" / header, root / "include" / header);
 
   std::vector<KernelTask> tasks;
   for (size_t t = 0; t < plans.size(); ++t) {

@@ -19,6 +19,8 @@ struct CompileOptions {
   std::vector<std::string> targets{"host"};  // target names (resolve_target), best first
   std::string out_dir;
   bool emit_stmt = false;  // also write each kernel's lowered statement (<target>/<layer>.stmt)
+  // GPU targets: also write each kernel's device code (<target>/<layer>.ptx, or .cl for OpenCL)
+  bool emit_device_code = false;
   nlohmann::json schedule_overrides = nlohmann::json::object();  // layer name -> parameters
   int jobs = 0;                   // compile workers at once; 0 = one per core
   double kernel_timeout_s = 600;  // a kernel still compiling after this long has failed

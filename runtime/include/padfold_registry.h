@@ -46,6 +46,20 @@ typedef struct pf_buffer_desc {
  * in the order of `buffers`. */
 typedef int (*pf_argv_fn)(void **args);
 
+struct halide_buffer_t;
+struct halide_device_interface_t;
+
+/* The device calls of a GPU target's Halide runtime (HalideRuntime.h's functions of those names),
+ * which pf_run uses to move host memory in and out. NULL for CPU targets. */
+typedef struct pf_device_hooks {
+  const char *api; /* "cuda" or "opencl" */
+  int (*copy_to_host)(void *user_context, struct halide_buffer_t *buf);
+  int (*device_free)(void *user_context, struct halide_buffer_t *buf);
+  int (*device_sync)(void *user_context, struct halide_buffer_t *buf);
+  void (*device_release)(void *user_context, const struct halide_device_interface_t *interface);
+  const struct halide_device_interface_t *(*device_interface)(void);
+} pf_device_hooks;
+
 typedef struct pf_kernel_desc {
   const char *layer;    /* layer name from the spec */
   const char *function; /* C symbol of the kernel */
@@ -53,6 +67,7 @@ typedef struct pf_kernel_desc {
   pf_argv_fn argv_fn;
   int num_buffers;
   const pf_buffer_desc *buffers;
+  const pf_device_hooks *device; /* GPU targets: the device calls; NULL on CPU targets */
 } pf_kernel_desc;
 
 /* Function types of the Halide runtime hooks: the same types as HalideRuntime.h's halide_malloc_t,

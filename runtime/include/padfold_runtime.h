@@ -81,8 +81,11 @@ typedef struct pf_open_options {
 } pf_open_options;
 
 /* Opens a bundle directory: reads manifest.json, picks the first target (best first) whose arch and
- * OS match and whose features this CPU has, dlopens its shared library and checks its registry
- * against the manifest. opts may be NULL. On error *out is NULL. */
+ * OS match, whose features this CPU has and, for a GPU target (device_api cuda or opencl), whose
+ * device is usable (libcuda.so.1 / libOpenCL.so.1 loaded at run time and asked for a device),
+ * dlopens its shared library and checks its registry against the manifest. On a GPU target pf_run
+ * copies host memory to the device and back and frees the device memory after each run.
+ * opts may be NULL. On error *out is NULL. */
 pf_status pf_bundle_open(const char* dir, const pf_open_options* opts, pf_bundle** out, char* err,
                          size_t errlen);
 
@@ -91,7 +94,9 @@ pf_status pf_bundle_open(const char* dir, const pf_open_options* opts, pf_bundle
 pf_status pf_registry_open(const pf_registry* reg, const pf_open_options* opts, pf_bundle** out,
                            char* err, size_t errlen);
 
-/* Releases the handle (and dlcloses the bundle's library). NULL is ignored. */
+/* Releases the handle (and dlcloses the bundle's library). NULL is ignored. On a GPU target it also
+ * releases the device state of the library's Halide runtime (context, loaded kernels): close it
+ * when no other handle of the same bundle is running kernels. */
 void pf_bundle_close(pf_bundle* b);
 
 const char* pf_bundle_model(const pf_bundle* b);

@@ -151,7 +151,7 @@ static int checked_argv(void** args) {
 /* The graph: model inputs x and c; scale(x) -> add_bias(scale, bias from its .npy file) and
  * checked(c); the model's outputs are add_bias and checked. */
 #define NCHW_BUF(name, role, source) \
-  {name, role, PF_F32, "NCHW", 4, {1, 3, 4, 5}, {60, 20, 5, 1}, source, NULL}
+  { name, role, PF_F32, "NCHW", 4, {1, 3, 4, 5}, {60, 20, 5, 1}, source, NULL }
 static const pf_buffer_desc scale_bufs[] = {NCHW_BUF("input", PF_ROLE_INPUT, "x"),
                                             NCHW_BUF("output", PF_ROLE_OUTPUT, NULL)};
 static const pf_buffer_desc add_bias_bufs[] = {
@@ -163,9 +163,9 @@ static const pf_buffer_desc checked_bufs[] = {
     {"output", PF_ROLE_OUTPUT, PF_F32, "C", 1, {2}, {1}, NULL, NULL}};
 
 static const pf_kernel_desc kernels[] = {
-    {"scale", "pf_fake_scale", "scale", scale_argv, 2, scale_bufs},
-    {"add_bias", "pf_fake_add_bias", "add_bias", add_bias_argv, 3, add_bias_bufs},
-    {"checked", "pf_fake_checked", "copy", checked_argv, 2, checked_bufs}};
+    {"scale", "pf_fake_scale", "scale", scale_argv, 2, scale_bufs, NULL},
+    {"add_bias", "pf_fake_add_bias", "add_bias", add_bias_argv, 3, add_bias_bufs, NULL},
+    {"checked", "pf_fake_checked", "copy", checked_argv, 2, checked_bufs, NULL}};
 
 static const pf_buffer_desc inputs[] = {NCHW_BUF("x", PF_ROLE_INPUT, NULL),
                                         {"c", PF_ROLE_INPUT, PF_F32, "C", 1, {2}, {1}, NULL, NULL}};

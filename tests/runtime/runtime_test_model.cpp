@@ -83,7 +83,8 @@ class Graph {
     }
     b.push_back(Desc("output", PF_ROLE_OUTPUT, 4, nullptr));
     bufs_.push_back(b);
-    kernels_.push_back(pf_kernel_desc{layer, Str(std::string("pf_") + layer), op, fn, 0, nullptr});
+    kernels_.push_back(
+        pf_kernel_desc{layer, Str(std::string("pf_") + layer), op, fn, 0, nullptr, nullptr});
     return *this;
   }
   Graph& Outputs(std::vector<const char*> names) {

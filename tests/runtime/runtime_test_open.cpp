@@ -175,8 +175,7 @@ INSTANTIATE_TEST_SUITE_P(
         ManifestEdit{"output_source_string", "/kernels/0/buffers/1/source", "x", false,
                      PF_ERR_MANIFEST,
                      "kernels[0].buffers[1].source: expected null for an output buffer, got 'x'"},
-        ManifestEdit{"bias_source_number", "/kernels/1/buffers/1/source", 3, false,
-                     PF_ERR_MANIFEST,
+        ManifestEdit{"bias_source_number", "/kernels/1/buffers/1/source", 3, false, PF_ERR_MANIFEST,
                      "kernels[1].buffers[1].source: expected a string or null, got a number"},
         ManifestEdit{"bias_source_absolute", "/kernels/1/buffers/1/source", "/etc/passwd", false,
                      PF_ERR_MANIFEST,
@@ -185,8 +184,7 @@ INSTANTIATE_TEST_SUITE_P(
         ManifestEdit{"bias_source_dotdot", "/kernels/1/buffers/1/source", "weights/../../b.npy",
                      false, PF_ERR_MANIFEST,
                      "kernels[1].buffers[1].source: expected a relative path inside the bundle"},
-        ManifestEdit{"bias_source_empty", "/kernels/1/buffers/1/source", "", false,
-                     PF_ERR_MANIFEST,
+        ManifestEdit{"bias_source_empty", "/kernels/1/buffers/1/source", "", false, PF_ERR_MANIFEST,
                      "kernels[1].buffers[1].source: expected a relative path inside the bundle"},
         ManifestEdit{"missing_graph", "/graph", nullptr, true, PF_ERR_MANIFEST,
                      "missing field graph"},
@@ -194,8 +192,8 @@ INSTANTIATE_TEST_SUITE_P(
                      "graph: expected an object, got an array"},
         ManifestEdit{"missing_graph_inputs", "/graph/inputs", nullptr, true, PF_ERR_MANIFEST,
                      "missing field graph.inputs"},
-        ManifestEdit{"graph_outputs_string", "/graph/outputs", "add_bias", false,
-                     PF_ERR_MANIFEST, "graph.outputs: expected an array, got a string"},
+        ManifestEdit{"graph_outputs_string", "/graph/outputs", "add_bias", false, PF_ERR_MANIFEST,
+                     "graph.outputs: expected an array, got a string"},
         ManifestEdit{"graph_input_string", "/graph/inputs/0", "x", false, PF_ERR_MANIFEST,
                      "graph.inputs[0]: expected an object, got a string"},
         ManifestEdit{"graph_input_missing_name", "/graph/inputs/1/name", nullptr, true,
@@ -208,12 +206,20 @@ INSTANTIATE_TEST_SUITE_P(
         ManifestEdit{"graph_input_shape_string", "/graph/inputs/1/shape/0", "2", false,
                      PF_ERR_MANIFEST,
                      "graph.inputs[1].shape[0]: expected an integer, got a string"},
-        ManifestEdit{"graph_input_rank_9", "/graph/inputs/1/shape", {1, 1, 1, 1, 1, 1, 1, 1, 2},
-                     false, PF_ERR_MANIFEST, "graph.inputs[1].shape: more than 8 entries"},
+        ManifestEdit{"graph_input_rank_9",
+                     "/graph/inputs/1/shape",
+                     {1, 1, 1, 1, 1, 1, 1, 1, 2},
+                     false,
+                     PF_ERR_MANIFEST,
+                     "graph.inputs[1].shape: more than 8 entries"},
         ManifestEdit{"graph_input_dtype", "/graph/inputs/0/dtype", "float64", false,
                      PF_ERR_MANIFEST, "graph.inputs[0].dtype: unknown value 'float64'"},
-        ManifestEdit{"graph_input_strides_rank", "/graph/inputs/0/strides", {1}, false,
-                     PF_ERR_MANIFEST, "graph.inputs[0]: 1 strides for rank 4"},
+        ManifestEdit{"graph_input_strides_rank",
+                     "/graph/inputs/0/strides",
+                     {1},
+                     false,
+                     PF_ERR_MANIFEST,
+                     "graph.inputs[0]: 1 strides for rank 4"},
         ManifestEdit{"graph_input_twice", "/graph/inputs/1/name", "x", false, PF_ERR_MANIFEST,
                      "graph.inputs[1].name: 'x' is listed twice"},
         ManifestEdit{"graph_input_is_a_layer", "/graph/inputs/1/name", "scale", false,
@@ -222,12 +228,12 @@ INSTANTIATE_TEST_SUITE_P(
                      "graph.outputs[0]: expected a string, got a number"},
         ManifestEdit{"graph_output_unknown", "/graph/outputs/1", "nope", false, PF_ERR_MANIFEST,
                      "graph.outputs[1]: 'nope' is no layer"},
-        ManifestEdit{"graph_output_twice", "/graph/outputs/1", "add_bias", false,
-                     PF_ERR_MANIFEST, "graph.outputs[1]: 'add_bias' is listed twice"},
+        ManifestEdit{"graph_output_twice", "/graph/outputs/1", "add_bias", false, PF_ERR_MANIFEST,
+                     "graph.outputs[1]: 'add_bias' is listed twice"},
         ManifestEdit{"missing_embedded_weights", "/embedded_weights", nullptr, true,
                      PF_ERR_MANIFEST, "missing field embedded_weights"},
-        ManifestEdit{"embedded_weights_string", "/embedded_weights", "no", false,
-                     PF_ERR_MANIFEST, "embedded_weights: expected a boolean, got a string"},
+        ManifestEdit{"embedded_weights_string", "/embedded_weights", "no", false, PF_ERR_MANIFEST,
+                     "embedded_weights: expected a boolean, got a string"},
         ManifestEdit{"embedded_weights_with_a_file", "/embedded_weights", true, false,
                      PF_ERR_MANIFEST,
                      "kernels[1].buffers[1].source: a weights file in a bundle whose weights are "
@@ -244,8 +250,8 @@ INSTANTIATE_TEST_SUITE_P(
                      PF_ERR_MISMATCH, "graph input 1: manifest has 'c2', library has 'c'"},
         ManifestEdit{"graph_input_shape_differs", "/graph/inputs/1/shape/0", 3, false,
                      PF_ERR_MISMATCH, "graph input 'c': dtype, layout, shape or strides differ"},
-        ManifestEdit{"produced_by_differs", "/graph/inputs/0/produced_by",
-                     "ONNX node 'r' (Resize)", false, PF_ERR_MISMATCH,
+        ManifestEdit{"produced_by_differs", "/graph/inputs/0/produced_by", "ONNX node 'r' (Resize)",
+                     false, PF_ERR_MISMATCH,
                      "graph input 'x' produced_by: manifest has 'ONNX node 'r' (Resize)', library "
                      "has null"},
         ManifestEdit{"graph_output_differs", "/graph/outputs/1", "scale", false, PF_ERR_MISMATCH,
@@ -405,10 +411,30 @@ TEST_F(BundleOpen, TuneTokenInFeaturesIsNoRequirement) {
 }
 
 TEST_F(BundleOpen, UnsupportedFeature) {
-  manifest_["targets"][0]["features"] = {"cuda", "no_runtime", "large_buffers"};
+  manifest_["targets"][0]["features"] = {"vulkan", "no_runtime", "large_buffers"};
   EXPECT_EQ(Open(), PF_ERR_NO_TARGET);
-  EXPECT_HAS(err_, "needs cuda, which the padfold runtime does not support");
+  EXPECT_HAS(err_, "needs vulkan, which the padfold runtime does not support");
   EXPECT_TRUE(std::string(err_).find("no_runtime") == std::string::npos) << err_;
+}
+
+// A GPU target is usable only where its device is: the probe's reason names the target.
+TEST_F(BundleOpen, DeviceTargetWithoutItsDeviceIsNoTarget) {
+  manifest_["targets"][0]["device_api"] = "metal";
+  EXPECT_EQ(Open(kCpuFlags), PF_ERR_NO_TARGET);
+  EXPECT_HAS(err_, "target " FAKE_TARGET
+                   " needs device API 'metal', which the padfold runtime does not support");
+  manifest_["targets"][0]["device_api"] = nullptr;  // a CPU target, as when the field is absent
+  EXPECT_EQ(Open(kCpuFlags), PF_OK) << err_;
+}
+
+TEST_F(BundleOpen, BadDeviceFieldsNameTheField) {
+  manifest_["targets"][0]["device_api"] = 3;
+  EXPECT_EQ(Open(kCpuFlags), PF_ERR_MANIFEST);
+  EXPECT_HAS(err_, "targets[0].device_api: expected a string or null, got a number");
+  manifest_["targets"][0]["device_api"] = nullptr;
+  manifest_["targets"][0]["cuda_jit_max_registers"] = 300;
+  EXPECT_EQ(Open(kCpuFlags), PF_ERR_MANIFEST);
+  EXPECT_HAS(err_, "targets[0].cuda_jit_max_registers: expected 0 to 255, got 300");
 }
 
 // Registries linked into the application are checked too.
@@ -696,8 +722,11 @@ TEST(TargetCheck, CodeGenerationOnlyFeaturesAndRefusedOnes) {
                   "sse41 ssse3", err),
             PF_OK)
       << err;
-  for (const char* f : {"cuda", "vulkan", "webgpu", "opencl", "user_context", "jit", "wasm_simd128",
-                        "avx10_2", "armv85a"}) {
+  // GPU features ask nothing of the CPU (the device is probed at open).
+  EXPECT_EQ(Check("x86-64-linux-sse41-cuda-cuda_capability_86", "sse41 ssse3", err), PF_OK) << err;
+  EXPECT_EQ(Check("x86-64-linux-sse41-opencl-cl_half", "sse41 ssse3", err), PF_OK) << err;
+  for (const char* f :
+       {"vulkan", "webgpu", "metal", "user_context", "jit", "wasm_simd128", "avx10_2", "armv85a"}) {
     EXPECT_EQ(Check(std::string("x86-64-linux-sse41-") + f, kSapphireRapids, err), PF_ERR_NO_TARGET)
         << f;
     EXPECT_HAS(

@@ -127,8 +127,8 @@ TEST(KnobTable, DocsTableIsTheGeneratedOne) {
 }
 
 const TargetFamily kFamilies[] = {TargetFamily::X86Avx512, TargetFamily::X86Avx2,
-                                  TargetFamily::ArmNeon, TargetFamily::RiscV,
-                                  TargetFamily::Generic};
+                                  TargetFamily::ArmNeon,   TargetFamily::RiscV,
+                                  TargetFamily::Generic,   TargetFamily::Gpu};
 const OpClass kOpClasses[] = {OpClass::Dense,      OpClass::Stem,    OpClass::Pointwise,
                               OpClass::Depthwise,  OpClass::Pooling, OpClass::Transposed,
                               OpClass::Elementwise};
@@ -142,11 +142,12 @@ TEST(StrategyTable, OneValidRowPerFamilyAndOpClass) {
       EXPECT_EQ(count, 1) << to_string(f) << "." << to_string(c);
       const StrategyRow& row = strategy_row(f, c);
       ASSERT_NE(row.strategy, nullptr);
+      EXPECT_EQ(std::string(row.strategy->scope), f == TargetFamily::Gpu ? "gpu" : "cpu");
       EXPECT_EQ(row.defaults.name, to_string(f) + "." + to_string(c));
       for (const Knob& k : knobs()) {
         EXPECT_GE(k.get(row.defaults), k.min) << row.defaults.name << " " << k.name;
         EXPECT_LE(k.get(row.defaults), k.max) << row.defaults.name << " " << k.name;
-        EXPECT_EQ(std::string(k.scope), row.strategy->scope) << k.name;
+        EXPECT_TRUE(std::string(k.scope) == "cpu" || std::string(k.scope) == "gpu") << k.name;
       }
       // The defaults are what the tuner and the manifest start from: they read back as JSON.
       ScheduleParams back;
@@ -177,6 +178,9 @@ TEST(StrategyTable, TargetFamilies) {
       {"arm-32-linux", TargetFamily::ArmNeon},
       {"arm-32-linux-no_neon", TargetFamily::Generic},
       {"riscv-64-linux-rvv-vector_bits_128", TargetFamily::RiscV},
+      {"host-cuda", TargetFamily::Gpu},
+      {"host-opencl", TargetFamily::Gpu},
+      {"x86-64-linux-avx2-fma-cuda-cuda_capability_80", TargetFamily::Gpu},
   };
   for (const auto& [name, family] : cases)
     EXPECT_EQ(target_family(resolve_target(name)), family) << name;
@@ -280,7 +284,7 @@ std::string lowered_statement(const Layer& L, const Halide::Target& t, const Sch
 
 TEST(ResolvedKnobs, ValidStableAndScheduleAlike) {
   const char* targets[] = {"x86-64-linux-avx512_skylake", "x86-64-linux-avx2-fma",
-                           "x86-64-linux-sse41", "arm-64-linux"};
+                           "x86-64-linux-sse41", "arm-64-linux", "host-cuda"};
   int checked = 0;
   for (const auto& c : testing::make_kernel_cases(31, 1)) {
     const Model m = parse_spec(c.spec, c.name);

@@ -1,0 +1,172 @@
+// GPU kernels over a subset of the op x convention x border x layout matrix where every op,
+// convention, border mode and layout appears: OpenCL kernels run on PoCL through the C runtime
+// and are compared element-wise with the naive reference; the CUDA kernels of the same matrix are
+// compiled and their PTX assembled with ptxas for the default capability (sm_86) and for sm_90
+// (an H200). PADFOLD_GPU_FULL_MATRIX=1 takes every case of the matrix (the gpu_full test).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "bundle_util.h"
+#include "gpu_util.h"
+#include "kernel_cases.h"
+
+namespace padfold::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const char* const kBorderNames[] = {"zeros",     "constant",  "reflect",
+                                    "symmetric", "replicate", "circular"};
+
+// The matrix's cases as one spec: each case a layer of its own ("c<i>"), plus add and concat of
+// two graph inputs in both layouts. By default two cases per (op, convention): borders k and k+3
+// (mod 6) of the k-th pair, which make_kernel_cases draws in opposite layouts.
+struct Matrix {
+  std::string spec;
+  int cases = 0, tails = 0;
+  int layers() const { return cases + tails + 4; }
+};
+
+const Matrix& matrix() {
+  static const Matrix m = [] {
+    const bool full = std::getenv("PADFOLD_GPU_FULL_MATRIX") != nullptr;
+    std::map<std::string, int> key_index;
+    json layers = json::array(), inputs = json::array();
+    Matrix out;
+    for (const KernelCase& c : make_kernel_cases(9, 1)) {
+      std::string key;
+      int border = -1;
+      for (int b = 0; b < 6; ++b) {
+        const size_t at = c.name.find(std::string("_") + kBorderNames[b] + "_c");
+        if (at != std::string::npos) key = c.name.substr(0, at), border = b;
+      }
+      const int k = key_index.emplace(key, static_cast<int>(key_index.size())).first->second;
+      if (!full && border != k % 6 && border != (k + 3) % 6) continue;
+      json layer = json::parse(c.spec)["layers"][0];
+      layer["name"] = "c" + std::to_string(out.cases++);
+      layers.push_back(layer);
+    }
+    // Outputs that the blocks' tiles do not divide (the last block shifts inwards), with
+    // staged tiles of many channels.
+    const char* const tails[] = {
+        R"({"op": "conv2d", "input_shape": [2, 23, 19, 37], "layout": "NHWC", "groups": 37,
+            "out_channels": 37, "kernel": 5, "stride": 2, "padding": "same", "border": "reflect"})",
+        R"({"op": "conv2d", "input_shape": [1, 13, 29, 27], "layout": "NCHW", "out_channels": 45,
+            "kernel": [3, 2], "padding": "same_lower", "border": "circular", "bias": true})",
+        R"({"op": "conv2d", "input_shape": [1, 11, 17, 70], "layout": "NHWC", "out_channels": 75,
+            "kernel": 3, "dilation": 2, "padding": "same", "border": "symmetric"})",
+        R"({"op": "max_pool", "input_shape": [3, 21, 21, 45], "layout": "NHWC", "kernel": 3,
+            "stride": 2, "padding": "same"})",
+        R"({"op": "avg_pool", "input_shape": [1, 45, 21, 33], "layout": "NCHW", "kernel": 3,
+            "stride": 2, "padding": "same", "border": "replicate"})",
+        R"({"op": "conv_transpose2d", "input_shape": [1, 9, 11, 33], "layout": "NHWC",
+            "out_channels": 35, "kernel": 3, "stride": 2, "padding": "same_upper"})",
+        R"({"op": "conv1d", "input_shape": [2, 67, 41], "layout": "NWC", "out_channels": 33,
+            "kernel": 4, "padding": "causal", "border": "constant"})",
+        // A tile of 512 channels (110 KiB) is too large to stage: the border is read inline.
+        R"({"op": "conv2d", "input_shape": [1, 9, 10, 512], "layout": "NHWC", "out_channels": 40,
+            "kernel": 3, "padding": "same", "border": "reflect"})",
+    };
+    for (const char* t : tails) {
+      json layer = json::parse(t);
+      layer["name"] = "tail" + std::to_string(out.tails++);
+      layers.push_back(layer);
+    }
+    for (const bool cl : {true, false}) {
+      const std::string tag = cl ? "cl" : "cf";
+      const json a = cl ? json{2, 5, 7, 3} : json{2, 3, 5, 7};
+      const json b = cl ? json{2, 5, 7, 6} : json{2, 6, 5, 7};
+      inputs.push_back({{"name", "a_" + tag}, {"shape", a}, {"layout", cl ? "NHWC" : "NCHW"}});
+      inputs.push_back({{"name", "b_" + tag}, {"shape", b}, {"layout", cl ? "NHWC" : "NCHW"}});
+      inputs.push_back({{"name", "d_" + tag}, {"shape", a}, {"layout", cl ? "NHWC" : "NCHW"}});
+      layers.push_back(
+          {{"name", "add_" + tag}, {"op", "add"}, {"input", {"a_" + tag, "d_" + tag}}});
+      layers.push_back(
+          {{"name", "concat_" + tag}, {"op", "concat"}, {"input", {"a_" + tag, "b_" + tag}}});
+    }
+    out.spec = json{{"model", "gpu_matrix"}, {"inputs", inputs}, {"layers", layers}}.dump();
+    return out;
+  }();
+  return m;
+}
+
+TEST(GpuMatrix, OpenClKernelsOnPoclMatchTheReference) {
+  const Model model = parse_spec(matrix().spec, "gpu_matrix.json");
+  // One tail case with the conservative family's knobs (what a failed compile falls back to).
+  const json conservative = {{"tail1",
+                              {{"gpu_threads_x", 8},
+                               {"gpu_threads_y", 8},
+                               {"gpu_tile_x", 1},
+                               {"gpu_tile_y", 1},
+                               {"gpu_unroll_channels", 1},
+                               {"gpu_stage_kb", 0}}}};
+  const fs::path dir =
+      compile_test_bundle("opencl", matrix().spec, {"host-opencl"}, false, conservative);
+  char err[PF_ERRLEN] = "";
+  pf_bundle* bundle = nullptr;
+  ASSERT_EQ(pf_bundle_open(dir.c_str(), nullptr, &bundle, err, sizeof err), PF_OK) << err;
+  EXPECT_TRUE(contains(pf_bundle_target(bundle), "opencl")) << pf_bundle_target(bundle);
+  std::cout << matrix().cases << " matrix cases + " << matrix().tails
+            << " tile-tail cases + 4 joins on " << pf_bundle_target(bundle) << "\n";
+  unsigned seed = 1;
+  int ran = 0;
+  for (const Layer& L : model.layers) {
+    const pf_kernel_desc* k = nullptr;
+    ASSERT_EQ(pf_bundle_find(bundle, L.name.c_str(), &k, err, sizeof err), PF_OK) << err;
+    ASSERT_NE(k->device, nullptr) << L.name;
+    const LayerCase c = make_layer_case(L, seed++);
+    std::vector<float> out;
+    std::string msg;
+    ASSERT_EQ(run_case(k, c, out, msg), PF_OK) << L.name << ": " << msg;
+    EXPECT_TRUE(matches_reference(
+        c.reference, out.data(), out.size(),
+        L.name + " (" + L.op_name + ", " + to_string(L.border) + ", " + L.layout.name() + ")"));
+    ++ran;
+  }
+  EXPECT_EQ(ran, matrix().layers());
+  pf_bundle_close(bundle);
+}
+
+#ifdef PADFOLD_PTXAS
+TEST(GpuMatrix, CudaKernelsPtxAssemblesForSm86AndSm90) {
+  const Model model = parse_spec(matrix().spec, "gpu_matrix.json");
+  const fs::path dir = compile_test_bundle("cuda", matrix().spec, {"host-cuda"}, true);
+  std::ifstream f(dir / "manifest.json");
+  const json manifest = json::parse(f);
+  const json& target = manifest["targets"][0];
+  EXPECT_EQ(target["device_api"], "cuda");
+  EXPECT_EQ(target["cuda_arch"], "sm_86");
+  EXPECT_EQ(target["cuda_jit_max_registers"], 128);
+  const fs::path tdir = dir / target["dir"].get<std::string>();
+  int assembled = 0;
+  for (const Layer& L : model.layers) {
+    const fs::path ptx = tdir / (L.name + ".ptx");
+    ASSERT_TRUE(fs::is_regular_file(ptx)) << ptx;
+    for (const char* arch : {"sm_86", "sm_90"}) {
+      const CommandResult r =
+          run_command(std::string(PADFOLD_PTXAS) + " -arch=" + arch + " " + shell_quote(ptx) +
+                      " -o " + shell_quote((tdir / (L.name + "." + arch + ".cubin")).string()));
+      EXPECT_EQ(r.status, 0) << L.name << " " << arch << ":\n" << r.output;
+      assembled += r.status == 0;
+    }
+  }
+  EXPECT_EQ(assembled, 2 * matrix().layers());
+  // The bordered input is staged in shared memory, except where the tile is too large.
+  auto ptx_text = [&](const std::string& layer) {
+    std::ifstream in(tdir / (layer + ".ptx"));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_TRUE(contains(ptx_text("tail0"), ".shared")) << "tail0: nothing staged";
+  EXPECT_TRUE(contains(ptx_text("c0"), ".shared")) << "c0: nothing staged";
+  EXPECT_FALSE(contains(ptx_text("tail7"), ".shared")) << "tail7: a 110 KiB tile staged";
+}
+#endif
+
+}  // namespace
+}  // namespace padfold::testing

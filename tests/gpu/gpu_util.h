@@ -1,0 +1,40 @@
+// Helpers of the GPU tests: bundles compiled once per process, kernels run through the C runtime
+// on random data and compared with the naive reference.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "frontend/spec.h"
+#include "kernel_runner.h"
+#include "padfold_runtime.h"
+
+namespace padfold::testing {
+
+// Compiles `spec_json` for `targets` (a fresh directory under the test's temporary folder, named
+// `name`) with the knob overrides ({layer: {knob: value}}) and returns the bundle directory.
+// Throws on failure.
+std::filesystem::path compile_test_bundle(
+    const std::string& name, const std::string& spec_json, const std::vector<std::string>& targets,
+    bool device_code = false, const nlohmann::json& overrides = nlohmann::json::object());
+
+// One layer's random data and reference output (conv/pool: random_data/reference_output; add and
+// concat: their inputs and the sum or channel concatenation).
+struct LayerCase {
+  const Layer* layer = nullptr;
+  std::vector<ref::Tensor> inputs;  // in buffer order: input(s), weights, bias
+  ref::Tensor reference;
+};
+LayerCase make_layer_case(const Layer& layer, unsigned seed);
+
+// Runs kernel k on the case's inputs into `out`; returns pf_run's status, its message in `message`.
+pf_status run_case(const pf_kernel_desc* k, const LayerCase& c, std::vector<float>& out,
+                   std::string& message);
+
+// Whether the CUDA driver can be loaded here (the CPU fallback tests expect the opposite answer
+// from the runtime's probe where it can).
+bool cuda_driver_present();
+
+}  // namespace padfold::testing
