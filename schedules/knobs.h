@@ -50,6 +50,10 @@ namespace padfold {
     "fused blocks: the rows in this many parallel strips, and a producer read through a window " \
     "computed per row tile, sliding along its strip (no halo recompute); 0 = per pixel tile")
 
+// The schedule space's version, part of the tuning database's toolchain key: bump it when a knob is
+// added, removed or changes meaning, so that old measurements stop applying.
+constexpr int kScheduleSpaceVersion = 1;
+
 // A layer's schedule: every knob, plus the name of the strategy-table row it came from.
 struct ScheduleParams {
   std::string name;  // "<family>.<op class>", e.g. "avx512.dense", or "<family>.conservative"

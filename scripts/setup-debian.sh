@@ -15,6 +15,7 @@ packages=(
   libxtensor-dev               # .npy I/O (xtensor/xnpy.hpp)
   libkainjow-mustache-dev      # templates for emitted files (templates/)
   libcjson-dev                 # manifest parsing inside the C runtime
+  libsqlite3-dev               # the tuning database (padfold tune)
   libdnnl-dev                  # oneDNN: the benchmark peer
   python3-torch                # PyTorch 1.13: the peer of bench/run_blocks.sh
   python3-jsonschema           # validates example specs against the JSON Schema in tests
