@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <fstream>
+
 #include "commands.h"
 #include "tune/tuner.h"
 
@@ -7,7 +9,7 @@ namespace {
 
 struct TuneArgs {
   padfold::TuneOptions opt;
-  std::string time, shard = "0/1", strategy = "neighbourhood";
+  std::string time, shard = "0/1", strategy = "neighbourhood", report;
   bool no_baselines = false;
 };
 
@@ -36,6 +38,11 @@ void run(TuneArgs& a) {
   a.opt.baselines = !a.no_baselines;
   const auto outcomes = padfold::run_tune(a.opt);
   fmt::print("{}", padfold::outcome_table(outcomes));
+  if (!a.report.empty()) {
+    std::ofstream f(a.report);
+    f << padfold::to_json(outcomes).dump(2) << "\n";
+    if (!f) throw std::runtime_error("cannot write " + a.report);
+  }
   size_t bad = 0;
   for (const auto& o : outcomes) bad += o.status != "ok";
   if (bad) throw std::runtime_error(std::to_string(bad) + " layer(s) could not be tuned (above)");
@@ -70,6 +77,7 @@ void add_tune_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--strategy", args->strategy, "neighbourhood (from the default row) or random")
       ->capture_default_str();
+  cmd->add_option("--report", args->report, "also write the outcomes as JSON to this file");
   cmd->add_flag("--no-baselines", args->no_baselines, "do not time Halide's autoschedulers");
   cmd->add_option("--min-time", o.measure.min_time_s, "seconds timed per variant and candidate")
       ->check(CLI::PositiveNumber)

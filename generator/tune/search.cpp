@@ -31,6 +31,15 @@ Search::Search(SearchStrategy strategy, const Layer& layer, const Halide::Target
   fill_neighbours();
 }
 
+// The values searched for a knob. The tuner measures one thread, so it never takes away the
+// kernel's parallel loop (rows_per_task 0): a tuned kernel still scales with threads.
+std::vector<int64_t> Search::values(const Knob& k) const {
+  std::vector<int64_t> v = k.search_values();
+  if (std::strcmp(k.name, "rows_per_task") == 0)
+    v.erase(std::remove(v.begin(), v.end(), 0), v.end());
+  return v;
+}
+
 ScheduleParams Search::resolve(ScheduleParams p) const {
   return resolve_schedule(layer_, target_, p);
 }
@@ -46,7 +55,7 @@ bool Search::propose(const ScheduleParams& p, std::vector<ScheduleParams>& out) 
 void Search::fill_neighbours() {
   queue_.clear();
   for (const Knob* k : knobs_) {
-    const std::vector<int64_t> values = k->search_values();
+    const std::vector<int64_t> values = this->values(*k);
     const int64_t now = k->get(incumbent_);
     // The nearest search values below and above the current value.
     const auto above = std::upper_bound(values.begin(), values.end(), now);
@@ -66,7 +75,7 @@ ScheduleParams Search::mutate(int n) {
   ScheduleParams p = incumbent_;
   for (int i = 0; i < n; ++i) {
     const Knob* k = knobs_[rng_() % knobs_.size()];
-    const std::vector<int64_t> values = k->search_values();
+    const std::vector<int64_t> values = this->values(*k);
     k->set(p, values[rng_() % values.size()]);
   }
   return p;
@@ -79,7 +88,7 @@ std::vector<ScheduleParams> Search::next_batch(size_t n) {
     if (strategy_ == SearchStrategy::Random) {
       ScheduleParams p = incumbent_;
       for (const Knob* k : knobs_) {
-        const std::vector<int64_t> values = k->search_values();
+        const std::vector<int64_t> values = this->values(*k);
         k->set(p, values[rng_() % values.size()]);
       }
       propose(p, out);

@@ -31,6 +31,7 @@ class Search {
   void accept(const ScheduleParams& c);
 
  private:
+  std::vector<int64_t> values(const Knob& k) const;
   ScheduleParams resolve(ScheduleParams p) const;
   bool propose(const ScheduleParams& p, std::vector<ScheduleParams>& out);
   void fill_neighbours();

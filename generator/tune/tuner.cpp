@@ -144,6 +144,7 @@ class LayerTuner {
   }
 
   LayerOutcome run(size_t budget, Clock::time_point deadline) {
+    const Clock::time_point started = Clock::now();
     LayerOutcome out;
     out.layer = L_.name;
     out.signature = scope_.signature;
@@ -198,7 +199,7 @@ class LayerTuner {
         break;
       }
       Measurement m = record("confirm:" + key, "confirm", b->knobs);
-      const MeasureResult r = built(chosen) ? measure(lib(key), lib(key)) : MeasureResult{};
+      const MeasureResult r = built(chosen) ? measure(lib(key), lib(key), true) : MeasureResult{};
       m.status = r.status;
       m.reason = r.reason;
       m.median_s = r.median_s;
@@ -211,6 +212,7 @@ class LayerTuner {
     out.tuned_knobs = knob_changes(def, chosen);
     if (candidate_key(chosen) == default_key_) out.tuned_vs_default = 1;
     incumbent = chosen;
+    out.search_s = std::chrono::duration<double>(Clock::now() - started).count();
     if (opt_.baselines)
       for (const std::string& name : autoscheduler_names()) {
         const Measurement* m = baseline(name, incumbent);
@@ -219,6 +221,7 @@ class LayerTuner {
         else
           out.baselines.emplace_back(name, 0);
       }
+    out.baselines_s = std::chrono::duration<double>(Clock::now() - started).count() - out.search_s;
     out.measured = measured_;
     out.failed = failed_;
     out.reused = reused_;
@@ -269,21 +272,25 @@ class LayerTuner {
   }
 
   // Times `key`'s library in the measuring child against the incumbent and the default.
-  MeasureResult measure(const std::string& so, const std::string& incumbent_so) {
+  // `longer`: timed three times as long (confirmations and baselines, measured once per layer).
+  MeasureResult measure(const std::string& so, const std::string& incumbent_so,
+                        bool longer = false) {
+    MeasureOptions mo = opt_.measure;
+    if (longer) mo.min_time_s *= 3;
     const fs::path result = work_ / "measure.json";
     fs::remove(result);
     const Variant cand{so, function_name()}, inc{incumbent_so, function_name()},
         def{lib(default_key_), function_name()};
     WorkerOptions w;
     w.timeout_s = opt_.measure_timeout_s;
-    const std::vector<WorkerResult> r = run_workers(
-        {{"measuring " + so,
-          [&] {
-            setenv("HL_NUM_THREADS", "1", 1);
-            const MeasureResult m = measure_candidate(L_, data_, cand, inc, def, opt_.measure);
-            std::ofstream(result) << to_json(m).dump();
-          }}},
-        w);
+    const std::vector<WorkerResult> r =
+        run_workers({{"measuring " + so,
+                      [&] {
+                        setenv("HL_NUM_THREADS", "1", 1);
+                        const MeasureResult m = measure_candidate(L_, data_, cand, inc, def, mo);
+                        std::ofstream(result) << to_json(m).dump();
+                      }}},
+                    w);
     MeasureResult m;
     if (!r[0].ok) {
       m.reason = "measuring: " + r[0].error;
@@ -387,7 +394,8 @@ class LayerTuner {
       return store(m);
     }
     const std::string inc = lib(candidate_key(incumbent));
-    const MeasureResult r = measure(lib("auto_" + name), fs::exists(inc) ? inc : lib(default_key_));
+    const MeasureResult r =
+        measure(lib("auto_" + name), fs::exists(inc) ? inc : lib(default_key_), true);
     m.status = r.status;
     m.reason = r.reason;
     m.median_s = r.median_s;
@@ -510,9 +518,37 @@ std::string outcome_table(const std::vector<LayerOutcome>& outcomes) {
     }
     out += fmt::format("   {}/{}/{}  {}\n", o.measured, o.failed, o.reused, o.tuned_knobs);
   }
-  return out +
-         "tuned: speedup over the default knobs; vs X: tuned speedup over autoscheduler X "
-         "(all measured interleaved, 1 thread)\n";
+  double search = 0, baselines = 0;
+  for (const LayerOutcome& o : outcomes) {
+    search += o.search_s;
+    baselines += o.baselines_s;
+  }
+  return out + fmt::format(
+                   "tuned: speedup over the default knobs; vs X: tuned speedup over autoscheduler "
+                   "X (all measured interleaved, 1 thread)\nwall time: search {:.0f}s, "
+                   "baselines {:.0f}s\n",
+                   search, baselines);
+}
+
+json to_json(const std::vector<LayerOutcome>& outcomes) {
+  json out = json::array();
+  for (const LayerOutcome& o : outcomes) {
+    json baselines = json::object();
+    for (const auto& [name, ratio] : o.baselines) baselines[name] = ratio;
+    out.push_back({{"layer", o.layer},
+                   {"signature", o.signature},
+                   {"status", o.status},
+                   {"measured", o.measured},
+                   {"failed", o.failed},
+                   {"reused", o.reused},
+                   {"default_s", o.default_s},
+                   {"tuned_vs_default", o.tuned_vs_default},
+                   {"tuned_knobs", o.tuned_knobs},
+                   {"tuned_vs_autoschedulers", baselines},
+                   {"search_s", o.search_s},
+                   {"baselines_s", o.baselines_s}});
+  }
+  return out;
 }
 
 }  // namespace padfold

@@ -41,6 +41,7 @@ struct LayerOutcome {
   double tuned_vs_default = 1;                  // re-measured interleaved at the end
   std::string tuned_knobs;                      // the knobs that differ from the default
   std::vector<std::pair<std::string, double>> baselines;  // autoscheduler -> tuned / it
+  double search_s = 0, baselines_s = 0;                   // wall time of the two phases
 };
 
 // Runs the tuner; progress on stderr (a bar on a terminal, lines otherwise). Throws for bad input
@@ -49,5 +50,7 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& options);
 
 // The final table: default vs tuned vs each autoscheduler.
 std::string outcome_table(const std::vector<LayerOutcome>& outcomes);
+// The outcomes as JSON (padfold tune --report), for bench/tune_report.py.
+nlohmann::json to_json(const std::vector<LayerOutcome>& outcomes);
 
 }  // namespace padfold
