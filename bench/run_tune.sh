@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The tuner benchmark (bench/results-tune.md) in one command, on an existing build directory
 # (BUILD, default build/, configured with PADFOLD_BUILD_BENCH=ON):
-#   1. padfold tune on the 12 benchmark layers (1 thread, BUDGET candidates per layer, Halide's
-#      autoschedulers timed in the same run), timed;
+#   1. padfold tune on the 12 benchmark layers (1 thread, at most BUDGET candidates per layer and
+#      TIME for the whole run's search, Halide's autoschedulers timed in the same run), timed;
 #   2. padfold compile of the bench spec with the default knobs and with --db, and bench_conv on
 #      each bundle against oneDNN (1 thread);
 #   3. the search against random search at an equal budget (CMP_BUDGET) on CMP_LAYERS;
@@ -13,6 +13,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD:-$root/build}"
 work="$build/bench/tune"
 budget="${BUDGET:-80}"
+time_limit="${TIME:-24m}"
 cmp_budget="${CMP_BUDGET:-30}"
 layers="effnet_stem,effnet_dw_s1,effnet_pw,effnet_dw3_s2,effnet_dw5_s2,effnet_dw5_s2_b,effnet_head_pw,resnet_stem,resnet_3x3,resnet_3x3_s2_same,resnet_1x1,seed_even_k4_s2"
 cmp_layers="${CMP_LAYERS:-effnet_stem,effnet_dw_s1,effnet_pw,effnet_dw5_s2,resnet_3x3,seed_even_k4_s2}"
@@ -24,7 +25,8 @@ rm -rf "$work"/*
 python3 "$root/bench/make_bench_spec.py" "$layer_set" "$work/bench_spec.json"
 
 start=$(date +%s)
-"$pf" tune "$work/bench_spec.json" --layers "$layers" --budget "$budget" --db "$work/tune.sqlite" \
+"$pf" tune "$work/bench_spec.json" --layers "$layers" --budget "$budget" --time "$time_limit" \
+  --db "$work/tune.sqlite" \
   --report "$work/tune.json" | tee "$work/tune.txt"
 echo "$(( $(date +%s) - start ))" > "$work/tune_seconds"
 
@@ -41,6 +43,6 @@ for s in neighbourhood random; do
 done
 
 python3 "$root/bench/tune_report.py" --work "$work" --budget "$budget" --cmp-budget "$cmp_budget" \
-  --command "bench/run_tune.sh (BUDGET=$budget CMP_BUDGET=$cmp_budget)" \
+  --command "bench/run_tune.sh (BUDGET=$budget TIME=$time_limit CMP_BUDGET=$cmp_budget)" \
   > "$root/bench/results-tune.md"
 echo "wrote bench/results-tune.md"

@@ -1,10 +1,13 @@
 #include "tune/tuner.h"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -33,16 +36,23 @@ Shard parse_shard(const std::string& text) {
     const char* k8s_id = std::getenv("JOB_COMPLETION_INDEX");
     const char* k8s_n = std::getenv("PADFOLD_SHARD_COUNT");
     if (slurm_id && slurm_n) {
+      // Arrays may start anywhere (--array=1-8): the index is counted from the lowest task id.
+      const char* slurm_min = std::getenv("SLURM_ARRAY_TASK_MIN");
       i_text = slurm_id;
       n_text = slurm_n;
+      if (slurm_min && std::strspn(slurm_id, "0123456789") == std::strlen(slurm_id) &&
+          std::strspn(slurm_min, "0123456789") == std::strlen(slurm_min) && *slurm_id &&
+          *slurm_min && std::strlen(slurm_id) < 7 && std::strlen(slurm_min) < 7)
+        i_text = std::to_string(std::stoi(slurm_id) - std::stoi(slurm_min));
     } else if (k8s_id && k8s_n) {
       i_text = k8s_id;
       n_text = k8s_n;
     } else {
       throw std::invalid_argument(
-          "--shard auto: set SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT (a Slurm array "
-          "starting at 0) or JOB_COMPLETION_INDEX and PADFOLD_SHARD_COUNT (a Kubernetes Indexed "
-          "Job)");
+          "--shard auto: expected SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT (a Slurm job "
+          "array of consecutive task ids; SLURM_ARRAY_TASK_MIN is subtracted) or "
+          "JOB_COMPLETION_INDEX and PADFOLD_SHARD_COUNT (a Kubernetes Indexed Job: set "
+          "PADFOLD_SHARD_COUNT to its completions)");
     }
   } else {
     const size_t slash = text.find('/');
@@ -84,11 +94,25 @@ ScheduleParams knobs_from_text(const std::string& text) {
   return p;
 }
 
-// A private working directory for candidate libraries, removed at the end.
+// A private working directory for candidate libraries, removed at the end. A run killed with
+// SIGKILL cannot remove its own: the next run removes those whose process is gone.
 struct WorkDir {
   fs::path path;
   WorkDir() {
-    std::string t = (fs::temp_directory_path() / "padfold-tune-XXXXXX").string();
+    const std::string prefix = "padfold-tune-";
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(fs::temp_directory_path(), ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind(prefix, 0) != 0) continue;
+      const std::string pid =
+          name.substr(prefix.size(), name.find('-', prefix.size()) - prefix.size());
+      if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9)
+        continue;
+      if (kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH)
+        fs::remove_all(e.path(), ec);
+    }
+    std::string t =
+        (fs::temp_directory_path() / (prefix + std::to_string(getpid()) + "-XXXXXX")).string();
     if (!mkdtemp(t.data())) throw std::runtime_error("cannot create a directory under /tmp");
     path = t;
   }
@@ -101,13 +125,15 @@ struct WorkDir {
 struct Progress {
   bool tty = isatty(fileno(stderr)) != 0;
   Clock::time_point start = Clock::now();
-  size_t total = 0, done = 0;  // candidates, every layer
+  size_t total = 0, done = 0;            // candidates, every layer
+  std::optional<Clock::time_point> end;  // with --time
 
   void show(const std::string& layer, size_t layer_done, size_t layer_total, double best) {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    const double eta = done ? elapsed / static_cast<double>(done) *
-                                  static_cast<double>(total > done ? total - done : 0)
-                            : 0;
+    double eta = done ? elapsed / static_cast<double>(done) *
+                            static_cast<double>(total > done ? total - done : 0)
+                      : 0;
+    if (end) eta = std::min(eta, std::chrono::duration<double>(*end - Clock::now()).count());
     const std::string text =
         fmt::format("{} {}/{}  best {:.3f}x default  elapsed {:.0f}s  ETA {:.0f}s", layer,
                     layer_done, layer_total, best, elapsed, eta);
@@ -267,7 +293,8 @@ class LayerTuner {
     }
     WorkerOptions w;
     w.parallel = jobs.size() > 1 ? this->jobs() : 1;
-    w.timeout_s = opt_.compile_timeout_s;
+    const bool baseline = !autoschedulers.empty() && !autoschedulers.front().empty();
+    w.timeout_s = baseline ? opt_.baseline_timeout_s : opt_.compile_timeout_s;
     return run_workers(jobs, w);
   }
 
@@ -476,6 +503,9 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
   }
   Progress progress;
   progress.total = budget * mine.size();
+  if (opt.time_s > 0)
+    progress.end = progress.start + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(opt.time_s));
   fmt::print(stderr, "tune: {} layer signature(s) of {} (shard {}/{}{}), target {}, db {}\n",
              mine.size(), sigs.size(), opt.shard.index, opt.shard.count,
              by_candidate && opt.shard.count > 1 ? ", by candidate" : "", tkey, opt.db);

@@ -29,7 +29,9 @@ struct TuneOptions {
   int jobs = 0;  // compile workers; 0: one per core
   SearchStrategy strategy = SearchStrategy::Neighbourhood;
   bool baselines = true;  // time Halide's autoschedulers
-  double compile_timeout_s = 300, measure_timeout_s = 120;
+  // A candidate still compiling after compile_timeout_s is failed (heavy unrolling can make LLVM
+  // take minutes); the autoschedulers' own searches get baseline_timeout_s.
+  double compile_timeout_s = 60, baseline_timeout_s = 300, measure_timeout_s = 120;
   MeasureOptions measure;
 };
 

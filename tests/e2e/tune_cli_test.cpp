@@ -89,6 +89,11 @@ TEST(TuneCli, ResumesAfterSigkillWithoutRemeasuring) {
 
   const CommandResult r = tune(db, "--budget 8 --jobs 1");
   ASSERT_EQ(r.status, 0) << r.output;
+  // The killed run's candidate libraries are cleaned up by the next run.
+  for (const auto& e : fs::directory_iterator(fs::temp_directory_path()))
+    EXPECT_NE(e.path().filename().string().rfind("padfold-tune-" + std::to_string(pid) + "-", 0),
+              0u)
+        << e.path();
   TuneDb done(db, true);
   std::map<std::string, size_t> per_signature;
   for (const Measurement& m : done.all()) {

@@ -227,6 +227,9 @@ TEST(TuneShard, ParsesIndexCountAndAuto) {
   EXPECT_EQ(parse_shard("auto").count, 8);
   setenv("SLURM_ARRAY_TASK_ID", "8", 1);
   EXPECT_THROW(parse_shard("auto"), std::invalid_argument);
+  setenv("SLURM_ARRAY_TASK_MIN", "1", 1);  // --array=1-8
+  EXPECT_EQ(parse_shard("auto").index, 7);
+  unsetenv("SLURM_ARRAY_TASK_MIN");
   unsetenv("SLURM_ARRAY_TASK_ID");
   unsetenv("SLURM_ARRAY_TASK_COUNT");
   unsetenv("JOB_COMPLETION_INDEX");
@@ -239,6 +242,7 @@ TEST(TuneSearch, ProposesDistinctResolvedCandidatesDeterministically) {
           "kernel": 3, "padding": "same"})");
   const Halide::Target t = resolve_target("x86-64-linux-avx2-fma");
   const ScheduleParams def = resolve_schedule(L, t, default_schedule(L, t));
+  ASSERT_GT(def.rows_per_task, 0);
   for (SearchStrategy s : {SearchStrategy::Neighbourhood, SearchStrategy::Random}) {
     Search a(s, L, t, def, 42), b(s, L, t, def, 42);
     std::set<std::string> seen{knobs_text(def)};
@@ -251,6 +255,8 @@ TEST(TuneSearch, ProposesDistinctResolvedCandidatesDeterministically) {
       EXPECT_TRUE(seen.insert(knobs_text(batch[i])).second) << "proposed twice or the default";
       EXPECT_EQ(knobs_text(resolve_schedule(L, t, batch[i])), knobs_text(batch[i]))
           << "not resolved";
+      // Measured at one thread, the search never takes away the parallel loop.
+      EXPECT_GT(batch[i].rows_per_task, 0) << knobs_text(batch[i]);
     }
     for (const auto& c : a.next_batch(12)) EXPECT_TRUE(seen.insert(knobs_text(c)).second);
   }
