@@ -35,6 +35,12 @@ double quantile(std::vector<double> v, double q) {
   return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
 }
 
+// What a candidate's Halide runtime reported as an error (instead of printing it).
+std::string halide_errors;
+void collect_halide_error(void*, const char* msg) {
+  halide_errors += msg;
+}
+
 // A loaded candidate: its argv entry point, called with the layer's buffers.
 class Loaded {
  public:
@@ -43,6 +49,10 @@ class Loaded {
     if (!handle_) throw std::runtime_error(std::string("dlopen: ") + dlerror());
     fn_ = reinterpret_cast<int (*)(void**)>(dlsym(handle_, (v.function + "_argv").c_str()));
     if (!fn_) throw std::runtime_error("no function " + v.function + "_argv in " + v.so_path);
+    using Handler = void (*)(void*, const char*);
+    if (auto set =
+            reinterpret_cast<Handler (*)(Handler)>(dlsym(handle_, "halide_set_error_handler")))
+      set(collect_halide_error);
   }
   ~Loaded() {
     if (handle_) dlclose(handle_);
@@ -103,7 +113,9 @@ MeasureResult measure_candidate(const Layer& L, const TuneData& data, const Vari
   for (const Variant* v : variants) loaded.push_back(std::make_unique<Loaded>(*v));
 
   if (int err = loaded[0]->call(args.data()); err != 0) {
-    r.reason = "the kernel returned error " + std::to_string(err);
+    r.reason = "the kernel returned error " + std::to_string(err) +
+               (halide_errors.empty() ? "" : ": " + halide_errors);
+    while (!r.reason.empty() && r.reason.back() == '\n') r.reason.pop_back();
     return r;
   }
   const double tol = kRelativeTolerance * std::max(ref::max_abs(data.expected), 1e-30);

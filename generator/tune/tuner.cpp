@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "compile/process.h"
@@ -237,21 +238,27 @@ class LayerTuner {
     }
     out.tuned_knobs = knob_changes(def, chosen);
     if (candidate_key(chosen) == default_key_) out.tuned_vs_default = 1;
-    incumbent = chosen;
+    chosen_ = chosen;
     out.search_s = std::chrono::duration<double>(Clock::now() - started).count();
-    if (opt_.baselines)
-      for (const std::string& name : autoscheduler_names()) {
-        const Measurement* m = baseline(name, incumbent);
-        if (m && m->status == "ok" && m->vs_incumbent > 0)
-          out.baselines.emplace_back(name, 1 / m->vs_incumbent);
-        else
-          out.baselines.emplace_back(name, 0);
-      }
-    out.baselines_s = std::chrono::duration<double>(Clock::now() - started).count() - out.search_s;
     out.measured = measured_;
     out.failed = failed_;
     out.reused = reused_;
     return out;
+  }
+
+  // Halide's autoschedulers on the layer, each timed beside the chosen kernel and the default.
+  // Ratios go through the default (tuned/default over auto/default, both interleaved), so that a
+  // baseline stored by an earlier run still compares with a kernel tuned further since.
+  void baselines(LayerOutcome& out) {
+    const Clock::time_point started = Clock::now();
+    for (const std::string& name : autoscheduler_names()) {
+      const Measurement* m = baseline(name, chosen_);
+      if (m && m->status == "ok" && m->vs_default > 0)
+        out.baselines.emplace_back(name, out.tuned_vs_default / m->vs_default);
+      else
+        out.baselines.emplace_back(name, 0);
+    }
+    out.baselines_s = std::chrono::duration<double>(Clock::now() - started).count();
   }
 
  private:
@@ -445,6 +452,7 @@ class LayerTuner {
   InjectedFaults faults_;
   TuneData data_;
   std::string default_key_;
+  ScheduleParams chosen_;  // the search's choice
   std::map<std::string, Measurement> known_;
   size_t measured_ = 0, failed_ = 0, reused_ = 0;
 };
@@ -511,6 +519,8 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
              by_candidate && opt.shard.count > 1 ? ", by candidate" : "", tkey, opt.db);
   const Clock::time_point start = Clock::now();
   std::vector<LayerOutcome> outcomes;
+  // Every search first (--time shares the time among them), then the baselines.
+  std::vector<std::unique_ptr<LayerTuner>> tuners;
   for (size_t i = 0; i < mine.size(); ++i) {
     const auto& [sig, L] = mine[i];
     // With --time, each remaining layer gets an equal share of the time left.
@@ -520,10 +530,16 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
                                    std::chrono::duration<double>(opt.time_s));
       deadline = Clock::now() + (end - Clock::now()) / static_cast<int>(mine.size() - i);
     }
-    LayerTuner tuner(*L, target, opt, db, {sig, tkey, toolchain, machine}, work.path, runtime,
-                     by_candidate && opt.shard.count > 1, progress);
-    outcomes.push_back(tuner.run(budget, deadline));
+    tuners.push_back(std::make_unique<LayerTuner>(
+        *L, target, opt, db, TuneScope{sig, tkey, toolchain, machine}, work.path, runtime,
+        by_candidate && opt.shard.count > 1, progress));
+    outcomes.push_back(tuners.back()->run(budget, deadline));
     progress.end_line();
+  }
+  if (opt.baselines) {
+    fmt::print(stderr, "tune: timing Halide's autoschedulers on {} layer(s)\n", tuners.size());
+    for (size_t i = 0; i < tuners.size(); ++i)
+      if (outcomes[i].status == "ok") tuners[i]->baselines(outcomes[i]);
   }
   return outcomes;
 }

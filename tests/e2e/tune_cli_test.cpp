@@ -258,6 +258,21 @@ TEST(TuneCli, ACrashingCandidateIsRecordedAsFailed) {
   EXPECT_EQ(ok_pool, 4u);
 }
 
+TEST(TuneCli, AHangingCandidateIsFailedAtItsTimeout) {
+  Work w("hang");
+  const std::string db = w.file("tune.sqlite");
+  const CommandResult r = tune(db, "--layers pool --budget 2 --compile-timeout 2",
+                               "PADFOLD_INJECT_COMPILE_FAULT=pool:hang");
+  ASSERT_EQ(r.status, 0) << r.output;
+  size_t hung = 0;
+  for (const Measurement& m : TuneDb(db, true).all())
+    if (m.status == "failed") {
+      ++hung;
+      EXPECT_TRUE(contains(m.reason, "did not finish within 2 s")) << m.reason;
+    }
+  EXPECT_EQ(hung, 1u);
+}
+
 TEST(TuneCli, BadInputIsNamedAndNothingIsLost) {
   Work w("bad");
   const std::string db = w.file("tune.sqlite");
