@@ -162,10 +162,12 @@ class LayerTuner {
         opt_(opt),
         db_(db),
         scope_(scope),
-        work_(work),
+        // One folder per signature: two layers' candidates may have the same knobs (and key).
+        work_(work / fmt::format("{:016x}", stable_hash(scope.signature))),
         runtime_(runtime_archive),
         by_candidate_(by_candidate),
         progress_(progress) {
+    fs::create_directories(work_);
     for (const Measurement& m : db.records(scope)) known_[m.candidate] = m;
     faults_ = injected_faults();
   }

@@ -5,9 +5,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -256,6 +258,39 @@ TEST(TuneCli, ACrashingCandidateIsRecordedAsFailed) {
   EXPECT_EQ(failed, 3u);
   EXPECT_EQ(ok_stem, 1u);  // the default (the fault spares it without ":every")
   EXPECT_EQ(ok_pool, 4u);
+}
+
+TEST(TuneCli, LayersWhoseCandidatesShareKnobsKeepTheirOwnKernels) {
+  // Two depthwise layers differing only in their border: other kernels, the same knobs, so their
+  // candidates have the same keys, yet each must be compiled and timed as its own kernel.
+  Work w("same_knobs");
+  const std::string spec = w.file("two_dw.json");
+  std::ofstream(spec)
+      << R"({"model": "two_dw", "defaults": {"layout": "NHWC", "weight_layout": "HWIO"},
+    "layers": [
+      {"name": "dw_a", "op": "conv2d", "input_shape": [1, 12, 12, 16], "out_channels": 16,
+       "groups": 16, "kernel": 3, "padding": "same"},
+      {"name": "dw_b", "op": "conv2d", "input_shape": [1, 12, 12, 16], "out_channels": 16,
+       "groups": 16, "kernel": 3, "padding": "same", "border": "replicate"}]})";
+  const std::string db = w.file("tune.sqlite");
+  // Resumed, the default of each layer comes from the database and must be rebuilt for it.
+  for (const char* budget : {"2", "4"}) {
+    const CommandResult r = run_command(shell_quote(kBin) + " tune " + shell_quote(spec) +
+                                        " --db " + shell_quote(db) + kFast + "--budget " + budget);
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  std::set<std::string> keys_a, keys_b;
+  for (const Measurement& m : TuneDb(db, true).all()) {
+    EXPECT_EQ(m.status, "ok") << m.layer << " " << m.candidate << ": " << m.reason;
+    if (m.kind == "knobs") (m.layer == "dw_a" ? keys_a : keys_b).insert(m.candidate);
+  }
+  EXPECT_EQ(keys_a.size(), 4u);
+  EXPECT_EQ(keys_b.size(), 4u);
+  std::vector<std::string> shared;
+  std::set_intersection(keys_a.begin(), keys_a.end(), keys_b.begin(), keys_b.end(),
+                        std::back_inserter(shared));
+  EXPECT_FALSE(shared.empty()) << "the layers' candidates no longer share keys: the test needs "
+                                  "two layers that do";
 }
 
 TEST(TuneCli, AHangingCandidateIsFailedAtItsTimeout) {
