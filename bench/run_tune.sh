@@ -5,7 +5,8 @@
 #      TIME for the whole run's search, Halide's autoschedulers timed in the same run), timed;
 #   2. padfold compile of the bench spec with the default knobs and with --db, and bench_conv on
 #      each bundle against oneDNN (1 thread);
-#   3. the search against random search at an equal budget (CMP_BUDGET) on CMP_LAYERS;
+#   3. the search against random search at an equal budget (CMP_BUDGET candidates and 4 minutes
+#      per strategy) on CMP_LAYERS;
 #   4. bench/fma_peak.c measures one core's FMA peak, and bench/tune_report.py writes
 #      bench/results-tune.md.
 # Work files (databases, bundles, JSON) go to $BUILD/bench/tune; nothing there is committed.
@@ -15,9 +16,9 @@ build="${BUILD:-$root/build}"
 work="$build/bench/tune"
 budget="${BUDGET:-80}"
 time_limit="${TIME:-24m}"
-cmp_budget="${CMP_BUDGET:-24}"
+cmp_budget="${CMP_BUDGET:-20}"
 layers="effnet_stem,effnet_dw_s1,effnet_pw,effnet_dw3_s2,effnet_dw5_s2,effnet_dw5_s2_b,effnet_head_pw,resnet_stem,resnet_3x3,resnet_3x3_s2_same,resnet_1x1,seed_even_k4_s2"
-cmp_layers="${CMP_LAYERS:-effnet_stem,effnet_pw,resnet_1x1,seed_even_k4_s2}"
+cmp_layers="${CMP_LAYERS:-effnet_stem,effnet_pw,seed_even_k4_s2,effnet_head_pw}"
 layer_set="$root/../shared/bench/layers.json"
 pf="$build/bin/padfold"
 "$root/.venv/bin/cmake" --build "$build" --target padfold bench_conv
@@ -41,7 +42,8 @@ done
 
 for s in neighbourhood random; do
   "$pf" tune "$work/bench_spec.json" --layers "$cmp_layers" --budget "$cmp_budget" \
-    --strategy "$s" --no-baselines --db "$work/cmp_$s.sqlite" --report "$work/cmp_$s.json"
+    --time 4m --strategy "$s" --no-baselines --db "$work/cmp_$s.sqlite" \
+    --report "$work/cmp_$s.json"
 done
 
 cc -O2 -mavx512f "$root/bench/fma_peak.c" -o "$work/fma_peak"
