@@ -65,6 +65,10 @@ namespace padfold {
   X(int, gpu_max_registers, 128, 0, 255, linear, gpu,                                            \
     "GPU (CUDA): HL_CUDA_JIT_MAX_REGISTERS, the highest of the bundle; 0 = Halide's 64")
 
+// The schedule space's version, part of the tuning database's toolchain key: bump it when a knob is
+// added, removed or changes meaning, so that old measurements stop applying.
+constexpr int kScheduleSpaceVersion = 1;
+
 // A layer's schedule: every knob, plus the name of the strategy-table row it came from.
 struct ScheduleParams {
   std::string name;  // "<family>.<op class>", e.g. "avx512.dense", or "<family>.conservative"

@@ -16,6 +16,7 @@ packages=(
   libkainjow-mustache-dev      # templates for emitted files (templates/)
   libcjson-dev                 # manifest parsing inside the C runtime
   pocl-opencl-icd ocl-icd-opencl-dev clinfo  # GPU tests: OpenCL kernels run on PoCL (CPU)
+  libsqlite3-dev               # the tuning database (padfold tune)
   libdnnl-dev                  # oneDNN: the benchmark peer
   python3-torch                # PyTorch 1.13: the peer of bench/run_blocks.sh
   python3-jsonschema           # validates example specs against the JSON Schema in tests

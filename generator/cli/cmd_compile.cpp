@@ -9,6 +9,8 @@
 #include "compile/fusion.h"
 #include "emit/bundle.h"
 #include "frontend/spec.h"
+#include "tune/db.h"
+#include "tune/signature.h"
 
 namespace {
 
@@ -21,6 +23,8 @@ struct CompileArgs {
   std::string fuse = "auto";
   int jobs = 0;
   double kernel_timeout = 600;
+  std::string db;
+  bool db_any_machine = false;
 };
 
 nlohmann::json read_schedules(const std::string& path) {
@@ -45,6 +49,26 @@ void run_compile(const CompileArgs& a) {
   opt.kernel_timeout_s = a.kernel_timeout;
   opt.fuse = padfold::parse_fuse_option(a.fuse);
   const padfold::FusionPlan plan = padfold::plan_fusion(model, opt.fuse);
+  std::shared_ptr<padfold::TuneDb> db;
+  if (!a.db.empty()) {
+    db = std::make_shared<padfold::TuneDb>(a.db, true);
+    const std::string toolchain = padfold::toolchain_key(), machine = padfold::machine_id();
+    opt.tuned = [db, toolchain, machine, any = a.db_any_machine](
+                    const padfold::Layer& L,
+                    const Halide::Target& t) -> std::optional<padfold::TunedSchedule> {
+      const auto best =
+          db->best(padfold::layer_signature(L), padfold::target_key(t), toolchain, machine, any);
+      if (!best) return std::nullopt;
+      return padfold::TunedSchedule{
+          nlohmann::json::parse(best->knobs),
+          {{"db", db->path()},
+           {"candidate", best->candidate},
+           {"speedup_vs_default", best->vs_default},
+           {"machine", best->scope.machine},
+           {"toolchain", best->scope.toolchain},
+           {"this_machine", best->scope.machine == machine && best->scope.toolchain == toolchain}}};
+    };
+  }
   if (!a.schedules.empty()) opt.schedule_overrides = read_schedules(a.schedules);
   try {
     padfold::validate_schedule_overrides(model, opt.schedule_overrides);
@@ -70,11 +94,12 @@ void run_compile(const CompileArgs& a) {
   for (const padfold::KernelReport& r : reports) {
     if (r.target != current_target) {
       current_target = r.target;
-      fmt::print("target {}\n  {:<30} {:<22} {:>9} {:>10}\n", r.target, "layer", "schedule",
-                 "compile", "object");
+      fmt::print("target {}\n  {:<30} {:<22} {:<11} {:>9} {:>10}\n", r.target, "layer", "schedule",
+                 "knobs", "compile", "object");
     }
-    fmt::print("  {:<30} {:<22} {:>8.2f}s {:>8.1f}KB\n", r.fused.empty() ? r.layer : r.fused,
-               r.schedule, r.compile_seconds, static_cast<double>(r.object_bytes) / 1024.0);
+    fmt::print("  {:<30} {:<22} {:<11} {:>8.2f}s {:>8.1f}KB\n", r.fused.empty() ? r.layer : r.fused,
+               r.schedule, r.source, r.compile_seconds,
+               static_cast<double>(r.object_bytes) / 1024.0);
     if (!r.fallback_from.empty())
       fmt::print("    fallback: schedule {} failed ({}); compiled with {} instead\n",
                  r.fallback_from, r.fallback_reason, r.schedule);
@@ -116,6 +141,13 @@ void add_compile_command(CLI::App& app) {
                   "seconds one kernel may take to compile before its worker is killed")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option("--db", args->db,
+                  "tuning database (padfold tune): each layer's best record for its signature on "
+                  "the target, measured with this toolchain on this machine")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--db-any-machine", args->db_any_machine,
+                "with --db, also use records of other machines or toolchains (the manifest "
+                "records whose)");
   cmd->add_flag("--emit-stmt", args->emit_stmt,
                 "also write each kernel's lowered Halide statement (<target>/<layer>.stmt)");
   cmd->add_flag("--emit-device-code", args->emit_device_code,

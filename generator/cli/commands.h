@@ -11,3 +11,5 @@ void add_knobs_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_stmt_check_command(CLI::App& app);
 void add_import_command(CLI::App& app);
+void add_tune_command(CLI::App& app);
+void add_db_command(CLI::App& app);

@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   add_run_command(app);
   add_stmt_check_command(app);
   add_import_command(app);
+  add_tune_command(app);
+  add_db_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -182,6 +182,8 @@ struct KernelTask {
   ScheduleParams schedule;
   bool fallback = false;
   std::string fallback_from, fallback_reason;
+  std::string source = "default";  // default, overrides, tuned (db)
+  json tuning;                     // a tuned schedule's provenance
   WorkerResult result;
 };
 
@@ -432,6 +434,8 @@ json target_schedules(const TargetPlan& t, const std::vector<KernelTask>& tasks,
     json s = to_json(resolved_schedule(*task.block, t.target, task.schedule));
     if (task.fallback)
       s["fallback"] = {{"from", task.fallback_from}, {"reason", task.fallback_reason}};
+    s["source"] = task.source;
+    if (!task.tuning.is_null()) s["tuning"] = task.tuning;
     schedules[task.block->last().name] = s;
   }
   return schedules;
@@ -622,7 +626,17 @@ std::vector<KernelReport> compile_bundle(const Model& model, const CompileOption
       KernelTask task;
       task.block = &b;
       task.target = t;
-      task.schedule = requested_schedule(b, plans[t].target, overrides);
+      json knobs = overrides;
+      if (!overrides.empty()) {
+        task.source = "overrides";
+      } else if (opt.tuned && !b.fused()) {
+        if (const auto tuned = opt.tuned(b.last(), plans[t].target)) {
+          knobs = tuned->knobs;
+          task.source = "tuned (db)";
+          task.tuning = tuned->provenance;
+        }
+      }
+      task.schedule = requested_schedule(b, plans[t].target, knobs);
       tasks.push_back(task);
     }
   }
@@ -638,7 +652,8 @@ std::vector<KernelReport> compile_bundle(const Model& model, const CompileOption
         static_cast<int64_t>(fs::file_size(object_path(t, kernel_function_name(model, L)))),
         task.fallback_from,
         task.fallback_reason,
-        task.block->fused() ? task.block->names() : ""};
+        task.block->fused() ? task.block->names() : "",
+        task.source};
     if (progress) progress(rep);
     reports.push_back(rep);
   });

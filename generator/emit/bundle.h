@@ -5,15 +5,23 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "compile/fusion.h"
+#include "compile/target.h"
 #include "frontend/spec.h"
 
 namespace padfold {
 
 constexpr int kBundleFormatVersion = 2;
+
+// Knobs from a tuning database, with where they came from (the manifest records it).
+struct TunedSchedule {
+  nlohmann::json knobs;       // resolved knobs
+  nlohmann::json provenance;  // database, candidate, machine, toolchain, speedup
+};
 
 struct CompileOptions {
   std::vector<std::string> targets{"host"};  // target names (resolve_target), best first
@@ -28,6 +36,9 @@ struct CompileOptions {
   // copying them into the bundle's weights/ folder.
   bool embed_weights = false;
   FuseOptions fuse;  // which layers become one kernel (default: auto, the cost model decides)
+  // Tuned knobs for a single-layer kernel on a target (padfold compile --db), or null: the
+  // default. Explicit schedule_overrides of the layer win over it.
+  std::function<std::optional<TunedSchedule>(const Layer&, const Halide::Target&)> tuned;
 };
 
 struct KernelReport {
@@ -37,6 +48,7 @@ struct KernelReport {
   std::string fallback_from;    // the tuned schedule that failed, when `schedule` is the fallback
   std::string fallback_reason;  // why it failed
   std::string fused;            // "a+b" when the kernel is a fused block (layer is its last)
+  std::string source = "default";  // where the knobs came from: default, overrides, tuned (db)
 };
 
 // Writes the bundle and returns one report per (target, layer). Each kernel compiles in a worker

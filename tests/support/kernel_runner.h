@@ -7,18 +7,9 @@
 #include <string>
 
 #include "frontend/spec.h"
-#include "reference/reference.h"
+#include "reference/layer_reference.h"
 
 namespace padfold::testing {
-
-struct LayerData {
-  ref::Tensor input, weights, bias;  // in the layer's own layouts (as the kernel takes them)
-};
-
-LayerData random_data(const Layer& layer, unsigned seed);
-
-// The reference output in the layer's output layout.
-ref::Tensor reference_output(const Layer& layer, const LayerData& data);
 
 // padfold's output, JIT-compiled for `target` ("host" or a Halide target string) with the default
 // schedule, overridden by `schedule` (ScheduleParams fields as JSON).

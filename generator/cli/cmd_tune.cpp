@@ -1,0 +1,91 @@
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "commands.h"
+#include "tune/tuner.h"
+
+namespace {
+
+struct TuneArgs {
+  padfold::TuneOptions opt;
+  std::string time, shard = "0/1", strategy = "neighbourhood", report;
+  bool no_baselines = false;
+};
+
+// "90", "90s", "10m", "1.5h" -> seconds.
+double parse_duration(const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = text.substr(used);
+  const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : 0;
+  if (used == 0 || scale == 0 || !(value > 0))
+    throw std::invalid_argument("--time: '" + text +
+                                "' is not a duration; expected a positive number with s, m or h "
+                                "(e.g. 90s, 10m, 1h)");
+  return value * scale;
+}
+
+void run(TuneArgs& a) {
+  if (!a.time.empty()) a.opt.time_s = parse_duration(a.time);
+  a.opt.shard = padfold::parse_shard(a.shard);
+  a.opt.strategy = padfold::parse_search_strategy(a.strategy);
+  a.opt.baselines = !a.no_baselines;
+  const auto outcomes = padfold::run_tune(a.opt);
+  fmt::print("{}", padfold::outcome_table(outcomes));
+  if (!a.report.empty()) {
+    std::ofstream f(a.report);
+    f << padfold::to_json(outcomes).dump(2) << "\n";
+    if (!f) throw std::runtime_error("cannot write " + a.report);
+  }
+  size_t bad = 0;
+  for (const auto& o : outcomes) bad += o.status != "ok";
+  if (bad) throw std::runtime_error(std::to_string(bad) + " layer(s) could not be tuned (above)");
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app) {
+  auto args = std::make_shared<TuneArgs>();
+  padfold::TuneOptions& o = args->opt;
+  CLI::App* cmd = app.add_subcommand(
+      "tune",
+      "Autotune the schedule knobs of a spec's layers by measurement, into a SQLite database "
+      "(resumable: rerun to continue; shardable: --shard i/n, then padfold db merge).\n"
+      "Example: padfold tune examples/tiny.json --budget 20 --db tune.sqlite");
+  cmd->add_option("spec", o.spec, "layer spec (JSON)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--target", o.target, "the target to tune for (it must run here)")
+      ->capture_default_str();
+  cmd->add_option("--layers", o.layers, "only these layers: a,b (default: every layer)")
+      ->delimiter(',');
+  cmd->add_option("--budget", o.budget,
+                  "candidates per layer signature, the default included (default: 60, or "
+                  "unlimited with --time)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--time", args->time, "wall-time limit for the run: 90s, 10m, 1h");
+  cmd->add_option("--db", o.db, "the tuning database (SQLite)")->capture_default_str();
+  cmd->add_option("--shard", args->shard,
+                  "this process's share i/n (0 <= i < n) of the work, or auto (Slurm array / "
+                  "Kubernetes Indexed Job; see docs/tuning-at-scale.md)")
+      ->capture_default_str();
+  cmd->add_option("-j,--jobs", o.jobs, "candidates compiled at once (default: one per core)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--strategy", args->strategy, "neighbourhood (from the default row) or random")
+      ->capture_default_str();
+  cmd->add_option("--report", args->report, "also write the outcomes as JSON to this file");
+  cmd->add_flag("--no-baselines", args->no_baselines, "do not time Halide's autoschedulers");
+  cmd->add_option("--min-time", o.measure.min_time_s, "seconds timed per variant and candidate")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--core", o.measure.core, "the core measurements run on (default: the last)");
+  cmd->add_option("--compile-timeout", o.compile_timeout_s,
+                  "seconds a candidate may take to compile before it is failed")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->callback([args] { run(*args); });
+}

@@ -1,0 +1,194 @@
+#include "tune/db.h"
+
+#include <stdexcept>
+
+namespace padfold {
+
+namespace {
+
+constexpr const char* kFormat = "padfold-tune-db";
+constexpr const char* kFormatVersion = "1";
+
+constexpr const char* kColumns =
+    "signature, target, toolchain, machine, candidate, kind, knobs, status, reason, layer, "
+    "median_s, vs_default, vs_incumbent, noise, accepted, samples";
+
+constexpr const char* kSchema = R"(
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS measurements (
+  signature TEXT NOT NULL, target TEXT NOT NULL, toolchain TEXT NOT NULL, machine TEXT NOT NULL,
+  candidate TEXT NOT NULL, kind TEXT NOT NULL, knobs TEXT NOT NULL, status TEXT NOT NULL,
+  reason TEXT NOT NULL, layer TEXT NOT NULL, median_s REAL NOT NULL, vs_default REAL NOT NULL,
+  vs_incumbent REAL NOT NULL, noise REAL NOT NULL, accepted INTEGER NOT NULL, samples TEXT NOT NULL,
+  PRIMARY KEY (signature, target, toolchain, machine, candidate));
+)";
+
+// A prepared statement, finalized on scope exit.
+struct Stmt {
+  sqlite3_stmt* s = nullptr;
+  Stmt(sqlite3* db, const std::string& sql, const std::string& path) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) != SQLITE_OK)
+      throw std::runtime_error(path + ": " + sqlite3_errmsg(db));
+  }
+  ~Stmt() { sqlite3_finalize(s); }
+  void text(int i, const std::string& v) {
+    sqlite3_bind_text(s, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  std::string col(int i) const {
+    const unsigned char* t = sqlite3_column_text(s, i);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  }
+};
+
+}  // namespace
+
+TuneDb::TuneDb(const std::string& path, bool read_only) : path_(path) {
+  const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+    const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    throw std::runtime_error("cannot open tuning database " + path + ": " + msg);
+  }
+  sqlite3_busy_timeout(db_, 60000);  // shards on one machine may share a file
+  try {
+    // A file that is not SQLite fails here, before anything is written to it.
+    std::string tables;
+    {
+      Stmt s(db_, "SELECT group_concat(name) FROM sqlite_master WHERE type='table'", path_);
+      if (sqlite3_step(s.s) == SQLITE_ROW) tables = s.col(0);
+    }
+    if (!tables.empty()) {
+      Stmt s(db_, "SELECT value FROM meta WHERE key='format'", path_);
+      if (sqlite3_step(s.s) != SQLITE_ROW || s.col(0) != kFormat)
+        throw std::runtime_error("has no padfold meta table");
+    } else if (read_only) {
+      throw std::runtime_error("is empty");
+    }
+    if (!read_only) {
+      exec("PRAGMA journal_mode=WAL");
+      exec(std::string("BEGIN;") + kSchema + "INSERT OR IGNORE INTO meta VALUES ('format', '" +
+           kFormat + "'), ('format_version', '" + kFormatVersion + "'); COMMIT;");
+    }
+    Stmt v(db_, "SELECT value FROM meta WHERE key='format_version'", path_);
+    if (sqlite3_step(v.s) != SQLITE_ROW || v.col(0) != kFormatVersion)
+      throw std::runtime_error("has format version '" + v.col(0) + "', expected " + kFormatVersion);
+  } catch (const std::exception& e) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw std::runtime_error(path + ": not a padfold tuning database (" + e.what() +
+                             "); the file was left as it was");
+  }
+}
+
+TuneDb::~TuneDb() {
+  sqlite3_close(db_);
+}
+
+void TuneDb::exec(const std::string& sql) const {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    const std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw std::runtime_error(path_ + ": " + msg);
+  }
+}
+
+void TuneDb::insert(const Measurement& m) {
+  Stmt s(db_,
+         std::string("INSERT OR IGNORE INTO measurements (") + kColumns +
+             ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+         path_);
+  const std::string texts[] = {
+      m.scope.signature, m.scope.target, m.scope.toolchain, m.scope.machine, m.candidate, m.kind,
+      m.knobs,           m.status,       m.reason,          m.layer};
+  for (int i = 0; i < 10; ++i) s.text(i + 1, texts[i]);
+  sqlite3_bind_double(s.s, 11, m.median_s);
+  sqlite3_bind_double(s.s, 12, m.vs_default);
+  sqlite3_bind_double(s.s, 13, m.vs_incumbent);
+  sqlite3_bind_double(s.s, 14, m.noise);
+  sqlite3_bind_int(s.s, 15, m.accepted ? 1 : 0);
+  s.text(16, m.samples);
+  if (sqlite3_step(s.s) != SQLITE_DONE)
+    throw std::runtime_error(path_ + ": cannot store a measurement: " + sqlite3_errmsg(db_));
+}
+
+std::vector<Measurement> TuneDb::query(const std::string& where_order,
+                                       const std::vector<std::string>& args) const {
+  Stmt s(db_, std::string("SELECT ") + kColumns + " FROM measurements " + where_order, path_);
+  for (size_t i = 0; i < args.size(); ++i) s.text(static_cast<int>(i) + 1, args[i]);
+  std::vector<Measurement> out;
+  int rc;
+  while ((rc = sqlite3_step(s.s)) == SQLITE_ROW) {
+    Measurement m;
+    m.scope = {s.col(0), s.col(1), s.col(2), s.col(3)};
+    m.candidate = s.col(4);
+    m.kind = s.col(5);
+    m.knobs = s.col(6);
+    m.status = s.col(7);
+    m.reason = s.col(8);
+    m.layer = s.col(9);
+    m.median_s = sqlite3_column_double(s.s, 10);
+    m.vs_default = sqlite3_column_double(s.s, 11);
+    m.vs_incumbent = sqlite3_column_double(s.s, 12);
+    m.noise = sqlite3_column_double(s.s, 13);
+    m.accepted = sqlite3_column_int(s.s, 14) != 0;
+    m.samples = s.col(15);
+    out.push_back(std::move(m));
+  }
+  if (rc != SQLITE_DONE) throw std::runtime_error(path_ + ": " + sqlite3_errmsg(db_));
+  return out;
+}
+
+std::vector<Measurement> TuneDb::records(const TuneScope& scope) const {
+  return query("WHERE signature=? AND target=? AND toolchain=? AND machine=? ORDER BY candidate",
+               {scope.signature, scope.target, scope.toolchain, scope.machine});
+}
+
+std::vector<Measurement> TuneDb::all() const {
+  return query("ORDER BY signature, target, toolchain, machine, candidate", {});
+}
+
+std::optional<Measurement> TuneDb::best(const std::string& signature, const std::string& target,
+                                        const std::string& toolchain, const std::string& machine,
+                                        bool any_machine) const {
+  // A candidate whose confirmation (re-timed beside the default after the search) came out slower
+  // than the default does not count.
+  const std::string base =
+      "AS m WHERE signature=? AND target=? AND kind='knobs' AND status='ok' AND accepted=1 AND NOT "
+      "EXISTS (SELECT 1 FROM measurements AS c WHERE c.signature=m.signature AND "
+      "c.target=m.target AND c.toolchain=m.toolchain AND c.machine=m.machine AND "
+      "c.candidate='confirm:'||m.candidate AND c.vs_default<1) ";
+  std::vector<Measurement> found;
+  if (any_machine)
+    found = query(base +
+                      "ORDER BY (toolchain=? AND machine=?) DESC, vs_default DESC, candidate, "
+                      "toolchain, machine LIMIT 1",
+                  {signature, target, toolchain, machine});
+  else
+    found =
+        query(base + "AND toolchain=? AND machine=? ORDER BY vs_default DESC, candidate LIMIT 1",
+              {signature, target, toolchain, machine});
+  if (found.empty()) return std::nullopt;
+  return found.front();
+}
+
+void TuneDb::merge_from(const std::vector<std::string>& paths) {
+  for (const std::string& p : paths) TuneDb check(p, true);  // names a file that is no database
+  exec(std::string("CREATE TEMP TABLE IF NOT EXISTS staging AS SELECT ") + kColumns +
+       " FROM measurements WHERE 0; DELETE FROM temp.staging;");
+  for (const std::string& p : paths) {
+    Stmt attach(db_, "ATTACH DATABASE ? AS other", path_);
+    attach.text(1, p);
+    if (sqlite3_step(attach.s) != SQLITE_DONE)
+      throw std::runtime_error(p + ": cannot attach: " + sqlite3_errmsg(db_));
+    exec(std::string("INSERT INTO temp.staging SELECT ") + kColumns +
+         " FROM other.measurements; DETACH DATABASE other;");
+  }
+  exec(std::string("BEGIN; INSERT OR IGNORE INTO measurements (") + kColumns + ") SELECT " +
+       kColumns +
+       " FROM temp.staging ORDER BY signature, target, toolchain, machine, candidate, median_s, "
+       "samples; COMMIT; DELETE FROM temp.staging;");
+}
+
+}  // namespace padfold

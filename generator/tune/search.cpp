@@ -1,0 +1,111 @@
+#include "tune/search.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "schedules/schedule.h"
+#include "tune/signature.h"
+
+namespace padfold {
+
+SearchStrategy parse_search_strategy(const std::string& name) {
+  if (name == "neighbourhood") return SearchStrategy::Neighbourhood;
+  if (name == "random") return SearchStrategy::Random;
+  throw std::invalid_argument("--strategy: '" + name +
+                              "' is not a strategy; expected "
+                              "neighbourhood or random");
+}
+
+Search::Search(SearchStrategy strategy, const Layer& layer, const Halide::Target& target,
+               const ScheduleParams& resolved_default, uint64_t seed)
+    : strategy_(strategy),
+      layer_(layer),
+      target_(target),
+      incumbent_(resolved_default),
+      rng_(seed) {
+  // A single layer's space: the cpu knobs, less fused_strips (fused blocks only).
+  for (const Knob& k : knobs())
+    if (std::strcmp(k.scope, "cpu") == 0 && std::strcmp(k.name, "fused_strips") != 0)
+      knobs_.push_back(&k);
+  proposed_.insert(knobs_text(resolved_default));
+  fill_neighbours();
+}
+
+// The values searched for a knob. The tuner measures one thread, so it never takes away the
+// kernel's parallel loop (rows_per_task 0): a tuned kernel still scales with threads.
+std::vector<int64_t> Search::values(const Knob& k) const {
+  std::vector<int64_t> v = k.search_values();
+  if (std::strcmp(k.name, "rows_per_task") == 0)
+    v.erase(std::remove(v.begin(), v.end(), 0), v.end());
+  return v;
+}
+
+ScheduleParams Search::resolve(ScheduleParams p) const {
+  return resolve_schedule(layer_, target_, p);
+}
+
+bool Search::propose(const ScheduleParams& p, std::vector<ScheduleParams>& out) {
+  const ScheduleParams r = resolve(p);
+  if (!proposed_.insert(knobs_text(r)).second) return false;
+  out.push_back(r);
+  return true;
+}
+
+// Every knob one search value away from the incumbent, in a seeded order.
+void Search::fill_neighbours() {
+  queue_.clear();
+  for (const Knob* k : knobs_) {
+    const std::vector<int64_t> values = this->values(*k);
+    const int64_t now = k->get(incumbent_);
+    // The nearest search values below and above the current value.
+    const auto above = std::upper_bound(values.begin(), values.end(), now);
+    const auto below = std::lower_bound(values.begin(), values.end(), now);
+    for (auto it : {below == values.begin() ? values.end() : below - 1, above}) {
+      if (it == values.end()) continue;
+      ScheduleParams p = incumbent_;
+      k->set(p, *it);
+      queue_.push_back(p);
+    }
+  }
+  std::shuffle(queue_.begin(), queue_.end(), rng_);
+}
+
+// The incumbent with `n` knobs moved to random search values.
+ScheduleParams Search::mutate(int n) {
+  ScheduleParams p = incumbent_;
+  for (int i = 0; i < n; ++i) {
+    const Knob* k = knobs_[rng_() % knobs_.size()];
+    const std::vector<int64_t> values = this->values(*k);
+    k->set(p, values[rng_() % values.size()]);
+  }
+  return p;
+}
+
+std::vector<ScheduleParams> Search::next_batch(size_t n) {
+  std::vector<ScheduleParams> out;
+  // Random draws (and mutations) may keep resolving to knobs already seen: give up after a while.
+  for (int attempts = 0; out.size() < n && attempts < 2000; ++attempts) {
+    if (strategy_ == SearchStrategy::Random) {
+      ScheduleParams p = incumbent_;
+      for (const Knob* k : knobs_) {
+        const std::vector<int64_t> values = this->values(*k);
+        k->set(p, values[rng_() % values.size()]);
+      }
+      propose(p, out);
+    } else if (!queue_.empty()) {
+      const ScheduleParams p = queue_.front();
+      queue_.erase(queue_.begin());
+      propose(p, out);
+    } else {
+      propose(mutate(2 + static_cast<int>(rng_() % 2)), out);
+    }
+  }
+  return out;
+}
+
+void Search::accept(const ScheduleParams& c) {
+  incumbent_ = c;
+  if (strategy_ == SearchStrategy::Neighbourhood) fill_neighbours();
+}
+
+}  // namespace padfold

@@ -1,0 +1,37 @@
+// The natural keys of the tuning database: what a measurement is of (the layer's canonical
+// resolved signature, the candidate's resolved knobs), where (normalised target features, machine)
+// and with what (toolchain). Never the spec's spelling: two specs whose pads resolve alike share
+// records, and `host` keys like the target string it stands for.
+#pragma once
+
+#include <Halide.h>
+
+#include <string>
+
+#include "frontend/spec.h"
+#include "schedules/knobs.h"
+
+namespace padfold {
+
+// Canonical JSON of what the kernel computes: op, dims, dtype, layouts, resolved per-side pads,
+// border (and its value), stride, dilation, groups, epilogue. No layer name, no convention.
+std::string layer_signature(const Layer& layer);
+
+// The target as arch-bits-os plus its sorted CPU features (and the CPU it is tuned for).
+std::string target_key(const Halide::Target& target);
+
+// "halide-<major>.<minor>.<patch>/space-<kScheduleSpaceVersion>".
+std::string toolchain_key();
+
+// $PADFOLD_MACHINE_ID, else /etc/machine-id, else the host name; with the CPU model name.
+std::string machine_id();
+
+// The candidate's key: a hex hash of its resolved knobs (the row name left out).
+std::string candidate_key(const ScheduleParams& resolved);
+// The resolved knobs as the canonical JSON the database stores (no row name).
+std::string knobs_text(const ScheduleParams& resolved);
+
+// 64-bit FNV-1a, stable across runs and machines (shards partition by it).
+uint64_t stable_hash(const std::string& text);
+
+}  // namespace padfold

@@ -1,0 +1,350 @@
+// `padfold tune`, `padfold db` and `padfold compile --db` end to end on examples/tiny.json, with
+// tiny budgets: resume after SIGKILL, shards merged == one process, the tuned knobs in the
+// manifest, a crashing candidate recorded as failed, and bad input.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "bundle_util.h"
+#include "compile/target.h"
+#include "frontend/spec.h"
+#include "schedules/schedule.h"
+#include "tune/db.h"
+#include "tune/signature.h"
+
+namespace padfold::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const std::string kBin = PADFOLD_BIN;
+const std::string kSpec = std::string(PADFOLD_EXAMPLES_DIR) + "/tiny.json";
+// Fast measurements: the tests check bookkeeping, not speed.
+const std::string kFast = " --no-baselines --min-time 0.005 ";
+
+struct Work {
+  fs::path dir;
+  explicit Work(const std::string& name) : dir(fs::path(PF_WORK_DIR) / name) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  std::string file(const std::string& name) const { return (dir / name).string(); }
+};
+
+CommandResult tune(const std::string& db, const std::string& extra, const std::string& env = "") {
+  return run_command(env + " " + shell_quote(kBin) + " tune " + shell_quote(kSpec) + " --db " +
+                     shell_quote(db) + kFast + extra);
+}
+
+// (signature, candidate) of every "knobs" record.
+std::set<std::string> candidate_keys(const std::string& db_path) {
+  TuneDb db(db_path, true);
+  std::set<std::string> keys;
+  for (const Measurement& m : db.all())
+    if (m.kind == "knobs") keys.insert(m.scope.signature + " " + m.candidate);
+  return keys;
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+TEST(TuneCli, ResumesAfterSigkillWithoutRemeasuring) {
+  Work w("resume");
+  const std::string db = w.file("tune.sqlite");
+  const std::string pid_file = w.file("pid");
+  ASSERT_EQ(
+      std::system(("(" + shell_quote(kBin) + " tune " + shell_quote(kSpec) + " --db " +
+                   shell_quote(db) + kFast + "--budget 8 --jobs 1 > " + shell_quote(w.file("log")) +
+                   " 2>&1 & echo $! > " + shell_quote(pid_file) + ")")
+                      .c_str()),
+      0);
+  const pid_t pid = std::stoi(file_text(pid_file));
+  // Kill it once a few candidates are stored, in the middle of the run.
+  size_t before = 0;
+  for (int i = 0; i < 600 && before < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (fs::exists(db)) try {
+        before = TuneDb(db, true).all().size();
+      } catch (const std::exception&) {
+      }
+  }
+  ASSERT_GE(before, 4u) << file_text(w.file("log"));
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::map<std::string, double> killed;
+  for (const Measurement& m : TuneDb(db, true).all()) killed[m.candidate] = m.median_s;
+  ASSERT_GE(killed.size(), before);
+  ASSERT_LT(killed.size(), 4u * 8u) << "the run finished before it was killed";
+
+  const CommandResult r = tune(db, "--budget 8 --jobs 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  // The killed run's candidate libraries are cleaned up by the next run.
+  for (const auto& e : fs::directory_iterator(fs::temp_directory_path()))
+    EXPECT_NE(e.path().filename().string().rfind("padfold-tune-" + std::to_string(pid) + "-", 0),
+              0u)
+        << e.path();
+  TuneDb done(db, true);
+  std::map<std::string, size_t> per_signature;
+  for (const Measurement& m : done.all()) {
+    if (m.kind == "knobs") ++per_signature[m.scope.signature];
+    const auto k = killed.find(m.candidate);
+    if (k != killed.end()) {
+      EXPECT_EQ(k->second, m.median_s) << "re-measured " << m.candidate;
+    }
+  }
+  for (const auto& [candidate, median] : killed) {
+    bool kept = false;
+    for (const Measurement& m : done.all()) kept |= m.candidate == candidate;
+    EXPECT_TRUE(kept) << candidate << " lost";
+  }
+  ASSERT_EQ(per_signature.size(), 4u);
+  for (const auto& [sig, n] : per_signature) EXPECT_EQ(n, 8u) << sig;
+  // A third run has nothing left to measure.
+  const CommandResult again = tune(db, "--budget 8 --jobs 1");
+  ASSERT_EQ(again.status, 0) << again.output;
+  EXPECT_TRUE(contains(again.output, "0/0/8")) << again.output;  // measured/failed/reused
+  EXPECT_EQ(TuneDb(db, true).all().size(), done.all().size());
+}
+
+TEST(TuneCli, ThreeShardsMergedEqualOneProcess) {
+  Work w("shards");
+  // Budget 4 is the default plus the first batch of neighbours, which no timing changes.
+  ASSERT_EQ(tune(w.file("single.sqlite"), "--budget 4 --jobs 1").status, 0);
+  std::string cmd;
+  for (int i = 0; i < 3; ++i)
+    cmd += shell_quote(kBin) + " tune " + shell_quote(kSpec) + kFast + "--budget 4 --jobs 1 --db " +
+           shell_quote(w.file("s" + std::to_string(i) + ".sqlite")) + " --shard " +
+           std::to_string(i) + "/3 > /dev/null 2>&1 & ";
+  ASSERT_EQ(std::system((cmd + "wait").c_str()), 0);
+  std::set<std::string> per_shard_sigs;
+  for (int i = 0; i < 3; ++i) {
+    const auto keys = candidate_keys(w.file("s" + std::to_string(i) + ".sqlite"));
+    EXPECT_FALSE(keys.empty()) << "shard " << i << " did nothing";
+    for (const std::string& k : keys)
+      EXPECT_TRUE(per_shard_sigs.insert(k).second) << "two shards measured " << k;
+  }
+  const std::string s = " " + shell_quote(w.file("s0.sqlite")) + " " +
+                        shell_quote(w.file("s1.sqlite")) + " " + shell_quote(w.file("s2.sqlite"));
+  const CommandResult m = run_command(shell_quote(kBin) + " db merge" + s + " -o " +
+                                      shell_quote(w.file("merged.sqlite")));
+  ASSERT_EQ(m.status, 0) << m.output;
+  EXPECT_EQ(candidate_keys(w.file("merged.sqlite")), candidate_keys(w.file("single.sqlite")));
+  // The merge does not depend on the order of its inputs.
+  const CommandResult m2 =
+      run_command(shell_quote(kBin) + " db merge " + shell_quote(w.file("s2.sqlite")) + " " +
+                  shell_quote(w.file("s0.sqlite")) + " " + shell_quote(w.file("s1.sqlite")) +
+                  " -o " + shell_quote(w.file("merged2.sqlite")));
+  ASSERT_EQ(m2.status, 0) << m2.output;
+  const CommandResult e1 =
+      run_command(shell_quote(kBin) + " db export --csv " + shell_quote(w.file("merged.sqlite")));
+  const CommandResult e2 =
+      run_command(shell_quote(kBin) + " db export --csv " + shell_quote(w.file("merged2.sqlite")));
+  ASSERT_EQ(e1.status, 0) << e1.output;
+  EXPECT_EQ(e1.output, e2.output);
+  EXPECT_TRUE(contains(e1.output, "signature,target,toolchain,machine,candidate")) << e1.output;
+}
+
+TEST(TuneCli, ShardsSplitOneLayersCandidates) {
+  Work w("candidate_shards");
+  // One signature, three shards: each measures the default and its share of the candidates.
+  ASSERT_EQ(tune(w.file("single.sqlite"), "--layers stem --budget 5 --jobs 1").status, 0);
+  std::string cmd, inputs;
+  for (int i = 0; i < 3; ++i) {
+    const std::string db = shell_quote(w.file("s" + std::to_string(i) + ".sqlite"));
+    cmd += shell_quote(kBin) + " tune " + shell_quote(kSpec) + kFast +
+           "--layers stem --budget 5 --jobs 1 --db " + db + " --shard " + std::to_string(i) +
+           "/3 > /dev/null 2>&1 & ";
+    inputs += " " + db;
+  }
+  ASSERT_EQ(std::system((cmd + "wait").c_str()), 0);
+  const CommandResult m = run_command(shell_quote(kBin) + " db merge" + inputs + " -o " +
+                                      shell_quote(w.file("merged.sqlite")));
+  ASSERT_EQ(m.status, 0) << m.output;
+  const auto single = candidate_keys(w.file("single.sqlite"));
+  EXPECT_EQ(single.size(), 5u);
+  EXPECT_EQ(candidate_keys(w.file("merged.sqlite")), single);
+}
+
+TEST(TuneCli, CompileDbUsesTheBestRecordAndSaysSo) {
+  Work w("compile_db");
+  const std::string db_path = w.file("tune.sqlite");
+  const Model model = load_spec(kSpec);
+  const Layer& stem = *model.find_layer("stem");
+  const Halide::Target host = resolve_target("host");
+  ScheduleParams knobs = default_schedule(stem, host);
+  knobs.tile_x = 2;
+  knobs.unroll_channels = 3;
+  knobs.rows_per_task = 0;
+  const ScheduleParams resolved = resolve_schedule(stem, host, knobs);
+  ASSERT_NE(knobs_text(resolved),
+            knobs_text(resolve_schedule(stem, host, default_schedule(stem, host))));
+  {
+    TuneDb db(db_path);
+    Measurement m;
+    m.scope = {layer_signature(stem), target_key(host), toolchain_key(), machine_id()};
+    m.candidate = candidate_key(resolved);
+    m.kind = "knobs";
+    m.knobs = knobs_text(resolved);
+    m.status = "ok";
+    m.layer = "some_other_name";  // records are found by signature, not by name
+    m.median_s = 1e-6;
+    m.vs_default = 1.5;
+    m.accepted = true;
+    m.samples = "[]";
+    db.insert(m);
+  }
+  const auto compile = [&](const std::string& out, const std::string& extra,
+                           const std::string& env = "") {
+    return run_command(env + " " + shell_quote(kBin) + " compile " + shell_quote(kSpec) + " -o " +
+                       shell_quote(w.file(out)) + " --db " + shell_quote(db_path) + extra);
+  };
+  const CommandResult r = compile("bundle", "");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "tuned (db)")) << r.output;
+  const json manifest = json::parse(file_text(w.file("bundle/manifest.json")));
+  const json& schedules = manifest["targets"][0]["schedules"];
+  EXPECT_EQ(schedules["stem"]["source"], "tuned (db)");
+  EXPECT_EQ(schedules["stem"]["tile_x"], resolved.tile_x);
+  EXPECT_EQ(schedules["stem"]["unroll_channels"], resolved.unroll_channels);
+  EXPECT_EQ(schedules["stem"]["rows_per_task"], 0);
+  EXPECT_EQ(schedules["stem"]["tuning"]["candidate"], candidate_key(resolved));
+  EXPECT_EQ(schedules["stem"]["tuning"]["this_machine"], true);
+  EXPECT_EQ(schedules["dw"]["source"], "default");
+  // Another machine's record: only with --db-any-machine, and the manifest says whose.
+  const std::string other = "PADFOLD_MACHINE_ID=elsewhere";
+  const CommandResult r2 = compile("bundle2", "", other);
+  ASSERT_EQ(r2.status, 0) << r2.output;
+  EXPECT_EQ(json::parse(file_text(
+                w.file("bundle2/manifest.json")))["targets"][0]["schedules"]["stem"]["source"],
+            "default");
+  const CommandResult r3 = compile("bundle3", " --db-any-machine", other);
+  ASSERT_EQ(r3.status, 0) << r3.output;
+  const json s3 =
+      json::parse(file_text(w.file("bundle3/manifest.json")))["targets"][0]["schedules"]["stem"];
+  EXPECT_EQ(s3["source"], "tuned (db)");
+  EXPECT_EQ(s3["tuning"]["this_machine"], false);
+  EXPECT_EQ(s3["tuning"]["machine"], machine_id());
+}
+
+TEST(TuneCli, ACrashingCandidateIsRecordedAsFailed) {
+  Work w("crash");
+  const std::string db = w.file("tune.sqlite");
+  const CommandResult r = tune(db, "--layers stem,pool --budget 4 --jobs 2",
+                               std::string("PADFOLD_INJECT_COMPILE_FAULT=stem:sigsegv"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  size_t failed = 0, ok_stem = 0, ok_pool = 0;
+  for (const Measurement& m : TuneDb(db, true).all()) {
+    if (m.kind != "knobs") continue;
+    if (m.layer == "stem" && m.status == "failed") {
+      ++failed;
+      EXPECT_TRUE(contains(m.reason, "SIGSEGV")) << m.reason;
+    }
+    ok_stem += m.layer == "stem" && m.status == "ok";
+    ok_pool += m.layer == "pool" && m.status == "ok";
+  }
+  EXPECT_EQ(failed, 3u);
+  EXPECT_EQ(ok_stem, 1u);  // the default (the fault spares it without ":every")
+  EXPECT_EQ(ok_pool, 4u);
+}
+
+TEST(TuneCli, LayersWhoseCandidatesShareKnobsKeepTheirOwnKernels) {
+  // Two depthwise layers differing only in their border: other kernels, the same knobs, so their
+  // candidates have the same keys, yet each must be compiled and timed as its own kernel.
+  Work w("same_knobs");
+  const std::string spec = w.file("two_dw.json");
+  std::ofstream(spec)
+      << R"({"model": "two_dw", "defaults": {"layout": "NHWC", "weight_layout": "HWIO"},
+    "layers": [
+      {"name": "dw_a", "op": "conv2d", "input_shape": [1, 12, 12, 16], "out_channels": 16,
+       "groups": 16, "kernel": 3, "padding": "same"},
+      {"name": "dw_b", "op": "conv2d", "input_shape": [1, 12, 12, 16], "out_channels": 16,
+       "groups": 16, "kernel": 3, "padding": "same", "border": "replicate"}]})";
+  const std::string db = w.file("tune.sqlite");
+  // Resumed, the default of each layer comes from the database and must be rebuilt for it.
+  for (const char* budget : {"2", "4"}) {
+    const CommandResult r = run_command(shell_quote(kBin) + " tune " + shell_quote(spec) +
+                                        " --db " + shell_quote(db) + kFast + "--budget " + budget);
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  std::set<std::string> keys_a, keys_b;
+  for (const Measurement& m : TuneDb(db, true).all()) {
+    EXPECT_EQ(m.status, "ok") << m.layer << " " << m.candidate << ": " << m.reason;
+    if (m.kind == "knobs") (m.layer == "dw_a" ? keys_a : keys_b).insert(m.candidate);
+  }
+  EXPECT_EQ(keys_a.size(), 4u);
+  EXPECT_EQ(keys_b.size(), 4u);
+  std::vector<std::string> shared;
+  std::set_intersection(keys_a.begin(), keys_a.end(), keys_b.begin(), keys_b.end(),
+                        std::back_inserter(shared));
+  EXPECT_FALSE(shared.empty()) << "the layers' candidates no longer share keys: the test needs "
+                                  "two layers that do";
+}
+
+TEST(TuneCli, AHangingCandidateIsFailedAtItsTimeout) {
+  Work w("hang");
+  const std::string db = w.file("tune.sqlite");
+  const CommandResult r = tune(db, "--layers pool --budget 2 --compile-timeout 2",
+                               "PADFOLD_INJECT_COMPILE_FAULT=pool:hang");
+  ASSERT_EQ(r.status, 0) << r.output;
+  size_t hung = 0;
+  for (const Measurement& m : TuneDb(db, true).all())
+    if (m.status == "failed") {
+      ++hung;
+      EXPECT_TRUE(contains(m.reason, "did not finish within 2 s")) << m.reason;
+    }
+  EXPECT_EQ(hung, 1u);
+}
+
+TEST(TuneCli, BadInputIsNamedAndNothingIsLost) {
+  Work w("bad");
+  const std::string db = w.file("tune.sqlite");
+  CommandResult r = tune(db, "--shard 3/3");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "--shard: '3/3'")) << r.output;
+  r = tune(db, "--shard auto");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "SLURM_ARRAY_TASK_ID")) << r.output;
+  r = tune(db, "--layers stem,nope");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "no layer 'nope'") && contains(r.output, kSpec)) << r.output;
+  r = tune(db, "--time 10x");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "--time: '10x'")) << r.output;
+  EXPECT_FALSE(fs::exists(db)) << "a failed start created the database";
+
+  const std::string corrupt = w.file("corrupt.sqlite");
+  const std::string junk = "not a database at all\n" + std::string(2000, 'z');
+  std::ofstream(corrupt) << junk;
+  r = tune(corrupt, "--budget 2");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, corrupt) && contains(r.output, "not a padfold tuning database"))
+      << r.output;
+  EXPECT_EQ(file_text(corrupt), junk);
+  r = run_command(shell_quote(kBin) + " compile " + shell_quote(kSpec) + " -o " +
+                  shell_quote(w.file("bundle")) + " --db " + shell_quote(corrupt));
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "not a padfold tuning database")) << r.output;
+  EXPECT_FALSE(fs::exists(w.file("bundle")));
+  r = run_command(shell_quote(kBin) + " db merge " + shell_quote(corrupt) + " -o " +
+                  shell_quote(w.file("merged.sqlite")));
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, corrupt)) << r.output;
+  EXPECT_FALSE(fs::exists(w.file("merged.sqlite")));
+  EXPECT_EQ(file_text(corrupt), junk);
+}
+
+}  // namespace
+}  // namespace padfold::testing

@@ -1,0 +1,274 @@
+// The tuner's pieces without compiling a kernel: signatures and keys, the database (round trip,
+// merge determinism, best-record choice, corrupt files), --shard parsing, the search.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "compile/target.h"
+#include "schedules/schedule.h"
+#include "tune/db.h"
+#include "tune/search.h"
+#include "tune/signature.h"
+#include "tune/tuner.h"
+
+namespace padfold {
+namespace {
+
+namespace fs = std::filesystem;
+
+Layer only_layer(const std::string& layer_json) {
+  const Model m = parse_spec(
+      R"({"model": "m", "defaults": {"layout": "NHWC", "weight_layout": "HWIO"}, "layers": [)" +
+          layer_json + "]}",
+      "test.json");
+  return m.layers.at(0);
+}
+
+TEST(TuneSignature, SamePadsSpelledDifferentlyShareASignature) {
+  // TensorFlow SAME on 7x7, k4 s2 resolves to pads (1,2) per axis: the explicit pairs are the same
+  // kernel, whatever the layer's name.
+  const Layer same = only_layer(
+      R"({"name": "a", "op": "conv2d", "input_shape": [1, 7, 7, 3], "out_channels": 8,
+          "kernel": 4, "stride": 2, "padding": "same", "convention": "tensorflow"})");
+  const Layer pairs = only_layer(
+      R"({"name": "b", "op": "conv2d", "input_shape": [1, 7, 7, 3], "out_channels": 8,
+          "kernel": 4, "stride": 2, "padding": [[1, 2], [1, 2]]})");
+  const Layer onnx = only_layer(
+      R"({"name": "c", "op": "conv2d", "input_shape": [1, 7, 7, 3], "out_channels": 8,
+          "kernel": 4, "stride": 2, "padding": {"pads": [1, 1, 2, 2]}})");
+  EXPECT_EQ(layer_signature(same), layer_signature(pairs));
+  EXPECT_EQ(layer_signature(same), layer_signature(onnx));
+  EXPECT_EQ(layer_signature(same).find("tensorflow"), std::string::npos);
+  // Other pads, border or epilogue: another kernel, another signature.
+  const Layer lower = only_layer(
+      R"({"name": "a", "op": "conv2d", "input_shape": [1, 7, 7, 3], "out_channels": 8,
+          "kernel": 4, "stride": 2, "padding": "same_lower"})");
+  const Layer reflect = only_layer(
+      R"({"name": "a", "op": "conv2d", "input_shape": [1, 7, 7, 3], "out_channels": 8,
+          "kernel": 4, "stride": 2, "padding": [[1, 2], [1, 2]], "border": "reflect"})");
+  const Layer relu = only_layer(
+      R"({"name": "a", "op": "conv2d", "input_shape": [1, 7, 7, 3], "out_channels": 8,
+          "kernel": 4, "stride": 2, "padding": [[1, 2], [1, 2]], "activation": "relu"})");
+  std::set<std::string> sigs{layer_signature(same), layer_signature(lower),
+                             layer_signature(reflect), layer_signature(relu)};
+  EXPECT_EQ(sigs.size(), 4u);
+}
+
+TEST(TuneSignature, TargetKeyIsNormalised) {
+  EXPECT_EQ(target_key(resolve_target("host")),
+            target_key(resolve_target(host_target().to_string())));
+  EXPECT_EQ(target_key(resolve_target("x86-64-linux-avx2-fma")),
+            target_key(resolve_target("x86-64-linux-fma-avx2")));
+  EXPECT_NE(target_key(resolve_target("x86-64-linux-avx2-fma")),
+            target_key(resolve_target("x86-64-linux-sse41")));
+}
+
+TEST(TuneSignature, CandidateKeyIgnoresTheRowName) {
+  ScheduleParams a, b;
+  b.name = "other.row";
+  EXPECT_EQ(candidate_key(a), candidate_key(b));
+  b.tile_x = 7;
+  EXPECT_NE(candidate_key(a), candidate_key(b));
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("padfold_tune_test_" + std::to_string(getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+Measurement record(const std::string& candidate, double vs_default, bool accepted,
+                   const std::string& machine = "m1", double median = 1e-3) {
+  Measurement m;
+  m.scope = {"sig", "tgt", "tc", machine};
+  m.candidate = candidate;
+  m.kind = "knobs";
+  m.knobs = "{\"tile_x\": 1}";
+  m.status = "ok";
+  m.layer = "L";
+  m.median_s = median;
+  m.vs_default = vs_default;
+  m.accepted = accepted;
+  m.samples = "[]";
+  return m;
+}
+
+std::vector<std::string> dump(const TuneDb& db) {
+  std::vector<std::string> rows;
+  for (const Measurement& m : db.all())
+    rows.push_back(m.scope.machine + "|" + m.candidate + "|" + std::to_string(m.median_s) + "|" +
+                   std::to_string(m.vs_default) + "|" + m.status);
+  return rows;
+}
+
+TEST(TuneDb, RoundTripKeepsEveryFieldAndTheFirstRecordOfAKey) {
+  TempDir dir;
+  {
+    TuneDb db(dir.file("a.sqlite"));
+    Measurement m = record("c1", 1.25, true);
+    m.reason = "why";
+    m.noise = 0.02;
+    m.vs_incumbent = 1.1;
+    m.samples = "[0.001,0.002]";
+    db.insert(m);
+    db.insert(record("c1", 9.0, true));  // same key: ignored
+  }
+  TuneDb db(dir.file("a.sqlite"), true);
+  const auto all = db.all();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].scope.signature, "sig");
+  EXPECT_EQ(all[0].reason, "why");
+  EXPECT_DOUBLE_EQ(all[0].vs_default, 1.25);
+  EXPECT_DOUBLE_EQ(all[0].vs_incumbent, 1.1);
+  EXPECT_DOUBLE_EQ(all[0].noise, 0.02);
+  EXPECT_EQ(all[0].samples, "[0.001,0.002]");
+  EXPECT_TRUE(all[0].accepted);
+}
+
+TEST(TuneDb, MergeIsDeterministicWhateverTheOrder) {
+  TempDir dir;
+  {
+    TuneDb a(dir.file("a.sqlite")), b(dir.file("b.sqlite"));
+    a.insert(record("default", 1.0, true, "m1", 2e-3));
+    a.insert(record("c1", 1.2, true));
+    b.insert(record("default", 1.0, true, "m1", 1e-3));  // the same key, timed again
+    b.insert(record("c2", 1.3, true));
+  }
+  std::vector<std::string> ab, ba;
+  {
+    TuneDb out(dir.file("ab.sqlite"));
+    out.merge_from({dir.file("a.sqlite"), dir.file("b.sqlite")});
+    ab = dump(out);
+  }
+  {
+    TuneDb out(dir.file("ba.sqlite"));
+    out.merge_from({dir.file("b.sqlite"), dir.file("a.sqlite")});
+    ba = dump(out);
+  }
+  EXPECT_EQ(ab, ba);
+  ASSERT_EQ(ab.size(), 3u);
+  EXPECT_NE(ab[2].find("default|0.001"), std::string::npos) << ab[2];  // the smaller median
+  TuneDb out(dir.file("ab.sqlite"), true);
+  const auto best = out.best("sig", "tgt", "tc", "m1", false);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->candidate, "c2");
+}
+
+TEST(TuneDb, BestIsAcceptedUnrefutedAndThisMachinesUnlessAsked) {
+  TempDir dir;
+  TuneDb db(dir.file("a.sqlite"));
+  db.insert(record("default", 1.0, true));
+  db.insert(record("fast_rejected", 1.5, false));
+  db.insert(record("b_tie", 1.2, true));
+  db.insert(record("a_tie", 1.2, true));
+  db.insert(record("other_machine", 2.0, true, "m2"));
+  Measurement failed = record("broken", 3.0, true);
+  failed.status = "failed";
+  db.insert(failed);
+  EXPECT_EQ(db.best("sig", "tgt", "tc", "m1", false)->candidate, "a_tie");  // tie: key order
+  EXPECT_EQ(db.best("sig", "tgt", "tc", "m3", true)->candidate, "other_machine");
+  EXPECT_EQ(db.best("sig", "tgt", "tc", "m1", true)->candidate, "a_tie");  // this machine first
+  EXPECT_FALSE(db.best("sig", "tgt", "tc", "m3", false));
+  EXPECT_FALSE(db.best("sig", "other", "tc", "m1", true));
+  // A confirmation slower than the default refutes the candidate.
+  Measurement confirm = record("confirm:a_tie", 0.97, false);
+  confirm.kind = "confirm";
+  db.insert(confirm);
+  EXPECT_EQ(db.best("sig", "tgt", "tc", "m1", false)->candidate, "b_tie");
+}
+
+TEST(TuneDb, ACorruptFileIsNamedAndLeftAsItWas) {
+  TempDir dir;
+  const std::string path = dir.file("corrupt.sqlite");
+  const std::string junk(4096, 'x');
+  std::ofstream(path) << junk;
+  try {
+    TuneDb db(path);
+    FAIL() << "opened a corrupt file";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a padfold tuning database"), std::string::npos);
+  }
+  std::ifstream f(path);
+  const std::string after((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(after, junk);
+  // Another SQLite database is refused too, and not written to.
+  const std::string other = dir.file("other.sqlite");
+  {
+    sqlite3* db = nullptr;
+    sqlite3_open(other.c_str(), &db);
+    sqlite3_exec(db, "CREATE TABLE t (x)", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  EXPECT_THROW(TuneDb{other}, std::runtime_error);
+}
+
+TEST(TuneShard, ParsesIndexCountAndAuto) {
+  EXPECT_EQ(parse_shard("2/3").index, 2);
+  EXPECT_EQ(parse_shard("2/3").count, 3);
+  for (const char* bad : {"3/3", "x", "1/0", "-1/2", "1/", "/2", "1/2/3", "a/b"})
+    EXPECT_THROW(parse_shard(bad), std::invalid_argument) << bad;
+  unsetenv("SLURM_ARRAY_TASK_ID");
+  unsetenv("SLURM_ARRAY_TASK_COUNT");
+  unsetenv("JOB_COMPLETION_INDEX");
+  unsetenv("PADFOLD_SHARD_COUNT");
+  EXPECT_THROW(parse_shard("auto"), std::invalid_argument);
+  setenv("JOB_COMPLETION_INDEX", "4", 1);
+  setenv("PADFOLD_SHARD_COUNT", "5", 1);
+  EXPECT_EQ(parse_shard("auto").index, 4);
+  setenv("SLURM_ARRAY_TASK_ID", "1", 1);
+  setenv("SLURM_ARRAY_TASK_COUNT", "8", 1);
+  EXPECT_EQ(parse_shard("auto").index, 1);  // Slurm first
+  EXPECT_EQ(parse_shard("auto").count, 8);
+  setenv("SLURM_ARRAY_TASK_ID", "8", 1);
+  EXPECT_THROW(parse_shard("auto"), std::invalid_argument);
+  setenv("SLURM_ARRAY_TASK_MIN", "1", 1);  // --array=1-8
+  EXPECT_EQ(parse_shard("auto").index, 7);
+  unsetenv("SLURM_ARRAY_TASK_MIN");
+  unsetenv("SLURM_ARRAY_TASK_ID");
+  unsetenv("SLURM_ARRAY_TASK_COUNT");
+  unsetenv("JOB_COMPLETION_INDEX");
+  unsetenv("PADFOLD_SHARD_COUNT");
+}
+
+TEST(TuneSearch, ProposesDistinctResolvedCandidatesDeterministically) {
+  const Layer L = only_layer(
+      R"({"name": "a", "op": "conv2d", "input_shape": [1, 16, 16, 16], "out_channels": 32,
+          "kernel": 3, "padding": "same"})");
+  const Halide::Target t = resolve_target("x86-64-linux-avx2-fma");
+  const ScheduleParams def = resolve_schedule(L, t, default_schedule(L, t));
+  ASSERT_GT(def.rows_per_task, 0);
+  for (SearchStrategy s : {SearchStrategy::Neighbourhood, SearchStrategy::Random}) {
+    Search a(s, L, t, def, 42), b(s, L, t, def, 42);
+    std::set<std::string> seen{knobs_text(def)};
+    const auto batch = a.next_batch(12);
+    const auto again = b.next_batch(12);
+    ASSERT_EQ(batch.size(), 12u);
+    ASSERT_EQ(again.size(), batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      EXPECT_EQ(knobs_text(batch[i]), knobs_text(again[i]));  // same seed, same proposals
+      EXPECT_TRUE(seen.insert(knobs_text(batch[i])).second) << "proposed twice or the default";
+      EXPECT_EQ(knobs_text(resolve_schedule(L, t, batch[i])), knobs_text(batch[i]))
+          << "not resolved";
+      // Measured at one thread, the search never takes away the parallel loop.
+      EXPECT_GT(batch[i].rows_per_task, 0) << knobs_text(batch[i]);
+    }
+    for (const auto& c : a.next_batch(12)) EXPECT_TRUE(seen.insert(knobs_text(c)).second);
+  }
+  // The first neighbourhood batch differs from the default in exactly one knob each.
+  Search n(SearchStrategy::Neighbourhood, L, t, def, 7);
+  for (const ScheduleParams& c : n.next_batch(8)) {
+    int changed = 0;
+    for (const Knob& k : knobs()) changed += k.get(c) != k.get(def);
+    EXPECT_GE(changed, 1);
+    EXPECT_LE(changed, 3) << knobs_text(c);  // one knob moved; resolving may adjust a coupled one
+  }
+}
+
+}  // namespace
+}  // namespace padfold
