@@ -464,6 +464,10 @@ class LayerTuner {
 std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
   const Model model = load_spec(opt.spec);
   const Halide::Target target = resolve_target(opt.target);
+  if (target.has_gpu_feature())
+    throw std::runtime_error("--target " + opt.target +
+                             ": a GPU target; padfold tune searches the CPU schedule knobs and "
+                             "measures on this machine's CPU (expected a CPU target, e.g. host)");
   if (!can_run_here(target))
     throw std::runtime_error("--target " + opt.target +
                              ": this machine cannot run its code, so "

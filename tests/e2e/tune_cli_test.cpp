@@ -323,6 +323,9 @@ TEST(TuneCli, BadInputIsNamedAndNothingIsLost) {
   r = tune(db, "--time 10x");
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(contains(r.output, "--time: '10x'")) << r.output;
+  r = tune(db, "--target host-cuda");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "--target host-cuda: a GPU target")) << r.output;
   EXPECT_FALSE(fs::exists(db)) << "a failed start created the database";
 
   const std::string corrupt = w.file("corrupt.sqlite");
