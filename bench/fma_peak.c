@@ -12,9 +12,10 @@ static double now(void) {
 }
 
 /* Twenty-four accumulators written out, so that the compiler keeps each in its own register. */
-#define FOR_CHAINS(X) \
-  X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) \
-  X(17) X(18) X(19) X(20) X(21) X(22) X(23)
+#define FOR_CHAINS(X)                                                                          \
+  X(0)                                                                                         \
+  X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) \
+      X(18) X(19) X(20) X(21) X(22) X(23)
 #define DECLARE(i) __m512 acc##i = _mm512_set1_ps((float)(i));
 #define STEP(i) acc##i = _mm512_fmadd_ps(acc##i, a, b);
 #define SUM(i) sink += _mm512_reduce_add_ps(acc##i);

@@ -1,6 +1,6 @@
 /* What `padfold compile` emits for each target: a table describing every generated kernel. The
- * generated registry.c fills these structs; the runtime (padfold_runtime.h) reads them, either from a
- * bundle's shared object (dlopen) or from a registry compiled into the application (embedded). */
+ * generated registry.c fills these structs; the runtime (padfold_runtime.h) reads them, either from
+ * a bundle's shared object (dlopen) or from a registry compiled into the application (embedded). */
 #ifndef PADFOLD_REGISTRY_H
 #define PADFOLD_REGISTRY_H
 
@@ -15,16 +15,21 @@ extern "C" {
 #define PF_MAX_RANK 8
 
 typedef enum pf_dtype { PF_F32 = 0, PF_F16 = 1, PF_I8 = 2 } pf_dtype;
-typedef enum pf_role { PF_ROLE_INPUT = 0, PF_ROLE_WEIGHTS = 1, PF_ROLE_BIAS = 2, PF_ROLE_OUTPUT = 3 } pf_role;
+typedef enum pf_role {
+  PF_ROLE_INPUT = 0,
+  PF_ROLE_WEIGHTS = 1,
+  PF_ROLE_BIAS = 2,
+  PF_ROLE_OUTPUT = 3
+} pf_role;
 
 /* One buffer argument of a kernel, or one tensor of the model graph. shape and strides are
  * outermost-first, in the order the layout string names them (e.g. "NHWC"); strides count
  * elements. */
 typedef struct pf_buffer_desc {
-  const char *name;   /* "input", "input0".."inputN" (add, concat), "weights", "bias", "output" */
+  const char* name; /* "input", "input0".."inputN" (add, concat), "weights", "bias", "output" */
   pf_role role;
   pf_dtype dtype;
-  const char *layout; /* e.g. "NHWC", "HWIO", "O" */
+  const char* layout; /* e.g. "NHWC", "HWIO", "O" */
   int rank;
   int64_t shape[PF_MAX_RANK];
   int64_t strides[PF_MAX_RANK];
@@ -36,15 +41,15 @@ typedef struct pf_buffer_desc {
    *   model inputs (pf_registry.inputs): NULL, or the op outside padfold that produces this
    *                  tensor (e.g. "ONNX node 'resize_1' (Resize)"): such a model is not runnable
    *                  whole. */
-  const char *source;
+  const char* source;
   /* Weights and bias baked into the library (`padfold compile --embed-weights`): dense values in
    * the buffer's layout, shape[0]*...*shape[rank-1] elements; NULL otherwise. */
-  const void *data;
+  const void* data;
 } pf_buffer_desc;
 
 /* A Halide AOT entry point in its argv form: args[i] points to the i-th buffer's halide_buffer_t,
  * in the order of `buffers`. */
-typedef int (*pf_argv_fn)(void **args);
+typedef int (*pf_argv_fn)(void** args);
 
 struct halide_buffer_t;
 struct halide_device_interface_t;
@@ -52,33 +57,33 @@ struct halide_device_interface_t;
 /* The device calls of a GPU target's Halide runtime (HalideRuntime.h's functions of those names),
  * which pf_run uses to move host memory in and out. NULL for CPU targets. */
 typedef struct pf_device_hooks {
-  const char *api; /* "cuda" or "opencl" */
-  int (*copy_to_host)(void *user_context, struct halide_buffer_t *buf);
-  int (*device_free)(void *user_context, struct halide_buffer_t *buf);
-  int (*device_sync)(void *user_context, struct halide_buffer_t *buf);
-  void (*device_release)(void *user_context, const struct halide_device_interface_t *interface);
-  const struct halide_device_interface_t *(*device_interface)(void);
+  const char* api; /* "cuda" or "opencl" */
+  int (*copy_to_host)(void* user_context, struct halide_buffer_t* buf);
+  int (*device_free)(void* user_context, struct halide_buffer_t* buf);
+  int (*device_sync)(void* user_context, struct halide_buffer_t* buf);
+  void (*device_release)(void* user_context, const struct halide_device_interface_t* interface);
+  const struct halide_device_interface_t* (*device_interface)(void);
 } pf_device_hooks;
 
 typedef struct pf_kernel_desc {
-  const char *layer;    /* layer name from the spec */
-  const char *function; /* C symbol of the kernel */
-  const char *op;       /* conv2d, max_pool, ... */
+  const char* layer;    /* layer name from the spec */
+  const char* function; /* C symbol of the kernel */
+  const char* op;       /* conv2d, max_pool, ... */
   pf_argv_fn argv_fn;
   int num_buffers;
-  const pf_buffer_desc *buffers;
-  const pf_device_hooks *device; /* GPU targets: the device calls; NULL on CPU targets */
+  const pf_buffer_desc* buffers;
+  const pf_device_hooks* device; /* GPU targets: the device calls; NULL on CPU targets */
 } pf_kernel_desc;
 
 /* Function types of the Halide runtime hooks: the same types as HalideRuntime.h's halide_malloc_t,
  * halide_free_t, halide_task_t, halide_do_par_for_t and halide_error_handler_t, repeated here so
  * this header stands alone. registry.c assigns halide_set_custom_malloc etc. without casts. */
-typedef void *(*pf_malloc_fn)(void *user_context, size_t size);
-typedef void (*pf_free_fn)(void *user_context, void *ptr);
-typedef int (*pf_task_fn)(void *user_context, int task_number, uint8_t *closure);
-typedef int (*pf_do_par_for_fn)(void *user_context, pf_task_fn task, int min, int size,
-                                uint8_t *closure);
-typedef void (*pf_error_handler_fn)(void *user_context, const char *msg);
+typedef void* (*pf_malloc_fn)(void* user_context, size_t size);
+typedef void (*pf_free_fn)(void* user_context, void* ptr);
+typedef int (*pf_task_fn)(void* user_context, int task_number, uint8_t* closure);
+typedef int (*pf_do_par_for_fn)(void* user_context, pf_task_fn task, int min, int size,
+                                uint8_t* closure);
+typedef void (*pf_error_handler_fn)(void* user_context, const char* msg);
 
 /* Halide runtime hooks of the bundle (NULL where unavailable): halide_set_custom_malloc,
  * halide_set_custom_free, halide_set_custom_do_par_for, halide_set_num_threads and
@@ -92,23 +97,23 @@ typedef struct pf_runtime_hooks {
 } pf_runtime_hooks;
 
 typedef struct pf_registry {
-  int format_version;   /* PF_FORMAT_VERSION */
-  const char *model;
-  const char *target;   /* Halide target string, e.g. "x86-64-linux-avx2-fma" */
+  int format_version; /* PF_FORMAT_VERSION */
+  const char* model;
+  const char* target; /* Halide target string, e.g. "x86-64-linux-avx2-fma" */
   int num_kernels;
-  const pf_kernel_desc *kernels;
+  const pf_kernel_desc* kernels;
   pf_runtime_hooks hooks;
   /* The model graph: kernels are in a topological order (each input comes from a model input or
    * an earlier kernel). */
   int num_inputs;
-  const pf_buffer_desc *inputs; /* model inputs (role input; source: see pf_buffer_desc) */
+  const pf_buffer_desc* inputs; /* model inputs (role input; source: see pf_buffer_desc) */
   int num_outputs;
-  const char *const *outputs; /* names of the layers whose outputs are the model's outputs */
+  const char* const* outputs; /* names of the layers whose outputs are the model's outputs */
 } pf_registry;
 
 /* Every bundle shared object exports this symbol, returning its registry. */
 #define PF_BUNDLE_ENTRY "padfold_bundle_registry"
-typedef const pf_registry *(*pf_bundle_entry_fn)(void);
+typedef const pf_registry* (*pf_bundle_entry_fn)(void);
 
 #ifdef __cplusplus
 }
