@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,9 +73,13 @@ void write_all(int fd, const std::string& text) {
 
 // The child's stderr goes to `out` (what Halide or LLVM print before they die: an assertion's
 // text), its error message to `err`.
-[[noreturn]] void run_child(const WorkerJob& job, int out, int err) {
+[[noreturn]] void run_child(const WorkerJob& job, int out, int err, pid_t parent) {
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  // A worker dies with its parent: a padfold killed by SIGKILL leaves no job running on (holding
+  // its work directory, a core, its memory).
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(1);
   dup2(out, STDERR_FILENO);
   int status = 0;
   try {
@@ -187,12 +192,13 @@ std::vector<WorkerResult> run_workers(const std::vector<WorkerJob>& jobs,
           throw std::runtime_error("pipe: " + std::string(strerror(errno)));
         }
         std::fflush(nullptr);
+        const pid_t parent = getpid();
         const pid_t pid = fork();
         if (pid < 0) {
           for (int fd : {err[0], err[1], out[0], out[1]}) close(fd);
           throw std::runtime_error("fork: " + std::string(strerror(errno)));
         }
-        if (pid == 0) run_child(jobs[next], out[1], err[1]);
+        if (pid == 0) run_child(jobs[next], out[1], err[1], parent);
         close(err[1]);
         close(out[1]);
         fcntl(err[0], F_SETFL, O_NONBLOCK);

@@ -1,11 +1,14 @@
 #include "tune/tuner.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -97,8 +100,22 @@ ScheduleParams knobs_from_text(const std::string& text) {
 
 // A private working directory for candidate libraries, removed at the end. A run killed with
 // SIGKILL cannot remove its own: the next run removes those whose process is gone.
+// Whether the run owning work directory `dir` is over: it holds an flock on dir/.lock while it,
+// or a worker it forked, runs (released however it ends, even while a killed run is a zombie not
+// yet reaped). A directory without the lock file is judged by its pid instead.
+bool work_dir_owner_gone(const fs::path& dir, const std::string& pid) {
+  const int fd = open((dir / ".lock").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH;
+  const bool gone = flock(fd, LOCK_EX | LOCK_NB) == 0;
+  close(fd);
+  return gone;
+}
+
+// This run's candidate libraries, under /tmp/padfold-tune-<pid>-*; directories of runs that are
+// over (killed) are removed first.
 struct WorkDir {
   fs::path path;
+  int lock_fd = -1;
   WorkDir() {
     const std::string prefix = "padfold-tune-";
     std::error_code ec;
@@ -109,18 +126,27 @@ struct WorkDir {
           name.substr(prefix.size(), name.find('-', prefix.size()) - prefix.size());
       if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9)
         continue;
-      if (kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH)
-        fs::remove_all(e.path(), ec);
+      if (work_dir_owner_gone(e.path(), pid)) fs::remove_all(e.path(), ec);
     }
     std::string t =
         (fs::temp_directory_path() / (prefix + std::to_string(getpid()) + "-XXXXXX")).string();
     if (!mkdtemp(t.data())) throw std::runtime_error("cannot create a directory under /tmp");
     path = t;
+    // Locked before it has the name another run looks for.
+    const fs::path unnamed = path / ".lock.new";
+    lock_fd = open(unnamed.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    if (lock_fd < 0 || flock(lock_fd, LOCK_EX) != 0 ||
+        rename(unnamed.c_str(), (path / ".lock").c_str()) != 0)
+      throw std::runtime_error("cannot lock " + (path / ".lock").string() + ": " +
+                               std::strerror(errno));
   }
   ~WorkDir() {
     std::error_code ec;
     fs::remove_all(path, ec);
+    if (lock_fd >= 0) close(lock_fd);
   }
+  WorkDir(const WorkDir&) = delete;
+  WorkDir& operator=(const WorkDir&) = delete;
 };
 
 struct Progress {
