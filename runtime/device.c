@@ -5,6 +5,7 @@
 #define _XOPEN_SOURCE 700
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -25,8 +26,11 @@ typedef int (*cl_devices_fn)(void* platform, unsigned long long type, unsigned n
     memcpy(&(fn), &sym_, sizeof(fn)); \
   } while (0)
 
+/* $PADFOLD_CUDA_DRIVER names the CUDA driver library where it is not libcuda.so.1 on the loader's
+ * path (tests point it at a missing file to act as a machine without one). */
 static pf_status probe_cuda(char* why, size_t len) {
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  const char* driver = getenv("PADFOLD_CUDA_DRIVER");
+  void* lib = dlopen(driver && *driver ? driver : "libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
   cu_init_fn init;
   cu_count_fn count;
   int n = 0, rc;

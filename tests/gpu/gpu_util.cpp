@@ -122,10 +122,4 @@ pf_status run_case(const pf_kernel_desc* k, const LayerCase& c, std::vector<floa
   return s;
 }
 
-bool cuda_driver_present() {
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib) dlclose(lib);
-  return lib != nullptr;
-}
-
 }  // namespace padfold::testing

@@ -2,6 +2,7 @@
 // on random data and compared with the naive reference.
 #pragma once
 
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -33,8 +34,13 @@ LayerCase make_layer_case(const Layer& layer, unsigned seed);
 pf_status run_case(const pf_kernel_desc* k, const LayerCase& c, std::vector<float>& out,
                    std::string& message);
 
-// Whether the CUDA driver can be loaded here (the CPU fallback tests expect the opposite answer
-// from the runtime's probe where it can).
-bool cuda_driver_present();
+// Makes the runtime's CUDA probe find no driver while it lives (PADFOLD_CUDA_DRIVER names a
+// missing file), as on a machine without one, wherever the tests run.
+struct NoCudaDriver {
+  NoCudaDriver() { setenv("PADFOLD_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1); }
+  ~NoCudaDriver() { unsetenv("PADFOLD_CUDA_DRIVER"); }
+  NoCudaDriver(const NoCudaDriver&) = delete;
+  NoCudaDriver& operator=(const NoCudaDriver&) = delete;
+};
 
 }  // namespace padfold::testing
