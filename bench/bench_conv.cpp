@@ -1,5 +1,5 @@
 // padfold against oneDNN, side by side in one process, on the layers of
-// ../shared/bench/layers.json.
+// bench/layers.json.
 //
 // For every layer and thread count, four ways of computing the same convolution are timed in
 // interleaved blocks (so that noise from a shared machine hits them alike):

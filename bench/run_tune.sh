@@ -19,7 +19,7 @@ time_limit="${TIME:-24m}"
 cmp_budget="${CMP_BUDGET:-20}"
 layers="effnet_stem,effnet_dw_s1,effnet_pw,effnet_dw3_s2,effnet_dw5_s2,effnet_dw5_s2_b,effnet_head_pw,resnet_stem,resnet_3x3,resnet_3x3_s2_same,resnet_1x1,seed_even_k4_s2"
 cmp_layers="${CMP_LAYERS:-effnet_stem,effnet_pw,seed_even_k4_s2,effnet_head_pw}"
-layer_set="$root/../shared/bench/layers.json"
+layer_set="$root/bench/layers.json"
 pf="$build/bin/padfold"
 "$root/.venv/bin/cmake" --build "$build" --target padfold bench_conv
 mkdir -p "$work"

@@ -77,7 +77,7 @@ def main():
     p("# padfold tune: tuned vs default vs Halide's autoschedulers vs oneDNN (1 thread)")
     p("")
     p(f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `{a.command}`: "
-      f"`padfold tune` on the 12 benchmark layers of `../shared/bench/layers.json`, "
+      f"`padfold tune` on the 12 benchmark layers of `bench/layers.json`, "
       f"--budget {a.budget} candidates per layer, target host, one thread on one pinned core.")
     p("")
     p(f"CPU (`lscpu`): **{model}**; flags: `{flags}`")

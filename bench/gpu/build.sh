@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compiles the GPU benchmark's kernels on the CPU machine (Halide is not on the GPU machine):
-# writes the spec from ../shared/bench/layers.json and `padfold compile`s it for CUDA into
+# writes the spec from bench/layers.json and `padfold compile`s it for CUDA into
 # bench/gpu/bundle (git-ignored; carry it to the GPU machine), checking every kernel's PTX with
 # ptxas for sm_90 (H200) when the CUDA toolkit is here. BUILD=dir: padfold's build (default
 # build/); TARGET: the bundle's target (default: SSE4.1 host code, sm_86 PTX, JIT-compiled on
@@ -12,7 +12,7 @@ out="$root/bench/gpu/bundle"
 target="${TARGET:-x86-64-linux-sse41-cuda-cuda_capability_86}"
 [ -x "$padfold" ] || { echo "build padfold first (expected $padfold)" >&2; exit 1; }
 spec="$(mktemp -d)/bench_gpu_spec.json"
-/usr/bin/python3 "$root/bench/gpu/make_gpu_spec.py" "$root/../shared/bench/layers.json" "$spec"
+/usr/bin/python3 "$root/bench/gpu/make_gpu_spec.py" "$root/bench/layers.json" "$spec"
 "$padfold" compile "$spec" --target "$target" --emit-device-code -o "$out"
 cp "$spec" "$out/bench_gpu_spec.json"
 ptxas="$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)"

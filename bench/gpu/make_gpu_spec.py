@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the spec of the GPU benchmark from ../shared/bench/layers.json.
+"""Writes the spec of the GPU benchmark from bench/layers.json.
 
 Every layer of layers.json becomes two independent conv2d layers, "<name>_b1" and "<name>_b32"
 (batch 1 and 32; NHWC, weights HWIO, no bias, no activation, the layer's own padding, zero

@@ -19,10 +19,6 @@ struct CheckOptions {
   bool json = false;
 };
 
-std::string axis_name(size_t i, size_t dims) {
-  return std::string(1, "DHW"[3 - dims + i]);
-}
-
 std::string padding_text(const padfold::Layer& l) {
   if (l.is_join()) return "-";
   const std::string mode = padfold::to_string(l.padding.mode);
@@ -36,7 +32,7 @@ std::string border_text(const padfold::Layer& l) {
 }
 
 bool implicit_input(const padfold::Layer& l) {
-  return l.inputs.size() == 1 && l.inputs[0] == l.name + ".input";
+  return l.inputs.size() == 1 && l.inputs[0] == padfold::implicit_input_name(l.name);
 }
 
 json layer_json(const padfold::Layer& l) {
@@ -122,7 +118,8 @@ void run_check(const CheckOptions& o) {
   for (const auto& l : m.layers) {
     std::vector<std::string> pads;
     for (size_t i = 0; i < l.pads.axes.size(); ++i)
-      pads.push_back(fmt::format("{}({},{})", axis_name(i, l.pads.axes.size()),
+      pads.push_back(fmt::format("{}({},{})",
+                                 padfold::spatial_letters(static_cast<int>(l.pads.axes.size()))[i],
                                  l.pads.axes[i].before, l.pads.axes[i].after));
     rows.push_back({l.name, l.op_name, fmt::format("{}", fmt::join(l.inputs, ",")),
                     fmt::format("{} {}", l.layout.name(), fmt::join(l.input_shape(), "x")),

@@ -7,10 +7,11 @@
 #include <fstream>
 #include <memory>
 
+#include "base/atomic_file.h"
+#include "base/npy.h"
 #include "commands.h"
 #include "emit/bundle_dir.h"
 #include "frontend/onnx/import.h"
-#include "npy.h"
 
 namespace {
 

@@ -9,8 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "base/enum_names.h"
+#include "base/text.h"
 #include "commands.h"
-#include "padding/enum_names.h"
+#include "frontend/spec.h"
 #include "padding/padding.h"
 
 namespace {
@@ -66,7 +68,7 @@ bool is_int_list(const std::string& s) {
 }
 
 std::string axis_name(size_t i, size_t dims) {
-  return std::string(1, "DHW"[3 - dims + i]);
+  return std::string(1, padfold::spatial_letters(static_cast<int>(dims))[i]);
 }
 
 // What each mode is called elsewhere, for titles and the JSON "convention" field.
@@ -142,13 +144,10 @@ std::vector<Row> compare_rows(const Request& r, const PaddingSpec& chosen) {
   return rows;
 }
 
+// A Python tuple literal; one value alone bare (PyTorch and Keras take ints for every axis).
 std::string py_seq(const std::vector<int64_t>& v, bool bare_single = true) {
   if (v.size() == 1 && bare_single) return std::to_string(v[0]);
-  return fmt::format("({})", fmt::join(v, ", "));
-}
-
-std::string list_of(const std::vector<int64_t>& v) {
-  return fmt::format("[{}]", fmt::join(v, ", "));
+  return "(" + padfold::join(v) + ")";
 }
 
 template <typename F>
@@ -238,9 +237,10 @@ Snippets forward_snippets(const Request& r, const PaddingSpec& spec, const Resol
                        spec.mode == PadMode::SameUpper ? "SAME_UPPER" : "SAME_LOWER");
   else if (zero)
     note = "  # or auto_pad='VALID'";
-  s.onnx = fmt::format("Conv(kernel_shape={}, strides={}{}, pads={}){}", list_of(kernel),
-                       list_of(stride), dilated ? ", dilations=" + list_of(dilation) : "",
-                       list_of(onnx_pads), note);
+  s.onnx = fmt::format("Conv(kernel_shape={}, strides={}{}, pads={}){}",
+                       padfold::shape_text(kernel), padfold::shape_text(stride),
+                       dilated ? ", dilations=" + padfold::shape_text(dilation) : "",
+                       padfold::shape_text(onnx_pads), note);
   s.numpy = fmt::format("np.pad(x, {})  # NCHW-style; channels-last: move the channel (0, 0) last",
                         pair_list(p, true));
   return s;
@@ -274,13 +274,16 @@ Snippets transposed_snippets(const Request& r, const PaddingSpec& spec, const Re
   if (spec.mode == PadMode::SameUpper || spec.mode == PadMode::SameLower)
     note = fmt::format("  # or auto_pad='{}'",
                        spec.mode == PadMode::SameUpper ? "SAME_UPPER" : "SAME_LOWER");
-  s.onnx = fmt::format("ConvTranspose(kernel_shape={}, strides={}{}, ", list_of(kernel),
-                       list_of(stride), dilated ? ", dilations=" + list_of(dilation) : "");
+  s.onnx = fmt::format("ConvTranspose(kernel_shape={}, strides={}{}, ", padfold::shape_text(kernel),
+                       padfold::shape_text(stride),
+                       dilated ? ", dilations=" + padfold::shape_text(dilation) : "");
   s.onnx +=
       extends
-          ? fmt::format("output_shape={})", list_of(per_axis(p, [](auto& a) { return a.output; })))
-          : fmt::format("pads={}{}){}", list_of(onnx_pads),
-                        has_op ? ", output_padding=" + list_of(r.output_padding) : "", note);
+          ? fmt::format("output_shape={})",
+                        padfold::shape_text(per_axis(p, [](auto& a) { return a.output; })))
+          : fmt::format("pads={}{}){}", padfold::shape_text(onnx_pads),
+                        has_op ? ", output_padding=" + padfold::shape_text(r.output_padding) : "",
+                        note);
   std::vector<std::string> slices = {":", ":"}, ext = {"(0, 0)", "(0, 0)"};
   for (size_t i = 0; i < d; ++i) {
     const auto& a = p.axes[i];

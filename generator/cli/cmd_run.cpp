@@ -16,8 +16,9 @@
 #include <map>
 #include <memory>
 
+#include "base/npy.h"
+#include "base/text.h"
 #include "commands.h"
-#include "npy.h"
 #include "padfold_runtime.h"
 
 namespace {
@@ -38,7 +39,7 @@ struct ModelCloser {
 };
 
 std::string shape_str(const std::vector<int64_t>& shape) {
-  return shape.empty() ? std::string("()") : fmt::format("{}", fmt::join(shape, "x"));
+  return shape.empty() ? std::string("()") : padfold::join(shape, "x");
 }
 
 padfold::NpyArray load(const std::string& path, const std::string& flag) {

@@ -13,14 +13,15 @@
 #include <kainjow/mustache.hpp>
 #include <optional>
 
-#include "cli/npy.h"
+#include "base/fault_injection.h"
+#include "base/npy.h"
+#include "base/process.h"
+#include "base/text.h"
 #include "compile/fusion.h"
 #include "compile/lower.h"
-#include "compile/process.h"
 #include "compile/target.h"
 #include "emit/bundle_dir.h"
 #include "emit/data_dir.h"
-#include "emit/fault_injection.h"
 #include "emit/weights.h"
 #include "padfold_templates.h"
 
@@ -42,12 +43,6 @@ std::string render(const char* tmpl, const kainjow::mustache::data& data) {
   kainjow::mustache::mustache m{std::string(tmpl)};
   if (!m.is_valid()) throw std::logic_error("bad template: " + m.error_message());
   return m.render(data);
-}
-
-std::string joined(const std::vector<int64_t>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s;
 }
 
 std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
@@ -343,8 +338,8 @@ kainjow::mustache::object buffer_entry(const std::string& name, const std::strin
           {"role", role_enum(role)},
           {"layout", layout},
           {"rank", std::to_string(shape.size())},
-          {"shape", joined(shape)},
-          {"strides", joined(dense_strides(shape))},
+          {"shape", join(shape)},
+          {"strides", join(dense_strides(shape))},
           {"source", source ? c_string(*source) : "NULL"},
           {"data", data.empty() ? "NULL" : data}};
 }
@@ -532,13 +527,6 @@ void write_consumer_files(const Model& model, const std::vector<Block>& blocks,
 }
 
 }  // namespace
-
-std::string c_identifier(const std::string& name) {
-  std::string id;
-  for (char ch : name) id += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-  if (id.empty() || std::isdigit(static_cast<unsigned char>(id[0]))) id = "m_" + id;
-  return id;
-}
 
 std::string kernel_function_name(const Model& model, const Layer& layer) {
   return "pf_" + c_identifier(model.name) + "_" + layer.name;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/identifiers.h"
 #include "compile/fusion.h"
 #include "compile/target.h"
 #include "frontend/spec.h"
@@ -65,6 +66,5 @@ std::vector<KernelReport> compile_bundle(
 void validate_schedule_overrides(const Model& model, const nlohmann::json& overrides);
 
 std::string kernel_function_name(const Model& model, const Layer& layer);
-std::string c_identifier(const std::string& name);
 
 }  // namespace padfold

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "algorithm/algorithm.h"
-#include "cli/npy.h"
+#include "base/npy.h"
 
 namespace padfold {
 

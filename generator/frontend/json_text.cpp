@@ -12,8 +12,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "frontend/spec.h"
-#include "padding/enum_names.h"
 
 namespace padfold {
 

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "padding/limits.h"
+#include "base/limits.h"
 
 namespace padfold {
 

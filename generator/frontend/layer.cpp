@@ -31,6 +31,10 @@ std::string spatial_letters(int dims) {
   return std::string(kSpatialLetters + 3 - dims);
 }
 
+std::string implicit_input_name(const std::string& layer) {
+  return layer + ".input";
+}
+
 std::string TensorLayout::name() const {
   const std::string s = spatial_letters(spatial_dims);
   return channels_last ? "N" + s + "C" : "NC" + s;

@@ -2,8 +2,8 @@
 // (layer.cpp) and the spec parser (spec.cpp) both read them. Internal to the frontend.
 #pragma once
 
+#include "base/enum_names.h"
 #include "frontend/spec.h"
-#include "padding/enum_names.h"
 
 namespace padfold {
 

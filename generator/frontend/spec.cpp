@@ -12,9 +12,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/enum_names.h"
+#include "base/identifiers.h"
+#include "base/text.h"
 #include "frontend/json_text.h"
 #include "frontend/names.h"
-#include "padding/enum_names.h"
 
 namespace padfold {
 namespace {
@@ -88,17 +90,6 @@ std::string suggestion(const std::string& key, const std::vector<std::string>& k
     if (d < best_d) best_d = d, best = k;
   }
   return best;
-}
-
-bool is_identifier(const std::string& s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
-}
-
-std::string shape_text(const std::vector<int64_t>& v) {
-  return fmt::format("[{}]", fmt::join(v, ", "));
 }
 
 // Where in the file we are, so every message can name the file, the layer and the field.
@@ -276,7 +267,7 @@ class Parser {
       m.layers.push_back(parse_layer(layers[i], i, m));
       const Layer& l = m.layers.back();
       index_.emplace(l.name, i);
-      if (l.inputs.size() == 1 && l.inputs[0] == implicit_input(l.name)) {
+      if (l.inputs.size() == 1 && l.inputs[0] == implicit_input_name(l.name)) {
         input_index_.emplace(l.inputs[0], m.inputs.size());
         m.inputs.push_back({l.inputs[0], "", "", l.layout, l.dtype, l.input_shape()});
       }
@@ -292,9 +283,6 @@ class Parser {
   std::unordered_map<std::string, size_t> index_;        // the layers parsed so far, by name
   std::unordered_map<std::string, size_t> input_index_;  // model inputs, by name
 
-  // Halide defines, beside each kernel function, symbols with these suffixes.
-  static constexpr const char* kSymbolSuffixes[] = {"_argv", "_metadata"};
-
   static void check_name_length(const Ctx& c, const std::string& field, const std::string& name) {
     if (name.size() > kMaxNameLength)
       c.fail(field, fmt::format("'{}' has {} characters", shorten(name), name.size()),
@@ -309,7 +297,6 @@ class Parser {
   }
 
   // The model input a layer with input_shape and no input reads.
-  static std::string implicit_input(const std::string& layer) { return layer + ".input"; }
 
   void parse_inputs(const json& list, Model& m) {
     const char* expected = "a list of {\"name\", \"shape\", ...} objects";
@@ -427,7 +414,7 @@ class Parser {
       join_shapes(c, sources, l);
     } else {
       parse_input_shape(j, c, src, l);
-      if (l.inputs.empty()) l.inputs = {implicit_input(l.name)};
+      if (l.inputs.empty()) l.inputs = {implicit_input_name(l.name)};
       parse_kernel(j, c, l);
       parse_channels(j, c, l);
       parse_padding(j, c, l);
@@ -476,9 +463,9 @@ class Parser {
                       "symbol {}{}{}, which is also the kernel of layer '{}'",
                       name, m.layers[other].name, other, fn, base, fn, base, suffix, base + suffix),
           fmt::format("a name other than another layer's name + {}",
-                      fmt::join(std::begin(kSymbolSuffixes), std::end(kSymbolSuffixes), " or ")));
+                      fmt::join(kHalideSymbolSuffixes, " or ")));
     };
-    for (const char* suffix : kSymbolSuffixes) {
+    for (const char* suffix : kHalideSymbolSuffixes) {
       const std::string sfx = suffix;
       if (name.size() > sfx.size() &&
           name.compare(name.size() - sfx.size(), sfx.size(), sfx) == 0) {

@@ -131,6 +131,9 @@ std::optional<int64_t> buffer_bytes(const std::vector<int64_t>& shape, DType dty
 // "W", "HW" or "DHW": the spatial axis letters of a 1-3 dimensional layer, outermost first.
 std::string spatial_letters(int dims);
 
+// The model input a layer without "inputs" reads in a chain spec: "<layer>.input".
+std::string implicit_input_name(const std::string& layer);
+
 std::string to_string(Op op);
 std::string to_string(Activation act);
 std::string to_string(DType dtype);

@@ -5,7 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "padding/enum_names.h"
+#include "base/enum_names.h"
+#include "base/text.h"
 
 namespace padfold {
 namespace {
@@ -48,11 +49,6 @@ constexpr EnumName<Border> kBorderNames[] = {
     {Border::Circular, "wrap", Spelling::Alias},
     {Border::Circular, "grid-wrap", Spelling::Quiet},
 };
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // Floor division that is right for negative numerators too.
 int64_t floor_div(int64_t a, int64_t b) {
@@ -256,8 +252,8 @@ void validate_keras_causal(const PaddingSpec& spec, size_t spatial_dims) {
 PaddingSpec parse_padding_name(const std::string& name, const std::string& convention) {
   PaddingSpec spec;
   spec.written = convention.empty() ? name : name + " (" + convention + ")";
-  const std::string n = lower(name);
-  const std::string c = lower(convention);
+  const std::string n = ascii_lower(name);
+  const std::string c = ascii_lower(convention);
   if (n == "same") {
     const std::optional<PadMode> mode =
         c.empty() ? std::optional(PadMode::SameUpper) : value_of(kSameConventions, c);
@@ -449,7 +445,7 @@ Resolved resolve_transposed(const PaddingSpec& spec, const std::vector<AxisParam
 }
 
 Border parse_border(const std::string& name) {
-  if (const auto border = value_of(kBorderNames, lower(name))) return *border;
+  if (const auto border = value_of(kBorderNames, ascii_lower(name))) return *border;
   throw PaddingError("unknown border mode '" + name + "'; expected " +
                      names_of(kBorderNames, Spelling::Name, ", ", " or ") +
                      " (aliases: " + names_of(kBorderNames, Spelling::Alias) + ")");

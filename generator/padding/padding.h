@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "padding/limits.h"
+#include "base/limits.h"
 
 namespace padfold {
 

@@ -5,8 +5,9 @@
 #include <filesystem>
 
 #include "algorithm/algorithm.h"
+#include "base/process.h"
+#include "base/text.h"
 #include "compile/lower.h"
-#include "compile/process.h"
 #include "compile/target.h"
 
 namespace padfold {
@@ -26,9 +27,8 @@ std::string plugin_path(const std::string& name) {
   Dl_info info{};
   if (!dladdr(reinterpret_cast<void*>(&Halide::load_plugin), &info) || !info.dli_fname)
     throw std::runtime_error("cannot locate libHalide.so to find the autoscheduler plugins");
-  std::string lower = name;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const fs::path p = fs::path(info.dli_fname).parent_path() / ("libautoschedule_" + lower + ".so");
+  const fs::path p =
+      fs::path(info.dli_fname).parent_path() / ("libautoschedule_" + ascii_lower(name) + ".so");
   if (!fs::exists(p)) throw std::runtime_error("autoscheduler plugin " + p.string() + " not found");
   return p.string();
 }

@@ -78,8 +78,8 @@ void pin_to_core(int core) {
 
 TuneData make_tune_data(const Layer& L) {
   TuneData d;
-  d.data = testing::random_data(L, 1234);
-  d.expected = testing::reference_output(L, d.data);
+  d.data = padfold::ref::random_data(L, 1234);
+  d.expected = padfold::ref::reference_output(L, d.data);
   return d;
 }
 

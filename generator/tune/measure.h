@@ -14,7 +14,7 @@ namespace padfold {
 
 // The layer's random inputs and the reference output, computed once per layer.
 struct TuneData {
-  testing::LayerData data;
+  padfold::ref::LayerData data;
   ref::Tensor expected;
 };
 TuneData make_tune_data(const Layer& layer);

@@ -17,9 +17,10 @@
 #include <memory>
 #include <optional>
 
-#include "compile/process.h"
+#include "base/fault_injection.h"
+#include "base/identifiers.h"
+#include "base/process.h"
 #include "compile/target.h"
-#include "emit/fault_injection.h"
 #include "schedules/schedule.h"
 #include "tune/build.h"
 #include "tune/db.h"
@@ -298,12 +299,7 @@ class LayerTuner {
                static_cast<uint64_t>(opt_.shard.index);
   }
 
-  std::string function_name() const { return "pf_tune_" + c_identifier_of(L_.name); }
-  static std::string c_identifier_of(const std::string& s) {
-    std::string id;
-    for (char ch : s) id += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-    return id;
-  }
+  std::string function_name() const { return "pf_tune_" + c_identifier(L_.name); }
   std::string lib(const std::string& key) const { return (work_ / (key + ".so")).string(); }
   bool built(const ScheduleParams& c) {
     return fs::exists(lib(candidate_key(c))) || compile({c}, {""}).front().ok;

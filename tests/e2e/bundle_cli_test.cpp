@@ -15,8 +15,8 @@
 #include <xtensor/xarray.hpp>
 #include <xtensor/xnpy.hpp>
 
+#include "base/npy.h"
 #include "bundle_util.h"
-#include "cli/npy.h"
 #include "frontend/spec.h"
 #include "kernel_runner.h"
 
@@ -108,7 +108,7 @@ TEST(PadfoldRun, EveryLayerMatchesReference) {
   unsigned seed = 100;
   for (const padfold::Layer& L : model.layers) {
     SCOPED_TRACE("layer " + L.name);
-    const auto data = padfold::testing::random_data(L, seed++);
+    const auto data = padfold::ref::random_data(L, seed++);
     std::string args = "--layer " + L.name + " --input " +
                        shell_quote(write_npy(dir / (L.name + "_x.npy"), data.input));
     if (L.has_weights())
@@ -122,7 +122,7 @@ TEST(PadfoldRun, EveryLayerMatchesReference) {
     const xt::xarray<float> got = xt::load_npy<float>(y.string());
     const std::vector<int64_t> got_shape(got.shape().begin(), got.shape().end());
     EXPECT_EQ(got_shape, L.output_shape_full());
-    EXPECT_TRUE(padfold::testing::matches_reference(padfold::testing::reference_output(L, data),
+    EXPECT_TRUE(padfold::testing::matches_reference(padfold::ref::reference_output(L, data),
                                                     got.data(), got.size(), L.name));
   }
 }
@@ -132,7 +132,7 @@ class PadfoldRunErrors : public ::testing::Test {
   void SetUp() override {
     dir = work_dir();
     const padfold::Layer& L = tiny_layer("stem");  // input 1x7x7x3, weights 4x4x3x8, bias 8
-    data = padfold::testing::random_data(L, 7);
+    data = padfold::ref::random_data(L, 7);
     x = write_npy(dir / "x.npy", data.input);
     w = write_npy(dir / "w.npy", data.weights);
     b = write_npy(dir / "b.npy", data.bias);
@@ -148,7 +148,7 @@ class PadfoldRunErrors : public ::testing::Test {
     EXPECT_FALSE(fs::exists(y)) << "wrote " << y << " anyway";
   }
   fs::path dir;
-  padfold::testing::LayerData data;
+  padfold::ref::LayerData data;
   std::string x, w, b, y;
 };
 
@@ -504,8 +504,7 @@ TEST_F(PadfoldRunNpy, OutputIntoTheBundleIsRefusedAndTheBundleStillWorks) {
   ASSERT_EQ(r.status, 0) << r.output;
   const xt::xarray<float> got = xt::load_npy<float>(y);
   EXPECT_TRUE(padfold::testing::matches_reference(
-      padfold::testing::reference_output(tiny_layer("stem"), data), got.data(), got.size(),
-      "stem"));
+      padfold::ref::reference_output(tiny_layer("stem"), data), got.data(), got.size(), "stem"));
 }
 
 // ---- The reader and writer themselves (generator/cli/npy.h), on bytes in memory.

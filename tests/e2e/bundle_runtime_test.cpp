@@ -32,7 +32,7 @@ constexpr const char* kAvx2Flags =
 
 struct LayerRun {
   const pf_kernel_desc* kernel = nullptr;
-  padfold::testing::LayerData data;
+  padfold::ref::LayerData data;
   padfold::ref::Tensor reference;
 };
 
@@ -63,8 +63,8 @@ std::vector<LayerRun> tiny_layers(const pf_bundle* bundle) {
     char err[PF_ERRLEN];
     EXPECT_EQ(pf_bundle_find(bundle, L.name.c_str(), &r.kernel, err, sizeof err), PF_OK) << err;
     if (!r.kernel) continue;
-    r.data = padfold::testing::random_data(L, seed++);
-    r.reference = padfold::testing::reference_output(L, r.data);
+    r.data = padfold::ref::random_data(L, seed++);
+    r.reference = padfold::ref::reference_output(L, r.data);
     runs.push_back(std::move(r));
   }
   return runs;

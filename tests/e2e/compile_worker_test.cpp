@@ -13,11 +13,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/fault_injection.h"
+#include "base/process.h"
 #include "bundle_util.h"
-#include "compile/process.h"
 #include "compile/target.h"
 #include "emit/bundle.h"
-#include "emit/fault_injection.h"
 #include "padfold_runtime.h"
 
 namespace padfold {

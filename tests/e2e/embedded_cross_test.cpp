@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "base/npy.h"
 #include "bundle_util.h"
-#include "cli/npy.h"
 #include "frontend/spec.h"
 #include "kernel_runner.h"
 #include "lcg.h"  // examples/embedded/lcg.h
@@ -59,13 +59,13 @@ std::string name_of(const ::testing::TestParamInfo<CrossArch>& info) {
   return info.param.name;
 }
 
-padfold::testing::LayerData lcg_data(const padfold::Layer& L) {
+padfold::ref::LayerData lcg_data(const padfold::Layer& L) {
   auto filled = [&](std::vector<int64_t> shape, const char* buffer) {
     padfold::ref::Tensor t(std::move(shape));
     pf_lcg_fill(t.data.data(), t.data.size(), pf_lcg_seed(L.name.c_str(), buffer));
     return t;
   };
-  padfold::testing::LayerData d;
+  padfold::ref::LayerData d;
   d.input = filled(L.input_shape(), "input");
   if (L.has_weights()) d.weights = filled(L.weight_shape(), "weights");
   if (L.bias) d.bias = filled({L.out_channels}, "bias");
@@ -174,7 +174,7 @@ TEST_P(EmbeddedCross, StaticRegistryUnderQemuMatchesReference) {
   ASSERT_EQ(model.layers.size(), 5u);
   for (const padfold::Layer& L : model.layers) {
     SCOPED_TRACE("layer " + L.name);
-    const padfold::ref::Tensor want = padfold::testing::reference_output(L, lcg_data(L));
+    const padfold::ref::Tensor want = padfold::ref::reference_output(L, lcg_data(L));
     const std::vector<float> got = read_floats(out / (L.name + ".bin"));
     ASSERT_FALSE(got.empty()) << "no output " << out / (L.name + ".bin");
     EXPECT_TRUE(padfold::testing::matches_reference(want, got.data(), got.size(),
@@ -236,11 +236,11 @@ std::map<std::string, padfold::ref::Tensor> graph_reference(const padfold::Model
         c0 += c;
       }
     } else {
-      padfold::testing::LayerData d;
+      padfold::ref::LayerData d;
       d.input = t.at(L.inputs.at(0));
       if (L.has_weights()) d.weights = lcg_tensor(L.weight_shape(), L.name, "weights");
       if (L.bias) d.bias = lcg_tensor({L.out_channels}, L.name, "bias");
-      y = padfold::testing::reference_output(L, d);
+      y = padfold::ref::reference_output(L, d);
     }
     t[L.name] = std::move(y);
   }

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/npy.h"
 #include "bundle_util.h"
-#include "cli/npy.h"
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/npy.h"
 #include "bundle_util.h"
-#include "cli/npy.h"
 #include "frontend/onnx/onnx_model.h"
 #include "onnx_build.h"
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "base/npy.h"
 #include "bundle_util.h"
-#include "cli/npy.h"
 #include "padfold_runtime.h"
 
 namespace {

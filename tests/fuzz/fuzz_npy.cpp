@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/npy.h"
+#include "base/npy.h"
 
 extern "C" {
 #include "internal.h"

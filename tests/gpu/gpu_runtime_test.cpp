@@ -7,8 +7,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/npy.h"
 #include "bundle_util.h"
-#include "cli/npy.h"
 #include "compile/target.h"
 #include "gpu_util.h"
 

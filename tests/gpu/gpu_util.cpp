@@ -79,8 +79,8 @@ LayerCase make_layer_case(const Layer& L, unsigned seed) {
   LayerCase c;
   c.layer = &L;
   if (!L.is_join()) {
-    LayerData d = random_data(L, seed);
-    c.reference = reference_output(L, d);
+    ref::LayerData d = ref::random_data(L, seed);
+    c.reference = ref::reference_output(L, d);
     c.inputs.push_back(d.input);
     if (L.has_weights()) c.inputs.push_back(d.weights);
     if (L.bias) c.inputs.push_back(d.bias);

@@ -140,12 +140,12 @@ Halide::Buffer<float> as_buffer(const ref::Tensor& t) {
 // The reference layer by layer, and the fused kernel on the same data.
 void check_block(const BlockCase& c, const std::string& target, unsigned seed) {
   const Block block = c.block();
-  std::vector<LayerData> data;
+  std::vector<ref::LayerData> data;
   ref::Tensor x;
   for (size_t i = 0; i < block.layers.size(); ++i) {
-    LayerData d = random_data(*block.layers[i], seed + static_cast<unsigned>(i));
+    ref::LayerData d = ref::random_data(*block.layers[i], seed + static_cast<unsigned>(i));
     if (i > 0) d.input = x;
-    x = reference_output(*block.layers[i], d);
+    x = ref::reference_output(*block.layers[i], d);
     data.push_back(std::move(d));
   }
   const Halide::Target t = resolve_target(target);

@@ -131,7 +131,7 @@ TEST(Interior, ValidPaddingHasNoBoundaryTestAtAll) {
   EXPECT_EQ(r.border_loops_with_tests(), 0);
 }
 
-// Every benchmark layer (../shared/bench/layers.json, as bench/make_bench_spec.py writes it).
+// Every benchmark layer (bench/layers.json, as bench/make_bench_spec.py writes it).
 class BenchLayers : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(BenchLayers, SteadyStateHasNoBoundaryTest) {

@@ -44,9 +44,9 @@ TEST_P(KernelVsReference, MatchesElementwise) {
     EXPECT_GT(compile_only(L, GetParam().target, GetParam().schedule), 0) << c.spec;
     return;
   }
-  const LayerData data = random_data(L, 1234);
+  const ref::LayerData data = ref::random_data(L, 1234);
   ASSERT_GT(ref::max_abs(data.input), 0.1) << "inputs must not be all zeros";
-  const ref::Tensor expected = reference_output(L, data);
+  const ref::Tensor expected = ref::reference_output(L, data);
   const ref::Tensor actual = kernel_output(L, data, GetParam().target, GetParam().schedule);
   ASSERT_EQ(actual.shape, expected.shape);
   const double scale = std::max(ref::max_abs(expected), 1.0);
@@ -88,8 +88,8 @@ TEST(KernelOptions, GroupedRowTasksMatchReference) {
       "out_channels": 16, "groups": 16, "kernel": 3, "padding": "same_upper"}]})",
                                  "grain");
   const Layer& L = model.layers.at(0);
-  const LayerData data = random_data(L, 7);
-  const ref::Tensor expected = reference_output(L, data);
+  const ref::LayerData data = ref::random_data(L, 7);
+  const ref::Tensor expected = ref::reference_output(L, data);
   for (int kflop : {0, 10, 20, 1000000}) {  // 5.8 kFLOP per row: 1, 2, 4 and 8 rows per task
     SCOPED_TRACE("min_task_kflop " + std::to_string(kflop));
     const nlohmann::json schedule = {{"tile_y", 1}, {"min_task_kflop", kflop}};

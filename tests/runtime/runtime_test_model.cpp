@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "cli/npy.h"
+#include "base/npy.h"
 #include "padfold_runtime.hpp"
 #include "runtime_test_util.h"
 

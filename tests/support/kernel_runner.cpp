@@ -19,7 +19,7 @@ Halide::Buffer<float> as_buffer(const ref::Tensor& t) {
 
 }  // namespace
 
-ref::Tensor kernel_output(const Layer& L, const LayerData& d, const std::string& target_name,
+ref::Tensor kernel_output(const Layer& L, const ref::LayerData& d, const std::string& target_name,
                           const nlohmann::json& schedule) {
   const Halide::Target target = resolve_target(target_name);
   Kernel k = lower(L, target, schedule);

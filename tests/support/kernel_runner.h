@@ -13,7 +13,7 @@ namespace padfold::testing {
 
 // padfold's output, JIT-compiled for `target` ("host" or a Halide target string) with the default
 // schedule, overridden by `schedule` (ScheduleParams fields as JSON).
-ref::Tensor kernel_output(const Layer& layer, const LayerData& data,
+ref::Tensor kernel_output(const Layer& layer, const ref::LayerData& data,
                           const std::string& target = "host",
                           const nlohmann::json& schedule = nlohmann::json::object());
 

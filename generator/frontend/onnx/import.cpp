@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 
+#include "base/text.h"
 #include "frontend/onnx/import_ops.h"
 #include "frontend/onnx/names.h"
 
@@ -34,11 +35,6 @@ bool one_of(const std::string& s, const char* const (&list)[N]) {
 
 bool default_domain(const onnx::NodeProto& n) {
   return n.domain().empty() || n.domain() == "ai.onnx";
-}
-
-std::string lower(std::string s) {
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
 }
 
 std::string quoted_node(const onnx::NodeProto& n) {
@@ -334,8 +330,8 @@ class Importer {
       if (g_.is_graph_input(t)) tensor_name[t] = names.allocate(t, "input");
     std::map<int, std::string> layer_name;
     for (const auto& [i, d] : drafts_) {
-      layer_name[i] =
-          names.allocate(g_.node(i).name(), lower(g_.node(i).op_type()) + "_" + std::to_string(i));
+      layer_name[i] = names.allocate(g_.node(i).name(),
+                                     ascii_lower(g_.node(i).op_type()) + "_" + std::to_string(i));
       tensor_name[d.output] = layer_name[i];
     }
     for (const std::string& t : spec_inputs)
@@ -484,8 +480,9 @@ class Importer {
     const auto ty = g_.type(out);
     if (!ty || !ty->is_static() || ty->shape == d.out_shape) return;
     warnings.push_back("layer '" + name + "' (" + node_label(g_.node(d.node), d.node) +
-                       "): ONNX shape inference gives " + shape_text(ty->shape) + " for '" + out +
-                       "', padfold computes " + shape_text(d.out_shape) + "; padfold's is used");
+                       "): ONNX shape inference gives " + shape_text(ty->shape, true) + " for '" +
+                       out + "', padfold computes " + shape_text(d.out_shape) +
+                       "; padfold's is used");
   }
 
   const PreparedModel& p_;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "padding/limits.h"
+#include "base/limits.h"
 
 namespace padfold::onnx_import::detail {
 namespace {
@@ -11,10 +11,6 @@ namespace {
 constexpr int kFloat = onnx::TensorProto::FLOAT;
 
 const char* const kAutoPads[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
-
-std::string ints_text(const std::vector<int64_t>& v) {
-  return shape_text(v);
-}
 
 std::string layout_for(int dims) {
   return "NC" + spatial_letters(dims);
@@ -35,10 +31,10 @@ std::string check_data_input(const Context& c, const std::string& t, TensorType&
     return "the shape of input '" + t + "' is unknown after ONNX shape inference";
   if (ty->shape.size() < 3 || ty->shape.size() > 5)
     return "input '" + t + "' has rank " + std::to_string(ty->shape.size()) + " " +
-           shape_text(ty->shape) +
+           shape_text(ty->shape, true) +
            "; padfold layers take N, C and 1 to 3 spatial dims (rank 3 to 5)";
   if (!ty->is_static())
-    return "input '" + t + "' has the dynamic shape " + shape_text(ty->shape) +
+    return "input '" + t + "' has the dynamic shape " + shape_text(ty->shape, true) +
            " after ONNX shape inference";
   type = *ty;
   return "";
@@ -79,12 +75,12 @@ std::vector<int64_t> per_dim(const Context& c, int node, const NodeAttributes& a
   const auto v = c.at_node(node, [&] { return a.find_ints(name); });
   if (!v) return std::vector<int64_t>(static_cast<size_t>(dims), dflt);
   if (v->size() != static_cast<size_t>(dims))
-    c.fail(node, "attribute '" + name + "': " + ints_text(*v) + " has " +
+    c.fail(node, "attribute '" + name + "': " + shape_text(*v) + " has " +
                      std::to_string(v->size()) + " values; expected one per spatial dim (" +
                      std::to_string(dims) + ")");
   for (int64_t x : *v)
     if (x < min)
-      c.fail(node, "attribute '" + name + "': " + ints_text(*v) +
+      c.fail(node, "attribute '" + name + "': " + shape_text(*v) +
                        "; expected values >= " + std::to_string(min));
   return *v;
 }
@@ -100,17 +96,17 @@ void read_padding(const Context& c, int node, const NodeAttributes& a, int dims,
   d.pads.assign(2 * static_cast<size_t>(dims), 0);
   if (!pads) return;
   if (pads->size() != 2 * static_cast<size_t>(dims))
-    c.fail(node, "attribute 'pads': " + ints_text(*pads) + " has " + std::to_string(pads->size()) +
+    c.fail(node, "attribute 'pads': " + shape_text(*pads) + " has " + std::to_string(pads->size()) +
                      " values; expected " + std::to_string(2 * dims) +
                      " (all befores, then all afters)");
   const bool nonzero = std::any_of(pads->begin(), pads->end(), [](int64_t p) { return p != 0; });
   if (auto_pad != "NOTSET" && nonzero)
-    c.fail(node, "attribute 'pads': " + ints_text(*pads) + " together with auto_pad '" + auto_pad +
+    c.fail(node, "attribute 'pads': " + shape_text(*pads) + " together with auto_pad '" + auto_pad +
                      "'; expected pads only with auto_pad NOTSET (ONNX: pads cannot be used "
                      "together with auto_pad)");
   for (int64_t p : *pads)
     if (p < 0)
-      c.fail(node, "attribute 'pads': " + ints_text(*pads) +
+      c.fail(node, "attribute 'pads': " + shape_text(*pads) +
                        " has a negative value; expected "
                        "pads >= 0");
   d.pads = *pads;
@@ -141,7 +137,7 @@ std::variant<Draft, Left> draft_conv(const Context& c, int i) {
   if (w.size() != xt.shape.size())
     c.fail(i, "input 1 (weights) '" + n.input(1) + "' has shape " + shape_text(w) +
                   "; expected rank " + std::to_string(xt.shape.size()) + " like input '" + x +
-                  "' " + shape_text(xt.shape));
+                  "' " + shape_text(xt.shape, true));
   const int dims = static_cast<int>(xt.shape.size()) - 2;
   d.dims = dims;
   d.inputs = {x};
@@ -152,8 +148,8 @@ std::variant<Draft, Left> draft_conv(const Context& c, int i) {
   const std::vector<int64_t> kernel(w.begin() + 2, w.end());
   if (const auto ks = c.at_node(i, [&] { return a.find_ints("kernel_shape"); });
       ks && *ks != kernel)
-    c.fail(i, "attribute 'kernel_shape': " + ints_text(*ks) +
-                  "; expected the weights' spatial shape " + ints_text(kernel));
+    c.fail(i, "attribute 'kernel_shape': " + shape_text(*ks) +
+                  "; expected the weights' spatial shape " + shape_text(kernel));
   const int64_t group = c.at_node(i, [&] { return a.get_int("group", 1); });
   if (group < 1) c.fail(i, "attribute 'group': " + std::to_string(group) + "; expected >= 1");
   const std::string s = spatial_letters(dims);
@@ -177,7 +173,7 @@ std::variant<Draft, Left> draft_conv(const Context& c, int i) {
       if (spatial.size() == static_cast<size_t>(dims) + 2)  // N, C and the spatial sizes
         spatial.erase(spatial.begin(), spatial.begin() + 2);
       if (spatial.size() != static_cast<size_t>(dims))
-        c.fail(i, "attribute 'output_shape': " + ints_text(*os) + "; expected " +
+        c.fail(i, "attribute 'output_shape': " + shape_text(*os) + "; expected " +
                       std::to_string(dims) + " spatial sizes");
       d.fields["output_shape"] = spatial;
     }
@@ -251,8 +247,8 @@ std::variant<Draft, Left> draft_join(const Context& c, int i) {
   d.fields["layout"] = layout_for(d.dims);
   if (add) {
     if (types[1].shape != s0)
-      return Left{"its inputs have the shapes " + shape_text(s0) + " and " +
-                  shape_text(types[1].shape) +
+      return Left{"its inputs have the shapes " + shape_text(s0, true) + " and " +
+                  shape_text(types[1].shape, true) +
                   "; padfold's add takes tensors of one shape (no broadcasting)"};
     d.out_shape = s0;
     return d;
@@ -271,7 +267,8 @@ std::variant<Draft, Left> draft_join(const Context& c, int i) {
     std::vector<int64_t> a0 = t.shape, b0 = s0;
     if (a0.size() == b0.size()) a0[1] = b0[1] = 0;
     if (a0 != b0)
-      return Left{"its inputs have the shapes " + shape_text(s0) + " and " + shape_text(t.shape) +
+      return Left{"its inputs have the shapes " + shape_text(s0, true) + " and " +
+                  shape_text(t.shape, true) +
                   "; padfold's concat takes equal batch and spatial sizes"};
     const auto sum = checked_add(d.out_shape[1], t.shape[1]);
     if (!sum) return Left{"its inputs' channels overflow"};
@@ -432,18 +429,18 @@ std::variant<PadInfo, Left> pad_info(const Context& c, int i) {
   }
   const size_t rank = xt.shape.size();
   if (pads.size() != 2 * rank)
-    c.fail(i, "pads " + ints_text(pads) + " have " + std::to_string(pads.size()) +
+    c.fail(i, "pads " + shape_text(pads) + " have " + std::to_string(pads.size()) +
                   " values; expected " + std::to_string(2 * rank) + " for the rank-" +
                   std::to_string(rank) + " input '" + p.input + "'");
   if (pads[0] || pads[1] || pads[rank] || pads[rank + 1])
-    return Left{"its pads " + ints_text(pads) +
+    return Left{"its pads " + shape_text(pads) +
                 " pad the batch or channel axis; padfold folds spatial pads only"};
   for (size_t k = 2; k < rank; ++k) {
     if (pads[k] < 0 || pads[rank + k] < 0)
-      return Left{"its pads " + ints_text(pads) +
+      return Left{"its pads " + shape_text(pads) +
                   " are negative (a crop); padfold folds pads >= 0"};
     if (pads[k] > kMaxSize || pads[rank + k] > kMaxSize)
-      return Left{"its pads " + ints_text(pads) + " exceed " + std::to_string(kMaxSize)};
+      return Left{"its pads " + shape_text(pads) + " exceed " + std::to_string(kMaxSize)};
     p.before.push_back(pads[k]);
     p.after.push_back(pads[rank + k]);
   }

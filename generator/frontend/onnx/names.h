@@ -6,12 +6,9 @@
 #include <set>
 #include <string>
 
-namespace padfold::onnx_import {
+#include "base/identifiers.h"
 
-// The identifier closest to `name`: every other character becomes '_', runs of '_' collapse, no
-// leading or trailing '_', a leading digit gets an 'n' before it, at most `max_length`
-// characters. Empty when `name` has no letter or digit.
-std::string sanitize_identifier(const std::string& name, size_t max_length = 64);
+namespace padfold::onnx_import {
 
 // Hands out unique names. A name is taken when it was handed out, or when it is another name plus
 // "_argv" or "_metadata" (or that name is it plus one of them): Halide defines those symbols beside

@@ -14,9 +14,9 @@
 #include <memory>
 #include <mutex>
 
-#include "compile/process.h"
-#include "emit/fault_injection.h"
-#include "padding/limits.h"
+#include "base/fault_injection.h"
+#include "base/limits.h"
+#include "base/process.h"
 
 namespace padfold::onnx_import {
 namespace {
@@ -56,7 +56,7 @@ std::string dynamic_text(const onnx::ValueInfoProto& v) {
     params.push_back(dims[i].has_dim_param() ? "'" + dims[i].dim_param() + "'" : "no name");
   }
   if (dyn.empty()) return "";
-  return shape_text(shape) + " (dim" + (dyn.size() > 1 ? "s " : " ") + join(dyn, ", ") +
+  return shape_text(shape, true) + " (dim" + (dyn.size() > 1 ? "s " : " ") + join(dyn, ", ") +
          (dyn.size() > 1 ? " are" : " is") + " dynamic: " + join(params, ", ") + ")";
 }
 
@@ -205,13 +205,6 @@ void infer_shapes(onnx::ModelProto& model, const std::string& label) {
 }
 
 }  // namespace
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
-  return s + "]";
-}
 
 bool TensorType::is_static() const {
   return has_shape && std::all_of(shape.begin(), shape.end(), [](int64_t d) { return d > 0; });

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/text.h"
 #include "frontend/onnx/onnx_model.h"
 
 namespace padfold::onnx_import {
@@ -79,8 +80,5 @@ class GraphIndex {
   std::vector<std::string> input_order_;
   std::map<std::string, TensorType> types_;
 };
-
-// "[1, 3, ?, ?]".
-std::string shape_text(const std::vector<int64_t>& shape);
 
 }  // namespace padfold::onnx_import

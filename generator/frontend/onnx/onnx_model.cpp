@@ -76,7 +76,7 @@ size_t element_count(const std::vector<int64_t>& shape, const std::string& what)
   uint64_t n = 1;
   for (int64_t d : shape) {
     if (static_cast<uint64_t>(d) > (uint64_t{1} << 31) / n)
-      fail(what + ": shape " + shape_text(shape) + " has more than 2^31 elements");
+      fail(what + ": shape " + shape_text(shape, true) + " has more than 2^31 elements");
     n *= static_cast<uint64_t>(d);
   }
   return static_cast<size_t>(n);
@@ -131,7 +131,8 @@ void check_tensor(const TP& t, const std::string& what) {
   if (t.raw_data().size() != count * bytes)
     fail(what + ": raw_data has " + std::to_string(t.raw_data().size()) + " bytes; expected " +
          std::to_string(count * bytes) + " for shape " +
-         shape_text({t.dims().begin(), t.dims().end()}) + " of " + elem_type_name(t.data_type()));
+         shape_text({t.dims().begin(), t.dims().end()}, true) + " of " +
+         elem_type_name(t.data_type()));
 }
 
 // check_tensor on every tensor of `g`: initializers and node attributes, in subgraphs too.

@@ -1,4 +1,5 @@
-// Naive reference implementations of the ops padfold generates, for tests only.
+// Naive reference implementations of the ops padfold generates: the oracle of the tests and of the
+// tuner's correctness check (a candidate schedule must compute what the reference computes).
 //
 // Independent of Halide and of generator/padding/: every function takes concrete per-side pads
 // (or crops) and computes the answer straight from the definition, accumulating in double.

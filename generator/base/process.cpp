@@ -1,4 +1,4 @@
-#include "compile/process.h"
+#include "base/process.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -63,23 +63,7 @@ NpyArray read_npy_f32(const std::string& path);
 // newline so that the data starts at a multiple of 64 bytes.
 std::string npy_preamble_f32(const std::vector<int64_t>& shape);
 
-// Writes a v1.0 .npy file, checking every write and the close; errors name the path.
-//  - A regular file, or a path that does not exist yet: written to a new temporary file in the
-//    same directory (".<name>.<pid>.<n>.tmp"), flushed with fsync, then renamed over the path, so
-//    the path holds either its old contents or the complete new file, never part of one. The
-//    temporary file is removed when anything fails. A symbolic link is followed: the file it points
-//    to is replaced and the link kept. An existing file keeps its permission bits; a new one gets
-//    0666 less the umask.
-//  - An existing non-regular file (a character device such as /dev/null or /dev/full, a pipe):
-//    written in place, since it cannot be renamed over; write errors (ENOSPC for /dev/full, EPIPE)
-//    are errors.
-//  - A directory: an error.
+// Writes a v1.0 .npy file with write_file_replacing's rules (atomic_file.h); errors name the path.
 void write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const float* data);
-
-// Writes `preamble` then `bytes` to `path` with the rules of write_npy_f32 (a temporary file beside
-// it renamed over it, fsync, permissions kept, devices written in place; errors name the path).
-// For any file padfold writes whole, e.g. the normalized model of `padfold import --emit-onnx`.
-void write_file_replacing(const std::string& path, const std::string& preamble,
-                          const std::string& bytes = "");
 
 }  // namespace padfold

@@ -5,15 +5,15 @@
 #include "frontend/spec.h"
 #include "reference/reference.h"
 
-namespace padfold::testing {
+namespace padfold::ref {
 
 struct LayerData {
-  ref::Tensor input, weights, bias;  // in the layer's own layouts (as the kernel takes them)
+  Tensor input, weights, bias;  // in the layer's own layouts (as the kernel takes them)
 };
 
 LayerData random_data(const Layer& layer, unsigned seed);
 
 // The reference output in the layer's output layout.
-ref::Tensor reference_output(const Layer& layer, const LayerData& data);
+Tensor reference_output(const Layer& layer, const LayerData& data);
 
-}  // namespace padfold::testing
+}  // namespace padfold::ref

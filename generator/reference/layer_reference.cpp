@@ -2,7 +2,7 @@
 
 #include <random>
 
-namespace padfold::testing {
+namespace padfold::ref {
 
 namespace {
 
@@ -99,4 +99,4 @@ ref::Tensor reference_output(const Layer& L, const LayerData& d) {
   return L.layout.channels_last ? ref::to_channels_last(y) : y;
 }
 
-}  // namespace padfold::testing
+}  // namespace padfold::ref

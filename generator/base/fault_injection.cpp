@@ -1,4 +1,4 @@
-#include "emit/fault_injection.h"
+#include "base/fault_injection.h"
 
 #include <signal.h>
 #include <unistd.h>

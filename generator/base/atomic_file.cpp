@@ -1,0 +1,117 @@
+// Atomic whole-file writes and the checked POSIX I/O under them (atomic_file.h).
+#include "base/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+namespace padfold {
+namespace {
+
+[[noreturn]] void fail(const std::string& label, const std::string& what) {
+  throw std::runtime_error(label + ": " + what);
+}
+
+std::string sys_error(int err) {
+  return std::strerror(err);
+}
+
+void write_all_parts(int fd, const std::string& preamble, const std::string& data,
+                     const std::string& path) {
+  write_fully(fd, preamble.data(), preamble.size(), path);
+  write_fully(fd, data.data(), data.size(), path);
+}
+
+}  // namespace
+
+// Reads exactly n bytes at offset; returns how many it got (fewer at the end of the file).
+size_t pread_fully(int fd, void* buf, size_t n, uint64_t offset, const std::string& path) {
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r =
+        ::pread(fd, static_cast<char*>(buf) + got, n - got, static_cast<off_t>(offset + got));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      fail(path, "cannot read: " + sys_error(errno));
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  return got;
+}
+
+// Writes all of it, or throws naming the path.
+void write_fully(int fd, const char* buf, size_t n, const std::string& path) {
+  while (n > 0) {
+    const ssize_t r = ::write(fd, buf, n);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      fail(path, "cannot write: " + sys_error(errno));
+    }
+    if (r == 0) fail(path, "cannot write: the write made no progress");
+    buf += r;
+    n -= static_cast<size_t>(r);
+  }
+}
+
+void write_file_replacing(const std::string& path, const std::string& preamble,
+                          const std::string& bytes) {
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (!exists && errno != ENOENT) fail(path, "cannot write: " + sys_error(errno));
+  if (exists && S_ISDIR(st.st_mode)) fail(path, "cannot write: is a directory");
+  if (exists && !S_ISREG(st.st_mode)) {
+    // A device or a pipe: cannot be replaced by a rename; written in place, errors checked.
+    Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY));
+    if (fd.get() < 0) fail(path, "cannot open for writing: " + sys_error(errno));
+    write_all_parts(fd.get(), preamble, bytes, path);
+    if (const int err = fd.close()) fail(path, "cannot write: " + sys_error(err));
+    return;
+  }
+
+  // A regular file or a new one: a temporary file beside it, renamed over it when complete.
+  std::string target = path;
+  struct stat lst {};
+  if (exists && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    char* real = ::realpath(path.c_str(), nullptr);
+    if (real == nullptr) fail(path, "cannot resolve the symbolic link: " + sys_error(errno));
+    target = real;
+    std::free(real);
+  }
+  const size_t slash = target.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : target.substr(0, slash + 1);
+  const std::string name = slash == std::string::npos ? target : target.substr(slash + 1);
+  if (name.empty()) fail(path, "cannot write: the path names a directory");
+
+  std::string tmp;
+  int raw = -1;
+  for (unsigned n = 0; raw < 0 && n < 100; ++n) {
+    tmp = (slash == std::string::npos ? std::string() : dir) + "." + name + "." +
+          std::to_string(::getpid()) + "." + std::to_string(n) + ".tmp";
+    raw = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0666);
+    if (raw < 0 && errno != EEXIST) break;
+  }
+  if (raw < 0)
+    fail(path, "cannot create a temporary file in directory '" + dir + "': " + sys_error(errno));
+  Fd fd(raw);
+  try {
+    if (exists && ::fchmod(fd.get(), st.st_mode & 07777) != 0)
+      fail(path, "cannot set the permissions of the temporary file: " + sys_error(errno));
+    write_all_parts(fd.get(), preamble, bytes, path);
+    if (::fsync(fd.get()) != 0 && errno != EINVAL && errno != EROFS)
+      fail(path, "cannot write: " + sys_error(errno));
+    if (const int err = fd.close()) fail(path, "cannot write: " + sys_error(err));
+    if (::rename(tmp.c_str(), target.c_str()) != 0)
+      fail(path, "cannot replace it with the new file: " + sys_error(errno));
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+}
+
+}  // namespace padfold
