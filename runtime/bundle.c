@@ -34,48 +34,7 @@ typedef struct manifest {
   size_t errlen;
 } manifest;
 
-char* pf_path_join(const char* dir, const char* name) {
-  char* p = (char*)malloc(strlen(dir) + strlen(name) + 2);
-  if (p) sprintf(p, "%s%s%s", name[0] == '/' ? "" : dir, name[0] == '/' ? "" : "/", name);
-  return p;
-}
-
 #define MAX_MANIFEST_BYTES ((size_t)64 << 20)
-
-/* The whole of a regular file of at most MAX_MANIFEST_BYTES, NUL-terminated; NULL with errno set
- * otherwise (EFBIG when larger, EINVAL when not a regular file). */
-static char* read_text(const char* path) {
-  FILE* f;
-  char *text = NULL, *grown = NULL;
-  size_t len = 0, cap = 0, got;
-  struct stat st;
-  if (stat(path, &st) != 0) return NULL;
-  if (!S_ISREG(st.st_mode)) {
-    errno = EINVAL;
-    return NULL;
-  }
-  if ((size_t)st.st_size > MAX_MANIFEST_BYTES) {
-    errno = EFBIG;
-    return NULL;
-  }
-  if (!(f = fopen(path, "rb"))) return NULL;
-  do {
-    if (len + 4096 + 1 > cap) {
-      cap = 2 * cap + 4096 + 1;
-      if (!(grown = (char*)realloc(text, cap))) break;
-      text = grown;
-    }
-    len += got = fread(text + len, 1, cap - len - 1, f);
-  } while (got > 0 && len <= MAX_MANIFEST_BYTES);
-  if (ferror(f) || !grown || len > MAX_MANIFEST_BYTES) {
-    free(text);
-    text = NULL;
-  } else {
-    text[len] = '\0';
-  }
-  fclose(f);
-  return text;
-}
 
 /* ---- typed field access with messages naming the field's path ---- */
 
@@ -137,18 +96,6 @@ static pf_status get_array(manifest* m, const cJSON* obj, const char* path, cons
 }
 
 /* ---- manifest parts ---- */
-
-int pf_path_relative_inside(const char* p) {
-  const char* c = p;
-  if (!p[0] || p[0] == '/') return 0;
-  while (*c) {
-    size_t n = strcspn(c, "/");
-    if (n == 2 && c[0] == '.' && c[1] == '.') return 0;
-    c += n;
-    while (*c == '/') c++;
-  }
-  return 1;
-}
 
 static pf_status parse_target(manifest* m, const cJSON* j, int i, mf_target* t) {
   char path[32];
@@ -606,16 +553,6 @@ static void release_library(void* handle) {
   dlclose(handle);
 }
 
-int pf_path_resolves_inside(const char* dir, const char* path) {
-  char* d = realpath(dir, NULL);
-  char* p = realpath(path, NULL);
-  size_t n = d ? strlen(d) : 0;
-  int inside = d && p && strncmp(d, p, n) == 0 && (p[n] == '/' || (n == 1 && d[0] == '/'));
-  free(d);
-  free(p);
-  return inside;
-}
-
 static pf_status load(const char* dir, const char* path, const char* target, void** handle,
                       const pf_registry** reg, char* err, size_t errlen) {
   struct stat st;
@@ -716,7 +653,7 @@ pf_status pf_bundle_open(const char* dir, const pf_open_options* opts, pf_bundle
   m.file = path;
   m.err = err;
   m.errlen = errlen;
-  if (!(text = read_text(path))) {
+  if (!(text = pf_read_text(path, MAX_MANIFEST_BYTES))) {
     s = pf_fail(err, errlen, PF_ERR_IO, "cannot read %s: %s (not a padfold bundle directory?)",
                 path,
                 errno == EINVAL  ? "not a regular file"

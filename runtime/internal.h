@@ -81,7 +81,7 @@ int pf_buffer_is_dense(const pf_buffer_desc* b);
 pf_status pf_manifest_check(const char* text, size_t len, const char* label, char* err,
                             size_t errlen);
 
-/* ---- bundle directories (the full library only: bundle.c, npy_load.c, device.c) ---- */
+/* ---- bundle directories (the full library only: bundle.c, path.c, npy_load.c, device.c) ---- */
 
 /* PF_OK if a device of the API ("cuda", "opencl") is usable here; else PF_ERR_NO_TARGET with the
  * reason in why ("needs a CUDA device: the CUDA driver cannot be loaded (...)"). */
@@ -95,6 +95,10 @@ int pf_path_relative_inside(const char* p);
 
 /* 1 if path, symbolic links resolved, lies inside directory dir. */
 int pf_path_resolves_inside(const char* dir, const char* path);
+
+/* The whole of regular file path, NUL-terminated (free it); NULL with errno set when it cannot be
+ * read (EINVAL: not a regular file, EFBIG: more than max_bytes). */
+char* pf_read_text(const char* path, size_t max_bytes);
 
 /* What a float32 .npy header says: shape, where the data starts and how long it is. */
 typedef struct pf_npy_header {
