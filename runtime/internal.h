@@ -76,12 +76,7 @@ pf_status pf_check_tensor(const char* kind, const char* owner, const char* noun,
 /* 1 if b's strides are dense row-major for its shape. */
 int pf_buffer_is_dense(const pf_buffer_desc* b);
 
-/* Parses and validates manifest text as pf_bundle_open does, without loading anything (for the
- * fuzzer). label names the text in messages. */
-pf_status pf_manifest_check(const char* text, size_t len, const char* label, char* err,
-                            size_t errlen);
-
-/* ---- bundle directories (the full library only: bundle.c, npy_load.c, device.c) ---- */
+/* ---- bundle directories, the full library only: device.c, path.c, manifest.c, npy_load.c ---- */
 
 /* PF_OK if a device of the API ("cuda", "opencl") is usable here; else PF_ERR_NO_TARGET with the
  * reason in why ("needs a CUDA device: the CUDA driver cannot be loaded (...)"). */
@@ -95,6 +90,47 @@ int pf_path_relative_inside(const char* p);
 
 /* 1 if path, symbolic links resolved, lies inside directory dir. */
 int pf_path_resolves_inside(const char* dir, const char* path);
+
+/* The whole of regular file path, NUL-terminated (free it); NULL with errno set when it cannot be
+ * read (EINVAL: not a regular file, EFBIG: more than max_bytes). */
+char* pf_read_text(const char* path, size_t max_bytes);
+
+#define PF_MANIFEST_MAX_FEATURES 64
+
+/* One of the manifest's targets: what choosing and loading it takes. */
+typedef struct pf_manifest_target {
+  const char *target, *arch, *os, *dir, *lib;
+  const char* device_api;      /* "cuda", "opencl", or NULL for a CPU target */
+  int64_t bits, max_registers; /* max_registers: HL_CUDA_JIT_MAX_REGISTERS, 0 = unset */
+  const char* features[PF_MANIFEST_MAX_FEATURES];
+  int num_features;
+} pf_manifest_target;
+
+/* A parsed manifest; its strings point into json. */
+typedef struct pf_manifest {
+  const char *file, *model; /* file: the name messages give the manifest */
+  int num_targets, num_kernels;
+  pf_manifest_target* targets;
+  pf_kernel_desc* kernels;
+  pf_buffer_desc* buffers; /* PF_MAX_BUFFERS per kernel */
+  int num_inputs, num_outputs, embedded_weights;
+  pf_buffer_desc* inputs; /* graph.inputs (source: produced_by) */
+  const char** outputs;   /* graph.outputs */
+  struct cJSON* json;
+  char* err;
+  size_t errlen;
+} pf_manifest;
+
+/* Reads manifest file path (a regular file of at most 64 MiB) into m, every field checked; path
+ * must outlive m. Free m with pf_manifest_free whatever this returns. */
+pf_status pf_manifest_load(pf_manifest* m, const char* path, char* err, size_t errlen);
+
+void pf_manifest_free(pf_manifest* m);
+
+/* Parses and validates manifest text as pf_bundle_open does, without loading anything (for the
+ * fuzzer). label names the text in messages. */
+pf_status pf_manifest_check(const char* text, size_t len, const char* label, char* err,
+                            size_t errlen);
 
 /* What a float32 .npy header says: shape, where the data starts and how long it is. */
 typedef struct pf_npy_header {
