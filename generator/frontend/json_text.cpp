@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/enum_names.h"
-#include "frontend/spec.h"
+#include "frontend/layer.h"
 
 namespace padfold {
 

@@ -1,8 +1,9 @@
 // Layer and layout helpers: shapes in layout order, weight shapes, FLOPs, names.
+#include "frontend/layer.h"
+
 #include <cstring>
 
 #include "frontend/names.h"
-#include "frontend/spec.h"
 
 namespace padfold {
 namespace {

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "base/enum_names.h"
-#include "frontend/spec.h"
+#include "frontend/layer.h"
 
 namespace padfold {
 

@@ -15,26 +15,35 @@
 #include "base/enum_names.h"
 #include "base/identifiers.h"
 #include "base/text.h"
+#include "frontend/json_fields.h"
 #include "frontend/json_text.h"
 #include "frontend/names.h"
+#include "frontend/resolve.h"
 
 namespace padfold {
+
+const SpecKeys& spec_keys() {
+  // clang-format off
+  static const SpecKeys keys{
+      {"$schema", "description", "model", "defaults", "inputs", "layers", "outputs"},
+      {"name", "description", "shape", "layout", "dtype", "produced_by"},
+      {"layout", "weight_layout", "dtype", "border"},
+      {"name", "description", "op", "input", "input_shape", "layout", "dtype", "weight_layout",
+       "out_channels", "kernel", "stride", "dilation", "groups", "depth_multiplier", "padding",
+       "convention", "output_padding", "output_shape", "ceil_mode", "count_include_pad", "border",
+       "bias", "activation", "weight_files"}};
+  // clang-format on
+  return keys;
+}
+
 namespace {
 
 using json = nlohmann::json;
 
-const std::vector<std::string> kTopKeys = {"$schema", "description", "model",  "defaults",
-                                           "inputs",  "layers",      "outputs"};
-const std::vector<std::string> kInputKeys = {"name",   "description", "shape",
-                                             "layout", "dtype",       "produced_by"};
-const std::vector<std::string> kDefaultKeys = {"layout", "weight_layout", "dtype", "border"};
-// clang-format off
-const std::vector<std::string> kLayerKeys = {
-    "name", "description", "op", "input", "input_shape", "layout", "dtype", "weight_layout",
-    "out_channels", "kernel", "stride", "dilation", "groups", "depth_multiplier", "padding",
-    "convention", "output_padding", "output_shape", "ceil_mode", "count_include_pad", "border",
-    "bias", "activation", "weight_files"};
-// clang-format on
+const std::vector<std::string>& kTopKeys = spec_keys().top;
+const std::vector<std::string>& kInputKeys = spec_keys().input;
+const std::vector<std::string>& kDefaultKeys = spec_keys().defaults;
+const std::vector<std::string>& kLayerKeys = spec_keys().layer;
 
 // Layer fields that only some ops take; every other op rejects them.
 struct OpOnly {
@@ -64,108 +73,6 @@ const std::vector<OpOnly> kOpOnly = {
     {"output_shape", {Op::ConvTranspose}, "conv_transpose layers"},
     {"ceil_mode", {Op::MaxPool, Op::AvgPool}, "max_pool/avg_pool layers"},
     {"count_include_pad", {Op::AvgPool}, "avg_pool layers"},
-};
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-// The known key closest to a misspelt one, or "" when none is close.
-std::string suggestion(const std::string& key, const std::vector<std::string>& known) {
-  std::string best;
-  size_t best_d = std::max<size_t>(2, key.size() / 3) + 1;
-  for (const auto& k : known) {
-    const size_t d = edit_distance(key, k);
-    if (d < best_d) best_d = d, best = k;
-  }
-  return best;
-}
-
-// Where in the file we are, so every message can name the file, the layer and the field.
-struct Ctx {
-  std::string file;
-  std::optional<std::string> layer;  // none at the top level
-  size_t index = 0;
-
-  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    std::string where = file + ": ";
-    if (layer) where += fmt::format("layer '{}' (#{}): ", *layer, index);
-    throw SpecError(fmt::format("{}field '{}': {}", where, field, what));
-  }
-  [[noreturn]] void fail(const std::string& field, const std::string& found,
-                         const std::string& expected) const {
-    fail(field, found + "; expected " + expected);
-  }
-
-  void check_keys(const json& obj, const std::vector<std::string>& known,
-                  const std::string& prefix = "") const {
-    for (const auto& item : obj.items())
-      if (std::find(known.begin(), known.end(), item.key()) == known.end()) {
-        const std::string key = shorten(item.key());
-        const std::string guess = suggestion(key, known);
-        if (!guess.empty()) fail(prefix + key, "unknown field; did you mean '" + guess + "'?");
-        fail(prefix + key, "unknown field", fmt::format("one of {}", fmt::join(known, ", ")));
-      }
-  }
-
-  std::string get_string(const json& j, const std::string& field, const char* expected) const {
-    if (!j.is_string()) fail(field, describe(j), expected);
-    return j.get<std::string>();
-  }
-  bool get_bool(const json& j, const std::string& field) const {
-    if (!j.is_boolean()) fail(field, describe(j), "true or false");
-    return j.get<bool>();
-  }
-  // An integer within +-kMaxSize (padding/limits.h); JSON integers beyond int64_t (which nlohmann
-  // keeps as unsigned) are out of range too, shown as written.
-  int64_t get_int(const json& j, const std::string& field, const std::string& expected) const {
-    if (!j.is_number_integer()) fail(field, describe(j), expected);
-    const bool in_range = j.is_number_unsigned()
-                              ? j.get<uint64_t>() <= static_cast<uint64_t>(kMaxSize)
-                              : j.get<int64_t>() >= -kMaxSize && j.get<int64_t>() <= kMaxSize;
-    if (!in_range)
-      fail(field,
-           fmt::format("{} is out of range (sizes are at most {}, the int32 limit)", describe(j),
-                       kMaxSize),
-           expected);
-    return j.get<int64_t>();
-  }
-  int64_t get_positive(const json& j, const std::string& field) const {
-    const int64_t v = get_int(j, field, "a positive integer");
-    if (v <= 0) fail(field, describe(j), "a positive integer");
-    return v;
-  }
-  // An integer for every spatial dim, or a list of exactly `dims` integers.
-  std::vector<int64_t> get_per_dim(const json& j, const std::string& field, int dims) const {
-    const std::string expected =
-        fmt::format("an integer or a list of {} integers (one per spatial dim)", dims);
-    if (j.is_number_integer()) return std::vector<int64_t>(dims, get_int(j, field, expected));
-    if (!j.is_array() || j.size() != static_cast<size_t>(dims)) fail(field, describe(j), expected);
-    std::vector<int64_t> v;
-    for (const auto& e : j) v.push_back(get_int(e, field, expected));
-    return v;
-  }
-  // A number that a float32 holds (a larger one would become inf).
-  float get_number(const json& j, const std::string& field) const {
-    if (!j.is_number()) fail(field, describe(j), "a number");
-    const double v = j.get<double>();
-    const float max = std::numeric_limits<float>::max();
-    if (!std::isfinite(v) || std::fabs(v) > static_cast<double>(max))
-      fail(field, describe(j) + " is beyond the float32 range",
-           fmt::format("a number from {} to {}", -max, max));
-    return static_cast<float>(v);
-  }
 };
 
 struct OpInfo {
@@ -254,6 +161,9 @@ class Parser {
     check_name_length(top_, "model", m.name);
     if (!is_identifier(m.name))
       top_.fail("model", "'" + m.name + "'", "a C identifier ([A-Za-z_][A-Za-z0-9_]*)");
+    // Descriptions are free: any JSON value is accepted, a string is kept.
+    if (root.contains("description") && root["description"].is_string())
+      m.description = root["description"].get<std::string>();
     if (root.contains("defaults")) parse_defaults(root["defaults"]);
     if (!root.contains("layers")) top_.fail("layers", "missing", "a non-empty list of layers");
     const json& layers = root["layers"];
@@ -407,22 +317,36 @@ class Parser {
     c.check_keys(j, kLayerKeys);
     Layer l;
     parse_identity(j, c, m, l);
-    const std::vector<Source> sources = parse_sources(j, c, m, l);
-    const Source* src = sources.empty() ? nullptr : &sources[0];
+    if (j.contains("description") && j["description"].is_string())
+      l.description = j["description"].get<std::string>();
+    std::vector<TensorSource> sources = parse_sources(j, c, m, l);
+    const TensorSource* src = sources.empty() ? nullptr : &sources[0];
     parse_layout_and_dims(j, c, src, l);
-    if (l.is_join()) {
-      join_shapes(c, sources, l);
-    } else {
-      parse_input_shape(j, c, src, l);
+    if (!l.is_join()) {
+      sources = {parse_input_shape(j, c, src, l)};
       if (l.inputs.empty()) l.inputs = {implicit_input_name(l.name)};
+    }
+    resolving(j, c, [&] { take_input_shapes(l, sources); });
+    if (!l.is_join()) {
       parse_kernel(j, c, l);
       parse_channels(j, c, l);
       parse_padding(j, c, l);
     }
     parse_options(j, c, l);
-    resolve(c, l);
-    check_buffers(j, c, l);
+    resolving(j, c, [&] { resolve_shapes(l); });
     return l;
+  }
+
+  // Runs a step of frontend/resolve.h, its LayerError as this layer's SpecError. The resolver
+  // says out_channels where the spec may have written depth_multiplier.
+  template <typename F>
+  static void resolving(const json& j, const Ctx& c, F&& step) {
+    try {
+      step();
+    } catch (const LayerError& e) {
+      const bool multiplier = e.field == "out_channels" && j.contains("depth_multiplier");
+      c.fail(multiplier ? "depth_multiplier" : e.field, e.what());
+    }
   }
 
   void parse_identity(const json& j, const Ctx& c, const Model& m, Layer& l) {
@@ -476,15 +400,8 @@ class Parser {
     }
   }
 
-  // A tensor a layer reads: an earlier layer's output or a model input.
-  struct Source {
-    std::string name, what;  // what: "input layer 'a'" or "model input 'x'"
-    TensorLayout layout;
-    std::vector<int64_t> shape;
-  };
-
-  Source find_source(const json& name_j, const std::string& field, const Ctx& c,
-                     const Model& m) const {
+  TensorSource find_source(const json& name_j, const std::string& field, const Ctx& c,
+                           const Model& m) const {
     const auto name = c.get_string(name_j, field, "the name of an earlier layer or model input");
     if (const Layer* prev = find_layer(m, name))
       return {name, fmt::format("input layer '{}'", name), prev->layout, prev->output_shape_full()};
@@ -500,8 +417,8 @@ class Parser {
   }
 
   // The tensors feeding this layer (empty for a model input given by input_shape).
-  std::vector<Source> parse_sources(const json& j, const Ctx& c, const Model& m, Layer& l) {
-    std::vector<Source> sources;
+  std::vector<TensorSource> parse_sources(const json& j, const Ctx& c, const Model& m, Layer& l) {
+    std::vector<TensorSource> sources;
     if (l.is_join()) {
       const char* expected = "a list of two or more earlier layers or model inputs";
       if (!j.contains("input")) c.fail("input", "missing", expected);
@@ -522,45 +439,11 @@ class Parser {
       sources.push_back({prev.name, fmt::format("input layer '{}'", prev.name), prev.layout,
                          prev.output_shape_full()});
     }
-    for (const Source& s : sources) l.inputs.push_back(s.name);
+    for (const TensorSource& s : sources) l.inputs.push_back(s.name);
     return sources;
   }
 
-  // Add: every input of one shape; concat: the same but for channels, which add up.
-  void join_shapes(const Ctx& c, const std::vector<Source>& sources, Layer& l) const {
-    const Source& first = sources[0];
-    const size_t rank = first.shape.size(), ch = l.layout.channels_last ? rank - 1 : 1;
-    int64_t channels = 0;
-    for (const Source& s : sources) {
-      if (s.layout.channels_last != l.layout.channels_last ||
-          s.layout.spatial_dims != l.spatial_dims)
-        c.fail("input",
-               fmt::format("{} produces {}, but {} produces {}", s.what, s.layout.name(),
-                           first.what, first.layout.name()),
-               "inputs of one layout (padfold does not transpose between layers)");
-      for (size_t d = 0; d < rank; ++d)
-        if (s.shape[d] != first.shape[d] && (l.op == Op::Add || d != ch))
-          c.fail("input",
-                 fmt::format("{} produces {} but {} produces {}", s.what, shape_text(s.shape),
-                             first.what, shape_text(first.shape)),
-                 l.op == Op::Add ? "inputs of one shape (add does not broadcast)"
-                                 : "inputs that differ only in channels");
-      l.input_channels.push_back(s.shape[ch]);
-      channels += s.shape[ch];
-    }
-    if (channels > kMaxSize)
-      c.fail("input", fmt::format("{} channels in all", channels),
-             fmt::format("at most {} (the int32 limit)", kMaxSize));
-    l.batch = first.shape[0];
-    l.in_channels = l.op == Op::Add ? first.shape[ch] : channels;
-    l.out_channels = l.in_channels;
-    for (size_t d = 1; d < rank; ++d)
-      if (d != ch) l.in_spatial.push_back(first.shape[d]);
-    const size_t dims = l.in_spatial.size();
-    l.kernel = l.stride = l.dilation = std::vector<int64_t>(dims, 1);
-  }
-
-  void parse_layout_and_dims(const json& j, const Ctx& c, const Source* src, Layer& l) {
+  void parse_layout_and_dims(const json& j, const Ctx& c, const TensorSource* src, Layer& l) {
     std::optional<LayoutName> layout;
     std::string layout_field = "layout", layout_text;
     if (j.contains("layout")) {
@@ -608,31 +491,25 @@ class Parser {
              "the same layout as the input layer (padfold does not transpose between layers)");
   }
 
-  void parse_input_shape(const json& j, const Ctx& c, const Source* src, Layer& l) {
+  // The tensor a conv or pool reads: its source, or a model input of the shape input_shape gives
+  // (both given: they must agree).
+  TensorSource parse_input_shape(const json& j, const Ctx& c, const TensorSource* src,
+                                 const Layer& l) const {
+    if (!j.contains("input_shape")) return *src;
     const size_t rank = static_cast<size_t>(l.spatial_dims) + 2;
+    const std::string expected =
+        fmt::format("a list of {} integers in {} order", rank, l.layout.name());
+    const json& s = j["input_shape"];
+    if (!s.is_array() || s.size() != rank) c.fail("input_shape", describe(s), expected);
     std::vector<int64_t> shape;
-    if (j.contains("input_shape")) {
-      const std::string expected =
-          fmt::format("a list of {} integers in {} order", rank, l.layout.name());
-      const json& s = j["input_shape"];
-      if (!s.is_array() || s.size() != rank) c.fail("input_shape", describe(s), expected);
-      for (const auto& e : s) shape.push_back(c.get_int(e, "input_shape", expected));
-      if (src && shape != src->shape)
-        c.fail("input_shape",
-               fmt::format("{} but {} produces {}", shape_text(shape), src->what,
-                           shape_text(src->shape)),
-               "them to agree (or give only one of input and input_shape)");
-    } else {
-      shape = src->shape;
-    }
-    const size_t ch = l.layout.channels_last ? rank - 1 : 1;
-    l.batch = shape[0];
-    l.in_channels = shape[ch];
-    for (size_t i = 1; i < rank; ++i)
-      if (i != ch) l.in_spatial.push_back(shape[i]);
-    if (l.batch <= 0 || l.in_channels <= 0)
-      c.fail("input_shape", shape_text(shape) + " has a non-positive batch or channel count",
-             "positive sizes");
+    for (const auto& e : s) shape.push_back(c.get_int(e, "input_shape", expected));
+    if (src && shape != src->shape)
+      c.fail("input_shape",
+             fmt::format("{} but {} produces {}", shape_text(shape), src->what,
+                         shape_text(src->shape)),
+             "them to agree (or give only one of input and input_shape)");
+    if (src) return *src;
+    return {implicit_input_name(l.name), "input_shape", l.layout, shape};
   }
 
   void parse_kernel(const json& j, const Ctx& c, Layer& l) {
@@ -655,11 +532,9 @@ class Parser {
     }
   }
 
+  // out_channels and groups (frontend/resolve.cpp checks them against the input channels).
   void parse_channels(const json& j, const Ctx& c, Layer& l) {
-    if (!l.has_weights()) {
-      l.out_channels = l.in_channels;
-      return;
-    }
+    if (!l.has_weights()) return;
     if (j.contains("groups")) l.groups = c.get_positive(j["groups"], "groups");
     if (j.contains("depth_multiplier")) {
       if (j.contains("out_channels") || j.contains("groups"))
@@ -680,15 +555,6 @@ class Parser {
       c.fail("out_channels", "missing",
              "the number of output channels (or depth_multiplier for a depthwise conv)");
     }
-    if (l.in_channels % l.groups != 0)
-      c.fail("groups",
-             fmt::format("{} groups do not divide the {} input channels", l.groups, l.in_channels),
-             "a divisor of the input channel count");
-    if (l.out_channels % l.groups != 0)
-      c.fail(
-          "groups",
-          fmt::format("{} groups do not divide the {} output channels", l.groups, l.out_channels),
-          "a divisor of out_channels");
   }
 
   void parse_padding(const json& j, const Ctx& c, Layer& l) {
@@ -870,71 +736,6 @@ class Parser {
                "alpha only with leaky_relu");
       l.activation_alpha = c.get_number(a["alpha"], "activation.alpha");
     }
-  }
-
-  void resolve(const Ctx& c, Layer& l) {
-    const auto axes = l.axes();
-    try {
-      if (l.op == Op::ConvTranspose)
-        l.pads = resolve_transposed(l.padding, axes, l.output_padding, l.output_shape);
-      else
-        l.pads = resolve_forward(l.padding, axes, l.ceil_mode);
-    } catch (const PaddingError& e) {
-      c.fail(e.field, e.what());
-    }
-    try {
-      if (l.op == Op::ConvTranspose)
-        validate_transposed_border(l.border, l.op_name);
-      else
-        validate_border(l.border, l.pads, axes);
-    } catch (const PaddingError& e) {
-      c.fail("border", e.what());
-    }
-    // Pools that ignore the padding have no value for a window lying wholly in it.
-    try {
-      if (l.ignores_padding()) validate_pool_windows(l.pads, axes);
-    } catch (const PaddingError& e) {
-      c.fail("padding", e.what());
-    }
-    for (const auto& a : l.pads.axes) l.out_spatial.push_back(a.output);
-  }
-
-  // Every buffer of the layer under kMaxBufferBytes, naming the field that makes it too large.
-  void check_buffers(const json& j, const Ctx& c, const Layer& l) const {
-    auto check = [&](const std::string& field, const char* what,
-                     const std::vector<int64_t>& shape) {
-      const std::optional<int64_t> bytes = buffer_bytes(shape, l.dtype);
-      if (bytes && *bytes < kMaxBufferBytes) return;
-      c.fail(field,
-             fmt::format("the {} buffer {} is {} bytes of {}", what, shape_text(shape),
-                         bytes ? std::to_string(*bytes) : "more than 2^63", to_string(l.dtype)),
-             fmt::format("every buffer under {} bytes (2 GiB: Halide indexes buffers with 32-bit "
-                         "integers)",
-                         kMaxBufferBytes));
-    };
-    const std::string channels =
-        j.contains("depth_multiplier") ? "depth_multiplier" : "out_channels";
-    check("input_shape", "input", l.input_shape());
-    if (l.has_weights()) {
-      // The largest factor of the weights: output channels, input channels or kernel taps.
-      const std::vector<int64_t> w = l.weight_shape();
-      const bool t = l.op == Op::ConvTranspose;
-      const int64_t o = t ? l.out_channels / l.groups : l.out_channels;
-      const int64_t in = t ? l.in_channels : l.in_channels / l.groups;
-      const int64_t taps = checked_product(l.kernel).value_or(std::numeric_limits<int64_t>::max());
-      check(taps >= o && taps >= in ? "kernel" : o >= in ? channels : "input_shape", "weights", w);
-      if (l.bias) check(channels, "bias", {l.out_channels});
-    }
-    // A larger output than input: more channels, or a larger spatial size.
-    std::string field = "padding";
-    if (l.out_channels > l.in_channels)
-      field = channels;
-    else if (l.op == Op::ConvTranspose)
-      field = l.output_shape ? "output_shape"
-              : std::any_of(l.stride.begin(), l.stride.end(), [](int64_t s) { return s > 1; })
-                  ? "stride"
-                  : "kernel";
-    check(field, "output", l.output_shape_full());
   }
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -507,6 +508,54 @@ void validate_pool_windows(const Resolved& pads, const std::vector<AxisParams>& 
                          "smaller than the window (PyTorch requires pad <= kernel/2), or "
                          "count_include_pad / a non-zero border");
   }
+}
+
+std::variant<FoldedPad, std::string> fold_explicit_pad(const ExplicitPad& pad,
+                                                       const PadReader& reader) {
+  bool own_zero = true;
+  for (const AxisPads& a : reader.own_pads->axes)
+    own_zero = own_zero && a.before == 0 && a.after == 0;
+  const bool zero_fill = pad.fill == PadFill::Constant && pad.value == 0.f;
+  FoldedPad f{pad.before, pad.after, reader.border, 0.f, reader.count_include_pad};
+  if (own_zero) {
+    if (pad.fill == PadFill::Reflect) {
+      f.border = Border::Reflect;
+    } else if (pad.fill == PadFill::Edge) {
+      f.border = Border::Replicate;
+    } else if (zero_fill && reader.op != WindowOp::MaxPool) {
+      f.border = Border::Zeros;
+    } else {
+      f.border = Border::Constant;
+      f.border_value = pad.value;
+    }
+    if (reader.op == WindowOp::AvgPool) f.count_include_pad = true;  // the Pad's values are data
+    return f;
+  }
+  const bool adds =
+      zero_fill && reader.border == Border::Zeros &&
+      (reader.op == WindowOp::Conv || (reader.op == WindowOp::AvgPool && reader.count_include_pad));
+  if (adds) {
+    for (size_t k = 0; k < f.before.size(); ++k) {
+      f.before[k] += reader.own_pads->axes[k].before;
+      f.after[k] += reader.own_pads->axes[k].after;
+    }
+    return f;
+  }
+  if (reader.op == WindowOp::MaxPool)
+    return std::string(
+        "has pads of its own, which never win the max, while the Pad's values do: no single "
+        "border");
+  if (reader.op == WindowOp::AvgPool && zero_fill)
+    return std::string(
+        "leaves its own pads out of the average (count_include_pad 0) but counts the Pad's: no "
+        "single border");
+  const char* mode = pad.fill == PadFill::Reflect ? "reflect" : "edge";
+  char value[32];
+  std::snprintf(value, sizeof value, "%g", static_cast<double>(pad.value));
+  return "has pads of its own (zeros) and the Pad fills " +
+         (pad.fill == PadFill::Constant ? std::string("with ") + value
+                                        : std::string("in mode ") + mode) +
+         ": no single border";
 }
 
 }  // namespace padfold

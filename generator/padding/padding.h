@@ -25,6 +25,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "base/limits.h"
@@ -197,5 +198,37 @@ bool pool_ignores_padding(PoolKind kind, Border border, bool count_include_pad);
 // has no value; it is an error naming the axis and the first such window. Closed form: the time
 // does not grow with the number of windows (pads as resolve_forward gives them).
 void validate_pool_windows(const Resolved& pads, const std::vector<AxisParams>& axes);
+
+// A Pad op before a convolution or pool (ONNX Pad, tf.pad): explicit spatial pads and what fills
+// them. Folding it into its reader makes one layer that reads the unpadded tensor.
+enum class PadFill { Constant, Reflect, Edge };
+struct ExplicitPad {
+  std::vector<int64_t> before, after;  // per spatial axis, >= 0
+  PadFill fill = PadFill::Constant;
+  float value = 0.f;  // PadFill::Constant
+};
+enum class WindowOp { Conv, MaxPool, AvgPool };
+// The reader as it is: its own resolved pads, border and (avg pools) count_include_pad.
+struct PadReader {
+  WindowOp op = WindowOp::Conv;
+  const Resolved* own_pads = nullptr;
+  Border border = Border::Zeros;
+  bool count_include_pad = false;
+};
+// The folded layer's explicit pads, border and count_include_pad.
+struct FoldedPad {
+  std::vector<int64_t> before, after;
+  Border border = Border::Zeros;
+  float border_value = 0.f;
+  bool count_include_pad = false;
+};
+// Folds `pad` into `reader`, or says why no single layer computes both (a reason that reads after
+// "its reader ... "): a reader that pads nothing takes the Pad's pads and fill as its border (a
+// zero fill is Border::Zeros, except before a max pool, where the Pad's zeros take part in the max:
+// Border::Constant 0; an average pool then counts the Pad's values); a zero fill before a
+// zero-bordered conv, or an average pool that counts its padding, adds to the reader's own pads;
+// other combinations have no single border.
+std::variant<FoldedPad, std::string> fold_explicit_pad(const ExplicitPad& pad,
+                                                       const PadReader& reader);
 
 }  // namespace padfold

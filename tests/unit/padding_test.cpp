@@ -1622,3 +1622,58 @@ TEST(Names, PaddingNamesAndMessages) {
 
 }  // namespace
 }  // namespace padfold
+
+namespace padfold {
+namespace {
+
+// A Pad folded into the conv or pool that reads it (fold_explicit_pad): the reader's border and
+// pads after the fold, or why it cannot be one layer.
+TEST(FoldExplicitPad, TheFillBecomesTheBorderOrAddsToTheReadersPads) {
+  const Resolved none{{{0, 0, 5}, {0, 0, 5}}};
+  const Resolved own{{{1, 1, 5}, {0, 1, 5}}};
+  const ExplicitPad zeros{{2, 0}, {1, 3}, PadFill::Constant, 0.f};
+  auto fold = [](const ExplicitPad& p, WindowOp op, const Resolved& r, bool cip = false) {
+    return fold_explicit_pad(p, {op, &r, Border::Zeros, cip});
+  };
+  const auto conv = std::get<FoldedPad>(fold(zeros, WindowOp::Conv, none));
+  EXPECT_EQ(conv.border, Border::Zeros);
+  EXPECT_EQ(conv.before, (std::vector<int64_t>{2, 0}));
+  EXPECT_EQ(conv.after, (std::vector<int64_t>{1, 3}));
+  // The Pad's zeros take part in a max: a constant border, not the padding a max ignores.
+  const auto max = std::get<FoldedPad>(fold(zeros, WindowOp::MaxPool, none));
+  EXPECT_EQ(max.border, Border::Constant);
+  EXPECT_EQ(max.border_value, 0.f);
+  // ... and in an average, which then counts them.
+  EXPECT_TRUE(std::get<FoldedPad>(fold(zeros, WindowOp::AvgPool, none)).count_include_pad);
+  const ExplicitPad reflect{{1, 1}, {1, 1}, PadFill::Reflect, 0.f};
+  EXPECT_EQ(std::get<FoldedPad>(fold(reflect, WindowOp::Conv, none)).border, Border::Reflect);
+  const ExplicitPad edge{{1, 1}, {1, 1}, PadFill::Edge, 0.f};
+  EXPECT_EQ(std::get<FoldedPad>(fold(edge, WindowOp::AvgPool, none)).border, Border::Replicate);
+  const ExplicitPad twos{{1, 0}, {0, 0}, PadFill::Constant, 2.f};
+  const auto c2 = std::get<FoldedPad>(fold(twos, WindowOp::Conv, none));
+  EXPECT_EQ(c2.border, Border::Constant);
+  EXPECT_EQ(c2.border_value, 2.f);
+
+  // Zeros before a zero-bordered conv with pads of its own: the sums.
+  const auto sum = std::get<FoldedPad>(fold(zeros, WindowOp::Conv, own));
+  EXPECT_EQ(sum.before, (std::vector<int64_t>{3, 0}));
+  EXPECT_EQ(sum.after, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(std::get<FoldedPad>(fold(zeros, WindowOp::AvgPool, own, true)).before,
+            (std::vector<int64_t>{3, 0}));
+  // No single border: the reader's own zeros and another fill, a max pool's own padding (never
+  // wins) against the Pad's values, an average that leaves its own pads out but counts the Pad's.
+  EXPECT_NE(std::get<std::string>(fold(reflect, WindowOp::Conv, own)).find("in mode reflect"),
+            std::string::npos);
+  EXPECT_NE(std::get<std::string>(fold(twos, WindowOp::Conv, own)).find("with 2"),
+            std::string::npos);
+  EXPECT_NE(std::get<std::string>(fold(zeros, WindowOp::MaxPool, own)).find("never win the max"),
+            std::string::npos);
+  EXPECT_NE(std::get<std::string>(fold(zeros, WindowOp::AvgPool, own)).find("count_include_pad"),
+            std::string::npos);
+  // A conv whose own border is not zeros cannot take the Pad's zeros into its pads.
+  EXPECT_TRUE(std::holds_alternative<std::string>(
+      fold_explicit_pad(zeros, {WindowOp::Conv, &own, Border::Reflect, false})));
+}
+
+}  // namespace
+}  // namespace padfold

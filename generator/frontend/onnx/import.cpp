@@ -6,10 +6,12 @@
 #include <cctype>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "base/text.h"
 #include "frontend/onnx/import_ops.h"
 #include "frontend/onnx/names.h"
+#include "frontend/spec_writer.h"
 
 namespace padfold::onnx_import {
 namespace {
@@ -17,9 +19,8 @@ namespace {
 using detail::ActInfo;
 using detail::Context;
 using detail::Draft;
-using detail::Kind;
 using detail::Left;
-using detail::ojson;
+using ojson = nlohmann::ordered_json;
 using detail::PadInfo;
 
 enum class Role { Left, Layer, FoldedPad, FusedActivation, Bypassed, Constant };
@@ -41,13 +42,10 @@ std::string quoted_node(const onnx::NodeProto& n) {
   return "'" + n.name() + "' (" + n.op_type() + ")";
 }
 
-// The border a Pad's values make: null for zeros. A max pool ignores zero padding (padded taps
-// never win), but the Pad's zeros do take part in the max: a constant border, even for 0.
-ojson pad_border(const PadInfo& p, Kind consumer) {
-  if (p.mode == "reflect") return "reflect";
-  if (p.mode == "edge") return "replicate";
-  if (p.value == 0.f && consumer != Kind::MaxPool) return nullptr;
-  return {{"mode", "constant"}, {"value", p.value}};
+WindowOp window_op(Op op) {
+  return op == Op::Conv      ? WindowOp::Conv
+         : op == Op::MaxPool ? WindowOp::MaxPool
+                             : WindowOp::AvgPool;
 }
 
 class Importer {
@@ -109,7 +107,7 @@ class Importer {
     role_[i] = Role::Layer;
     // Layers reading this one get the shape padfold computes, which can differ from ONNX shape
     // inference's (check_inferred_shape warns).
-    c_.set_layer_shape(node.output(0), std::get<Draft>(r).out_shape);
+    c_.set_layer_shape(node.output(0), std::get<Draft>(r).layer.output_shape_full());
     drafts_.emplace(i, std::move(std::get<Draft>(r)));
   }
 
@@ -151,67 +149,44 @@ class Importer {
     if (std::string why = single_reader(out, r); !why.empty()) return why;
     const auto it = drafts_.find(r);
     const onnx::NodeProto& rn = g_.node(r);
-    if (it == drafts_.end() || it->second.kind == Kind::Add || it->second.kind == Kind::Concat)
+    if (it == drafts_.end() || it->second.layer.is_join())
       return "its reader " + quoted_node(rn) + " is not a padfold conv or pool";
     Draft& d = it->second;
-    if (d.kind == Kind::ConvTranspose)
+    const Layer& l = d.layer;
+    if (l.op == Op::ConvTranspose)
       return "its reader " + quoted_node(rn) +
              " is a ConvTranspose, whose pads crop its output: a Pad before it is no border";
-    if (d.inputs[0] != c_.canon(out)) return "it does not feed input 0 of " + quoted_node(rn);
-    const bool own_zero = d.auto_pad == "VALID" ||
-                          (d.auto_pad == "NOTSET" && std::all_of(d.pads.begin(), d.pads.end(),
-                                                                 [](int64_t v) { return v == 0; }));
-    const bool zero_fill = p.mode == "constant" && p.value == 0.f;
+    if (l.inputs[0] != c_.canon(out)) return "it does not feed input 0 of " + quoted_node(rn);
+    const auto folded =
+        fold_explicit_pad(p.pad, {window_op(l.op), &l.pads, l.border, l.count_include_pad});
+    if (const auto* why = std::get_if<std::string>(&folded))
+      return "its reader " + quoted_node(rn) + " " + *why;
+    const FoldedPad& f = std::get<FoldedPad>(folded);
     Draft nd = d;
-    nd.inputs[0] = p.input;
-    nd.in_shape = c_.type(p.input)->shape;
-    nd.auto_pad = "NOTSET";
-    nd.pads = p.before;
-    nd.pads.insert(nd.pads.end(), p.after.begin(), p.after.end());
-    if (own_zero) {
-      nd.border = pad_border(p, d.kind);
-      if (d.kind == Kind::AvgPool) nd.count_include_pad = true;  // the Pad's values are data
-    } else if (zero_fill && d.kind == Kind::Conv) {
-      add_own_pads(d, nd);
-    } else if (zero_fill && d.kind == Kind::AvgPool && d.count_include_pad.value_or(false)) {
-      add_own_pads(d, nd);
-    } else if (d.kind == Kind::MaxPool) {
-      return "its reader " + quoted_node(rn) +
-             " has pads of its own, which never win the max, while the Pad's values do: "
-             "no single border";
-    } else if (d.kind == Kind::AvgPool && zero_fill) {
-      return "its reader " + quoted_node(rn) +
-             " leaves its own pads out of the average (count_include_pad 0) but counts the "
-             "Pad's: no single border";
-    } else {
-      return "its reader " + quoted_node(rn) + " has pads of its own (zeros) and the Pad fills " +
-             (p.mode == "constant" ? fmt::format("with {}", p.value) : "in mode " + p.mode) +
-             ": no single border";
+    nd.layer.inputs[0] = p.input;
+    std::vector<int64_t> pads = f.before;
+    pads.insert(pads.end(), f.after.begin(), f.after.end());
+    nd.layer.border = f.border;
+    nd.layer.border_value = f.border_value;
+    nd.layer.count_include_pad = f.count_include_pad;
+    std::string why;
+    try {
+      nd.layer.padding = explicit_padding(pads, l.spatial_dims);
+      why = detail::resolve_draft(c_, nd);
+    } catch (const PaddingError& e) {
+      why = e.what();
     }
-    auto checked = detail::check_with_parser(nd);
-    if (const auto* msg = std::get_if<std::string>(&checked))
-      return "folded into " + quoted_node(rn) + ", padfold's spec parser refuses it: " + *msg;
-    const std::vector<int64_t> shape = std::get<Layer>(checked).output_shape_full();
-    if (shape != d.out_shape)
+    if (!why.empty()) return "folded into " + quoted_node(rn) + ", padfold refuses it: " + why;
+    const std::vector<int64_t> shape = nd.layer.output_shape_full();
+    if (shape != l.output_shape_full())
       return "folding it into " + quoted_node(rn) + " gives the output " + shape_text(shape) +
-             " instead of " + shape_text(d.out_shape) +
+             " instead of " + shape_text(l.output_shape_full()) +
              " (ceil_mode counts from the input, not "
              "the padded tensor)";
-    nd.out_shape = shape;
     nd.pad_node = i;
-    pad_mode_[r] = p.mode == "constant" ? fmt::format("constant {}", p.value) : p.mode;
+    pad_mode_[r] = p.mode == "constant" ? fmt::format("constant {}", p.pad.value) : p.mode;
     d = std::move(nd);
     return "";
-  }
-
-  // A zero Pad before a layer with pads of its own: the sum of both (padfold resolved the layer's
-  // own, SAME included, on the padded tensor).
-  static void add_own_pads(const Draft& d, Draft& nd) {
-    const size_t dims = d.resolved_before.size();
-    for (size_t k = 0; k < dims; ++k) {
-      nd.pads[k] += d.resolved_before[k];
-      nd.pads[dims + k] += d.resolved_after[k];
-    }
   }
 
   void fuse_activation(int i) {
@@ -226,7 +201,7 @@ class Importer {
       reason_[i] = "not fused: its input '" + a.input + "' is not the output of a padfold layer";
       return;
     }
-    if (d->kind != Kind::Conv && d->kind != Kind::ConvTranspose && d->kind != Kind::Add) {
+    if (d->layer.op != Op::Conv && d->layer.op != Op::ConvTranspose && d->layer.op != Op::Add) {
       reason_[i] = "not fused: its input comes from " + quoted_node(g_.node(d->node)) +
                    "; padfold fuses activations into convolutions and add only";
       return;
@@ -236,7 +211,8 @@ class Importer {
       reason_[i] = "not fused: the input's producer " + quoted_node(g_.node(d->node)) + ": " + why;
       return;
     }
-    d->activation = a.activation;
+    d->layer.activation = a.activation;
+    d->layer.activation_alpha = a.alpha;
     d->output = g_.node(i).output(0);
     d->act_node = i;
     role_[i] = Role::FusedActivation;
@@ -322,7 +298,7 @@ class Importer {
     std::map<std::string, std::string> tensor_name;  // ONNX tensor -> spec name
     std::vector<std::string> spec_inputs;            // ONNX tensors, in order of first use
     for (const auto& [i, d] : drafts_)
-      for (const std::string& t : d.inputs)
+      for (const std::string& t : d.layer.inputs)
         if (!draft_producing(t) &&
             std::find(spec_inputs.begin(), spec_inputs.end(), t) == spec_inputs.end())
           spec_inputs.push_back(t);
@@ -337,71 +313,68 @@ class Importer {
     for (const std::string& t : spec_inputs)
       if (!g_.is_graph_input(t)) tensor_name[t] = names.allocate(t, "input");
 
-    ojson inputs = ojson::array(), report_inputs = ojson::array();
+    Model m;
+    m.name = res.model_name;
+    m.file = res.model_name + ".json";
+    ojson report_inputs = ojson::array();
     for (const std::string& t : spec_inputs) {
       const TensorType ty = *c_.type(t);
-      ojson in = {{"name", tensor_name[t]},
-                  {"shape", ty.shape},
-                  {"layout", "NC" + spatial_letters(static_cast<int>(ty.shape.size()) - 2)},
-                  {"dtype", "float32"}};
+      ModelInput in;
+      in.name = tensor_name[t];
+      in.shape = ty.shape;
+      in.layout = {false, static_cast<int>(ty.shape.size()) - 2};
       ojson rep = {{"name", tensor_name[t]}, {"onnx_tensor", t}, {"produced_by", nullptr}};
       if (g_.is_graph_input(t)) {
-        in["description"] = "ONNX graph input '" + t + "'";
+        in.description = "ONNX graph input '" + t + "'";
       } else {
         const int prod = g_.producer(t);
         if (prod < 0 || role_[static_cast<size_t>(prod)] != Role::Left)
           throw ImportError(p_.label + ": " + kInternalError + ": tensor '" + t +
                             "' read by a layer has no producer left to the caller");
-        in["produced_by"] =
+        in.produced_by =
             "ONNX node '" + g_.node(prod).name() + "' (" + g_.node(prod).op_type() + ")";
-        in["description"] = "ONNX tensor '" + t + "'";
+        in.description = "ONNX tensor '" + t + "'";
         rep["produced_by"] = node_ref(prod, "left");
       }
-      inputs.push_back(in);
+      m.inputs.push_back(std::move(in));
       report_inputs.push_back(rep);
     }
 
-    ojson layers = ojson::array(), report_layers = ojson::array();
-    ojson outputs = ojson::array(), report_outputs = ojson::array();
-    std::map<std::string, int> position;  // layer name -> index in layers
+    ojson report_layers = ojson::array(), report_outputs = ojson::array();
+    std::set<std::string> placed;  // layer names already in m.layers
     for (const auto& [i, d] : drafts_) {
       const std::string& name = layer_name[i];
-      ojson input;
-      std::vector<std::string> in_names;
-      for (const std::string& t : d.inputs) {
-        in_names.push_back(tensor_name.at(t));
-        if (const Draft* src = draft_producing(t); src && !position.count(tensor_name.at(t)))
+      Layer l = d.layer;
+      l.name = name;
+      l.inputs.clear();
+      for (const std::string& t : d.layer.inputs) {
+        l.inputs.push_back(tensor_name.at(t));
+        if (const Draft* src = draft_producing(t); src && !placed.count(tensor_name.at(t)))
           throw ImportError(p_.label + ": " + node_label(g_.node(i), i) + ": input '" + t +
                             "' comes from " + node_label(g_.node(src->node), src->node) +
                             ", which is later in the graph; expected the nodes in topological "
                             "order");
       }
-      if (d.kind == Kind::Add || d.kind == Kind::Concat)
-        input = in_names;
-      else
-        input = in_names[0];
-      ojson l = detail::layer_json(d, name, &input);
       if (d.weights) {
-        ojson files = {{"weights", "weights/" + name + "_weights.npy"}};
-        res.weights.push_back(weight_file(files["weights"], *d.weights, d.node, 1));
+        l.weights_file = "weights/" + name + "_weights.npy";
+        res.weights.push_back(weight_file(l.weights_file, *d.weights, d.node, 1));
         if (d.bias) {
-          files["bias"] = "weights/" + name + "_bias.npy";
-          res.weights.push_back(weight_file(files["bias"], *d.bias, d.node, 2));
+          l.bias_file = "weights/" + name + "_bias.npy";
+          res.weights.push_back(weight_file(l.bias_file, *d.bias, d.node, 2));
         }
-        l["weight_files"] = files;
       }
-      l["description"] = layer_description(d);
-      position[name] = static_cast<int>(layers.size());
-      layers.push_back(l);
+      l.description = layer_description(d);
+      placed.insert(name);
 
       ojson nodes = ojson::array();
       if (d.pad_node >= 0) nodes.push_back(node_ref(d.pad_node, "pad"));
       nodes.push_back(node_ref(i, "layer"));
       if (d.act_node >= 0) nodes.push_back(node_ref(d.act_node, "activation"));
+      const ojson input = l.is_join() ? ojson(l.inputs) : ojson(l.inputs[0]);
       report_layers.push_back({{"name", name},
-                               {"op", d.fields["op"]},
+                               {"op", l.op_name},
                                {"input", input},
-                               {"output_shape", d.out_shape},
+                               {"output_shape", l.output_shape_full()},
                                {"onnx_nodes", nodes},
                                {"output_tensor", d.output}});
       check_inferred_shape(d, name, res.warnings);
@@ -413,12 +386,13 @@ class Importer {
         return role_[static_cast<size_t>(r)] == Role::Left;
       });
       if (graph_out || caller_reads || readers.empty()) {
-        outputs.push_back(name);
+        m.outputs.push_back(name);
         report_outputs.push_back({{"name", name},
                                   {"onnx_tensor", d.output},
                                   {"graph_output", graph_out},
                                   {"read_by_caller", caller_reads}});
       }
+      m.layers.push_back(std::move(l));
     }
 
     ojson left = ojson::array(), absorbed = ojson::array();
@@ -438,13 +412,11 @@ class Importer {
     const std::string file = std::filesystem::path(p_.label).filename().string();
     std::string producer = p_.model.producer_name();
     if (!p_.model.producer_version().empty()) producer += " " + p_.model.producer_version();
-    res.spec = {{"model", res.model_name},
-                {"description", "Imported by padfold import from " + file + " (ONNX opset " +
-                                    std::to_string(g_.opset()) +
-                                    (producer.empty() ? "" : ", producer " + producer) + ")"},
-                {"inputs", inputs},
-                {"outputs", outputs},
-                {"layers", layers}};
+    m.description = "Imported by padfold import from " + file + " (ONNX opset " +
+                    std::to_string(g_.opset()) +
+                    (producer.empty() ? "" : ", producer " + producer) + ")";
+    res.spec = to_spec_json(m);
+    res.model = std::move(m);
     res.report = {{"format", "padfold-import"},
                   {"format_version", 1},
                   {"source", file},
@@ -478,11 +450,11 @@ class Importer {
                             std::vector<std::string>& warnings) const {
     const std::string& out = g_.node(d.node).output(0);
     const auto ty = g_.type(out);
-    if (!ty || !ty->is_static() || ty->shape == d.out_shape) return;
+    const std::vector<int64_t> shape = d.layer.output_shape_full();
+    if (!ty || !ty->is_static() || ty->shape == shape) return;
     warnings.push_back("layer '" + name + "' (" + node_label(g_.node(d.node), d.node) +
                        "): ONNX shape inference gives " + shape_text(ty->shape, true) + " for '" +
-                       out + "', padfold computes " + shape_text(d.out_shape) +
-                       "; padfold's is used");
+                       out + "', padfold computes " + shape_text(shape) + "; padfold's is used");
   }
 
   const PreparedModel& p_;
@@ -498,16 +470,7 @@ class Importer {
 }  // namespace
 
 ImportResult import_model(const PreparedModel& prepared, const ImportOptions& options) {
-  ImportResult r = Importer(prepared, options).run();
-  // Every layer was checked on its own; the whole spec must pass too (padfold check), or nothing
-  // is written.
-  try {
-    (void)parse_spec(r.spec.dump(), r.model_name + ".json");
-  } catch (const SpecError& e) {
-    throw ImportError(prepared.label + ": " + kInternalError +
-                      ": padfold's spec parser refuses the imported spec: " + e.what());
-  }
-  return r;
+  return Importer(prepared, options).run();
 }
 
 ImportOutput import_onnx(onnx::ModelProto model, const std::vector<std::string>& inputs,

@@ -6,8 +6,8 @@
 // Clip(0, 6) or LeakyRelu after a conv or add becomes its activation, Identity and inference
 // Dropout are bypassed. Every other node is left to the caller: the tensors it produces that
 // padfold layers read become spec inputs marked `produced_by`, and the layer outputs it reads
-// become spec outputs. Pads are not computed here: auto_pad becomes the spec's padding name and
-// the spec parser and padding module resolve it.
+// become spec outputs. Pads are not computed here: auto_pad becomes the layer's padding request and
+// the padding module resolves it (frontend/resolve.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/layer.h"
 #include "frontend/onnx/normalize.h"
 #include "frontend/onnx/onnx_graph.h"
 
@@ -38,7 +39,8 @@ struct LeftNode {
 
 struct ImportResult {
   std::string model_name;
-  nlohmann::ordered_json spec;    // DIR/<model_name>.json
+  Model model;                    // the spec as padfold reads it (file: <model_name>.json)
+  nlohmann::ordered_json spec;    // DIR/<model_name>.json: to_spec_json(model)
   nlohmann::ordered_json report;  // DIR/import-report.json
   std::vector<WeightFile> weights;
   std::vector<LeftNode> left_to_caller;
@@ -51,7 +53,7 @@ inline constexpr const char* kInternalError = "internal error (a bug of padfold 
 // Imports a prepared model. Throws ImportError for a model that is not valid ONNX in a way that
 // matters here (pads with auto_pad, a conv's weight shape, an attribute of the wrong type...), a
 // tensor padfold would compute that is not float32, and a model of which no node is supported.
-// The spec is checked whole by padfold's spec parser (kInternalError if it refuses it).
+// Every layer is resolved by frontend/resolve.h as it is drafted.
 ImportResult import_model(const PreparedModel& prepared, const ImportOptions& options);
 
 // `padfold import` short of writing files, the one path the CLI and tests/fuzz/fuzz_onnx take.

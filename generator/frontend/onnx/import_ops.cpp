@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "base/limits.h"
+#include "base/text.h"
 
 namespace padfold::onnx_import::detail {
 namespace {
@@ -12,8 +13,9 @@ constexpr int kFloat = onnx::TensorProto::FLOAT;
 
 const char* const kAutoPads[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
 
-std::string layout_for(int dims) {
-  return "NC" + spatial_letters(dims);
+// The layout of ONNX tensors: channels first.
+TensorLayout layout_for(int dims) {
+  return {false, dims};
 }
 
 // Input `k` of a node, or "" when absent.
@@ -85,31 +87,33 @@ std::vector<int64_t> per_dim(const Context& c, int node, const NodeAttributes& a
   return *v;
 }
 
-void read_padding(const Context& c, int node, const NodeAttributes& a, int dims, Draft& d) {
+PaddingSpec read_padding(const Context& c, int node, const NodeAttributes& a, int dims) {
   std::string auto_pad = c.at_node(node, [&] { return a.get_string("auto_pad", "NOTSET"); });
   if (auto_pad.empty()) auto_pad = "NOTSET";
   if (std::find(std::begin(kAutoPads), std::end(kAutoPads), auto_pad) == std::end(kAutoPads))
     c.fail(node, "attribute 'auto_pad': '" + auto_pad +
                      "'; expected NOTSET, VALID, SAME_UPPER or SAME_LOWER");
-  d.auto_pad = auto_pad;
   const auto pads = c.at_node(node, [&] { return a.find_ints("pads"); });
-  d.pads.assign(2 * static_cast<size_t>(dims), 0);
-  if (!pads) return;
-  if (pads->size() != 2 * static_cast<size_t>(dims))
-    c.fail(node, "attribute 'pads': " + shape_text(*pads) + " has " + std::to_string(pads->size()) +
-                     " values; expected " + std::to_string(2 * dims) +
-                     " (all befores, then all afters)");
-  const bool nonzero = std::any_of(pads->begin(), pads->end(), [](int64_t p) { return p != 0; });
-  if (auto_pad != "NOTSET" && nonzero)
-    c.fail(node, "attribute 'pads': " + shape_text(*pads) + " together with auto_pad '" + auto_pad +
-                     "'; expected pads only with auto_pad NOTSET (ONNX: pads cannot be used "
-                     "together with auto_pad)");
-  for (int64_t p : *pads)
-    if (p < 0)
-      c.fail(node, "attribute 'pads': " + shape_text(*pads) +
-                       " has a negative value; expected "
-                       "pads >= 0");
-  d.pads = *pads;
+  if (pads) {
+    if (pads->size() != 2 * static_cast<size_t>(dims))
+      c.fail(node, "attribute 'pads': " + shape_text(*pads) + " has " +
+                       std::to_string(pads->size()) + " values; expected " +
+                       std::to_string(2 * dims) + " (all befores, then all afters)");
+    const bool nonzero = std::any_of(pads->begin(), pads->end(), [](int64_t p) { return p != 0; });
+    if (auto_pad != "NOTSET" && nonzero)
+      c.fail(node, "attribute 'pads': " + shape_text(*pads) + " together with auto_pad '" +
+                       auto_pad +
+                       "'; expected pads only with auto_pad NOTSET (ONNX: pads cannot be used "
+                       "together with auto_pad)");
+    for (int64_t p : *pads)
+      if (p < 0)
+        c.fail(node, "attribute 'pads': " + shape_text(*pads) +
+                         " has a negative value; expected pads >= 0");
+  }
+  // VALID, SAME_UPPER and SAME_LOWER are padfold's padding names in lower case.
+  if (auto_pad != "NOTSET") return parse_padding_name(ascii_lower(auto_pad));
+  return explicit_padding(pads ? *pads : std::vector<int64_t>(2 * static_cast<size_t>(dims), 0),
+                          dims);
 }
 
 namespace {
@@ -121,7 +125,8 @@ std::variant<Draft, Left> draft_conv(const Context& c, int i) {
     c.fail(i, "expected inputs X and W; found " + std::to_string(n.input_size()) + " input(s)");
   Draft d;
   d.node = i;
-  d.kind = transposed ? Kind::ConvTranspose : Kind::Conv;
+  Layer& l = d.layer;
+  l.op = transposed ? Op::ConvTranspose : Op::Conv;
   const std::string x = c.canon(n.input(0));
   TensorType xt;
   if (std::string why = check_float_input(c, i, x, xt); !why.empty()) return Left{why};
@@ -139,12 +144,12 @@ std::variant<Draft, Left> draft_conv(const Context& c, int i) {
                   "; expected rank " + std::to_string(xt.shape.size()) + " like input '" + x +
                   "' " + shape_text(xt.shape, true));
   const int dims = static_cast<int>(xt.shape.size()) - 2;
-  d.dims = dims;
-  d.inputs = {x};
-  d.in_shape = xt.shape;
+  l.spatial_dims = dims;
+  l.layout = layout_for(dims);
+  l.inputs = {x};
   d.output = n.output(0);
   const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
-  read_padding(c, i, a, dims, d);
+  l.padding = read_padding(c, i, a, dims);
   const std::vector<int64_t> kernel(w.begin() + 2, w.end());
   if (const auto ks = c.at_node(i, [&] { return a.find_ints("kernel_shape"); });
       ks && *ks != kernel)
@@ -152,22 +157,19 @@ std::variant<Draft, Left> draft_conv(const Context& c, int i) {
                   "; expected the weights' spatial shape " + shape_text(kernel));
   const int64_t group = c.at_node(i, [&] { return a.get_int("group", 1); });
   if (group < 1) c.fail(i, "attribute 'group': " + std::to_string(group) + "; expected >= 1");
-  const std::string s = spatial_letters(dims);
-  d.fields["op"] = (transposed ? "conv_transpose" : "conv") + std::to_string(dims) + "d";
-  d.fields["layout"] = layout_for(dims);
-  d.fields["weight_layout"] = (transposed ? "IO" : "OI") + s;
+  l.op_name = (transposed ? "conv_transpose" : "conv") + std::to_string(dims) + "d";
+  l.weight_layout.order = (transposed ? "IO" : "OI") + spatial_letters(dims);
   const auto out_channels = transposed ? checked_mul(w[1], group) : std::optional<int64_t>(w[0]);
   if (!out_channels)
     c.fail(i, "input 1 (weights) '" + n.input(1) + "' has shape " + shape_text(w) + " and group " +
                   std::to_string(group) + ": the output channels overflow");
-  d.fields["out_channels"] = *out_channels;
-  d.fields["kernel"] = kernel;
-  d.fields["stride"] = per_dim(c, i, a, "strides", dims, 1, 1);
-  d.fields["dilation"] = per_dim(c, i, a, "dilations", dims, 1, 1);
-  d.fields["groups"] = group;
+  l.out_channels = *out_channels;
+  l.kernel = kernel;
+  l.stride = per_dim(c, i, a, "strides", dims, 1, 1);
+  l.dilation = per_dim(c, i, a, "dilations", dims, 1, 1);
+  l.groups = group;
   if (transposed) {
-    if (a.has("output_padding"))
-      d.fields["output_padding"] = per_dim(c, i, a, "output_padding", dims, 0, 0);
+    if (a.has("output_padding")) l.output_padding = per_dim(c, i, a, "output_padding", dims, 0, 0);
     if (const auto os = c.at_node(i, [&] { return a.find_ints("output_shape"); })) {
       std::vector<int64_t> spatial = *os;
       if (spatial.size() == static_cast<size_t>(dims) + 2)  // N, C and the spatial sizes
@@ -175,10 +177,10 @@ std::variant<Draft, Left> draft_conv(const Context& c, int i) {
       if (spatial.size() != static_cast<size_t>(dims))
         c.fail(i, "attribute 'output_shape': " + shape_text(*os) + "; expected " +
                       std::to_string(dims) + " spatial sizes");
-      d.fields["output_shape"] = spatial;
+      l.output_shape = spatial;
     }
   }
-  d.fields["bias"] = d.bias != nullptr;
+  l.bias = d.bias != nullptr;
   return d;
 }
 
@@ -188,14 +190,15 @@ std::variant<Draft, Left> draft_pool(const Context& c, int i) {
   if (input_of(n, 0).empty()) c.fail(i, "expected input X");
   Draft d;
   d.node = i;
-  d.kind = max ? Kind::MaxPool : Kind::AvgPool;
+  Layer& l = d.layer;
+  l.op = max ? Op::MaxPool : Op::AvgPool;
   const std::string x = c.canon(n.input(0));
   TensorType xt;
   if (std::string why = check_float_input(c, i, x, xt); !why.empty()) return Left{why};
   const int dims = static_cast<int>(xt.shape.size()) - 2;
-  d.dims = dims;
-  d.inputs = {x};
-  d.in_shape = xt.shape;
+  l.spatial_dims = dims;
+  l.layout = layout_for(dims);
+  l.inputs = {x};
   d.output = n.output(0);
   const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
   if (max && n.output_size() > 1 && !n.output(1).empty() &&
@@ -207,15 +210,14 @@ std::variant<Draft, Left> draft_pool(const Context& c, int i) {
   c.at_node(i, [&] { return a.get_int("storage_order", 0); });
   if (!a.has("kernel_shape"))
     c.fail(i, "attribute 'kernel_shape' is missing; expected one size per spatial dim");
-  read_padding(c, i, a, dims, d);
-  d.fields["op"] = std::string(max ? "max_pool" : "avg_pool") + std::to_string(dims) + "d";
-  d.fields["layout"] = layout_for(dims);
-  d.fields["kernel"] = per_dim(c, i, a, "kernel_shape", dims, 1, 1);
-  d.fields["stride"] = per_dim(c, i, a, "strides", dims, 1, 1);
-  d.fields["dilation"] = per_dim(c, i, a, "dilations", dims, 1, 1);
-  d.fields["ceil_mode"] = c.at_node(i, [&] { return a.get_int("ceil_mode", 0); }) != 0;
+  l.padding = read_padding(c, i, a, dims);
+  l.op_name = std::string(max ? "max_pool" : "avg_pool") + std::to_string(dims) + "d";
+  l.kernel = per_dim(c, i, a, "kernel_shape", dims, 1, 1);
+  l.stride = per_dim(c, i, a, "strides", dims, 1, 1);
+  l.dilation = per_dim(c, i, a, "dilations", dims, 1, 1);
+  l.ceil_mode = c.at_node(i, [&] { return a.get_int("ceil_mode", 0); }) != 0;
   if (!max)
-    d.count_include_pad = c.at_node(i, [&] { return a.get_int("count_include_pad", 0); }) != 0;
+    l.count_include_pad = c.at_node(i, [&] { return a.get_int("count_include_pad", 0); }) != 0;
   return d;
 }
 
@@ -225,7 +227,9 @@ std::variant<Draft, Left> draft_join(const Context& c, int i) {
   const bool add = n.op_type() == "Add";
   Draft d;
   d.node = i;
-  d.kind = add ? Kind::Add : Kind::Concat;
+  Layer& l = d.layer;
+  l.op = add ? Op::Add : Op::Concat;
+  l.op_name = add ? "add" : "concat";
   d.output = n.output(0);
   std::vector<TensorType> types;
   for (int k = 0; k < n.input_size(); ++k) {
@@ -235,34 +239,30 @@ std::variant<Draft, Left> draft_join(const Context& c, int i) {
     if (ty.elem_type != kFloat)
       return Left{"input '" + t + "' is " + elem_type_name(ty.elem_type) + "; padfold's " +
                   (add ? "add" : "concat") + " is float32"};
-    d.inputs.push_back(t);
-    d.join_shapes.push_back(ty.shape);
+    l.inputs.push_back(t);
     types.push_back(ty);
   }
   if (types.size() < 2) return Left{"it has a single input"};
   if (add && types.size() > 2) return Left{"it has " + std::to_string(types.size()) + " inputs"};
   const std::vector<int64_t>& s0 = types[0].shape;
-  d.dims = static_cast<int>(s0.size()) - 2;
-  d.fields["op"] = add ? "add" : "concat";
-  d.fields["layout"] = layout_for(d.dims);
+  l.spatial_dims = static_cast<int>(s0.size()) - 2;
+  l.layout = layout_for(l.spatial_dims);
   if (add) {
     if (types[1].shape != s0)
       return Left{"its inputs have the shapes " + shape_text(s0, true) + " and " +
                   shape_text(types[1].shape, true) +
                   "; padfold's add takes tensors of one shape (no broadcasting)"};
-    d.out_shape = s0;
     return d;
   }
-  if (d.inputs.size() > kMaxJoinInputs)
-    return Left{"it has " + std::to_string(d.inputs.size()) +
+  if (l.inputs.size() > kMaxJoinInputs)
+    return Left{"it has " + std::to_string(l.inputs.size()) +
                 " inputs; padfold's concat takes at most " + std::to_string(kMaxJoinInputs)};
   const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
   int64_t axis = c.at_node(i, [&] { return a.get_int("axis", 1); });
   if (axis < 0) axis += static_cast<int64_t>(s0.size());
   if (axis != 1)
     return Left{"axis " + std::to_string(axis) + "; padfold's concat joins channels (axis 1)"};
-  d.out_shape = s0;
-  d.out_shape[1] = 0;
+  int64_t channels = 0;
   for (const TensorType& t : types) {
     std::vector<int64_t> a0 = t.shape, b0 = s0;
     if (a0.size() == b0.size()) a0[1] = b0[1] = 0;
@@ -270,9 +270,9 @@ std::variant<Draft, Left> draft_join(const Context& c, int i) {
       return Left{"its inputs have the shapes " + shape_text(s0, true) + " and " +
                   shape_text(t.shape, true) +
                   "; padfold's concat takes equal batch and spatial sizes"};
-    const auto sum = checked_add(d.out_shape[1], t.shape[1]);
+    const auto sum = checked_add(channels, t.shape[1]);
     if (!sum) return Left{"its inputs' channels overflow"};
-    d.out_shape[1] = *sum;
+    channels = *sum;
   }
   return d;
 }
@@ -380,11 +380,10 @@ std::variant<Draft, Left> draft_layer(const Context& c, int i) {
     r = draft_join(c, i);
   if (std::holds_alternative<Left>(r)) return r;
   Draft& d = std::get<Draft>(r);
-  auto checked = check_with_parser(d);
-  if (const auto* msg = std::get_if<std::string>(&checked))
-    return Left{"padfold's spec parser refuses the layer: " + *msg};
-  const Layer& l = std::get<Layer>(checked);
-  if (d.kind == Kind::Add || d.kind == Kind::Concat) return r;
+  if (std::string why = resolve_draft(c, d); !why.empty())
+    return Left{"padfold refuses the layer: " + why};
+  const Layer& l = d.layer;
+  if (l.is_join()) return r;
   if (d.weights && l.weight_shape() != dims_of(*d.weights))
     c.fail(i, "input 1 (weights) '" + n.input(1) + "' has shape " +
                   shape_text(dims_of(*d.weights)) + "; expected " + shape_text(l.weight_shape()) +
@@ -393,11 +392,6 @@ std::variant<Draft, Left> draft_layer(const Context& c, int i) {
   if (d.bias && dims_of(*d.bias) != std::vector<int64_t>{l.out_channels})
     c.fail(i, "input 2 (bias) '" + n.input(2) + "' has shape " + shape_text(dims_of(*d.bias)) +
                   "; expected [" + std::to_string(l.out_channels) + "]");
-  d.out_shape = l.output_shape_full();
-  for (const AxisPads& p : l.pads.axes) {
-    d.resolved_before.push_back(p.before);
-    d.resolved_after.push_back(p.after);
-  }
   return r;
 }
 
@@ -412,10 +406,13 @@ std::variant<PadInfo, Left> pad_info(const Context& c, int i) {
   p.mode = c.at_node(i, [&] { return a.get_string("mode", "constant"); });
   if (p.mode != "constant" && p.mode != "reflect" && p.mode != "edge")
     c.fail(i, "attribute 'mode': '" + p.mode + "'; expected constant, reflect or edge");
+  p.pad.fill = p.mode == "reflect" ? PadFill::Reflect
+               : p.mode == "edge"  ? PadFill::Edge
+                                   : PadFill::Constant;
   std::vector<int64_t> pads;
   if (c.graph().opset() < 11) {
     pads = c.at_node(i, [&] { return a.get_ints("pads"); });
-    p.value = c.at_node(i, [&] { return a.get_float("value", 0.f); });
+    p.pad.value = c.at_node(i, [&] { return a.get_float("value", 0.f); });
   } else {
     const std::string t = input_of(n, 1);
     if (t.empty()) c.fail(i, "input 1 (pads) is missing; expected the pads");
@@ -425,7 +422,7 @@ std::variant<PadInfo, Left> pad_info(const Context& c, int i) {
     bool ok = true;
     const auto value = c.at_node(i, [&] { return scalar_input(c, i, 2, ok); });
     if (!ok) return Left{"its constant_value '" + input_of(n, 2) + "' is computed at run time"};
-    p.value = value.value_or(0.f);
+    p.pad.value = value.value_or(0.f);
   }
   const size_t rank = xt.shape.size();
   if (pads.size() != 2 * rank)
@@ -441,8 +438,8 @@ std::variant<PadInfo, Left> pad_info(const Context& c, int i) {
                   " are negative (a crop); padfold folds pads >= 0"};
     if (pads[k] > kMaxSize || pads[rank + k] > kMaxSize)
       return Left{"its pads " + shape_text(pads) + " exceed " + std::to_string(kMaxSize)};
-    p.before.push_back(pads[k]);
-    p.after.push_back(pads[rank + k]);
+    p.pad.before.push_back(pads[k]);
+    p.pad.after.push_back(pads[rank + k]);
   }
   return p;
 }
@@ -454,10 +451,10 @@ std::variant<ActInfo, Left> act_info(const Context& c, int i) {
   r.input = c.canon(n.input(0));
   const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
   if (n.op_type() == "Relu") {
-    r.activation = "relu";
+    r.activation = Activation::Relu;
   } else if (n.op_type() == "LeakyRelu") {
-    r.activation = {{"type", "leaky_relu"},
-                    {"alpha", c.at_node(i, [&] { return a.get_float("alpha", 0.01f); })}};
+    r.activation = Activation::LeakyRelu;
+    r.alpha = c.at_node(i, [&] { return a.get_float("alpha", 0.01f); });
   } else {  // Clip
     constexpr float kMax = std::numeric_limits<float>::max();
     float lo = std::numeric_limits<float>::lowest(), hi = kMax;
@@ -473,9 +470,9 @@ std::variant<ActInfo, Left> act_info(const Context& c, int i) {
       hi = mx.value_or(hi);
     }
     if (lo == 0.f && hi == 6.f)
-      r.activation = "relu6";
+      r.activation = Activation::Relu6;
     else if (lo == 0.f && hi >= kMax)
-      r.activation = "relu";
+      r.activation = Activation::Relu;
     else
       return Left{"Clip(" + std::to_string(lo) + ", " + std::to_string(hi) +
                   ") is neither relu (min 0) nor relu6 (min 0, max 6)"};
@@ -483,56 +480,23 @@ std::variant<ActInfo, Left> act_info(const Context& c, int i) {
   return r;
 }
 
-ojson layer_json(const Draft& d, const std::string& name, const ojson* input) {
-  ojson j;
-  j["name"] = name;
-  j["op"] = d.fields.at("op");
-  if (input) j["input"] = *input;
-  const bool conv_or_pool = d.kind != Kind::Add && d.kind != Kind::Concat;
-  if (conv_or_pool) j["input_shape"] = d.in_shape;
-  for (const auto& [k, v] : d.fields.items())
-    if (k != "op" && k != "bias") j[k] = v;
-  if (conv_or_pool) {
-    if (d.auto_pad == "NOTSET")
-      j["padding"] = {{"pads", d.pads}};
-    else if (d.auto_pad == "VALID")
-      j["padding"] = "valid";
-    else
-      j["padding"] = d.auto_pad == "SAME_UPPER" ? "same_upper" : "same_lower";
+std::vector<TensorSource> sources_of(const Context& c, const Layer& l) {
+  std::vector<TensorSource> sources;
+  for (const std::string& t : l.inputs) {
+    const std::vector<int64_t> shape = c.type(t)->shape;  // the drafts check it is known
+    sources.push_back(
+        {t, "input '" + t + "'", layout_for(static_cast<int>(shape.size()) - 2), shape});
   }
-  if (!d.border.is_null()) j["border"] = d.border;
-  if (d.count_include_pad) j["count_include_pad"] = *d.count_include_pad;
-  if (d.fields.contains("bias")) j["bias"] = d.fields.at("bias");
-  if (!d.activation.is_null()) j["activation"] = d.activation;
-  return j;
+  return sources;
 }
 
-std::variant<Layer, std::string> check_with_parser(const Draft& d) {
-  ojson spec = {{"model", "onnx_import_check"}};
-  if (d.kind == Kind::Add || d.kind == Kind::Concat) {
-    ojson inputs = ojson::array(), names = ojson::array();
-    for (size_t k = 0; k < d.join_shapes.size(); ++k) {
-      names.push_back("input" + std::to_string(k));
-      inputs.push_back({{"name", names.back()},
-                        {"shape", d.join_shapes[k]},
-                        {"layout", d.fields.at("layout")},
-                        {"dtype", "float32"}});
-    }
-    spec["inputs"] = inputs;
-    spec["layers"] = ojson::array({layer_json(d, "layer", &names)});
-  } else {
-    spec["layers"] = ojson::array({layer_json(d, "layer", nullptr)});
-  }
-  const std::string label = "onnx-import-check";
+std::string resolve_draft(const Context& c, Draft& d) {
   try {
-    Model m = parse_spec(spec.dump(), label);
-    return std::move(m.layers.at(0));
-  } catch (const SpecError& e) {
-    std::string msg = e.what();
-    const std::string prefix = label + ": layer 'layer' (#0): ";
-    if (msg.compare(0, prefix.size(), prefix) == 0) msg.erase(0, prefix.size());
-    return msg;
+    resolve_layer(d.layer, sources_of(c, d.layer));
+  } catch (const LayerError& e) {
+    return "field '" + e.field + "': " + e.what();
   }
+  return "";
 }
 
 }  // namespace padfold::onnx_import::detail

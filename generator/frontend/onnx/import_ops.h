@@ -2,40 +2,24 @@
 // activation), or why it is left to the caller. import.cpp decides which drafts are joined.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "frontend/layer.h"
 #include "frontend/onnx/onnx_graph.h"
-#include "frontend/spec.h"
+#include "frontend/resolve.h"
 
 namespace padfold::onnx_import::detail {
 
-using ojson = nlohmann::ordered_json;
-
-enum class Kind { Conv, ConvTranspose, MaxPool, AvgPool, Add, Concat };
-
-// A padfold layer in the making.
+// A padfold layer in the making: the Layer with the node's attributes (inputs name ONNX tensors
+// until the spec is assembled), resolved by frontend/resolve.h against the shapes padfold
+// computes, plus where it comes from.
 struct Draft {
   int node = -1;  // the ONNX node it comes from
-  Kind kind = Kind::Conv;
-  int dims = 0;                     // spatial dims
-  std::vector<std::string> inputs;  // the tensors it reads (after bypassed nodes)
-  std::string output;               // the tensor it produces (the activation's, once fused)
-  std::vector<int64_t> in_shape;    // conv/pool: input 0, N C spatial...
-  std::vector<std::vector<int64_t>> join_shapes;  // add/concat: each input's
-  std::vector<int64_t> out_shape;                 // as padfold computes it
-  // Conv/pool padding: auto_pad (NOTSET, VALID, SAME_UPPER, SAME_LOWER) and, for NOTSET, the
-  // explicit pads in ONNX order (all befores, then all afters).
-  std::string auto_pad = "NOTSET";
-  std::vector<int64_t> pads;
-  ojson border;                                          // null: zeros
-  std::optional<bool> count_include_pad;                 // avg_pool
-  std::vector<int64_t> resolved_before, resolved_after;  // the pads padfold resolved
-  ojson fields;      // op, layout, kernel, stride, ... in the spec's order
-  ojson activation;  // null: none
+  Layer layer;
+  std::string output;  // the tensor it produces (the activation's, once fused)
   const onnx::TensorProto* weights = nullptr;
   const onnx::TensorProto* bias = nullptr;
   int pad_node = -1;  // a folded Pad
@@ -49,16 +33,16 @@ struct Left {
 
 // A Pad that could be folded into the conv/pool reading its output.
 struct PadInfo {
-  std::string input;                   // the tensor it pads
-  std::vector<int64_t> before, after;  // spatial pads
-  std::string mode;                    // constant, reflect, edge
-  float value = 0.f;                   // constant
+  std::string input;  // the tensor it pads
+  ExplicitPad pad;    // spatial pads and fill
+  std::string mode;   // as the node says: constant, reflect, edge
 };
 
 // An activation that could be fused into the layer producing its input.
 struct ActInfo {
   std::string input;
-  ojson activation;  // "relu", "relu6" or {"type": "leaky_relu", "alpha": a}
+  Activation activation = Activation::None;
+  float alpha = 0.f;  // leaky_relu
 };
 
 // The graph and how its tensors alias through bypassed nodes (Identity, Dropout).
@@ -106,9 +90,9 @@ class Context {
 std::vector<int64_t> per_dim(const Context& c, int node, const NodeAttributes& a,
                              const std::string& name, int dims, int64_t dflt, int64_t min);
 
-// auto_pad and pads of a conv or pool node into d.auto_pad and d.pads, checked: pads only with
-// auto_pad NOTSET (a pads attribute of zeros is tolerated), 2*dims values, none negative.
-void read_padding(const Context& c, int node, const NodeAttributes& a, int dims, Draft& d);
+// auto_pad and pads of a conv or pool node as a padding request, checked: pads only with auto_pad
+// NOTSET (a pads attribute of zeros is tolerated), 2*dims values, none negative.
+PaddingSpec read_padding(const Context& c, int node, const NodeAttributes& a, int dims);
 
 // Identity / Dropout: whether the node can be bypassed (output 0 stands for input 0).
 std::optional<Left> bypass_check(const Context& c, int node);
@@ -119,11 +103,10 @@ std::variant<Draft, Left> draft_layer(const Context& c, int node);
 std::variant<PadInfo, Left> pad_info(const Context& c, int node);
 std::variant<ActInfo, Left> act_info(const Context& c, int node);
 
-// The layer's spec JSON: name, op, `input` (when given), input_shape, the fields, padding, border,
-// activation.
-ojson layer_json(const Draft& d, const std::string& name, const ojson* input);
-// The draft through padfold's spec parser (padding module included): the parsed layer, or the
-// parser's message (from the field on). An add/concat reads model inputs of its join_shapes.
-std::variant<Layer, std::string> check_with_parser(const Draft& d);
+// The tensors a layer reads, with the shapes padfold computes for them (Context::type).
+std::vector<TensorSource> sources_of(const Context& c, const Layer& layer);
+
+// Resolves d.layer (frontend/resolve.h) against its sources: "" or why padfold refuses it.
+std::string resolve_draft(const Context& c, Draft& d);
 
 }  // namespace padfold::onnx_import::detail

@@ -68,8 +68,7 @@ class Normalizer {
                      ": the shape of input 0 is unknown after ONNX "
                      "shape inference");
     const int dims = static_cast<int>(x->shape.size()) - 2;
-    detail::Draft d;
-    detail::read_padding(c_, i, a, dims, d);
+    const PaddingSpec spec = detail::read_padding(c_, i, a, dims);
     const bool transposed = n.op_type() == "ConvTranspose";
     const bool conv = transposed || n.op_type() == "Conv";
     std::vector<int64_t> kernel;
@@ -87,11 +86,7 @@ class Normalizer {
     for (int k = 0; k < dims; ++k)
       axes.push_back({x->shape[static_cast<size_t>(k) + 2], kernel[static_cast<size_t>(k)],
                       strides[static_cast<size_t>(k)], dilations[static_cast<size_t>(k)]});
-    std::string name = ap;
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     try {
-      const PaddingSpec spec = parse_padding_name(name);
       std::vector<int64_t> pads(2 * static_cast<size_t>(dims), 0);
       if (transposed) {
         rewrite_transposed(i, a, spec, axes, pads, out);

@@ -1,0 +1,133 @@
+// A model as padfold sees it: layers with every field resolved (shapes, pads, channels), the model
+// inputs and outputs. The spec parser (spec.h) and the ONNX importer build these; everything
+// downstream (algorithms, schedules, emitted artifacts) reads only these structs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "padding/padding.h"
+
+namespace padfold {
+
+// Add and Concat join branches of a model graph: no weights, no padding, several inputs.
+enum class Op { Conv, ConvTranspose, MaxPool, AvgPool, Add, Concat };
+enum class Activation { None, Relu, Relu6, LeakyRelu };
+enum class DType { F32, F16, I8 };  // only F32 is generated today
+
+// Tensor layout: channels-first (NCHW-style) or channels-last (NHWC-style), 1-3 spatial dims.
+// Spatial dims are always listed outermost-first: D, H, W.
+struct TensorLayout {
+  bool channels_last = false;
+  int spatial_dims = 2;
+  std::string name() const;  // e.g. "NCHW", "NWC", "NDHWC"
+};
+
+// Weight layout, as a string of axis letters outermost-first: O (output channels), I (input
+// channels per group) and the spatial letters, e.g. "OIHW" (ONNX/PyTorch conv), "HWIO"
+// (TensorFlow conv), "IOHW" (ONNX/PyTorch ConvTranspose), "HWOI" (TensorFlow conv_transpose).
+struct WeightLayout {
+  std::string order = "OIHW";
+  int axis_of(char letter) const;  // position of O, I, or 'S'+k for spatial k (0 = outermost)
+};
+
+struct Layer {
+  std::string name;
+  std::string description;  // free text (the importer says which ONNX nodes the layer covers)
+  Op op = Op::Conv;
+  std::string op_name;  // as written: conv2d, max_pool, ...
+  int spatial_dims = 2;
+  TensorLayout layout;
+  WeightLayout weight_layout;
+  DType dtype = DType::F32;
+
+  int64_t batch = 1;
+  int64_t in_channels = 1;
+  int64_t out_channels = 1;  // == in_channels for pooling
+  int64_t groups = 1;
+  std::vector<int64_t> in_spatial;  // D, H, W order
+  std::vector<int64_t> kernel, stride, dilation;
+  std::vector<int64_t> output_padding;               // conv_transpose only
+  std::optional<std::vector<int64_t>> output_shape;  // conv_transpose: requested spatial output
+
+  PaddingSpec padding;
+  bool ceil_mode = false;          // pooling
+  bool count_include_pad = false;  // avg_pool
+  Border border = Border::Zeros;
+  float border_value = 0.f;  // Border::Constant
+
+  bool bias = false;
+  Activation activation = Activation::None;
+  float activation_alpha = 0.f;  // leaky_relu slope
+
+  // The tensors this layer reads, in order: model inputs' names (ModelInput) or earlier layers'
+  // names (a layer's output tensor is named after it). One, except for add and concat.
+  std::vector<std::string> inputs;
+  std::vector<int64_t> input_channels;  // per input: in_channels, or concat's parts
+
+  // The .npy files holding the weights and bias (spec field weight_files), as paths resolved
+  // against the spec file's folder; empty when not given.
+  std::string weights_file, bias_file;
+
+  // Filled by resolution.
+  Resolved pads;
+  std::vector<int64_t> out_spatial;
+
+  std::vector<AxisParams> axes() const;                  // one per spatial dim
+  std::vector<int64_t> input_shape(size_t i = 0) const;  // input i's, in layout order
+  std::vector<int64_t> output_shape_full() const;        // in layout order, with N and C
+  std::vector<int64_t> weight_shape() const;  // in weight layout order; empty for pooling
+  bool has_weights() const { return op == Op::Conv || op == Op::ConvTranspose; }
+  bool is_join() const { return op == Op::Add || op == Op::Concat; }
+  // A pool that ignores its padding (padding.h's pool_ignores_padding): padded taps are left out.
+  bool ignores_padding() const;
+  double flops() const;  // 2*MACs over every output, taps in the padding included
+};
+
+// A tensor that comes from outside padfold: a model input, or the output of an op padfold does not
+// generate (produced_by names it; such a model's kernels compile but it cannot run whole).
+struct ModelInput {
+  std::string name;  // a layer with input_shape and no input reads "<layer>.input"
+  std::string description, produced_by;
+  TensorLayout layout;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;  // in layout order
+};
+
+// The layers in the spec's order, which is topological: a layer reads model inputs and earlier
+// layers only.
+struct Model {
+  std::string name;
+  std::string description;
+  std::string file;  // where it was read from
+  std::vector<ModelInput> inputs;
+  std::vector<Layer> layers;
+  std::vector<std::string> outputs;  // layer names: the spec's, or every layer no layer reads
+
+  const Layer* find_layer(const std::string& name) const;
+  const ModelInput* find_input(const std::string& name) const;
+};
+
+// Raised for any invalid spec. what() names the file, the layer, the field, what was found and
+// what was expected.
+struct SpecError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The size of a tensor of `shape` in bytes; nullopt where it does not fit an int64_t.
+std::optional<int64_t> buffer_bytes(const std::vector<int64_t>& shape, DType dtype);
+
+// "W", "HW" or "DHW": the spatial axis letters of a 1-3 dimensional layer, outermost first.
+std::string spatial_letters(int dims);
+
+// The model input a layer without "inputs" reads in a chain spec: "<layer>.input".
+std::string implicit_input_name(const std::string& layer);
+
+std::string to_string(Op op);
+std::string to_string(Activation act);
+std::string to_string(DType dtype);
+
+}  // namespace padfold

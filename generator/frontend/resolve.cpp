@@ -1,0 +1,186 @@
+#include "frontend/resolve.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "base/limits.h"
+#include "base/text.h"
+
+namespace padfold {
+namespace {
+
+[[noreturn]] void fail(const std::string& field, const std::string& found,
+                       const std::string& expected) {
+  throw LayerError(field, found + "; expected " + expected);
+}
+
+// Add: every input of one shape; concat: the same but for channels, which add up.
+void join_shapes(const std::vector<TensorSource>& sources, Layer& l) {
+  const TensorSource& first = sources[0];
+  const size_t rank = first.shape.size(), ch = l.layout.channels_last ? rank - 1 : 1;
+  int64_t channels = 0;
+  l.input_channels.clear();
+  for (const TensorSource& s : sources) {
+    if (s.layout.channels_last != l.layout.channels_last || s.layout.spatial_dims != l.spatial_dims)
+      fail("input",
+           fmt::format("{} produces {}, but {} produces {}", s.what, s.layout.name(), first.what,
+                       first.layout.name()),
+           "inputs of one layout (padfold does not transpose between layers)");
+    for (size_t d = 0; d < rank; ++d)
+      if (s.shape[d] != first.shape[d] && (l.op == Op::Add || d != ch))
+        fail("input",
+             fmt::format("{} produces {} but {} produces {}", s.what, shape_text(s.shape),
+                         first.what, shape_text(first.shape)),
+             l.op == Op::Add ? "inputs of one shape (add does not broadcast)"
+                             : "inputs that differ only in channels");
+    l.input_channels.push_back(s.shape[ch]);
+    channels += s.shape[ch];
+  }
+  if (channels > kMaxSize)
+    fail("input", fmt::format("{} channels in all", channels),
+         fmt::format("at most {} (the int32 limit)", kMaxSize));
+  l.batch = first.shape[0];
+  l.in_channels = l.op == Op::Add ? first.shape[ch] : channels;
+  l.out_channels = l.in_channels;
+  l.in_spatial.clear();
+  for (size_t d = 1; d < rank; ++d)
+    if (d != ch) l.in_spatial.push_back(first.shape[d]);
+  const size_t dims = l.in_spatial.size();
+  l.kernel = l.stride = l.dilation = std::vector<int64_t>(dims, 1);
+}
+
+void window_input_shape(const TensorSource& src, Layer& l) {
+  const size_t rank = static_cast<size_t>(l.spatial_dims) + 2;
+  if (src.layout.channels_last != l.layout.channels_last ||
+      src.layout.spatial_dims != l.spatial_dims || src.shape.size() != rank)
+    fail("layout",
+         fmt::format("{}, but {} produces {}", l.layout.name(), src.what, src.layout.name()),
+         "the same layout as the input layer (padfold does not transpose between layers)");
+  const std::vector<int64_t>& shape = src.shape;
+  const size_t ch = l.layout.channels_last ? rank - 1 : 1;
+  l.batch = shape[0];
+  l.in_channels = shape[ch];
+  l.in_spatial.clear();
+  for (size_t i = 1; i < rank; ++i)
+    if (i != ch) l.in_spatial.push_back(shape[i]);
+  if (l.batch <= 0 || l.in_channels <= 0)
+    fail("input_shape", shape_text(shape) + " has a non-positive batch or channel count",
+         "positive sizes");
+}
+
+void check_channels(Layer& l) {
+  if (!l.has_weights()) {
+    if (!l.is_join()) l.out_channels = l.in_channels;
+    return;
+  }
+  if (l.groups < 1) fail("groups", std::to_string(l.groups), "a positive integer");
+  if (l.out_channels < 1)
+    fail("out_channels", std::to_string(l.out_channels), "a positive integer");
+  if (l.in_channels % l.groups != 0)
+    throw LayerError(
+        "groups", fmt::format("{} groups do not divide the {} input channels; expected a divisor "
+                              "of the input channel count",
+                              l.groups, l.in_channels));
+  if (l.out_channels % l.groups != 0)
+    throw LayerError("groups",
+                     fmt::format("{} groups do not divide the {} output channels; expected a "
+                                 "divisor of out_channels",
+                                 l.groups, l.out_channels));
+}
+
+void resolve_pads(Layer& l) {
+  const auto axes = l.axes();
+  try {
+    if (l.op == Op::ConvTranspose)
+      l.pads = resolve_transposed(l.padding, axes, l.output_padding, l.output_shape);
+    else
+      l.pads = resolve_forward(l.padding, axes, l.ceil_mode);
+  } catch (const PaddingError& e) {
+    throw LayerError(e.field, e.what());
+  }
+  try {
+    if (l.op == Op::ConvTranspose)
+      validate_transposed_border(l.border, l.op_name);
+    else
+      validate_border(l.border, l.pads, axes);
+  } catch (const PaddingError& e) {
+    throw LayerError("border", e.what());
+  }
+  // Pools that ignore the padding have no value for a window lying wholly in it.
+  try {
+    if (l.ignores_padding()) validate_pool_windows(l.pads, axes);
+  } catch (const PaddingError& e) {
+    throw LayerError("padding", e.what());
+  }
+  l.out_spatial.clear();
+  for (const auto& a : l.pads.axes) l.out_spatial.push_back(a.output);
+}
+
+// Every buffer of the layer under kMaxBufferBytes, naming the field that makes it too large
+// (out_channels stands for depth_multiplier too: the parser says which was written).
+void check_buffers(const Layer& l) {
+  auto check = [&](const std::string& field, const char* what, const std::vector<int64_t>& shape) {
+    const std::optional<int64_t> bytes = buffer_bytes(shape, l.dtype);
+    if (bytes && *bytes < kMaxBufferBytes) return;
+    fail(field,
+         fmt::format("the {} buffer {} is {} bytes of {}", what, shape_text(shape),
+                     bytes ? std::to_string(*bytes) : "more than 2^63", to_string(l.dtype)),
+         fmt::format("every buffer under {} bytes (2 GiB: Halide indexes buffers with 32-bit "
+                     "integers)",
+                     kMaxBufferBytes));
+  };
+  check("input_shape", "input", l.input_shape());
+  if (l.has_weights()) {
+    // The largest factor of the weights: output channels, input channels or kernel taps.
+    const std::vector<int64_t> w = l.weight_shape();
+    const bool t = l.op == Op::ConvTranspose;
+    const int64_t o = t ? l.out_channels / l.groups : l.out_channels;
+    const int64_t in = t ? l.in_channels : l.in_channels / l.groups;
+    const int64_t taps = checked_product(l.kernel).value_or(std::numeric_limits<int64_t>::max());
+    check(taps >= o && taps >= in ? "kernel"
+          : o >= in               ? "out_channels"
+                                  : "input_shape",
+          "weights", w);
+    if (l.bias) check("out_channels", "bias", {l.out_channels});
+  }
+  // A larger output than input: more channels, or a larger spatial size.
+  std::string field = "padding";
+  if (l.out_channels > l.in_channels)
+    field = "out_channels";
+  else if (l.op == Op::ConvTranspose)
+    field = l.output_shape ? "output_shape"
+            : std::any_of(l.stride.begin(), l.stride.end(), [](int64_t s) { return s > 1; })
+                ? "stride"
+                : "kernel";
+  check(field, "output", l.output_shape_full());
+}
+
+}  // namespace
+
+void take_input_shapes(Layer& l, const std::vector<TensorSource>& inputs) {
+  if (l.is_join()) {
+    if (inputs.size() < 2)
+      fail("input", fmt::format("{} input(s)", inputs.size()),
+           "two or more earlier layers or model inputs");
+    join_shapes(inputs, l);
+    return;
+  }
+  if (inputs.size() != 1)
+    fail("input", fmt::format("{} inputs", inputs.size()), "one input tensor");
+  window_input_shape(inputs[0], l);
+}
+
+void resolve_shapes(Layer& l) {
+  check_channels(l);
+  resolve_pads(l);  // add and concat: unit windows, no padding
+  check_buffers(l);
+}
+
+void resolve_layer(Layer& l, const std::vector<TensorSource>& inputs) {
+  take_input_shapes(l, inputs);
+  resolve_shapes(l);
+}
+
+}  // namespace padfold
