@@ -1,16 +1,9 @@
 #include "tune/tuner.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
-#include <sys/file.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -24,61 +17,15 @@
 #include "schedules/schedule.h"
 #include "tune/build.h"
 #include "tune/db.h"
+#include "tune/progress.h"
 #include "tune/signature.h"
+#include "tune/workdir.h"
 
 namespace padfold {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-Shard parse_shard(const std::string& text) {
-  Shard s;
-  std::string i_text, n_text;
-  if (text == "auto") {
-    const char* slurm_id = std::getenv("SLURM_ARRAY_TASK_ID");
-    const char* slurm_n = std::getenv("SLURM_ARRAY_TASK_COUNT");
-    const char* k8s_id = std::getenv("JOB_COMPLETION_INDEX");
-    const char* k8s_n = std::getenv("PADFOLD_SHARD_COUNT");
-    if (slurm_id && slurm_n) {
-      // Arrays may start anywhere (--array=1-8): the index is counted from the lowest task id.
-      const char* slurm_min = std::getenv("SLURM_ARRAY_TASK_MIN");
-      i_text = slurm_id;
-      n_text = slurm_n;
-      if (slurm_min && std::strspn(slurm_id, "0123456789") == std::strlen(slurm_id) &&
-          std::strspn(slurm_min, "0123456789") == std::strlen(slurm_min) && *slurm_id &&
-          *slurm_min && std::strlen(slurm_id) < 7 && std::strlen(slurm_min) < 7)
-        i_text = std::to_string(std::stoi(slurm_id) - std::stoi(slurm_min));
-    } else if (k8s_id && k8s_n) {
-      i_text = k8s_id;
-      n_text = k8s_n;
-    } else {
-      throw std::invalid_argument(
-          "--shard auto: expected SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT (a Slurm job "
-          "array of consecutive task ids; SLURM_ARRAY_TASK_MIN is subtracted) or "
-          "JOB_COMPLETION_INDEX and PADFOLD_SHARD_COUNT (a Kubernetes Indexed Job: set "
-          "PADFOLD_SHARD_COUNT to its completions)");
-    }
-  } else {
-    const size_t slash = text.find('/');
-    if (slash == std::string::npos)
-      throw std::invalid_argument("--shard: '" + text + "' is not i/n or auto");
-    i_text = text.substr(0, slash);
-    n_text = text.substr(slash + 1);
-  }
-  const auto number = [&](const std::string& t) {
-    if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos || t.size() > 6)
-      throw std::invalid_argument("--shard: '" + text + "' (i/n = '" + i_text + "/" + n_text +
-                                  "'): expected whole numbers i/n with 0 <= i < n");
-    return std::stoi(t);
-  };
-  s.index = number(i_text);
-  s.count = number(n_text);
-  if (s.count < 1 || s.index >= s.count)
-    throw std::invalid_argument("--shard: '" + text + "' (" + i_text + "/" + n_text +
-                                "): expected 0 <= i < n");
-  return s;
-}
 
 namespace {
 
@@ -99,91 +46,11 @@ ScheduleParams knobs_from_text(const std::string& text) {
   return p;
 }
 
-// A private working directory for candidate libraries, removed at the end. A run killed with
-// SIGKILL cannot remove its own: the next run removes those whose process is gone.
-// Whether the run owning work directory `dir` is over: it holds an flock on dir/.lock while it,
-// or a worker it forked, runs (released however it ends, even while a killed run is a zombie not
-// yet reaped). A directory without the lock file is judged by its pid instead.
-bool work_dir_owner_gone(const fs::path& dir, const std::string& pid) {
-  const int fd = open((dir / ".lock").c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH;
-  const bool gone = flock(fd, LOCK_EX | LOCK_NB) == 0;
-  close(fd);
-  return gone;
-}
-
-// This run's candidate libraries, under /tmp/padfold-tune-<pid>-*; directories of runs that are
-// over (killed) are removed first.
-struct WorkDir {
-  fs::path path;
-  int lock_fd = -1;
-  WorkDir() {
-    const std::string prefix = "padfold-tune-";
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(fs::temp_directory_path(), ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.rfind(prefix, 0) != 0) continue;
-      const std::string pid =
-          name.substr(prefix.size(), name.find('-', prefix.size()) - prefix.size());
-      if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9)
-        continue;
-      if (work_dir_owner_gone(e.path(), pid)) fs::remove_all(e.path(), ec);
-    }
-    std::string t =
-        (fs::temp_directory_path() / (prefix + std::to_string(getpid()) + "-XXXXXX")).string();
-    if (!mkdtemp(t.data())) throw std::runtime_error("cannot create a directory under /tmp");
-    path = t;
-    // Locked before it has the name another run looks for.
-    const fs::path unnamed = path / ".lock.new";
-    lock_fd = open(unnamed.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-    if (lock_fd < 0 || flock(lock_fd, LOCK_EX) != 0 ||
-        rename(unnamed.c_str(), (path / ".lock").c_str()) != 0)
-      throw std::runtime_error("cannot lock " + (path / ".lock").string() + ": " +
-                               std::strerror(errno));
-  }
-  ~WorkDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-    if (lock_fd >= 0) close(lock_fd);
-  }
-  WorkDir(const WorkDir&) = delete;
-  WorkDir& operator=(const WorkDir&) = delete;
-};
-
-struct Progress {
-  bool tty = isatty(fileno(stderr)) != 0;
-  Clock::time_point start = Clock::now();
-  size_t total = 0, done = 0;            // candidates, every layer
-  std::optional<Clock::time_point> end;  // with --time
-
-  void show(const std::string& layer, size_t layer_done, size_t layer_total, double best) {
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    double eta = done ? elapsed / static_cast<double>(done) *
-                            static_cast<double>(total > done ? total - done : 0)
-                      : 0;
-    if (end) eta = std::min(eta, std::chrono::duration<double>(*end - Clock::now()).count());
-    const std::string text =
-        fmt::format("{} {}/{}  best {:.3f}x default  elapsed {:.0f}s  ETA {:.0f}s", layer,
-                    layer_done, layer_total, best, elapsed, eta);
-    if (tty) {
-      const size_t width = 24;
-      const size_t filled = total ? std::min(width, done * width / total) : 0;
-      fmt::print(stderr, "\r[{}{}] {}\x1b[K", std::string(filled, '#'),
-                 std::string(width - filled, '.'), text);
-    } else {
-      fmt::print(stderr, "tune: {}\n", text);
-    }
-  }
-  void end_line() {
-    if (tty) fmt::print(stderr, "\n");
-  }
-};
-
 class LayerTuner {
  public:
   LayerTuner(const Layer& L, const Halide::Target& target, const TuneOptions& opt, TuneDb& db,
              const TuneScope& scope, const fs::path& work, const std::string& runtime_archive,
-             bool by_candidate, Progress& progress)
+             bool by_candidate, TuneProgress& progress)
       : L_(L),
         target_(target),
         opt_(opt),
@@ -472,7 +339,7 @@ class LayerTuner {
   fs::path work_;
   std::string runtime_;
   bool by_candidate_;  // shards split this signature's candidates (fewer signatures than shards)
-  Progress& progress_;
+  TuneProgress& progress_;
   InjectedFaults faults_;
   TuneData data_;
   std::string default_key_;
@@ -486,6 +353,8 @@ class LayerTuner {
 std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
   const Model model = load_spec(opt.spec);
   const Halide::Target target = resolve_target(opt.target);
+  // The one place that refuses GPU targets (the search space and the measuring child are the
+  // CPU's); to become a question to the schedule strategy (a `tunable` capability).
   if (target.has_gpu_feature())
     throw std::runtime_error("--target " + opt.target +
                              ": a GPU target; padfold tune searches the CPU schedule knobs and "
@@ -529,7 +398,7 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
                                             : opt.time_s > 0 ? 100000
                                                              : 60);
   WorkDir work;
-  const std::string runtime = (work.path / "halide_runtime.a").string();
+  const std::string runtime = (work.path() / "halide_runtime.a").string();
   {
     WorkerOptions w;
     w.timeout_s = 600;
@@ -537,7 +406,7 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
         {{"the Halide runtime for " + tkey, [&] { build_tune_runtime(target, runtime); }}}, w);
     if (!r[0].ok) throw std::runtime_error("building the Halide runtime: " + r[0].error);
   }
-  Progress progress;
+  TuneProgress progress;
   progress.total = budget * mine.size();
   if (opt.time_s > 0)
     progress.end = progress.start + std::chrono::duration_cast<Clock::duration>(
@@ -559,7 +428,7 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
       deadline = Clock::now() + (end - Clock::now()) / static_cast<int>(mine.size() - i);
     }
     tuners.push_back(std::make_unique<LayerTuner>(
-        *L, target, opt, db, TuneScope{sig, tkey, toolchain, machine}, work.path, runtime,
+        *L, target, opt, db, TuneScope{sig, tkey, toolchain, machine}, work.path(), runtime,
         by_candidate && opt.shard.count > 1, progress));
     outcomes.push_back(tuners.back()->run(budget, deadline));
     progress.end_line();
@@ -570,59 +439,6 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
       if (outcomes[i].status == "ok") tuners[i]->baselines(outcomes[i]);
   }
   return outcomes;
-}
-
-std::string outcome_table(const std::vector<LayerOutcome>& outcomes) {
-  std::string head = fmt::format("{:<24} {:>11} {:>9}", "layer", "default ms", "tuned");
-  for (const std::string& a : autoscheduler_names()) head += fmt::format(" {:>14}", "vs " + a);
-  std::string out = head + "   measured/failed/reused  tuned knobs\n";
-  for (const LayerOutcome& o : outcomes) {
-    if (o.status != "ok") {
-      out += fmt::format("{:<24} {}\n", o.layer, o.status);
-      continue;
-    }
-    out +=
-        fmt::format("{:<24} {:>11.4f} {:>8.3f}x", o.layer, o.default_s * 1e3, o.tuned_vs_default);
-    for (const std::string& a : autoscheduler_names()) {
-      double v = -1;
-      for (const auto& [name, ratio] : o.baselines)
-        if (name == a) v = ratio;
-      out +=
-          v > 0 ? fmt::format(" {:>13.3f}x", v) : fmt::format(" {:>14}", v == 0 ? "failed" : "-");
-    }
-    out += fmt::format("   {}/{}/{}  {}\n", o.measured, o.failed, o.reused, o.tuned_knobs);
-  }
-  double search = 0, baselines = 0;
-  for (const LayerOutcome& o : outcomes) {
-    search += o.search_s;
-    baselines += o.baselines_s;
-  }
-  return out + fmt::format(
-                   "tuned: speedup over the default knobs; vs X: tuned speedup over autoscheduler "
-                   "X (all measured interleaved, 1 thread)\nwall time: search {:.0f}s, "
-                   "baselines {:.0f}s\n",
-                   search, baselines);
-}
-
-json to_json(const std::vector<LayerOutcome>& outcomes) {
-  json out = json::array();
-  for (const LayerOutcome& o : outcomes) {
-    json baselines = json::object();
-    for (const auto& [name, ratio] : o.baselines) baselines[name] = ratio;
-    out.push_back({{"layer", o.layer},
-                   {"signature", o.signature},
-                   {"status", o.status},
-                   {"measured", o.measured},
-                   {"failed", o.failed},
-                   {"reused", o.reused},
-                   {"default_s", o.default_s},
-                   {"tuned_vs_default", o.tuned_vs_default},
-                   {"tuned_knobs", o.tuned_knobs},
-                   {"tuned_vs_autoschedulers", baselines},
-                   {"search_s", o.search_s},
-                   {"baselines_s", o.baselines_s}});
-  }
-  return out;
 }
 
 }  // namespace padfold
