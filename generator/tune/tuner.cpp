@@ -1,22 +1,22 @@
+// The tuner's search: per layer signature, the default measured first, a search from it in
+// batches, the choice confirmed beside the default, then the autoschedulers timed as baselines.
 #include "tune/tuner.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
 
-#include "base/fault_injection.h"
-#include "base/identifiers.h"
 #include "base/process.h"
 #include "compile/target.h"
 #include "schedules/schedule.h"
 #include "tune/build.h"
 #include "tune/db.h"
+#include "tune/evaluate.h"
 #include "tune/progress.h"
 #include "tune/signature.h"
 #include "tune/workdir.h"
@@ -24,8 +24,11 @@
 namespace padfold {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
+
+int TuneOptions::compile_jobs() const {
+  return jobs > 0 ? jobs : default_parallel_jobs();
+}
 
 namespace {
 
@@ -40,42 +43,30 @@ std::string knob_changes(const ScheduleParams& base, const ScheduleParams& c) {
   return out.empty() ? "(default)" : out;
 }
 
-ScheduleParams knobs_from_text(const std::string& text) {
-  ScheduleParams p;
-  update_from_json(p, json::parse(text));
-  return p;
-}
-
 class LayerTuner {
  public:
   LayerTuner(const Layer& L, const Halide::Target& target, const TuneOptions& opt, TuneDb& db,
              const TuneScope& scope, const fs::path& work, const std::string& runtime_archive,
              bool by_candidate, TuneProgress& progress)
-      : L_(L),
+      : started_(Clock::now()),
+        L_(L),
         target_(target),
         opt_(opt),
         db_(db),
         scope_(scope),
-        // One folder per signature: two layers' candidates may have the same knobs (and key).
-        work_(work / fmt::format("{:016x}", stable_hash(scope.signature))),
-        runtime_(runtime_archive),
         by_candidate_(by_candidate),
-        progress_(progress) {
-    fs::create_directories(work_);
-    for (const Measurement& m : db.records(scope)) known_[m.candidate] = m;
-    faults_ = injected_faults();
-  }
+        progress_(progress),
+        default_(resolve_schedule(L, target, default_schedule(L, target))),
+        eval_(L, target, opt, db, scope, default_, work, runtime_archive) {}
 
   LayerOutcome run(size_t budget, Clock::time_point deadline) {
-    const Clock::time_point started = Clock::now();
     LayerOutcome out;
     out.layer = L_.name;
     out.signature = scope_.signature;
-    const ScheduleParams def = resolve_schedule(L_, target_, default_schedule(L_, target_));
-    default_key_ = candidate_key(def);
-    data_ = make_tune_data(L_);
+    const ScheduleParams& def = default_;
     // The default: measured against itself; every shard measures it (the reference point).
-    const Measurement* d = evaluate({def}, def, true).front();
+    const Measurement* d = eval_.evaluate({def}, def, true).front();
+    ++progress_.done;
     if (!d || d->status != "ok") {
       out.status = "the default schedule failed: " + (d ? d->reason : "not measured");
       return out;
@@ -85,7 +76,7 @@ class LayerTuner {
     double best = 1;
     Search search(opt_.strategy, L_, target_, def, stable_hash(scope_.signature));
     size_t proposed = 1;
-    const size_t batch = static_cast<size_t>(std::max(4, 2 * jobs()));
+    const size_t batch = static_cast<size_t>(std::max(4, 2 * opt_.compile_jobs()));
     while (proposed < budget && Clock::now() < deadline) {
       const std::vector<ScheduleParams> cands =
           search.next_batch(std::min(batch, budget - proposed));
@@ -94,7 +85,8 @@ class LayerTuner {
       std::vector<ScheduleParams> mine;
       for (const ScheduleParams& c : cands)
         if (in_my_share(candidate_key(c))) mine.push_back(c);
-      const std::vector<const Measurement*> results = evaluate(mine, incumbent, false);
+      const std::vector<const Measurement*> results = eval_.evaluate(mine, incumbent, false);
+      progress_.done += mine.size();
       for (size_t i = 0; i < mine.size(); ++i) {
         const Measurement* m = results[i];
         if (m && m->accepted) {
@@ -116,29 +108,21 @@ class LayerTuner {
       if (!b) break;
       chosen = knobs_from_text(b->knobs);
       const std::string key = candidate_key(chosen);
-      if (key == default_key_) break;
-      if (const auto c = known_.find("confirm:" + key); c != known_.end()) {
-        out.tuned_vs_default = c->second.vs_default;
+      if (key == eval_.default_key()) break;
+      if (const Measurement* c = eval_.known("confirm:" + key)) {
+        out.tuned_vs_default = c->vs_default;
         break;
       }
-      Measurement m = record("confirm:" + key, "confirm", b->knobs);
-      const MeasureResult r = built(chosen) ? measure(lib(key), lib(key), true) : MeasureResult{};
-      m.status = r.status;
-      m.reason = r.reason;
-      m.median_s = r.median_s;
-      m.vs_default = r.status == "ok" ? r.vs_default : 0;
-      m.noise = r.noise;
-      m.samples = json(r.samples).dump();
-      store(m);
+      eval_.confirm(chosen, b->knobs);
       chosen = def;
     }
     out.tuned_knobs = knob_changes(def, chosen);
-    if (candidate_key(chosen) == default_key_) out.tuned_vs_default = 1;
+    if (candidate_key(chosen) == eval_.default_key()) out.tuned_vs_default = 1;
     chosen_ = chosen;
-    out.search_s = std::chrono::duration<double>(Clock::now() - started).count();
-    out.measured = measured_;
-    out.failed = failed_;
-    out.reused = reused_;
+    out.search_s = std::chrono::duration<double>(Clock::now() - started_).count();
+    out.measured = eval_.measured();
+    out.failed = eval_.failed();
+    out.reused = eval_.reused();
     return out;
   }
 
@@ -148,7 +132,7 @@ class LayerTuner {
   void baselines(LayerOutcome& out) {
     const Clock::time_point started = Clock::now();
     for (const std::string& name : autoscheduler_names()) {
-      const Measurement* m = baseline(name, chosen_);
+      const Measurement* m = eval_.baseline(name, chosen_);
       if (m && m->status == "ok" && m->vs_default > 0)
         out.baselines.emplace_back(name, out.tuned_vs_default / m->vs_default);
       else
@@ -158,194 +142,23 @@ class LayerTuner {
   }
 
  private:
-  int jobs() const { return opt_.jobs > 0 ? opt_.jobs : default_parallel_jobs(); }
-
   bool in_my_share(const std::string& key) const {
-    return opt_.shard.count == 1 || !by_candidate_ || key == default_key_ ||
+    return opt_.shard.count == 1 || !by_candidate_ || key == eval_.default_key() ||
            stable_hash(key) % static_cast<uint64_t>(opt_.shard.count) ==
                static_cast<uint64_t>(opt_.shard.index);
   }
 
-  std::string function_name() const { return "pf_tune_" + c_identifier(L_.name); }
-  std::string lib(const std::string& key) const { return (work_ / (key + ".so")).string(); }
-  bool built(const ScheduleParams& c) {
-    return fs::exists(lib(candidate_key(c))) || compile({c}, {""}).front().ok;
-  }
-
-  // Compiles the candidates (knobs, or an autoscheduler's name) in parallel workers.
-  std::vector<WorkerResult> compile(const std::vector<ScheduleParams>& cands,
-                                    const std::vector<std::string>& autoschedulers) {
-    std::vector<WorkerJob> jobs;
-    for (size_t i = 0; i < cands.size(); ++i) {
-      const std::string key =
-          autoschedulers[i].empty() ? candidate_key(cands[i]) : "auto_" + autoschedulers[i];
-      const bool is_default = key == default_key_;
-      jobs.push_back({"layer '" + L_.name + "', candidate " + key,
-                      [this, i, key, is_default, &cands, &autoschedulers] {
-                        const auto fault = faults_.find(L_.name);
-                        if (fault != faults_.end() && (!is_default || fault->second.every))
-                          raise_fault(fault->second);
-                        build_candidate_library(L_, target_, cands[i], autoschedulers[i],
-                                                function_name(), runtime_, lib(key));
-                      }});
-    }
-    WorkerOptions w;
-    w.parallel = jobs.size() > 1 ? this->jobs() : 1;
-    const bool baseline = !autoschedulers.empty() && !autoschedulers.front().empty();
-    w.timeout_s = baseline ? opt_.baseline_timeout_s : opt_.compile_timeout_s;
-    return run_workers(jobs, w);
-  }
-
-  // Times `key`'s library in the measuring child against the incumbent and the default.
-  // `longer`: timed three times as long (confirmations and baselines, measured once per layer).
-  MeasureResult measure(const std::string& so, const std::string& incumbent_so,
-                        bool longer = false) {
-    MeasureOptions mo = opt_.measure;
-    if (longer) mo.min_time_s *= 3;
-    const fs::path result = work_ / "measure.json";
-    fs::remove(result);
-    const Variant cand{so, function_name()}, inc{incumbent_so, function_name()},
-        def{lib(default_key_), function_name()};
-    WorkerOptions w;
-    w.timeout_s = opt_.measure_timeout_s;
-    const std::vector<WorkerResult> r =
-        run_workers({{"measuring " + so,
-                      [&] {
-                        setenv("HL_NUM_THREADS", "1", 1);
-                        const MeasureResult m = measure_candidate(L_, data_, cand, inc, def, mo);
-                        std::ofstream(result) << to_json(m).dump();
-                      }}},
-                    w);
-    MeasureResult m;
-    if (!r[0].ok) {
-      m.reason = "measuring: " + r[0].error;
-      return m;
-    }
-    std::ifstream f(result);
-    return measure_result_from_json(json::parse(f));
-  }
-
-  Measurement record(const std::string& key, const std::string& kind, const std::string& knobs) {
-    Measurement m;
-    m.scope = scope_;
-    m.candidate = key;
-    m.kind = kind;
-    m.knobs = knobs;
-    m.layer = L_.name;
-    m.samples = "[]";
-    return m;
-  }
-
-  const Measurement* store(const Measurement& m) {
-    db_.insert(m);
-    known_[m.candidate] = m;
-    return &known_[m.candidate];
-  }
-
-  // Measures (or finds in the database) each candidate in order; null for one not measured.
-  std::vector<const Measurement*> evaluate(const std::vector<ScheduleParams>& cands,
-                                           ScheduleParams incumbent, bool is_default) {
-    std::vector<ScheduleParams> to_build;
-    std::vector<size_t> built_index(cands.size(), SIZE_MAX);
-    for (size_t i = 0; i < cands.size(); ++i)
-      if (!known_.count(candidate_key(cands[i]))) {
-        built_index[i] = to_build.size();
-        to_build.push_back(cands[i]);
-      }
-    // The incumbent and the default are timed beside each candidate: their libraries too.
-    if (!to_build.empty() && !is_default) {
-      for (const ScheduleParams& p : {incumbent, knobs_from_text(known_[default_key_].knobs)})
-        if (!fs::exists(lib(candidate_key(p))) &&
-            std::none_of(to_build.begin(), to_build.end(), [&](const ScheduleParams& q) {
-              return candidate_key(q) == candidate_key(p);
-            }))
-          to_build.push_back(p);
-    }
-    const std::vector<WorkerResult> compiled =
-        to_build.empty() ? std::vector<WorkerResult>{}
-                         : compile(to_build, std::vector<std::string>(to_build.size()));
-    std::vector<const Measurement*> out;
-    for (size_t i = 0; i < cands.size(); ++i) {
-      const std::string key = candidate_key(cands[i]);
-      ++progress_.done;
-      if (built_index[i] == SIZE_MAX) {
-        ++reused_;
-        out.push_back(&known_[key]);
-        if (known_[key].accepted) incumbent = cands[i];
-        continue;
-      }
-      Measurement m = record(key, "knobs", knobs_text(cands[i]));
-      const WorkerResult& c = compiled[built_index[i]];
-      if (!c.ok) {
-        m.status = "failed";
-        m.reason = "compile: " + c.error;
-        ++failed_;
-        out.push_back(store(m));
-        continue;
-      }
-      const std::string inc_key = candidate_key(incumbent);
-      if (!is_default && !built(incumbent)) {
-        out.push_back(nullptr);  // the incumbent did not rebuild: nothing to compare with
-        continue;
-      }
-      const MeasureResult r = measure(lib(key), is_default ? lib(key) : lib(inc_key));
-      m.status = r.status;
-      m.reason = r.reason;
-      m.median_s = r.median_s;
-      m.vs_default = is_default ? 1.0 : r.vs_default;
-      m.vs_incumbent = is_default ? 1.0 : r.vs_incumbent;
-      m.noise = r.noise;
-      m.samples = json(r.samples).dump();
-      // Accepted: faster than the incumbent by more than the noise (and 1%).
-      m.accepted = r.status == "ok" && (is_default || r.vs_incumbent > 1 + std::max(r.noise, 0.01));
-      if (r.status == "ok")
-        ++measured_;
-      else
-        ++failed_;
-      if (m.accepted) incumbent = cands[i];
-      out.push_back(store(m));
-    }
-    return out;
-  }
-
-  const Measurement* baseline(const std::string& name, const ScheduleParams& incumbent) {
-    const std::string key = "auto:" + name;
-    if (known_.count(key)) return &known_[key];
-    Measurement m = record(key, "baseline", name);
-    const WorkerResult c = compile({incumbent}, {name}).front();
-    if (!c.ok) {
-      m.status = "failed";
-      m.reason = "compile: " + c.error;
-      return store(m);
-    }
-    const std::string inc = lib(candidate_key(incumbent));
-    const MeasureResult r =
-        measure(lib("auto_" + name), fs::exists(inc) ? inc : lib(default_key_), true);
-    m.status = r.status;
-    m.reason = r.reason;
-    m.median_s = r.median_s;
-    m.vs_default = r.vs_default;
-    m.vs_incumbent = r.vs_incumbent;
-    m.noise = r.noise;
-    m.samples = json(r.samples).dump();
-    return store(m);
-  }
-
+  Clock::time_point started_;  // the search_s clock: it counts the setup (the reference output)
   const Layer& L_;
   Halide::Target target_;
   const TuneOptions& opt_;
   TuneDb& db_;
   TuneScope scope_;
-  fs::path work_;
-  std::string runtime_;
   bool by_candidate_;  // shards split this signature's candidates (fewer signatures than shards)
   TuneProgress& progress_;
-  InjectedFaults faults_;
-  TuneData data_;
-  std::string default_key_;
+  ScheduleParams default_;  // the default row's knobs, resolved
+  CandidateEvaluator eval_;
   ScheduleParams chosen_;  // the search's choice
-  std::map<std::string, Measurement> known_;
-  size_t measured_ = 0, failed_ = 0, reused_ = 0;
 };
 
 }  // namespace

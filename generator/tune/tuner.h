@@ -26,6 +26,8 @@ struct TuneOptions {
   // take minutes); the autoschedulers' own searches get baseline_timeout_s.
   double compile_timeout_s = 60, baseline_timeout_s = 300, measure_timeout_s = 120;
   MeasureOptions measure;
+
+  int compile_jobs() const;  // jobs, or one per core
 };
 
 struct LayerOutcome {
