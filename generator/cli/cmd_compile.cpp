@@ -9,8 +9,7 @@
 #include "compile/fusion.h"
 #include "emit/bundle.h"
 #include "frontend/spec.h"
-#include "tune/db.h"
-#include "tune/signature.h"
+#include "tune/db_schedules.h"
 
 namespace {
 
@@ -49,26 +48,7 @@ void run_compile(const CompileArgs& a) {
   opt.kernel_timeout_s = a.kernel_timeout;
   opt.fuse = padfold::parse_fuse_option(a.fuse);
   const padfold::FusionPlan plan = padfold::plan_fusion(model, opt.fuse);
-  std::shared_ptr<padfold::TuneDb> db;
-  if (!a.db.empty()) {
-    db = std::make_shared<padfold::TuneDb>(a.db, true);
-    const std::string toolchain = padfold::toolchain_key(), machine = padfold::machine_id();
-    opt.tuned = [db, toolchain, machine, any = a.db_any_machine](
-                    const padfold::Layer& L,
-                    const Halide::Target& t) -> std::optional<padfold::TunedSchedule> {
-      const auto best =
-          db->best(padfold::layer_signature(L), padfold::target_key(t), toolchain, machine, any);
-      if (!best) return std::nullopt;
-      return padfold::TunedSchedule{
-          nlohmann::json::parse(best->knobs),
-          {{"db", db->path()},
-           {"candidate", best->candidate},
-           {"speedup_vs_default", best->vs_default},
-           {"machine", best->scope.machine},
-           {"toolchain", best->scope.toolchain},
-           {"this_machine", best->scope.machine == machine && best->scope.toolchain == toolchain}}};
-    };
-  }
+  if (!a.db.empty()) opt.tuned = padfold::tuned_schedules_from(a.db, a.db_any_machine);
   if (!a.schedules.empty()) opt.schedule_overrides = read_schedules(a.schedules);
   try {
     padfold::validate_schedule_overrides(model, opt.schedule_overrides);

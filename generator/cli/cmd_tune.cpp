@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "commands.h"
+#include "tune/report.h"
 #include "tune/tuner.h"
 
 namespace {

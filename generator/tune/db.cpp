@@ -1,6 +1,9 @@
 #include "tune/db.h"
 
+#include <nlohmann/json.hpp>
 #include <stdexcept>
+
+#include "tune/measure.h"
 
 namespace padfold {
 
@@ -189,6 +192,16 @@ void TuneDb::merge_from(const std::vector<std::string>& paths) {
        kColumns +
        " FROM temp.staging ORDER BY signature, target, toolchain, machine, candidate, median_s, "
        "samples; COMMIT; DELETE FROM temp.staging;");
+}
+
+void Measurement::take(const MeasureResult& r) {
+  status = r.status;
+  reason = r.reason;
+  median_s = r.median_s;
+  vs_default = r.vs_default;
+  vs_incumbent = r.vs_incumbent;
+  noise = r.noise;
+  samples = nlohmann::json(r.samples).dump();
 }
 
 }  // namespace padfold

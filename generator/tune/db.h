@@ -10,6 +10,8 @@
 
 namespace padfold {
 
+struct MeasureResult;
+
 // Where a measurement applies.
 struct TuneScope {
   std::string signature, target, toolchain, machine;
@@ -31,6 +33,9 @@ struct Measurement {
   double noise = 0;         // relative noise of the interleaved ratio
   bool accepted = false;    // became the incumbent: beat it by more than the noise
   std::string samples;      // JSON array of the per-round seconds
+
+  // Takes the measuring child's result: status, reason, median, both ratios, noise and samples.
+  void take(const MeasureResult& r);
 };
 
 class TuneDb {

@@ -94,6 +94,12 @@ std::string knobs_text(const ScheduleParams& resolved) {
   return j.dump();
 }
 
+ScheduleParams knobs_from_text(const std::string& text) {
+  ScheduleParams p;
+  update_from_json(p, json::parse(text));
+  return p;
+}
+
 uint64_t stable_hash(const std::string& text) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : text) {

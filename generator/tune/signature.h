@@ -30,6 +30,8 @@ std::string machine_id();
 std::string candidate_key(const ScheduleParams& resolved);
 // The resolved knobs as the canonical JSON the database stores (no row name).
 std::string knobs_text(const ScheduleParams& resolved);
+// The knobs a database record stores (knobs_text), read back.
+ScheduleParams knobs_from_text(const std::string& text);
 
 // 64-bit FNV-1a, stable across runs and machines (shards partition by it).
 uint64_t stable_hash(const std::string& text);

@@ -9,30 +9,25 @@
 
 #include "tune/measure.h"
 #include "tune/search.h"
+#include "tune/shard.h"
 
 namespace padfold {
-
-// --shard i/n: this process's share of the work.
-struct Shard {
-  int index = 0, count = 1;
-};
-// "i/n" (0 <= i < n) or "auto" (SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_COUNT, or
-// JOB_COMPLETION_INDEX with PADFOLD_SHARD_COUNT); throws naming what was expected.
-Shard parse_shard(const std::string& text);
 
 struct TuneOptions {
   std::string spec, target = "host", db = "tune.sqlite";
   std::vector<std::string> layers;  // empty: every layer
   int budget = 0;                   // candidates per layer signature (the default included)
   double time_s = 0;                // 0: no limit
-  Shard shard;
-  int jobs = 0;  // compile workers; 0: one per core
+  Shard shard;                      // --shard i/n: this process's share of the work
+  int jobs = 0;                     // compile workers; 0: one per core
   SearchStrategy strategy = SearchStrategy::Neighbourhood;
   bool baselines = true;  // time Halide's autoschedulers
   // A candidate still compiling after compile_timeout_s is failed (heavy unrolling can make LLVM
   // take minutes); the autoschedulers' own searches get baseline_timeout_s.
   double compile_timeout_s = 60, baseline_timeout_s = 300, measure_timeout_s = 120;
   MeasureOptions measure;
+
+  int compile_jobs() const;  // jobs, or one per core
 };
 
 struct LayerOutcome {
@@ -49,10 +44,5 @@ struct LayerOutcome {
 // Runs the tuner; progress on stderr (a bar on a terminal, lines otherwise). Throws for bad input
 // (spec, layer names, target, database) before anything is measured.
 std::vector<LayerOutcome> run_tune(const TuneOptions& options);
-
-// The final table: default vs tuned vs each autoscheduler.
-std::string outcome_table(const std::vector<LayerOutcome>& outcomes);
-// The outcomes as JSON (padfold tune --report), for bench/tune_report.py.
-nlohmann::json to_json(const std::vector<LayerOutcome>& outcomes);
 
 }  // namespace padfold

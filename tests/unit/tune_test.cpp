@@ -12,8 +12,8 @@
 #include "schedules/schedule.h"
 #include "tune/db.h"
 #include "tune/search.h"
+#include "tune/shard.h"
 #include "tune/signature.h"
-#include "tune/tuner.h"
 
 namespace padfold {
 namespace {

@@ -1,0 +1,31 @@
+// The tuning database as the source of a bundle's tuned schedules.
+#include "tune/db_schedules.h"
+
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "tune/db.h"
+#include "tune/signature.h"
+
+namespace padfold {
+
+std::function<std::optional<TunedSchedule>(const Layer&, const Halide::Target&)>
+tuned_schedules_from(const std::string& db_path, bool any_machine) {
+  const auto db = std::make_shared<TuneDb>(db_path, true);
+  const std::string toolchain = toolchain_key(), machine = machine_id();
+  return [db, toolchain, machine, any_machine](
+             const Layer& L, const Halide::Target& t) -> std::optional<TunedSchedule> {
+    const auto best = db->best(layer_signature(L), target_key(t), toolchain, machine, any_machine);
+    if (!best) return std::nullopt;
+    return TunedSchedule{
+        nlohmann::json::parse(best->knobs),
+        {{"db", db->path()},
+         {"candidate", best->candidate},
+         {"speedup_vs_default", best->vs_default},
+         {"machine", best->scope.machine},
+         {"toolchain", best->scope.toolchain},
+         {"this_machine", best->scope.machine == machine && best->scope.toolchain == toolchain}}};
+  };
+}
+
+}  // namespace padfold
