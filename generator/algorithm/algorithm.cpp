@@ -2,6 +2,10 @@
 
 #include <functional>
 #include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "base/enum_names.h"
 
 namespace padfold {
 
@@ -350,21 +354,33 @@ void build_concat(Algorithm& a) {
   a.output(a.vars) = v;
 }
 
+constexpr EnumName<pf_role> kRoleNames[] = {{PF_ROLE_INPUT, "input"},
+                                            {PF_ROLE_WEIGHTS, "weights"},
+                                            {PF_ROLE_BIAS, "bias"},
+                                            {PF_ROLE_OUTPUT, "output"}};
+
 }  // namespace
+
+const char* role_name(pf_role role) {
+  const char* name = find_name(kRoleNames, role);
+  if (!name)
+    throw std::logic_error("no name for buffer role " + std::to_string(static_cast<int>(role)));
+  return name;
+}
 
 std::vector<BufferInfo> buffer_infos(const Layer& L) {
   std::vector<BufferInfo> out;
   if (L.is_join()) {
     for (size_t i = 0; i < L.inputs.size(); ++i)
       out.push_back(
-          {"input" + std::to_string(i), "input", L.layout.name(), L.input_shape(i), L.name});
+          {"input" + std::to_string(i), PF_ROLE_INPUT, L.layout.name(), L.input_shape(i), L.name});
   } else {
-    out.push_back({"input", "input", L.layout.name(), L.input_shape(), L.name});
+    out.push_back({"input", PF_ROLE_INPUT, L.layout.name(), L.input_shape(), L.name});
   }
   if (L.has_weights())
-    out.push_back({"weights", "weights", L.weight_layout.order, L.weight_shape(), L.name});
-  if (L.bias) out.push_back({"bias", "bias", "O", {L.out_channels}, L.name});
-  out.push_back({"output", "output", L.layout.name(), L.output_shape_full(), L.name});
+    out.push_back({"weights", PF_ROLE_WEIGHTS, L.weight_layout.order, L.weight_shape(), L.name});
+  if (L.bias) out.push_back({"bias", PF_ROLE_BIAS, "O", {L.out_channels}, L.name});
+  out.push_back({"output", PF_ROLE_OUTPUT, L.layout.name(), L.output_shape_full(), L.name});
   return out;
 }
 
@@ -378,13 +394,15 @@ Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_bord
   a.source = source;
   a.explicit_border = explicit_border;
   for (const BufferInfo& b : buffer_infos(L)) {
-    if (source.defined() && b.role == "input") continue;  // the producer's Func instead
+    if (source.defined() && b.role == PF_ROLE_INPUT) continue;  // the producer's Func instead
     BufferParam bp{b, {}};
-    if (b.role != "output") {
+    if (b.role != PF_ROLE_OUTPUT) {
       bp.param = ImageParam(Float(32), static_cast<int>(b.shape.size()), L.name + "_" + b.name);
       fix_shape(bp.param, b.shape);
-      (b.role == "input" ? a.input : b.role == "weights" ? a.weights : a.bias) = bp.param;
-      if (b.role == "input") a.inputs.push_back(bp.param);
+      (b.role == PF_ROLE_INPUT     ? a.input
+       : b.role == PF_ROLE_WEIGHTS ? a.weights
+                                   : a.bias) = bp.param;
+      if (b.role == PF_ROLE_INPUT) a.inputs.push_back(bp.param);
     }
     a.buffers.push_back(bp);
   }

@@ -8,14 +8,19 @@
 #include <vector>
 
 #include "frontend/spec.h"
+#include "padfold_registry.h"  // pf_role: the bundle contract's buffer roles
 
 namespace padfold {
+
+// A role as the manifest and messages spell it: "input", "weights", "bias", "output" (the
+// runtime's pf_role_name spelling).
+const char* role_name(pf_role role);
 
 // A buffer of a layer in manifest order (input, weights?, bias?, output; add and concat:
 // input0..input<n-1>, output).
 struct BufferInfo {
   std::string name;  // input, input0.., weights, bias, output
-  std::string role;  // the runtime's role of the buffer: the name, for a single layer
+  pf_role role;      // PF_ROLE_*; a single layer names a buffer after its role (input0.. too)
   std::string layout;
   std::vector<int64_t> shape;  // outermost first
   std::string layer;           // the layer it belongs to (a fused block has several)

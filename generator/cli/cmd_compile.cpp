@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "compile/fusion.h"
 #include "emit/bundle.h"
+#include "emit/bundle_plan.h"
 #include "frontend/spec.h"
 #include "tune/db_schedules.h"
 
@@ -47,26 +48,33 @@ void run_compile(const CompileArgs& a) {
   opt.jobs = a.jobs;
   opt.kernel_timeout_s = a.kernel_timeout;
   opt.fuse = padfold::parse_fuse_option(a.fuse);
-  const padfold::FusionPlan plan = padfold::plan_fusion(model, opt.fuse);
   if (!a.db.empty()) opt.tuned = padfold::tuned_schedules_from(a.db, a.db_any_machine);
   if (!a.schedules.empty()) opt.schedule_overrides = read_schedules(a.schedules);
+  const auto no_bundle = [&](const std::exception& e) {
+    return std::runtime_error(std::string(e.what()) + "\nno bundle written; " + a.out +
+                              " is as it was");
+  };
+  padfold::BundlePlan plan;
   try {
-    padfold::validate_schedule_overrides(model, opt.schedule_overrides);
-  } catch (const std::exception& e) {
+    plan = padfold::plan_bundle(model, opt);
+  } catch (const padfold::ScheduleOverrideError& e) {
     throw std::runtime_error(a.schedules + ": " + e.what() + " (see padfold knobs)");
+  } catch (const padfold::FuseListError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw no_bundle(e);
   }
   const bool live = isatty(fileno(stderr)) != 0;
   size_t done = 0;
-  const size_t total = plan.blocks.size() * opt.targets.size();
   std::vector<padfold::KernelReport> reports;
   try {
-    reports = padfold::compile_bundle(model, opt, [&](const padfold::KernelReport& r) {
-      if (live) fmt::print(stderr, "\r[{}/{}] {} {}\x1b[K", ++done, total, r.target, r.layer);
+    reports = padfold::compile_bundle(plan, [&](const padfold::KernelReport& r) {
+      if (live)
+        fmt::print(stderr, "\r[{}/{}] {} {}\x1b[K", ++done, plan.kernel_count(), r.target, r.layer);
     });
   } catch (const std::exception& e) {
     if (live) fmt::print(stderr, "\r\x1b[K");
-    throw std::runtime_error(std::string(e.what()) + "\nno bundle written; " + a.out +
-                             " is as it was");
+    throw no_bundle(e);
   }
   if (live) fmt::print(stderr, "\r\x1b[K");
   double total_seconds = 0;
@@ -85,12 +93,10 @@ void run_compile(const CompileArgs& a) {
                  r.fallback_from, r.fallback_reason, r.schedule);
     total_seconds += r.compile_seconds;
   }
-  for (const padfold::Block& b : plan.blocks)
-    if (b.fused()) fmt::print("fused {}: {}\n", b.names(), b.reason);
-  fmt::print(
-      "{} kernels in {:.1f}s of compile time; bundle written to {} (manifest.json, "
-      "padfold_{}.cmake)\n",
-      reports.size(), total_seconds, a.out, padfold::c_identifier(model.name));
+  for (const padfold::KernelPlan& k : plan.kernels)
+    if (k.block.fused()) fmt::print("fused {}: {}\n", k.block.names(), k.block.reason);
+  fmt::print("{} kernels in {:.1f}s of compile time; bundle written to {} (manifest.json, {})\n",
+             reports.size(), total_seconds, a.out, plan.consumer_cmake);
 }
 
 }  // namespace

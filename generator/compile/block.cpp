@@ -36,14 +36,14 @@ std::vector<BufferInfo> block_buffers(const Block& block) {
   std::vector<BufferInfo> out;
   for (const Layer* L : block.layers)
     for (BufferInfo b : buffer_infos(*L)) {
-      if (b.role == "input" && L != &block.first()) continue;
-      if (b.role == "output" && L != &block.last()) continue;
-      if (b.role == "weights" || b.role == "bias") b.name = L->name + "_" + b.name;
+      if (b.role == PF_ROLE_INPUT && L != &block.first()) continue;
+      if (b.role == PF_ROLE_OUTPUT && L != &block.last()) continue;
+      if (b.role == PF_ROLE_WEIGHTS || b.role == PF_ROLE_BIAS) b.name = L->name + "_" + b.name;
       out.push_back(b);
     }
   // The output last, after every layer's weights.
   std::stable_partition(out.begin(), out.end(),
-                        [](const BufferInfo& b) { return b.role != "output"; });
+                        [](const BufferInfo& b) { return b.role != PF_ROLE_OUTPUT; });
   return out;
 }
 

@@ -70,7 +70,7 @@ Kernel lower(const Block& block, const Halide::Target& target, const SchedulePar
     for (const Algorithm& a : chain)
       for (const BufferParam& b : a.buffers)
         if (b.info.layer == info.layer && b.info.role == info.role &&
-            (info.role != "output" || a.layer == &block.last()))
+            (info.role != PF_ROLE_OUTPUT || a.layer == &block.last()))
           k.buffers.push_back({info, b.param});
   }
   k.pipeline = Halide::Pipeline(chain.back().output);

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "padfold_registry.h"  // PF_FORMAT_NAME
+
 namespace padfold {
 
 // What a StagedDirectory writes and so may replace: a directory holding `marker`, a JSON object
@@ -14,7 +16,7 @@ struct DirectoryKind {
   const char* noun;
   const char* writer;
 };
-inline constexpr DirectoryKind kBundleDirectory{"manifest.json", "padfold-bundle", "bundle",
+inline constexpr DirectoryKind kBundleDirectory{"manifest.json", PF_FORMAT_NAME, "bundle",
                                                 "compile"};
 inline constexpr DirectoryKind kImportDirectory{"import-report.json", "padfold-import", "import",
                                                 "import"};

@@ -14,10 +14,10 @@ std::vector<WeightFile> weight_files(const Model& model) {
   std::vector<WeightFile> files;
   for (const Layer& L : model.layers)
     for (const BufferInfo& b : buffer_infos(L)) {
-      const std::string& path = b.role == "weights" ? L.weights_file
-                                : b.role == "bias"  ? L.bias_file
-                                                    : std::string();
-      if (!path.empty()) files.push_back({&L, b.name, path, b.shape});
+      const std::string& path = b.role == PF_ROLE_WEIGHTS ? L.weights_file
+                                : b.role == PF_ROLE_BIAS  ? L.bias_file
+                                                          : std::string();
+      if (!path.empty()) files.push_back({&L, b.name, b.role, path, b.shape});
     }
   return files;
 }
@@ -35,7 +35,7 @@ std::vector<float> read_weight_file(const Model& model, const WeightFile& w) {
     throw std::runtime_error(fmt::format(
         "{}: {} holds an array of shape ({}); expected ({}), the layer's {} buffer{}", where,
         w.path, fmt::join(a.shape, ", "), fmt::join(w.shape, ", "), w.buffer,
-        w.buffer == "weights" ? " in weight_layout " + w.layer->weight_layout.order : ""));
+        w.role == PF_ROLE_WEIGHTS ? " in weight_layout " + w.layer->weight_layout.order : ""));
   return std::move(a.data);
 }
 

@@ -7,15 +7,17 @@
 #include <vector>
 
 #include "frontend/spec.h"
+#include "padfold_registry.h"
 
 namespace padfold {
 
 // One weights or bias buffer of a layer and the file holding it.
 struct WeightFile {
   const Layer* layer = nullptr;
-  std::string buffer;          // "weights" or "bias"
-  std::string path;            // as resolved by the spec parser
-  std::vector<int64_t> shape;  // the buffer's shape in its layout
+  std::string buffer;              // "weights" or "bias": the buffer's name in its layer
+  pf_role role = PF_ROLE_WEIGHTS;  // PF_ROLE_WEIGHTS or PF_ROLE_BIAS
+  std::string path;                // as resolved by the spec parser
+  std::vector<int64_t> shape;      // the buffer's shape in its layout
 
   std::string bundle_path() const { return "weights/" + layer->name + "_" + buffer + ".npy"; }
 };

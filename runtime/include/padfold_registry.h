@@ -12,6 +12,8 @@ extern "C" {
 #endif
 
 #define PF_FORMAT_VERSION 2
+/* The "format" of a bundle's manifest.json (format_version: PF_FORMAT_VERSION). */
+#define PF_FORMAT_NAME "padfold-bundle"
 #define PF_MAX_RANK 8
 
 typedef enum pf_dtype { PF_F32 = 0, PF_F16 = 1, PF_I8 = 2 } pf_dtype;

@@ -328,6 +328,47 @@ TEST_F(GraphCli, RunLayerRunsBlocksAndJoins) {
     ASSERT_NEAR(got.data[i], want.data[i], 1e-5f * (1 + std::abs(want.data[i]))) << i;
 }
 
+// A bundle's kernels are the same on every target, and the GPU family fuses nothing: with a GPU
+// target every layer is a kernel of its own, on the CPU target beside it too, and the compile
+// prints no "fused" line (it once printed the CPU plan's blocks, which the bundle did not have).
+// GPU kernels compile ahead of time: no GPU is needed.
+TEST_F(GraphCli, GpuTargetsFuseNothingAndReportNoFusedBlocks) {
+  const json spec = {{"model", "gf"},
+                     {"defaults", {{"layout", "NHWC"}, {"weight_layout", "HWIO"}}},
+                     {"inputs", {{{"name", "x"}, {"shape", {1, 96, 95, 32}}}}},
+                     {"layers",
+                      {{{"name", "dw"},
+                        {"op", "conv2d"},
+                        {"input", "x"},
+                        {"depth_multiplier", 1},
+                        {"kernel", 3},
+                        {"padding", "same"}},
+                       {{"name", "pw"}, {"op", "conv2d"}, {"out_channels", 16}, {"kernel", 1}}}}};
+  write_spec(spec);
+  const fs::path cpu = dir / "cpu", gpu = dir / "gpu";
+  const Result host = run("compile " + spec_path() + " -o " + cpu.string() + " --target host");
+  ASSERT_EQ(host.status, 0) << host.output;
+  EXPECT_TRUE(contains(host.output, "fused dw+pw: dw->pw: saves")) << host.output;
+  EXPECT_EQ(json::parse(read(cpu / "manifest.json")).at("kernels").size(), 1u);
+
+  const Result cuda =
+      run("compile " + spec_path() + " -o " + gpu.string() + " --target host-cuda,host");
+  ASSERT_EQ(cuda.status, 0) << cuda.output;
+  EXPECT_FALSE(contains(cuda.output, "fused")) << cuda.output;
+  EXPECT_TRUE(contains(cuda.output, "4 kernels in")) << cuda.output;
+  const json m = json::parse(read(gpu / "manifest.json"));
+  ASSERT_EQ(m.at("kernels").size(), 2u);
+  EXPECT_FALSE(m.at("kernels")[0].contains("fused"));
+  EXPECT_EQ(m.at("targets").size(), 2u);
+
+  const Result listed = run("compile " + spec_path() + " -o " + (dir / "listed").string() +
+                            " --target host-cuda --fuse dw+pw");
+  EXPECT_EQ(listed.status, 1);
+  EXPECT_TRUE(contains(listed.output, "--fuse: fused blocks are not generated for GPU targets"))
+      << listed.output;
+  EXPECT_FALSE(fs::exists(dir / "listed"));
+}
+
 TEST_F(GraphCli, FuseErrors) {
   const fs::path out = dir / "bundle";
   const Result bad = run("compile " + spec_path() + " -o " + out.string() + " --fuse conv+nope");

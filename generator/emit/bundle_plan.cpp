@@ -1,0 +1,179 @@
+// plan_bundle: the targets, kernels, knobs, buffers and names of a bundle, decided once.
+#include "emit/bundle_plan.h"
+
+#include <algorithm>
+
+#include "base/identifiers.h"
+#include "compile/lower.h"
+#include "compile/target.h"
+
+namespace padfold {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+// Every layer of the overrides ({layer: {knob: value}}) is in the model, every knob exists and is
+// in range.
+void validate_schedule_overrides(const Model& model, const json& overrides) {
+  if (!overrides.is_object())
+    throw ScheduleOverrideError("schedule overrides: expected an object of layer names");
+  for (const auto& item : overrides.items()) {
+    const std::string& layer = item.key();
+    const json& knobs = item.value();
+    const auto it = std::find_if(model.layers.begin(), model.layers.end(),
+                                 [&](const Layer& L) { return L.name == layer; });
+    if (it == model.layers.end())
+      throw ScheduleOverrideError("layer '" + layer + "' is not in the model (" + model.file + ")");
+    try {
+      ScheduleParams probe;
+      update_from_json(probe, knobs);
+    } catch (const KnobError& e) {
+      throw ScheduleOverrideError("layer '" + layer + "': " + e.what());
+    }
+  }
+}
+
+// The targets in order, each once (two names may resolve to one target).
+std::vector<TargetPlan> resolve_targets(const std::vector<std::string>& names) {
+  std::vector<TargetPlan> targets;
+  for (const std::string& name : names) {
+    const Halide::Target target = resolve_target(name);
+    const std::string dir = target.to_string();
+    if (std::none_of(targets.begin(), targets.end(),
+                     [&](const TargetPlan& p) { return p.name == dir; }))
+      targets.push_back({target, dir});
+  }
+  return targets;
+}
+
+// Whether the bundle's kernels may be fused blocks. A bundle's kernels are the same on every
+// target, and the GPU family fuses nothing: with a GPU target, every layer is a kernel of its own.
+// The one place this is decided (next: ask each target's schedule strategies whether they fuse).
+bool targets_fuse(const std::vector<TargetPlan>& targets) {
+  return std::none_of(targets.begin(), targets.end(),
+                      [](const TargetPlan& t) { return t.target.has_gpu_feature(); });
+}
+
+std::vector<Block> plan_blocks(const Model& model, FuseOptions fuse,
+                               const std::vector<TargetPlan>& targets) {
+  if (!targets_fuse(targets)) {
+    if (fuse.mode == FuseOptions::Mode::Listed)
+      throw std::runtime_error("--fuse: fused blocks are not generated for GPU targets");
+    fuse.mode = FuseOptions::Mode::None;
+  }
+  try {
+    return plan_fusion(model, fuse).blocks;
+  } catch (const std::invalid_argument& e) {
+    throw FuseListError(e.what());
+  }
+}
+
+// A fused block's knobs are given under its last layer.
+void check_overrides_of_blocks(const std::vector<Block>& blocks, const json& overrides) {
+  for (const Block& b : blocks)
+    for (size_t i = 0; i + 1 < b.layers.size(); ++i)
+      if (overrides.contains(b.layers[i]->name))
+        throw std::runtime_error(
+            "schedule overrides: layer '" + b.layers[i]->name + "' is fused into block " +
+            b.names() + ": give the block's knobs under its last layer, '" + b.last().name + "'");
+}
+
+// The layer of the block a buffer belongs to.
+const Layer& layer_of(const Block& block, const BufferInfo& b) {
+  for (const Layer* L : block.layers)
+    if (L->name == b.layer) return *L;
+  throw std::logic_error("buffer '" + b.name + "' belongs to no layer of block " + block.names());
+}
+
+int find_weight_file(const std::vector<WeightFile>& files, const Layer& L, pf_role role) {
+  for (size_t i = 0; i < files.size(); ++i)
+    if (files[i].layer == &L && files[i].role == role) return static_cast<int>(i);
+  return -1;
+}
+
+std::vector<BufferPlan> plan_buffers(const Block& block, const std::vector<WeightFile>& files,
+                                     bool embedded) {
+  std::vector<BufferPlan> buffers;
+  size_t inputs = 0;
+  for (const BufferInfo& b : block_buffers(block)) {
+    BufferPlan p{b.name, b.role, b.layout, b.shape, std::nullopt, -1};
+    if (b.role == PF_ROLE_INPUT) {
+      p.source = block.first().inputs.at(inputs++);
+    } else if (b.role != PF_ROLE_OUTPUT) {
+      p.weight_file = find_weight_file(files, layer_of(block, b), b.role);
+      if (p.weight_file >= 0 && !embedded)
+        p.source = files[static_cast<size_t>(p.weight_file)].bundle_path();
+    }
+    buffers.push_back(p);
+  }
+  return buffers;
+}
+
+// The kernel's knobs on `t`: its overrides, else (a single layer) the tuning database's, else the
+// default.
+KernelSchedule plan_schedule(const Block& b, const TargetPlan& t, const CompileOptions& opt) {
+  const std::string& name = b.last().name;
+  const json overrides =
+      opt.schedule_overrides.contains(name) ? opt.schedule_overrides.at(name) : json::object();
+  KernelSchedule s;
+  json knobs = overrides;
+  if (!overrides.empty()) {
+    s.source = "overrides";
+  } else if (opt.tuned && !b.fused()) {
+    if (const auto tuned = opt.tuned(b.last(), t.target)) {
+      knobs = tuned->knobs;
+      s.source = "tuned (db)";
+      s.tuning = tuned->provenance;
+    }
+  }
+  s.requested = requested_schedule(b, t.target, knobs);
+  s.resolved = resolved_schedule(b, t.target, s.requested);
+  return s;
+}
+
+}  // namespace
+
+std::string kernel_function_name(const Model& model, const Layer& layer) {
+  return "pf_" + c_identifier(model.name) + "_" + layer.name;
+}
+
+fs::path target_dir(const fs::path& root, const TargetPlan& t) {
+  return root / t.name;
+}
+
+fs::path object_path(const fs::path& root, const TargetPlan& t, const KernelPlan& k) {
+  return target_dir(root, t) / "obj" / (k.function + ".o");
+}
+
+BundlePlan plan_bundle(const Model& model, const CompileOptions& opt) {
+  if (opt.targets.empty()) throw std::runtime_error("no target given");
+  if (opt.out_dir.empty()) throw std::runtime_error("no output directory given");
+  validate_schedule_overrides(model, opt.schedule_overrides);
+  BundlePlan plan;
+  plan.model = &model;
+  plan.options = opt;
+  // Every target is resolved before anything is written or compiled.
+  plan.targets = resolve_targets(opt.targets);
+  const std::vector<Block> blocks = plan_blocks(model, opt.fuse, plan.targets);
+  check_overrides_of_blocks(blocks, opt.schedule_overrides);
+  plan.weight_files = weight_files(model);
+  plan.embedded_weights = opt.embed_weights;
+  for (const Block& b : blocks) {
+    KernelPlan k{b, kernel_function_name(model, b.last()), {}, {}};
+    k.buffers = plan_buffers(b, plan.weight_files, plan.embedded_weights);
+    for (const TargetPlan& t : plan.targets) k.schedules.push_back(plan_schedule(b, t, opt));
+    plan.kernels.push_back(std::move(k));
+  }
+  plan.model_id = c_identifier(model.name);
+  plan.static_library = "libpadfold_" + plan.model_id + ".a";
+  plan.shared_library = "libpadfold_" + plan.model_id + ".so";
+  plan.halide_runtime = "halide_runtime.a";
+  plan.registry_symbol = "padfold_registry_" + plan.model_id;
+  plan.umbrella_header = "padfold_" + plan.model_id + ".h";
+  plan.consumer_cmake = "padfold_" + plan.model_id + ".cmake";
+  return plan;
+}
+
+}  // namespace padfold

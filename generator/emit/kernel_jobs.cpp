@@ -1,0 +1,109 @@
+// compile_kernels: a bundle's kernels in compile workers, retried with the conservative schedule.
+#include "emit/kernel_jobs.h"
+
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <stdexcept>
+
+#include "compile/jobs.h"
+#include "compile/lower.h"
+#include "compile/target.h"
+
+namespace padfold {
+
+namespace fs = std::filesystem;
+using Halide::OutputFileType;
+
+namespace {
+
+// What a compile worker does for one kernel: lower, then emit object, header and statement.
+void compile_kernel(const BundlePlan& plan, const KernelBuild& build, const fs::path& root) {
+  const KernelPlan& k = plan.kernels[build.kernel];
+  const TargetPlan& t = plan.targets[build.target];
+  const fs::path dir = target_dir(root, t);
+  const std::string& layer = k.block.last().name;
+  Kernel kernel = lower(k.block, t.target, build.schedule);
+  std::map<OutputFileType, std::string> outputs{
+      {OutputFileType::object, object_path(root, t, k).string()}};
+  if (build.target == 0)
+    outputs[OutputFileType::c_header] = (root / "include" / (k.function + ".h")).string();
+  if (plan.options.emit_stmt) outputs[OutputFileType::stmt] = (dir / (layer + ".stmt")).string();
+  const std::string device = device_api_name(t.target);
+  const std::string device_code =
+      plan.options.emit_device_code && !device.empty()
+          ? (dir / (layer + (device == "cuda" ? ".ptx" : ".cl"))).string()
+          : "";
+  compile_kernel_files(kernel, t.target, outputs, k.function, device_code);
+}
+
+// "layer 'a'", or "block a+b (dw->pw)".
+std::string block_label(const Block& b) {
+  return b.fused() ? "block " + b.names() + " (" + b.kind() + ")" : "layer '" + b.last().name + "'";
+}
+
+std::string build_label(const BundlePlan& plan, const KernelBuild& b) {
+  return "target " + plan.targets[b.target].name + ", " +
+         block_label(plan.kernels[b.kernel].block) + ", schedule " + b.schedule.name;
+}
+
+}  // namespace
+
+std::vector<KernelBuild> compile_kernels(
+    const BundlePlan& plan, const fs::path& root,
+    const std::function<void(const KernelBuild&)>& on_compiled) {
+  std::vector<KernelBuild> builds;
+  for (size_t t = 0; t < plan.targets.size(); ++t)
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+      KernelBuild b;
+      b.kernel = k;
+      b.target = t;
+      b.schedule = plan.kernels[k].schedules[t].requested;
+      b.resolved = plan.kernels[k].schedules[t].resolved;
+      builds.push_back(b);
+    }
+  // The worker reads the build as it is when the job starts (a retry's conservative schedule).
+  const auto job = [&](size_t i) {
+    return CompileJob{build_label(plan, builds[i]),
+                      plan.kernels[builds[i].kernel].block.last().name, false,
+                      [&plan, &builds, &root, i] { compile_kernel(plan, builds[i], root); }};
+  };
+  std::vector<CompileJob> jobs;
+  for (size_t i = 0; i < builds.size(); ++i) jobs.push_back(job(i));
+  CompileJobOptions options;
+  options.parallel = plan.options.jobs > 0 ? plan.options.jobs : default_parallel_jobs();
+  options.timeout_s = plan.options.kernel_timeout_s;
+  options.on_done = [&](size_t i, const WorkerResult& r) {
+    KernelBuild& b = builds[i];
+    b.result = r;
+    if (!r.output.empty())  // Halide's warnings, or a crash's last words
+      std::fprintf(stderr, "%s:\n%s", build_label(plan, b).c_str(), r.output.c_str());
+    if (r.ok) on_compiled(b);
+  };
+  options.retry = [&](size_t i, const WorkerResult& r) -> std::optional<CompileJob> {
+    KernelBuild& b = builds[i];
+    const Block& block = plan.kernels[b.kernel].block;
+    const Halide::Target& target = plan.targets[b.target].target;
+    b.fallback = true;
+    b.fallback_from = b.schedule.name;
+    b.fallback_reason = r.error;
+    b.schedule = conservative_schedule(block.last(), target);
+    b.resolved = resolved_schedule(block, target, b.schedule);
+    return job(i);
+  };
+  run_compile_jobs(std::move(jobs), options);
+
+  std::vector<const KernelBuild*> failed;
+  for (const KernelBuild& b : builds)
+    if (!b.result.ok) failed.push_back(&b);
+  if (failed.empty()) return builds;
+  std::string msg = std::to_string(failed.size()) + " kernel(s) failed to compile:";
+  for (const KernelBuild* b : failed)
+    msg += "\n  target " + plan.targets[b->target].name + ", " +
+           block_label(plan.kernels[b->kernel].block) + ": schedule " + b->fallback_from + ": " +
+           b->fallback_reason + "; retried with schedule " + b->schedule.name + ": " +
+           b->result.error;
+  throw std::runtime_error(msg);
+}
+
+}  // namespace padfold

@@ -1,0 +1,137 @@
+// bundle_manifest: the JSON the runtime's pf_bundle_open reads and checks the registry against.
+#include "emit/manifest.h"
+
+#include <algorithm>
+
+#include "compile/target.h"
+#include "emit/libraries.h"
+#include "emit/writers.h"
+
+namespace padfold {
+
+using json = nlohmann::json;
+
+namespace {
+
+json graph_json(const Model& model) {
+  json inputs = json::array();
+  for (const ModelInput& in : model.inputs)
+    inputs.push_back(
+        {{"name", in.name},
+         {"dtype", to_string(in.dtype)},
+         {"layout", in.layout.name()},
+         {"shape", in.shape},
+         {"strides", dense_strides(in.shape)},
+         {"produced_by", in.produced_by.empty() ? json(nullptr) : json(in.produced_by)}});
+  return {{"inputs", inputs}, {"outputs", model.outputs}};
+}
+
+// The knobs in effect for each of the target's kernels, with the fallback where there was one.
+json target_schedules(const BundlePlan& plan, const std::vector<KernelBuild>& builds,
+                      size_t target) {
+  json schedules = json::object();
+  for (const KernelBuild& b : builds) {
+    if (b.target != target) continue;
+    const KernelPlan& k = plan.kernels[b.kernel];
+    const KernelSchedule& planned = k.schedules[target];
+    json s = to_json(b.resolved);
+    if (b.fallback) s["fallback"] = {{"from", b.fallback_from}, {"reason", b.fallback_reason}};
+    s["source"] = planned.source;
+    if (!planned.tuning.is_null()) s["tuning"] = planned.tuning;
+    schedules[k.block.last().name] = s;
+  }
+  return schedules;
+}
+
+json target_manifest(const BundlePlan& plan, const std::vector<KernelBuild>& builds, size_t index,
+                     const std::optional<std::string>& shared_library) {
+  const TargetPlan& t = plan.targets[index];
+  const std::string tune = tuning_name(t.target);
+  const std::string device = device_api_name(t.target);
+  // HL_CUDA_JIT_MAX_REGISTERS is one per process: the highest any kernel asks for.
+  int max_registers = 0;
+  for (const KernelBuild& b : builds)
+    if (b.target == index) max_registers = std::max(max_registers, b.resolved.gpu_max_registers);
+  return {{"target", t.name},
+          {"device_api", device.empty() ? json(nullptr) : json(device)},
+          {"cuda_arch", device == "cuda" ? json(cuda_arch_name(t.target)) : json(nullptr)},
+          {"cuda_jit_max_registers",
+           device == "cuda" && max_registers > 0 ? json(max_registers) : json(nullptr)},
+          {"arch", arch_name(t.target)},
+          {"bits", t.target.bits},
+          {"os", t.target.os == Halide::Target::Linux ? "linux" : "other"},
+          {"features", cpu_feature_names(t.target)},
+          {"tuned_for", tune.empty() ? json(nullptr) : json(tune)},
+          {"dir", t.name},
+          {"static_library", t.name + "/" + plan.static_library},
+          {"halide_runtime", t.name + "/" + plan.halide_runtime},
+          {"registry_source", t.name + "/registry.c"},
+          {"registry_symbol", plan.registry_symbol},
+          {"shared_library", shared_library ? json(*shared_library) : json(nullptr)},
+          {"schedules", target_schedules(plan, builds, index)}};
+}
+
+json buffers_json(const KernelPlan& k) {
+  json buffers = json::array();
+  for (const BufferPlan& b : k.buffers)
+    buffers.push_back({{"name", b.name},
+                       {"role", role_name(b.role)},
+                       {"dtype", "float32"},
+                       {"layout", b.layout},
+                       {"shape", b.shape},
+                       {"strides", dense_strides(b.shape)},
+                       {"source", b.source ? json(*b.source) : json(nullptr)}});
+  return buffers;
+}
+
+json layer_pads_json(const Layer& L) {
+  json pads_before = json::array(), pads_after = json::array();
+  for (const AxisPads& p : L.pads.axes) {
+    pads_before.push_back(p.before);
+    pads_after.push_back(p.after);
+  }
+  return {{"layer", L.name},
+          {"op", L.op_name},
+          {"pads_before", pads_before},
+          {"pads_after", pads_after},
+          {"border", to_string(L.border)},
+          {"flops", L.flops()}};
+}
+
+// One kernel: a layer's pads and border at the top level; a fused block names its layers (each
+// with its pads and border) and the reason it was fused.
+json kernel_manifest(const KernelPlan& k) {
+  const Block& block = k.block;
+  json j = layer_pads_json(block.last());
+  j["function"] = k.function;
+  j["buffers"] = buffers_json(k);
+  if (block.fused()) {
+    j["op"] = block.kind();
+    double flops = 0;
+    json layers = json::array();
+    for (const Layer* F : block.layers) {
+      layers.push_back(layer_pads_json(*F));
+      flops += F->flops();
+    }
+    j["flops"] = flops;
+    j["fused"] = {{"layers", layers}, {"reason", block.reason}};
+  }
+  return j;
+}
+
+}  // namespace
+
+json bundle_manifest(const BundlePlan& plan, const std::vector<KernelBuild>& builds,
+                     const std::vector<std::optional<std::string>>& shared_libraries) {
+  json manifest = {{"format", PF_FORMAT_NAME},           {"format_version", PF_FORMAT_VERSION},
+                   {"padfold_version", PADFOLD_VERSION}, {"model", plan.model_id},
+                   {"targets", json::array()},           {"kernels", json::array()}};
+  manifest["graph"] = graph_json(*plan.model);
+  manifest["embedded_weights"] = plan.embedded_weights;
+  for (size_t t = 0; t < plan.targets.size(); ++t)
+    manifest["targets"].push_back(target_manifest(plan, builds, t, shared_libraries.at(t)));
+  for (const KernelPlan& k : plan.kernels) manifest["kernels"].push_back(kernel_manifest(k));
+  return manifest;
+}
+
+}  // namespace padfold

@@ -1,0 +1,142 @@
+// registry.c, bundle_entry.c, the umbrella header and the consumer CMake file, from templates/.
+#include "emit/registry.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <kainjow/mustache.hpp>
+#include <optional>
+
+#include "base/enum_names.h"
+#include "base/text.h"
+#include "compile/target.h"
+#include "emit/writers.h"
+#include "padfold_templates.h"
+
+namespace padfold {
+
+namespace fs = std::filesystem;
+using kainjow::mustache::data;
+using kainjow::mustache::list;
+using kainjow::mustache::object;
+
+namespace {
+
+// The C constants of the roles (padfold_registry.h), as registry.c writes them.
+constexpr EnumName<pf_role> kRoleConstants[] = {{PF_ROLE_INPUT, "PF_ROLE_INPUT"},
+                                                {PF_ROLE_WEIGHTS, "PF_ROLE_WEIGHTS"},
+                                                {PF_ROLE_BIAS, "PF_ROLE_BIAS"},
+                                                {PF_ROLE_OUTPUT, "PF_ROLE_OUTPUT"}};
+
+// The C symbol of an embedded buffer's values.
+std::string weight_symbol(const BundlePlan& plan, const WeightFile& w) {
+  return kernel_function_name(*plan.model, *w.layer) + "_" + w.buffer + "_data";
+}
+
+object buffer_entry(const std::string& name, pf_role role, const std::string& layout,
+                    const std::vector<int64_t>& shape, const std::optional<std::string>& source,
+                    const std::string& data) {
+  return {{"name", name},
+          {"role", name_of(kRoleConstants, role)},
+          {"layout", layout},
+          {"rank", std::to_string(shape.size())},
+          {"shape", join(shape)},
+          {"strides", join(dense_strides(shape))},
+          {"source", source ? c_string(*source) : "NULL"},
+          {"data", data.empty() ? "NULL" : data}};
+}
+
+list registry_kernels(const BundlePlan& plan) {
+  list kernels;
+  for (const KernelPlan& k : plan.kernels) {
+    const Layer& L = k.block.last();
+    list buffers;
+    for (const BufferPlan& b : k.buffers) {
+      const bool embedded = plan.embedded_weights && b.weight_file >= 0;
+      buffers.push_back(buffer_entry(
+          b.name, b.role, b.layout, b.shape, b.source,
+          embedded ? weight_symbol(plan, plan.weight_files[static_cast<size_t>(b.weight_file)])
+                   : ""));
+    }
+    kernels.push_back(object{{"layer", L.name},
+                             {"function", k.function},
+                             {"op", k.block.fused() ? k.block.kind() : L.op_name},
+                             {"num_buffers", std::to_string(buffers.size())},
+                             {"buffers", buffers}});
+  }
+  return kernels;
+}
+
+}  // namespace
+
+std::string embedded_weights_c(const BundlePlan& plan,
+                               const std::vector<std::vector<float>>& data) {
+  std::string out;
+  for (size_t i = 0; i < plan.weight_files.size(); ++i) {
+    const std::vector<float>& values = data.at(i);
+    out +=
+        fmt::format("static const uint32_t {}[{}] = {{", weight_symbol(plan, plan.weight_files[i]),
+                    std::max<size_t>(values.size(), 1));
+    for (size_t k = 0; k < values.size(); ++k) {
+      uint32_t bits;
+      std::memcpy(&bits, &values[k], sizeof bits);
+      out += fmt::format("{}0x{:08x}u", k % 8 ? " " : "\n    ", bits);
+      if (k + 1 < values.size()) out += ",";
+    }
+    out += "};\n";
+  }
+  return out;
+}
+
+void write_registry_sources(const BundlePlan& plan, const TargetPlan& t, const fs::path& root,
+                            const std::string& embedded_data) {
+  const Model& model = *plan.model;
+  data d;
+  d.set("version", PADFOLD_VERSION);
+  d.set("target", t.name);
+  d.set("model", plan.model_id);
+  d.set("registry_symbol", plan.registry_symbol);
+  d.set("num_kernels", std::to_string(plan.kernels.size()));
+  d.set("kernels", registry_kernels(plan));
+  list inputs, outputs;
+  for (const ModelInput& in : model.inputs)
+    inputs.push_back(
+        buffer_entry(in.name, PF_ROLE_INPUT, in.layout.name(), in.shape,
+                     in.produced_by.empty() ? std::nullopt : std::optional(in.produced_by), ""));
+  for (const std::string& name : model.outputs) outputs.push_back(object{{"name", name}});
+  d.set("inputs", inputs);
+  d.set("num_inputs", std::to_string(model.inputs.size()));
+  d.set("outputs", outputs);
+  d.set("num_outputs", std::to_string(model.outputs.size()));
+  d.set("embedded_weights", embedded_data);
+  const std::string device = device_api_name(t.target);
+  d.set("device", device.empty()
+                      ? data(false)
+                      : data(object{{"api", device},
+                                    {"header", device == "cuda" ? "HalideRuntimeCuda.h"
+                                                                : "HalideRuntimeOpenCL.h"}}));
+  const fs::path dir = target_dir(root, t);
+  write_file(dir / "registry.c", render(templates::registry_c, d));
+  write_file(dir / "bundle_entry.c", render(templates::bundle_entry_c, d));
+}
+
+void write_consumer_files(const BundlePlan& plan, const fs::path& root) {
+  list kernels;
+  for (const KernelPlan& k : plan.kernels) kernels.push_back(object{{"function", k.function}});
+  data umbrella;
+  umbrella.set("kernels", kernels);
+  write_file(root / "include" / plan.umbrella_header, render(templates::umbrella_h, umbrella));
+
+  list targets;
+  for (const TargetPlan& t : plan.targets) targets.push_back(object{{"dir", t.name}});
+  data d;
+  d.set("version", PADFOLD_VERSION);
+  d.set("model", plan.model_id);
+  d.set("targets", targets);
+  d.set("static_library", plan.static_library);
+  d.set("halide_runtime", plan.halide_runtime);
+  write_file(root / plan.consumer_cmake, render(templates::consumer_cmake, d));
+}
+
+}  // namespace padfold

@@ -1,0 +1,26 @@
+// The bundle's C sources and consumer files: each target's registry.c (the kernel table the
+// runtime reads, with embedded weights as C arrays) and bundle_entry.c, the umbrella header and
+// the consumer CMake file.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "emit/bundle_plan.h"
+
+namespace padfold {
+
+// The embedded weights (`data`: the values of each of plan.weight_files) as C arrays of their
+// float32 bits, one per buffer; registry.c's data pointers name them.
+std::string embedded_weights_c(const BundlePlan& plan, const std::vector<std::vector<float>>& data);
+
+// <target>/registry.c and <target>/bundle_entry.c, with `embedded_data` (embedded_weights_c, or
+// "") in registry.c.
+void write_registry_sources(const BundlePlan& plan, const TargetPlan& t,
+                            const std::filesystem::path& root, const std::string& embedded_data);
+
+// include/padfold_<model>.h (every kernel's header) and padfold_<model>.cmake.
+void write_consumer_files(const BundlePlan& plan, const std::filesystem::path& root);
+
+}  // namespace padfold
