@@ -8,7 +8,6 @@
 
 #include "internal.h"
 
-#define BUNDLE_FORMAT "padfold-bundle"
 #define MAX_MANIFEST_BYTES ((size_t)64 << 20)
 
 /* ---- typed field access with messages naming the field's path ---- */
@@ -316,9 +315,9 @@ static pf_status parse_manifest(pf_manifest* m, const cJSON* root) {
   pf_status s;
   if (!cJSON_IsObject(root)) return bad(m, "", "(top level)", "an object", root);
   if ((s = get_str(m, root, "", "format", 0, &format))) return s;
-  if (strcmp(format, BUNDLE_FORMAT) != 0) {
+  if (strcmp(format, PF_FORMAT_NAME) != 0) {
     return pf_fail(m->err, m->errlen, PF_ERR_VERSION, "%s: format is '%s', expected '%s'", m->file,
-                   format, BUNDLE_FORMAT);
+                   format, PF_FORMAT_NAME);
   }
   if ((s = get_int(m, root, "", "format_version", &version))) return s;
   if (version != PF_FORMAT_VERSION) {

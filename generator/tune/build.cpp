@@ -5,8 +5,8 @@
 #include <filesystem>
 
 #include "algorithm/algorithm.h"
-#include "base/process.h"
 #include "base/text.h"
+#include "compile/jobs.h"
 #include "compile/lower.h"
 #include "compile/target.h"
 
@@ -75,9 +75,12 @@ void build_candidate_library(const Layer& L, const Halide::Target& target,
   const std::string obj = so_path + ".o";
   compile_kernel_files(k, target, {{Halide::OutputFileType::object, obj}}, function);
   // -Bsymbolic: the library's runtime calls bind to its own copy, whatever the process has loaded.
-  run_program({"cc", "-shared", "-o", so_path, obj, runtime_archive, "-Wl,-Bsymbolic", "-lpthread",
-               "-ldl", "-lm"},
-              "linking the candidate " + so_path);
+  SharedLibraryLink link;
+  link.output = so_path;
+  link.inputs = {obj};
+  link.halide_runtime = runtime_archive;
+  link.link_flags = {"-Wl,-Bsymbolic"};
+  link_shared_library(link, "linking the candidate " + so_path);
   fs::remove(obj);
 }
 

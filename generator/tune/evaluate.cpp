@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/identifiers.h"
+#include "compile/jobs.h"
 #include "tune/build.h"
 #include "tune/signature.h"
 
@@ -33,7 +34,6 @@ CandidateEvaluator::CandidateEvaluator(const Layer& L, const Halide::Target& tar
       default_key_(candidate_key(resolved_default)) {
   fs::create_directories(work_);
   for (const Measurement& m : db.records(scope)) known_[m.candidate] = m;
-  faults_ = injected_faults();
   data_ = make_tune_data(L_);
 }
 
@@ -52,25 +52,22 @@ bool CandidateEvaluator::built(const ScheduleParams& c) {
 // Compiles the candidates (knobs, or an autoscheduler's name) in parallel workers.
 std::vector<WorkerResult> CandidateEvaluator::compile(
     const std::vector<ScheduleParams>& cands, const std::vector<std::string>& autoschedulers) {
-  std::vector<WorkerJob> jobs;
+  std::vector<CompileJob> jobs;
   for (size_t i = 0; i < cands.size(); ++i) {
     const std::string key =
         autoschedulers[i].empty() ? candidate_key(cands[i]) : "auto_" + autoschedulers[i];
-    const bool is_default = key == default_key_;
-    jobs.push_back({"layer '" + L_.name + "', candidate " + key,
-                    [this, i, key, is_default, &cands, &autoschedulers] {
-                      const auto fault = faults_.find(L_.name);
-                      if (fault != faults_.end() && (!is_default || fault->second.every))
-                        raise_fault(fault->second);
+    // The default must build: only faults marked ":every" hit it.
+    jobs.push_back({"layer '" + L_.name + "', candidate " + key, L_.name, key == default_key_,
+                    [this, i, key, &cands, &autoschedulers] {
                       build_candidate_library(L_, target_, cands[i], autoschedulers[i],
                                               function_name(), runtime_, lib(key));
                     }});
   }
-  WorkerOptions w;
-  w.parallel = jobs.size() > 1 ? opt_.compile_jobs() : 1;
+  CompileJobOptions o;
+  o.parallel = jobs.size() > 1 ? opt_.compile_jobs() : 1;
   const bool baseline = !autoschedulers.empty() && !autoschedulers.front().empty();
-  w.timeout_s = baseline ? opt_.baseline_timeout_s : opt_.compile_timeout_s;
-  return run_workers(jobs, w);
+  o.timeout_s = baseline ? opt_.baseline_timeout_s : opt_.compile_timeout_s;
+  return run_compile_jobs(std::move(jobs), o);
 }
 
 // Times `so` in the measuring child against the incumbent and the default.

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "base/fault_injection.h"
 #include "base/process.h"
 #include "frontend/spec.h"
 #include "schedules/knobs.h"
@@ -67,7 +66,6 @@ class CandidateEvaluator {
   std::filesystem::path work_;
   std::string runtime_;
   std::string default_key_;
-  InjectedFaults faults_;
   TuneData data_;
   std::map<std::string, Measurement> known_;
   size_t measured_ = 0, failed_ = 0, reused_ = 0;

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "bundle_util.h"
+
 namespace {
 
 using json = nlohmann::json;
@@ -19,17 +21,9 @@ struct Result {
 };
 
 Result run(const std::string& args, bool stderr_only = false) {
-  const std::string cmd =
-      std::string(PADFOLD_BIN) + " " + args + (stderr_only ? " 2>&1 >/dev/null" : " 2>/dev/null");
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  const auto r = padfold::testing::run_shell(std::string(PADFOLD_BIN) + " " + args +
+                                             (stderr_only ? " 2>&1 >/dev/null" : " 2>/dev/null"));
+  return {r.status, r.output};
 }
 
 bool has(const std::string& text, const std::string& part) {

@@ -28,9 +28,10 @@ struct CommandResult {
   std::string output;  // stdout and stderr, interleaved
 };
 
-inline CommandResult run_command(const std::string& cmd) {
+// What the shell command line `cmd` writes to its stdout, as given (redirections included).
+inline CommandResult run_shell(const std::string& cmd) {
   CommandResult r;
-  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return r;
   std::array<char, 4096> buf;
   size_t n;
@@ -38,6 +39,10 @@ inline CommandResult run_command(const std::string& cmd) {
   const int status = pclose(pipe);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+inline CommandResult run_command(const std::string& cmd) {
+  return run_shell(cmd + " 2>&1");
 }
 
 // Single-quoted for /bin/sh.
