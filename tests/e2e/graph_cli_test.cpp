@@ -12,6 +12,7 @@
 
 #include "base/npy.h"
 #include "bundle_util.h"
+#include "spec_snippets.h"
 
 namespace {
 
@@ -333,17 +334,7 @@ TEST_F(GraphCli, RunLayerRunsBlocksAndJoins) {
 // prints no "fused" line (it once printed the CPU plan's blocks, which the bundle did not have).
 // GPU kernels compile ahead of time: no GPU is needed.
 TEST_F(GraphCli, GpuTargetsFuseNothingAndReportNoFusedBlocks) {
-  const json spec = {{"model", "gf"},
-                     {"defaults", {{"layout", "NHWC"}, {"weight_layout", "HWIO"}}},
-                     {"inputs", {{{"name", "x"}, {"shape", {1, 96, 95, 32}}}}},
-                     {"layers",
-                      {{{"name", "dw"},
-                        {"op", "conv2d"},
-                        {"input", "x"},
-                        {"depth_multiplier", 1},
-                        {"kernel", 3},
-                        {"padding", "same"}},
-                       {{"name", "pw"}, {"op", "conv2d"}, {"out_channels", 16}, {"kernel", 1}}}}};
+  const json spec = padfold::testing::dw_pw_spec(96);
   write_spec(spec);
   const fs::path cpu = dir / "cpu", gpu = dir / "gpu";
   const Result host = run("compile " + spec_path() + " -o " + cpu.string() + " --target host");

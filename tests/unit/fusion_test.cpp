@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "schedules/schedule.h"
+#include "spec_snippets.h"
 
 namespace padfold {
 namespace {
@@ -62,20 +63,7 @@ TEST(FusionAuto, StripsAreAtLeastFourWindowOverlapsLong) {
 
 using json = nlohmann::json;
 
-// dw (k3) -> pw on an input of `size` x `size` x 32 channels, NHWC.
-json dw_pw_spec(int size) {
-  return {{"model", "f"},
-          {"defaults", {{"layout", "NHWC"}}},
-          {"inputs", {{{"name", "x"}, {"shape", {1, size, size, 32}}}}},
-          {"layers",
-           {{{"name", "dw"},
-             {"op", "conv2d"},
-             {"input", "x"},
-             {"depth_multiplier", 1},
-             {"kernel", 3},
-             {"padding", "same"}},
-            {{"name", "pw"}, {"op", "conv2d"}, {"out_channels", 16}, {"kernel", 1}}}}};
-}
+using padfold::testing::dw_pw_spec;
 
 std::vector<std::string> block_names(const FusionPlan& p) {
   std::vector<std::string> names;
