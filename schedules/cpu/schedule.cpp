@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "schedules/cpu/cpu.h"
+#include "schedules/tile_math.h"
 
 namespace padfold::cpu {
 
@@ -25,10 +26,6 @@ void split_tile(Func f, const Var& v, const Var& outer, const Var& inner, int fa
           extent % factor == 0 ? TailStrategy::RoundUp : TailStrategy::ShiftInwards);
 }
 
-int clamp_int(int64_t v, int lo, int64_t hi) {
-  return static_cast<int>(std::max<int64_t>(lo, std::min<int64_t>(v, hi)));
-}
-
 struct Tile {
   Var vec_outer{"vo"}, vec_inner{"vi"};  // the vectorized axis: channels (NHWC) or x (NCHW)
   Var unr_outer{"uo"}, unr_inner{"ui"};  // the unrolled axis: x (NHWC) or channels (NCHW)
@@ -36,32 +33,6 @@ struct Tile {
 };
 
 }  // namespace
-
-// A tile size for an axis of `extent` near `preferred`: with fit_tiles, the size in
-// [preferred/2, 2*preferred] (at most `most`) computing the fewest points (a divisor of the extent
-// computes no overlap), ties to the size nearest `preferred`, larger first.
-int fit_tile(int preferred, int64_t extent, int most) {
-  int best = preferred;
-  int64_t best_total = (extent + preferred - 1) / preferred * preferred;
-  for (int t = std::max(1, preferred / 2); t <= std::min<int64_t>(2 * preferred, extent); ++t) {
-    if (t > most) break;
-    const int64_t total = (extent + t - 1) / t * t;
-    const int distance = std::abs(t - preferred), best_distance = std::abs(best - preferred);
-    if (total < best_total || (total == best_total && (distance < best_distance ||
-                                                       (distance == best_distance && t > best)))) {
-      best = t;
-      best_total = total;
-    }
-  }
-  return best;
-}
-
-// The largest divisor of `extent` that is at most `most`.
-int divisor_at_most(int64_t extent, int most) {
-  for (int d = std::min<int64_t>(most, extent); d > 1; --d)
-    if (extent % d == 0) return d;
-  return 1;
-}
 
 // Row tiles per parallel task: rows_per_task, raised (min_task_kflop) to the smallest divisor of
 // the row tiles whose task does at least that much work, keeping 16 tasks or more (tasks of a few

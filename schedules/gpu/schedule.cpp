@@ -11,22 +11,13 @@
 #include <algorithm>
 
 #include "schedules/gpu/gpu.h"
+#include "schedules/tile_math.h"
 
 namespace padfold::gpu {
 
 using namespace Halide;
 
 namespace {
-
-int clamp_int(int64_t v, int lo, int64_t hi) {
-  return static_cast<int>(std::max<int64_t>(lo, std::min<int64_t>(v, hi)));
-}
-
-int divisor_at_most(int64_t extent, int most) {
-  for (int d = static_cast<int>(std::min<int64_t>(most, extent)); d > 1; --d)
-    if (extent % d == 0) return d;
-  return 1;
-}
 
 // The output's extent along Halide dimension d (innermost first).
 int64_t out_extent(const Layer& L, int d) {

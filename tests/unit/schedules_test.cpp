@@ -17,6 +17,7 @@
 #include "kernel_cases.h"
 #include "schedules/cpu/cpu.h"
 #include "schedules/schedule.h"
+#include "schedules/tile_math.h"
 
 namespace padfold {
 namespace {
@@ -214,7 +215,7 @@ TEST(TileFitting, FitTileComputesTheFewestPointsInItsWindow) {
   for (int preferred = 1; preferred <= 20; ++preferred) {
     for (int64_t extent = 1; extent <= 80; ++extent) {
       for (int most : {1, 3, 6, 16, 64}) {
-        const int t = cpu::fit_tile(preferred, extent, most);
+        const int t = fit_tile(preferred, extent, most);
         auto computed = [&](int64_t tile) { return (extent + tile - 1) / tile * tile; };
         if (t != preferred) {
           EXPECT_GE(t, std::max(1, preferred / 2));
@@ -229,19 +230,26 @@ TEST(TileFitting, FitTileComputesTheFewestPointsInItsWindow) {
       }
     }
   }
-  EXPECT_EQ(cpu::fit_tile(16, 56, 16), 14);  // resnet_3x3: 56 columns
-  EXPECT_EQ(cpu::fit_tile(4, 12, 8), 4);
+  EXPECT_EQ(fit_tile(16, 56, 16), 14);  // resnet_3x3: 56 columns
+  EXPECT_EQ(fit_tile(4, 12, 8), 4);
 }
 
 TEST(TileFitting, DivisorAtMost) {
   for (int64_t extent = 1; extent <= 100; ++extent) {
     for (int most = 1; most <= 20; ++most) {
-      const int d = cpu::divisor_at_most(extent, most);
+      const int d = divisor_at_most(extent, most);
       EXPECT_EQ(extent % d, 0);
       EXPECT_LE(d, std::max(1, most));
       for (int64_t c = d + 1; c <= std::min<int64_t>(most, extent); ++c) EXPECT_NE(extent % c, 0);
     }
   }
+}
+
+TEST(TileFitting, ClampInt) {
+  EXPECT_EQ(clamp_int(2, 1, 3), 2);
+  EXPECT_EQ(clamp_int(5, 1, 3), 3);
+  EXPECT_EQ(clamp_int(-2, 1, 3), 1);
+  EXPECT_EQ(clamp_int(int64_t{1} << 40, 1, 64), 64);  // 64-bit extents clamp before narrowing
 }
 
 TEST(TileFitting, RowTasksGroupToTheGrain) {
