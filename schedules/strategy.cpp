@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "padding/padding.h"
 #include "schedules/cpu/cpu.h"
 #include "schedules/gpu/gpu.h"
 #include "schedules/schedule.h"
@@ -117,7 +118,8 @@ int max_block_strips(const std::vector<const Layer*>& chain) {
   int most = 1 << 20;
   for (size_t i = chain.size() - 1; i >= 1; --i) {
     const Layer& reader = *chain[i];
-    const int64_t k = (reader.kernel[y] - 1) * reader.dilation[y] + 1, s = reader.stride[y];
+    const AxisParams a = reader.axes()[y];
+    const int64_t k = window_extent(a), s = a.stride;
     rows_per_out *= static_cast<double>(s);
     if (k > s) {
       // A strip recomputes k - s producer rows above its first row: strips of at least
@@ -173,8 +175,7 @@ ScheduleParams apply_block_schedule(std::vector<Algorithm>& chain, const Schedul
         const size_t y = reader.out_spatial.size() - 2;
         // One step more than the window: Halide's bounds of a clamped (pooling) window can
         // span a row more than the window (a 2-row average pool needed 3).
-        const int64_t rows =
-            resolved.tile_y * reader.stride[y] + (reader.kernel[y] - 1) * reader.dilation[y] + 1;
+        const int64_t rows = window_extent(reader.axes()[y], resolved.tile_y + 1);
         where.fold_rows = 1;
         while (where.fold_rows < rows) where.fold_rows *= 2;
       }

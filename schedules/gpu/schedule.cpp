@@ -10,6 +10,7 @@
 // reads the bordered input inline instead.
 #include <algorithm>
 
+#include "padding/padding.h"
 #include "schedules/gpu/gpu.h"
 #include "schedules/tile_math.h"
 
@@ -73,8 +74,9 @@ int64_t staged_bytes(const Layer& L, const ScheduleParams& p) {
       elements *= std::min<int64_t>(L.in_channels, groups * per_group);
     } else {
       const size_t ax = static_cast<size_t>(L.spatial_dims - 1 - spatial_index(L, d));
-      const int64_t window = (L.kernel[ax] - 1) * L.dilation[ax] + 1;
-      elements *= L.op == Op::ConvTranspose ? block + window : (block - 1) * L.stride[ax] + window;
+      const AxisParams axis = L.axes()[ax];
+      elements *=
+          L.op == Op::ConvTranspose ? block + window_extent(axis) : window_extent(axis, block);
     }
   }
   return 4 * elements;
