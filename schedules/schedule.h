@@ -61,6 +61,8 @@ struct StrategyRow {
 // Every (target family, op class) row: the schedule families' rows (schedules/strategy.cpp).
 const std::vector<StrategyRow>& strategy_table();
 const StrategyRow& strategy_row(TargetFamily family, OpClass op_class);
+// The strategy of the layer's row on the target's family.
+const ScheduleStrategy& strategy_for(const Layer& layer, const Halide::Target& target);
 
 // The tuned defaults for a layer on a target.
 ScheduleParams default_schedule(const Layer& layer, const Halide::Target& target);
@@ -72,24 +74,5 @@ ScheduleParams resolve_schedule(const Layer& layer, const Halide::Target& target
 // Resolves and applies `requested`; returns the knobs in effect.
 ScheduleParams apply_schedule(Algorithm& algorithm, const ScheduleParams& requested,
                               const Halide::Target& target);
-
-// A fused block (producers first, the consumer last): the consumer's knobs with channel blocks
-// kept inside pixel tiles (so each producer tile serves every channel block once), fused_strips
-// at most max_block_strips.
-ScheduleParams resolve_block_schedule(const std::vector<const Layer*>& chain,
-                                      const Halide::Target& target,
-                                      const ScheduleParams& requested);
-// The most row strips (fused_strips) a block's rows split into such that every strip is at least
-// kStripOverlaps times as long as the rows a producer read through a window recomputes at its
-// top (k - stride producer rows); a large number where no producer is read through a window.
-inline constexpr double kStripOverlaps = 4;
-int max_block_strips(const std::vector<const Layer*>& chain);
-
-// Schedules the consumer with the resolved block knobs and every producer with its own layer's
-// knobs: a producer read through a window per row tile of the consumer, sliding along the rows of
-// its strip, when the consumer is computed in strips (fused_strips); the others per pixel tile of
-// the consumer. Returns the knobs in effect.
-ScheduleParams apply_block_schedule(std::vector<Algorithm>& chain, const ScheduleParams& requested,
-                                    const Halide::Target& target);
 
 }  // namespace padfold

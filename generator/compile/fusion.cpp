@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "padding/padding.h"
+#include "schedules/block.h"
 #include "schedules/schedule.h"
 
 namespace padfold {

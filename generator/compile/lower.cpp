@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "compile/target.h"
+#include "schedules/block.h"
 
 namespace padfold {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "schedules/schedule.h"
+#include "schedules/block.h"
 
 namespace padfold {
 namespace {
