@@ -44,13 +44,14 @@ ScheduleParams resolve_block_schedule(const std::vector<const Layer*>& chain,
   return r;
 }
 
-ScheduleParams apply_block_schedule(std::vector<Algorithm>& chain, const ScheduleParams& requested,
+ScheduleResult apply_block_schedule(std::vector<Algorithm>& chain, const ScheduleParams& requested,
                                     const Halide::Target& target) {
   std::vector<const Layer*> layers;
   for (const Algorithm& a : chain) layers.push_back(a.layer);
   const ScheduleParams resolved = resolve_block_schedule(layers, target, requested);
   Algorithm& consumer = chain.back();
-  strategy_for(*consumer.layer, target).apply(consumer, resolved, target);
+  const ScheduleResult placed =
+      strategy_for(*consumer.layer, target).apply(consumer, resolved, target);
   for (size_t i = 0; i + 1 < chain.size(); ++i) {
     const Layer& producer = *chain[i].layer;
     const Layer& reader = *chain[i + 1].layer;
@@ -60,10 +61,10 @@ ScheduleParams apply_block_schedule(std::vector<Algorithm>& chain, const Schedul
     bool windowed = false;
     for (int64_t k : reader.kernel) windowed = windowed || k > 1;
     ProducerPlace where;
-    if (windowed && consumer.strips) {
+    if (windowed && placed.strips) {
       // A whole row (the reader sees the producer through its border, clamped to the row).
-      where.compute = consumer.row_tile;
-      where.store = consumer.row_strip;
+      where.compute = placed.row_tile;
+      where.store = placed.row_strip;
       where.columns = producer.out_spatial.back();
       // The window's rows for one row tile of the consumer (the readers between it and the
       // consumer are 1x1), as a power of two: Halide does not fold this storage by itself (the
@@ -80,7 +81,7 @@ ScheduleParams apply_block_schedule(std::vector<Algorithm>& chain, const Schedul
         while (where.fold_rows < rows) where.fold_rows *= 2;
       }
     } else {
-      where.compute = where.store = consumer.pixel_tile;
+      where.compute = where.store = placed.pixel_tile;
       const size_t x = reader.out_spatial.size() - 1;
       if (&reader == consumer.layer && !windowed && reader.stride[x] == 1 &&
           reader.layout.channels_last)
@@ -90,7 +91,7 @@ ScheduleParams apply_block_schedule(std::vector<Algorithm>& chain, const Schedul
         resolve_schedule(producer, target, default_schedule(producer, target));
     s.apply_producer(chain[i], own, where, target);
   }
-  return resolved;
+  return placed;
 }
 
 }  // namespace padfold

@@ -26,8 +26,8 @@ int max_block_strips(const std::vector<const Layer*>& chain);
 // Schedules the consumer with the resolved block knobs and every producer with its own layer's
 // knobs: a producer read through a window per row tile of the consumer, sliding along the rows of
 // its strip, when the consumer is computed in strips (fused_strips); the others per pixel tile of
-// the consumer. Returns the knobs in effect.
-ScheduleParams apply_block_schedule(std::vector<Algorithm>& chain, const ScheduleParams& requested,
+// the consumer. Returns the consumer's result (the block's knobs in effect).
+ScheduleResult apply_block_schedule(std::vector<Algorithm>& chain, const ScheduleParams& requested,
                                     const Halide::Target& target);
 
 }  // namespace padfold

@@ -33,6 +33,22 @@ struct ProducerPlace {
   int fold_rows = 0;
 };
 
+// What applying a schedule decided that later code reads: the knobs in effect and, for a fused
+// block's consumer, where its producers can be computed.
+struct ScheduleResult {
+  ScheduleParams resolved;  // the knobs in effect, as the manifest records them
+  // The loop level of the output at which one tile of pixels is computed for all channels; a
+  // fused block computes its producers there.
+  Halide::LoopLevel pixel_tile = Halide::LoopLevel::root();
+  // A fused block's consumer computed in row strips (fused_strips): the loop level of one row
+  // tile, and of its strip (a parallel task). A producer read through a window is stored per strip
+  // and computed per row tile, so it slides along the rows. Both root when there are no strips
+  // (strips false).
+  bool strips = false;
+  Halide::LoopLevel row_tile = Halide::LoopLevel::root();
+  Halide::LoopLevel row_strip = Halide::LoopLevel::root();
+};
+
 // A schedule family: how knobs become Halide scheduling directives.
 struct ScheduleStrategy {
   const char* scope;  // the knob scope it reads ("cpu")
@@ -40,8 +56,9 @@ struct ScheduleStrategy {
   // fitted, tasks grouped. Resolving its own result changes nothing, and both schedule alike.
   ScheduleParams (*resolve)(const Layer& layer, const Halide::Target& target,
                             const ScheduleParams& requested);
-  // Applies resolved knobs to the algorithm's Funcs (and sets algorithm.pixel_tile).
-  void (*apply)(Algorithm& algorithm, const ScheduleParams& resolved, const Halide::Target& target);
+  // Applies resolved knobs to the algorithm's Funcs; returns them with the loop levels it chose.
+  ScheduleResult (*apply)(Algorithm& algorithm, const ScheduleParams& resolved,
+                          const Halide::Target& target);
   // Schedules a fused block's producer layer with its own resolved knobs (`own`: its register
   // tile) where `where` says; null where the op class is never a producer.
   void (*apply_producer)(Algorithm& producer, const ScheduleParams& own, const ProducerPlace& where,
@@ -71,8 +88,8 @@ ScheduleParams conservative_schedule(const Layer& layer, const Halide::Target& t
 // The knobs in effect (see ScheduleStrategy::resolve).
 ScheduleParams resolve_schedule(const Layer& layer, const Halide::Target& target,
                                 const ScheduleParams& requested);
-// Resolves and applies `requested`; returns the knobs in effect.
-ScheduleParams apply_schedule(Algorithm& algorithm, const ScheduleParams& requested,
+// Resolves and applies `requested`; returns the knobs in effect and the loop levels chosen.
+ScheduleResult apply_schedule(Algorithm& algorithm, const ScheduleParams& requested,
                               const Halide::Target& target);
 
 }  // namespace padfold

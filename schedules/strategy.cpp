@@ -106,12 +106,10 @@ ScheduleParams resolve_schedule(const Layer& layer, const Halide::Target& target
   return strategy_for(layer, target).resolve(layer, target, requested);
 }
 
-ScheduleParams apply_schedule(Algorithm& algorithm, const ScheduleParams& requested,
+ScheduleResult apply_schedule(Algorithm& algorithm, const ScheduleParams& requested,
                               const Halide::Target& target) {
   const ScheduleStrategy& s = strategy_for(*algorithm.layer, target);
-  const ScheduleParams resolved = s.resolve(*algorithm.layer, target, requested);
-  s.apply(algorithm, resolved, target);
-  return resolved;
+  return s.apply(algorithm, s.resolve(*algorithm.layer, target, requested), target);
 }
 
 }  // namespace padfold

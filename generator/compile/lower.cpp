@@ -37,7 +37,7 @@ Kernel lower(const Layer& layer, const Halide::Target& target, const SchedulePar
   Algorithm a = build_algorithm(layer, Halide::Func(), target.has_gpu_feature());
   Kernel k;
   k.name = layer.name;
-  k.schedule = apply_schedule(a, requested, target);
+  k.schedule = apply_schedule(a, requested, target).resolved;
   k.buffers = a.buffers;
   k.pipeline = Halide::Pipeline(a.output);
   return k;
@@ -64,7 +64,7 @@ Kernel lower(const Block& block, const Halide::Target& target, const SchedulePar
   }
   Kernel k;
   k.name = block.last().name;
-  k.schedule = apply_block_schedule(chain, requested, target);
+  k.schedule = apply_block_schedule(chain, requested, target).resolved;
   // Buffers in block_buffers order: the parameters of every layer, renamed as the block names them.
   const std::vector<BufferInfo> infos = block_buffers(block);
   for (const BufferInfo& info : infos) {

@@ -36,7 +36,7 @@ ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParam
   return r;
 }
 
-void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
+ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   const Layer& L = *a.layer;
   Func out = a.output;
   const Var inner = a.vars.front();
@@ -52,6 +52,7 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
     out.parallel(rows, p.rows_per_task);
   else if (p.rows_per_task == 1)
     out.parallel(rows);
+  return {p};
 }
 
 }  // namespace

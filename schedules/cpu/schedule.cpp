@@ -217,7 +217,8 @@ void schedule_reduction(Algorithm& a, const ScheduleParams& p, const LoopLevel& 
 }
 
 // One shape for every op (see the top of this file), from resolved knobs.
-void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
+ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
+  ScheduleResult result{p};
   const Layer& L = *a.layer;
   for (Func h : a.helpers) h.compute_root();
   const Axes ax = axes_of(L);
@@ -265,9 +266,9 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   // All channels of a pixel tile: channels-last tiles keep channel blocks inside pixel blocks;
   // channels-first ones have channel blocks outside the column blocks, so a strip of rows.
   if (!channels_outer && (cl || D >= 2))
-    a.pixel_tile = LoopLevel(out, cl ? t.unr_outer : t.y_outer);
+    result.pixel_tile = LoopLevel(out, cl ? t.unr_outer : t.y_outer);
   else
-    a.pixel_tile = LoopLevel(out, a.n);
+    result.pixel_tile = LoopLevel(out, a.n);
 
   // A fused block's consumer in row strips (fused_strips): the row tiles split into strips of
   // equal size where a divisor allows, one parallel task each; producers read through a window
@@ -284,9 +285,9 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
     split_tile(out, t.y_outer, strip, t.y_outer, static_cast<int>(per), row_tiles);
     if (p.rows_per_task > 0 && per < row_tiles) out.parallel(strip);
     out.never_partition(strip);  // one body for every strip
-    a.strips = true;
-    a.row_tile = LoopLevel(out, t.y_outer);
-    a.row_strip = LoopLevel(out, strip);
+    result.strips = true;
+    result.row_tile = LoopLevel(out, t.y_outer);
+    result.row_strip = LoopLevel(out, strip);
   } else if (p.rows_per_task > 0) {
     // Threads over rows (the outermost spatial tile loop); over channel blocks instead when they
     // are the outer loop, or when the output is a single row of tiles.
@@ -295,6 +296,7 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
     else
       out.parallel(D >= 2 ? t.y_outer : t.unr_outer, p.rows_per_task);
   }
+  return result;
 }
 
 // A fused block's producer at `where`, with its own layer's register tile. Channels-last: its

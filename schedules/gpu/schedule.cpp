@@ -84,7 +84,7 @@ int64_t staged_bytes(const Layer& L, const ScheduleParams& p) {
 
 namespace {
 
-void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
+ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   const Layer& L = *a.layer;
   for (Func h : a.helpers) h.compute_root();
   const int tx = p.gpu_threads_x, ty = p.gpu_threads_y, rx = p.gpu_tile_x, ry = p.gpu_tile_y;
@@ -110,7 +110,7 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
     z = fused;
   }
   out.gpu_blocks(z, v0o, v1o).gpu_threads(v0t, v1t).unroll(v0r).unroll(v1r);
-  if (!a.reduce.defined()) return;
+  if (!a.reduce.defined()) return {p};
 
   // Accumulators: the thread's register tile.
   a.reduce.compute_at(out, v0t).unroll(v0).unroll(v1);
@@ -149,6 +149,7 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
         .reorder(b0i, b1i, b0o, b1o)
         .gpu_threads(b0i, b1i);
   }
+  return {p};
 }
 
 }  // namespace

@@ -338,6 +338,29 @@ TEST(ResolvedKnobs, FittedTilesAreRecorded) {
   EXPECT_EQ(resolve_schedule(L, t, natural).vector_lanes, 16);
 }
 
+// What a schedule decided comes back in its result: the knobs in effect, and where a block's
+// producers could go (one layer alone is never in strips).
+TEST(ScheduleResult, ResolvedKnobsAndThePixelTile) {
+  const Layer L = one_layer(conv(16, 16, 3));
+  for (const char* name : {"x86-64-linux-avx2-fma", "host-cuda"}) {
+    const Halide::Target t = resolve_target(name);
+    Algorithm a = build_algorithm(L, Halide::Func(), target_family(t) == TargetFamily::Gpu);
+    const ScheduleParams requested = default_schedule(L, t);
+    const ScheduleResult r = apply_schedule(a, requested, t);
+    EXPECT_EQ(r.resolved, resolve_schedule(L, t, requested)) << name;
+    EXPECT_FALSE(r.strips) << name;
+    Halide::LoopLevel tile = r.pixel_tile;
+    tile.lock();
+    // CPU: one tile of pixels of the output (NHWC: a block of columns); GPU: none chosen.
+    if (target_family(t) != TargetFamily::Gpu) {
+      EXPECT_FALSE(tile.is_root());
+      EXPECT_EQ(tile.func(), a.output.name());
+    } else {
+      EXPECT_TRUE(tile.is_root());
+    }
+  }
+}
+
 TEST(Lowering, KernelBuffersFollowTheManifestOrder) {
   json l = conv(8, 4, 3);
   l["bias"] = true;
