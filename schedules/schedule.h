@@ -49,9 +49,20 @@ struct ScheduleResult {
   Halide::LoopLevel row_strip = Halide::LoopLevel::root();
 };
 
+// What a schedule family can do. Every strategy of a family declares the same (schedules_test
+// checks), so that a target's answer (capabilities below) does not depend on the layer.
+struct Capabilities {
+  // The algorithm's bordered input written as clamps and selects (build_algorithm's
+  // explicit_border) instead of Halide's BoundaryConditions.
+  bool explicit_border;
+  bool fuses;    // compiles fused blocks (compile/fusion.h); otherwise every layer alone
+  bool tunable;  // padfold tune can search its knobs (it measures candidates on this CPU)
+};
+
 // A schedule family: how knobs become Halide scheduling directives.
 struct ScheduleStrategy {
   const char* scope;  // the knob scope it reads ("cpu")
+  Capabilities capabilities;
   // The knobs in effect for `requested` on this layer and target: clamped to the shapes, tiles
   // fitted, tasks grouped. Resolving its own result changes nothing, and both schedule alike.
   ScheduleParams (*resolve)(const Layer& layer, const Halide::Target& target,
@@ -80,6 +91,9 @@ const std::vector<StrategyRow>& strategy_table();
 const StrategyRow& strategy_row(TargetFamily family, OpClass op_class);
 // The strategy of the layer's row on the target's family.
 const ScheduleStrategy& strategy_for(const Layer& layer, const Halide::Target& target);
+// What the target's schedule family can do. Ask this rather than Target::has_gpu_feature(): which
+// targets are GPUs, and what that implies, is the strategy table's to say (target_family).
+Capabilities capabilities(const Halide::Target& target);
 
 // The tuned defaults for a layer on a target.
 ScheduleParams default_schedule(const Layer& layer, const Halide::Target& target);

@@ -55,6 +55,13 @@ const ScheduleStrategy& strategy_for(const Layer& layer, const Halide::Target& t
   return *strategy_row(target_family(target), classify(layer)).strategy;
 }
 
+Capabilities capabilities(const Halide::Target& target) {
+  const TargetFamily family = target_family(target);
+  for (const StrategyRow& row : strategy_table())
+    if (row.family == family) return row.strategy->capabilities;
+  throw std::logic_error("no schedule for " + to_string(family) + " targets");
+}
+
 TargetFamily target_family(const Halide::Target& t) {
   using T = Halide::Target;
   if (t.has_gpu_feature()) return TargetFamily::Gpu;

@@ -34,7 +34,8 @@ Kernel lower(const Layer& layer, const Halide::Target& target, const nlohmann::j
 }
 
 Kernel lower(const Layer& layer, const Halide::Target& target, const ScheduleParams& requested) {
-  Algorithm a = build_algorithm(layer, Halide::Func(), target.has_gpu_feature());
+  Algorithm a = build_algorithm(layer, Halide::Func(),
+                                strategy_for(layer, target).capabilities.explicit_border);
   Kernel k;
   k.name = layer.name;
   k.schedule = apply_schedule(a, requested, target).resolved;
@@ -59,7 +60,8 @@ Kernel lower(const Block& block, const Halide::Target& target, const SchedulePar
   std::vector<Algorithm> chain;
   Halide::Func source;
   for (const Layer* L : block.layers) {
-    chain.push_back(build_algorithm(*L, source));
+    chain.push_back(
+        build_algorithm(*L, source, strategy_for(*L, target).capabilities.explicit_border));
     source = chain.back().output;
   }
   Kernel k;

@@ -8,6 +8,10 @@
 
 namespace padfold::cpu {
 
+// Halide's BoundaryConditions for the border (loop partitioning peels the border tiles off), fused
+// blocks, and knobs padfold tune searches on this machine.
+inline constexpr Capabilities kCapabilities{false, true, true};
+
 extern const ScheduleStrategy kStrategy;
 // add and concat: no reduction, the output vectorized and its rows over threads (elementwise.cpp).
 extern const ScheduleStrategy kElementwiseStrategy;

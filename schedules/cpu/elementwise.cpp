@@ -58,6 +58,7 @@ ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
 }  // namespace
 
 const ScheduleStrategy kElementwiseStrategy = {
-    "cpu", resolve, apply, nullptr, with_knobs({}, {{"vector_lanes", 1}, {"rows_per_task", 1}})};
+    "cpu", kCapabilities, resolve,
+    apply, nullptr,       with_knobs({}, {{"vector_lanes", 1}, {"rows_per_task", 1}})};
 
 }  // namespace padfold::cpu

@@ -377,7 +377,7 @@ void apply_producer(Algorithm& a, const ScheduleParams& p, const ProducerPlace& 
 
 }  // namespace
 
-const ScheduleStrategy kStrategy = {"cpu", resolve, apply, apply_producer,
+const ScheduleStrategy kStrategy = {"cpu", kCapabilities, resolve, apply, apply_producer,
                                     // Conservative: scalar, one output per tile, nothing unrolled.
                                     with_knobs({}, {{"vector_lanes", 1},
                                                     {"channel_vectors", 1},

@@ -1,6 +1,6 @@
 // Schedules without running kernels: the knob table (ranges, unknown knobs, wrong types, JSON),
-// the strategy table, target families, op classes, tile fitting, and resolved knobs (valid, stable
-// when resolved again, and scheduling exactly like the knobs they came from).
+// the strategy table, target families, op classes, capabilities, tile fitting, and resolved knobs
+// (valid, stable when resolved again, and scheduling exactly like the knobs they came from).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -165,6 +165,40 @@ TEST(StrategyTable, OneValidRowPerFamilyAndOpClass) {
     riscv.name = generic.name;
     EXPECT_EQ(riscv, generic) << to_string(c);
   }
+}
+
+// Capabilities are the family's: every strategy of a family declares the same, so a target answers
+// for all its layers. CPU families: Halide's BoundaryConditions, fused blocks, tuned. The GPU
+// family: explicit borders, every layer its own kernel, not tuned.
+TEST(StrategyTable, CapabilitiesAreTheFamilys) {
+  for (TargetFamily f : kFamilies) {
+    const Capabilities want =
+        f == TargetFamily::Gpu ? Capabilities{true, false, false} : Capabilities{false, true, true};
+    for (OpClass c : kOpClasses) {
+      const Capabilities& got = strategy_row(f, c).strategy->capabilities;
+      EXPECT_EQ(got.explicit_border, want.explicit_border) << to_string(f) << "." << to_string(c);
+      EXPECT_EQ(got.fuses, want.fuses) << to_string(f) << "." << to_string(c);
+      EXPECT_EQ(got.tunable, want.tunable) << to_string(f) << "." << to_string(c);
+    }
+  }
+  for (const char* name : {"x86-64-linux-avx512_skylake", "x86-64-linux-avx2-fma", "x86-64-linux",
+                           "arm-64-linux", "riscv-64-linux-rvv-vector_bits_128"}) {
+    const Capabilities c = capabilities(resolve_target(name));
+    EXPECT_FALSE(c.explicit_border) << name;
+    EXPECT_TRUE(c.fuses) << name;
+    EXPECT_TRUE(c.tunable) << name;
+  }
+  for (const char* name : {"host-cuda", "host-opencl", "x86-64-linux-avx2-fma-cuda"}) {
+    const Capabilities c = capabilities(resolve_target(name));
+    EXPECT_TRUE(c.explicit_border) << name;
+    EXPECT_FALSE(c.fuses) << name;
+    EXPECT_FALSE(c.tunable) << name;
+  }
+  const Layer L = one_layer(conv(16, 16, 3));
+  EXPECT_EQ(&strategy_for(L, resolve_target("host-cuda")),
+            strategy_row(TargetFamily::Gpu, OpClass::Dense).strategy);
+  EXPECT_EQ(&strategy_for(L, resolve_target("x86-64-linux-avx2-fma")),
+            strategy_row(TargetFamily::X86Avx2, OpClass::Dense).strategy);
 }
 
 TEST(StrategyTable, TargetFamilies) {
@@ -344,7 +378,7 @@ TEST(ScheduleResult, ResolvedKnobsAndThePixelTile) {
   const Layer L = one_layer(conv(16, 16, 3));
   for (const char* name : {"x86-64-linux-avx2-fma", "host-cuda"}) {
     const Halide::Target t = resolve_target(name);
-    Algorithm a = build_algorithm(L, Halide::Func(), target_family(t) == TargetFamily::Gpu);
+    Algorithm a = build_algorithm(L, Halide::Func(), capabilities(t).explicit_border);
     const ScheduleParams requested = default_schedule(L, t);
     const ScheduleResult r = apply_schedule(a, requested, t);
     EXPECT_EQ(r.resolved, resolve_schedule(L, t, requested)) << name;
