@@ -1,6 +1,6 @@
 // Schedules: how a layer's algorithm (generator/algorithm/) is computed on a target. A strategy
-// table maps (target family, op class) to a schedule family's functions and its default knobs
-// (schedules/knobs.h); each family is one folder (schedules/cpu/, next schedules/gpu/).
+// table maps (target family, op class) to a schedule family's functions, capabilities and default
+// knobs (schedules/knobs.h); each family is one folder (schedules/cpu/, schedules/gpu/).
 #pragma once
 
 #include <Halide.h>

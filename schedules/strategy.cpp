@@ -1,6 +1,8 @@
+// The strategy table: target families, op classes and the (family, class) rows of every schedule
+// family.
 #include <stdexcept>
-#include <utility>
 
+#include "base/enum_names.h"
 #include "schedules/cpu/cpu.h"
 #include "schedules/gpu/gpu.h"
 #include "schedules/schedule.h"
@@ -9,12 +11,12 @@ namespace padfold {
 
 namespace {
 
-const std::pair<TargetFamily, const char*> kFamilyNames[] = {
+const EnumName<TargetFamily> kFamilyNames[] = {
     {TargetFamily::X86Avx512, "avx512"}, {TargetFamily::X86Avx2, "avx2"},
     {TargetFamily::ArmNeon, "neon"},     {TargetFamily::RiscV, "riscv"},
     {TargetFamily::Generic, "generic"},  {TargetFamily::Gpu, "gpu"},
 };
-const std::pair<OpClass, const char*> kOpClassNames[] = {
+const EnumName<OpClass> kOpClassNames[] = {
     {OpClass::Dense, "dense"},
     {OpClass::Stem, "stem"},
     {OpClass::Pointwise, "pointwise"},
@@ -24,16 +26,9 @@ const std::pair<OpClass, const char*> kOpClassNames[] = {
     {OpClass::Elementwise, "elementwise"},
 };
 
-template <typename E, size_t N>
-std::string name_of(const std::pair<E, const char*> (&names)[N], E value) {
-  for (const auto& [v, n] : names)
-    if (v == value) return n;
-  throw std::logic_error("unnamed enum value");
-}
-
 }  // namespace
 
-// The strategy table: each schedule family contributes its rows. A GPU family is one more line.
+// The strategy table: each schedule family contributes its rows; a new family is one more entry.
 const std::vector<StrategyRow>& strategy_table() {
   static const std::vector<StrategyRow> rows = [] {
     std::vector<StrategyRow> all;

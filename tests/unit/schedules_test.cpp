@@ -167,6 +167,14 @@ TEST(StrategyTable, OneValidRowPerFamilyAndOpClass) {
   }
 }
 
+TEST(StrategyTable, NamesAreDistinct) {
+  std::set<std::string> families, classes;
+  for (TargetFamily f : kFamilies) EXPECT_TRUE(families.insert(to_string(f)).second);
+  for (OpClass c : kOpClasses) EXPECT_TRUE(classes.insert(to_string(c)).second);
+  EXPECT_EQ(to_string(TargetFamily::Gpu), "gpu");
+  EXPECT_EQ(to_string(OpClass::Elementwise), "elementwise");
+}
+
 // Capabilities are the family's: every strategy of a family declares the same, so a target answers
 // for all its layers. CPU families: Halide's BoundaryConditions, fused blocks, tuned. The GPU
 // family: explicit borders, every layer its own kernel, not tuned.
