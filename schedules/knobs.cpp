@@ -144,7 +144,8 @@ std::string knobs_markdown() {
       "# Schedule knobs\n\n"
       "Every knob a schedule reads, as `padfold compile --schedules` overrides it, the manifest\n"
       "records it (the values in effect) and a tuner searches it. Defaults per target family and\n"
-      "op class are the rows of `schedules/cpu/table.cpp`; the value below is the fallback.\n\n"
+      "op class are the rows of `schedules/cpu/table.cpp` and `schedules/gpu/table.cpp`; the\n"
+      "value below is the fallback.\n\n"
       "| knob | type | range | default | family | what it does |\n"
       "|---|---|---|---|---|---|\n";
   for (const Knob& k : knobs()) {

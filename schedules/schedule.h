@@ -1,6 +1,6 @@
 // Schedules: how a layer's algorithm (generator/algorithm/) is computed on a target. A strategy
-// table maps (target family, op class) to a schedule family's functions and its default knobs
-// (schedules/knobs.h); each family is one folder (schedules/cpu/, next schedules/gpu/).
+// table maps (target family, op class) to a schedule family's functions, capabilities and default
+// knobs (schedules/knobs.h); each family is one folder (schedules/cpu/, schedules/gpu/).
 #pragma once
 
 #include <Halide.h>
@@ -33,15 +33,43 @@ struct ProducerPlace {
   int fold_rows = 0;
 };
 
+// What applying a schedule decided that later code reads: the knobs in effect and, for a fused
+// block's consumer, where its producers can be computed.
+struct ScheduleResult {
+  ScheduleParams resolved;  // the knobs in effect, as the manifest records them
+  // The loop level of the output at which one tile of pixels is computed for all channels; a
+  // fused block computes its producers there.
+  Halide::LoopLevel pixel_tile = Halide::LoopLevel::root();
+  // A fused block's consumer computed in row strips (fused_strips): the loop level of one row
+  // tile, and of its strip (a parallel task). A producer read through a window is stored per strip
+  // and computed per row tile, so it slides along the rows. Both root when there are no strips
+  // (strips false).
+  bool strips = false;
+  Halide::LoopLevel row_tile = Halide::LoopLevel::root();
+  Halide::LoopLevel row_strip = Halide::LoopLevel::root();
+};
+
+// What a schedule family can do. Every strategy of a family declares the same (schedules_test
+// checks), so that a target's answer (capabilities below) does not depend on the layer.
+struct Capabilities {
+  // The algorithm's bordered input written as clamps and selects (build_algorithm's
+  // explicit_border) instead of Halide's BoundaryConditions.
+  bool explicit_border;
+  bool fuses;    // compiles fused blocks (compile/fusion.h); otherwise every layer alone
+  bool tunable;  // padfold tune can search its knobs (it measures candidates on this CPU)
+};
+
 // A schedule family: how knobs become Halide scheduling directives.
 struct ScheduleStrategy {
   const char* scope;  // the knob scope it reads ("cpu")
+  Capabilities capabilities;
   // The knobs in effect for `requested` on this layer and target: clamped to the shapes, tiles
   // fitted, tasks grouped. Resolving its own result changes nothing, and both schedule alike.
   ScheduleParams (*resolve)(const Layer& layer, const Halide::Target& target,
                             const ScheduleParams& requested);
-  // Applies resolved knobs to the algorithm's Funcs (and sets algorithm.pixel_tile).
-  void (*apply)(Algorithm& algorithm, const ScheduleParams& resolved, const Halide::Target& target);
+  // Applies resolved knobs to the algorithm's Funcs; returns them with the loop levels it chose.
+  ScheduleResult (*apply)(Algorithm& algorithm, const ScheduleParams& resolved,
+                          const Halide::Target& target);
   // Schedules a fused block's producer layer with its own resolved knobs (`own`: its register
   // tile) where `where` says; null where the op class is never a producer.
   void (*apply_producer)(Algorithm& producer, const ScheduleParams& own, const ProducerPlace& where,
@@ -61,6 +89,11 @@ struct StrategyRow {
 // Every (target family, op class) row: the schedule families' rows (schedules/strategy.cpp).
 const std::vector<StrategyRow>& strategy_table();
 const StrategyRow& strategy_row(TargetFamily family, OpClass op_class);
+// The strategy of the layer's row on the target's family.
+const ScheduleStrategy& strategy_for(const Layer& layer, const Halide::Target& target);
+// What the target's schedule family can do. Ask this rather than Target::has_gpu_feature(): which
+// targets are GPUs, and what that implies, is the strategy table's to say (target_family).
+Capabilities capabilities(const Halide::Target& target);
 
 // The tuned defaults for a layer on a target.
 ScheduleParams default_schedule(const Layer& layer, const Halide::Target& target);
@@ -69,27 +102,8 @@ ScheduleParams conservative_schedule(const Layer& layer, const Halide::Target& t
 // The knobs in effect (see ScheduleStrategy::resolve).
 ScheduleParams resolve_schedule(const Layer& layer, const Halide::Target& target,
                                 const ScheduleParams& requested);
-// Resolves and applies `requested`; returns the knobs in effect.
-ScheduleParams apply_schedule(Algorithm& algorithm, const ScheduleParams& requested,
+// Resolves and applies `requested`; returns the knobs in effect and the loop levels chosen.
+ScheduleResult apply_schedule(Algorithm& algorithm, const ScheduleParams& requested,
                               const Halide::Target& target);
-
-// A fused block (producers first, the consumer last): the consumer's knobs with channel blocks
-// kept inside pixel tiles (so each producer tile serves every channel block once), fused_strips
-// at most max_block_strips.
-ScheduleParams resolve_block_schedule(const std::vector<const Layer*>& chain,
-                                      const Halide::Target& target,
-                                      const ScheduleParams& requested);
-// The most row strips (fused_strips) a block's rows split into such that every strip is at least
-// kStripOverlaps times as long as the rows a producer read through a window recomputes at its
-// top (k - stride producer rows); a large number where no producer is read through a window.
-inline constexpr double kStripOverlaps = 4;
-int max_block_strips(const std::vector<const Layer*>& chain);
-
-// Schedules the consumer with the resolved block knobs and every producer with its own layer's
-// knobs: a producer read through a window per row tile of the consumer, sliding along the rows of
-// its strip, when the consumer is computed in strips (fused_strips); the others per pixel tile of
-// the consumer. Returns the knobs in effect.
-ScheduleParams apply_block_schedule(std::vector<Algorithm>& chain, const ScheduleParams& requested,
-                                    const Halide::Target& target);
 
 }  // namespace padfold

@@ -1,8 +1,8 @@
-#include <algorithm>
-#include <map>
+// The strategy table: target families, op classes and the (family, class) rows of every schedule
+// family.
 #include <stdexcept>
-#include <utility>
 
+#include "base/enum_names.h"
 #include "schedules/cpu/cpu.h"
 #include "schedules/gpu/gpu.h"
 #include "schedules/schedule.h"
@@ -11,12 +11,12 @@ namespace padfold {
 
 namespace {
 
-const std::pair<TargetFamily, const char*> kFamilyNames[] = {
+const EnumName<TargetFamily> kFamilyNames[] = {
     {TargetFamily::X86Avx512, "avx512"}, {TargetFamily::X86Avx2, "avx2"},
     {TargetFamily::ArmNeon, "neon"},     {TargetFamily::RiscV, "riscv"},
     {TargetFamily::Generic, "generic"},  {TargetFamily::Gpu, "gpu"},
 };
-const std::pair<OpClass, const char*> kOpClassNames[] = {
+const EnumName<OpClass> kOpClassNames[] = {
     {OpClass::Dense, "dense"},
     {OpClass::Stem, "stem"},
     {OpClass::Pointwise, "pointwise"},
@@ -26,20 +26,9 @@ const std::pair<OpClass, const char*> kOpClassNames[] = {
     {OpClass::Elementwise, "elementwise"},
 };
 
-template <typename E, size_t N>
-std::string name_of(const std::pair<E, const char*> (&names)[N], E value) {
-  for (const auto& [v, n] : names)
-    if (v == value) return n;
-  throw std::logic_error("unnamed enum value");
-}
-
-const ScheduleStrategy& strategy_for(const Layer& layer, const Halide::Target& target) {
-  return *strategy_row(target_family(target), classify(layer)).strategy;
-}
-
 }  // namespace
 
-// The strategy table: each schedule family contributes its rows. A GPU family is one more line.
+// The strategy table: each schedule family contributes its rows; a new family is one more entry.
 const std::vector<StrategyRow>& strategy_table() {
   static const std::vector<StrategyRow> rows = [] {
     std::vector<StrategyRow> all;
@@ -55,6 +44,17 @@ const StrategyRow& strategy_row(TargetFamily family, OpClass op_class) {
     if (row.family == family && row.op_class == op_class) return row;
   throw std::logic_error("no schedule for " + to_string(op_class) + " layers on " +
                          to_string(family) + " targets");
+}
+
+const ScheduleStrategy& strategy_for(const Layer& layer, const Halide::Target& target) {
+  return *strategy_row(target_family(target), classify(layer)).strategy;
+}
+
+Capabilities capabilities(const Halide::Target& target) {
+  const TargetFamily family = target_family(target);
+  for (const StrategyRow& row : strategy_table())
+    if (row.family == family) return row.strategy->capabilities;
+  throw std::logic_error("no schedule for " + to_string(family) + " targets");
 }
 
 TargetFamily target_family(const Halide::Target& t) {
@@ -108,96 +108,10 @@ ScheduleParams resolve_schedule(const Layer& layer, const Halide::Target& target
   return strategy_for(layer, target).resolve(layer, target, requested);
 }
 
-int max_block_strips(const std::vector<const Layer*>& chain) {
-  const Layer& consumer = *chain.back();
-  if (consumer.spatial_dims < 2) return 1;
-  const size_t y = consumer.out_spatial.size() - 2;
-  // Producer rows per consumer row, from the consumer back to each producer.
-  double rows_per_out = 1;
-  int most = 1 << 20;
-  for (size_t i = chain.size() - 1; i >= 1; --i) {
-    const Layer& reader = *chain[i];
-    const int64_t k = (reader.kernel[y] - 1) * reader.dilation[y] + 1, s = reader.stride[y];
-    rows_per_out *= static_cast<double>(s);
-    if (k > s) {
-      // A strip recomputes k - s producer rows above its first row: strips of at least
-      // kStripOverlaps times that many rows.
-      const double overlap_out = static_cast<double>(k - s) / rows_per_out;
-      const double rows = static_cast<double>(consumer.out_spatial[y]);
-      most = std::min(most, std::max(1, static_cast<int>(rows / (kStripOverlaps * overlap_out))));
-    }
-  }
-  return most;
-}
-
-ScheduleParams resolve_block_schedule(const std::vector<const Layer*>& chain,
-                                      const Halide::Target& target,
-                                      const ScheduleParams& requested) {
-  ScheduleParams p = requested;
-  p.channels_outer_kb = 0;
-  p.parallel_channels = false;
-  ScheduleParams r = resolve_schedule(*chain.back(), target, p);
-  // A single layer's resolve clears it; strips no shorter than their window allows.
-  r.fused_strips = std::min(requested.fused_strips, max_block_strips(chain));
-  return r;
-}
-
-ScheduleParams apply_block_schedule(std::vector<Algorithm>& chain, const ScheduleParams& requested,
-                                    const Halide::Target& target) {
-  std::vector<const Layer*> layers;
-  for (const Algorithm& a : chain) layers.push_back(a.layer);
-  const ScheduleParams resolved = resolve_block_schedule(layers, target, requested);
-  Algorithm& consumer = chain.back();
-  strategy_for(*consumer.layer, target).apply(consumer, resolved, target);
-  for (size_t i = 0; i + 1 < chain.size(); ++i) {
-    const Layer& producer = *chain[i].layer;
-    const Layer& reader = *chain[i + 1].layer;
-    const ScheduleStrategy& s = strategy_for(producer, target);
-    if (!s.apply_producer)
-      throw std::logic_error("layer '" + producer.name + "' cannot be a fused producer");
-    bool windowed = false;
-    for (int64_t k : reader.kernel) windowed = windowed || k > 1;
-    ProducerPlace where;
-    if (windowed && consumer.strips) {
-      // A whole row (the reader sees the producer through its border, clamped to the row).
-      where.compute = consumer.row_tile;
-      where.store = consumer.row_strip;
-      where.columns = producer.out_spatial.back();
-      // The window's rows for one row tile of the consumer (the readers between it and the
-      // consumer are 1x1), as a power of two: Halide does not fold this storage by itself (the
-      // reader's border clamps the rows it reads) and would keep every row of the strip.
-      // Only where the reader's border clamps its window to the rows (zeros or a constant): a
-      // reflected, replicated or circular border reads rows elsewhere.
-      const bool clamped = reader.border == Border::Zeros || reader.border == Border::Constant;
-      if (reader.spatial_dims >= 2 && clamped) {
-        const size_t y = reader.out_spatial.size() - 2;
-        // One step more than the window: Halide's bounds of a clamped (pooling) window can
-        // span a row more than the window (a 2-row average pool needed 3).
-        const int64_t rows =
-            resolved.tile_y * reader.stride[y] + (reader.kernel[y] - 1) * reader.dilation[y] + 1;
-        where.fold_rows = 1;
-        while (where.fold_rows < rows) where.fold_rows *= 2;
-      }
-    } else {
-      where.compute = where.store = consumer.pixel_tile;
-      const size_t x = reader.out_spatial.size() - 1;
-      if (&reader == consumer.layer && !windowed && reader.stride[x] == 1 &&
-          reader.layout.channels_last)
-        where.columns = std::min<int64_t>(resolved.tile_x, reader.out_spatial[x]);
-    }
-    const ScheduleParams own =
-        resolve_schedule(producer, target, default_schedule(producer, target));
-    s.apply_producer(chain[i], own, where, target);
-  }
-  return resolved;
-}
-
-ScheduleParams apply_schedule(Algorithm& algorithm, const ScheduleParams& requested,
+ScheduleResult apply_schedule(Algorithm& algorithm, const ScheduleParams& requested,
                               const Halide::Target& target) {
   const ScheduleStrategy& s = strategy_for(*algorithm.layer, target);
-  const ScheduleParams resolved = s.resolve(*algorithm.layer, target, requested);
-  s.apply(algorithm, resolved, target);
-  return resolved;
+  return s.apply(algorithm, s.resolve(*algorithm.layer, target, requested), target);
 }
 
 }  // namespace padfold

@@ -55,17 +55,6 @@ struct Algorithm {
   std::vector<Halide::Func>
       helpers;  // small tables (e.g. avg-pool divisors) a schedule computes at root
 
-  // Set by the schedule: the loop level of the output at which one tile of pixels is computed for
-  // all channels; a fused block computes its producers there.
-  Halide::LoopLevel pixel_tile = Halide::LoopLevel::root();
-  // Set by the schedule of a fused block's consumer computed in row strips (fused_strips): the
-  // loop level of one row tile, and of its strip (a parallel task). A producer read through a
-  // window is stored per strip and computed per row tile, so it slides along the rows. Both
-  // root when there are no strips (strips false).
-  bool strips = false;
-  Halide::LoopLevel row_tile = Halide::LoopLevel::root();
-  Halide::LoopLevel row_strip = Halide::LoopLevel::root();
-
   std::vector<BufferParam> buffers;  // every buffer in manifest order; input/weights/bias above
                                      // are the same parameters
 };

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "padding/padding.h"
+#include "schedules/block.h"
 #include "schedules/schedule.h"
 
 namespace padfold {
@@ -43,9 +45,8 @@ double bytes_of(const std::vector<int64_t>& shape) {
 double halo_factor(const Layer& consumer, size_t axis, int64_t tile) {
   const int64_t out = consumer.out_spatial[axis];
   const int64_t t = std::max<int64_t>(1, std::min(tile, out));
-  const int64_t s = consumer.stride[axis], k = consumer.kernel[axis], d = consumer.dilation[axis];
-  const double needed = static_cast<double>((t - 1) * s + (k - 1) * d + 1);
-  return needed / static_cast<double>(t * s);
+  const AxisParams a = consumer.axes()[axis];
+  return static_cast<double>(window_extent(a, t)) / static_cast<double>(t * a.stride);
 }
 
 // The nominal consumer tile: 8 columns by 2 rows (a register tile of the CPU families).
@@ -107,7 +108,8 @@ FusionEstimate estimate_fusion(const std::vector<const Layer*>& chain) {
       e.recompute_flops += producer.flops() * (tile_factor(consumer) - 1);
       continue;
     }
-    const int64_t k = (consumer.kernel[y] - 1) * consumer.dilation[y] + 1, s = consumer.stride[y];
+    const AxisParams a = consumer.axes()[y];
+    const int64_t k = window_extent(a), s = a.stride;
     const double rows = static_cast<double>(producer.out_spatial[y]);
     e.recompute_flops +=
         producer.flops() * static_cast<double>(std::max<int64_t>(0, k - s) * strips) / rows;

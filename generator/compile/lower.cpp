@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "compile/target.h"
+#include "schedules/block.h"
 
 namespace padfold {
 
@@ -33,10 +34,11 @@ Kernel lower(const Layer& layer, const Halide::Target& target, const nlohmann::j
 }
 
 Kernel lower(const Layer& layer, const Halide::Target& target, const ScheduleParams& requested) {
-  Algorithm a = build_algorithm(layer, Halide::Func(), target.has_gpu_feature());
+  Algorithm a = build_algorithm(layer, Halide::Func(),
+                                strategy_for(layer, target).capabilities.explicit_border);
   Kernel k;
   k.name = layer.name;
-  k.schedule = apply_schedule(a, requested, target);
+  k.schedule = apply_schedule(a, requested, target).resolved;
   k.buffers = a.buffers;
   k.pipeline = Halide::Pipeline(a.output);
   return k;
@@ -58,12 +60,13 @@ Kernel lower(const Block& block, const Halide::Target& target, const SchedulePar
   std::vector<Algorithm> chain;
   Halide::Func source;
   for (const Layer* L : block.layers) {
-    chain.push_back(build_algorithm(*L, source));
+    chain.push_back(
+        build_algorithm(*L, source, strategy_for(*L, target).capabilities.explicit_border));
     source = chain.back().output;
   }
   Kernel k;
   k.name = block.last().name;
-  k.schedule = apply_block_schedule(chain, requested, target);
+  k.schedule = apply_block_schedule(chain, requested, target).resolved;
   // Buffers in block_buffers order: the parameters of every layer, renamed as the block names them.
   const std::vector<BufferInfo> infos = block_buffers(block);
   for (const BufferInfo& info : infos) {

@@ -1,5 +1,5 @@
-// Lowering: the one way a layer becomes a scheduled Halide pipeline, used by `padfold compile`,
-// the tests and the benchmark tools alike (and next by the tuner and the GPU path).
+// Lowering: the one way a layer or a fused block becomes a scheduled Halide pipeline, used by
+// `padfold compile`, the tuner, the tests and the benchmark tools alike, for CPU and GPU targets.
 #pragma once
 
 #include <Halide.h>

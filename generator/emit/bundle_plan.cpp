@@ -6,6 +6,7 @@
 #include "base/identifiers.h"
 #include "compile/lower.h"
 #include "compile/target.h"
+#include "schedules/schedule.h"
 
 namespace padfold {
 
@@ -49,11 +50,11 @@ std::vector<TargetPlan> resolve_targets(const std::vector<std::string>& names) {
 }
 
 // Whether the bundle's kernels may be fused blocks. A bundle's kernels are the same on every
-// target, and the GPU family fuses nothing: with a GPU target, every layer is a kernel of its own.
-// The one place this is decided (next: ask each target's schedule strategies whether they fuse).
+// target, so one schedule family that fuses nothing (the GPU's) makes every layer a kernel of its
+// own on all of them.
 bool targets_fuse(const std::vector<TargetPlan>& targets) {
-  return std::none_of(targets.begin(), targets.end(),
-                      [](const TargetPlan& t) { return t.target.has_gpu_feature(); });
+  return std::all_of(targets.begin(), targets.end(),
+                     [](const TargetPlan& t) { return capabilities(t.target).fuses; });
 }
 
 std::vector<Block> plan_blocks(const Model& model, FuseOptions fuse,

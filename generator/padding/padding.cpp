@@ -220,6 +220,20 @@ int64_t effective_kernel(const AxisParams& a) {
   return *ke;
 }
 
+int64_t window_extent(const AxisParams& a, int64_t tile) {
+  if (tile < 1)
+    throw std::invalid_argument("window_extent: a tile of " + std::to_string(tile) +
+                                " outputs; expected at least 1");
+  const auto steps = checked_mul(tile - 1, a.stride);
+  const auto extent = steps ? checked_add(*steps, effective_kernel(a)) : std::nullopt;
+  if (!extent)
+    throw PaddingLimitError(
+        "the window extent (" + std::to_string(tile) + "-1)*" + std::to_string(a.stride) + "+" +
+            std::to_string(effective_kernel(a)) + " does not fit a 64-bit integer",
+        "stride");
+  return *extent;
+}
+
 bool last_window_overhangs(const AxisParams& a, const AxisPads& p) {
   const int64_t last_tap =
       tap_position<int64_t>(p.output - 1, a.kernel - 1, a.stride, p.before, a.dilation);

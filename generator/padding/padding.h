@@ -89,6 +89,13 @@ struct Resolved {
 // resolve_forward and resolve_transposed also reject one over kMaxSize.
 int64_t effective_kernel(const AxisParams& a);
 
+// The input positions that `tile` consecutive outputs of a forward convolution or pool read
+// along an axis, from the first tap of the first window to the last tap of the last (the gaps a
+// dilation or stride leaves included): (tile-1)*stride + (k-1)*d+1, the effective kernel for one
+// output. A tile's halo, as the schedules and the fusion cost model size it. Throws
+// std::invalid_argument for a tile under 1, PaddingLimitError where it does not fit an int64_t.
+int64_t window_extent(const AxisParams& a, int64_t tile = 1);
+
 namespace detail {
 // A layer constant as an operand of T's arithmetic: a T for an integer T, an int otherwise (for
 // Halide::Expr, whose operators with int keep the expression's type).

@@ -166,9 +166,8 @@ class LayerTuner {
 std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
   const Model model = load_spec(opt.spec);
   const Halide::Target target = resolve_target(opt.target);
-  // The one place that refuses GPU targets (the search space and the measuring child are the
-  // CPU's); to become a question to the schedule strategy (a `tunable` capability).
-  if (target.has_gpu_feature())
+  // The search space and the measuring child are the CPU family's: the GPU family is not tunable.
+  if (!capabilities(target).tunable)
     throw std::runtime_error("--target " + opt.target +
                              ": a GPU target; padfold tune searches the CPU schedule knobs and "
                              "measures on this machine's CPU (expected a CPU target, e.g. host)");

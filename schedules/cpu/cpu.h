@@ -8,6 +8,10 @@
 
 namespace padfold::cpu {
 
+// Halide's BoundaryConditions for the border (loop partitioning peels the border tiles off), fused
+// blocks, and knobs padfold tune searches on this machine.
+inline constexpr Capabilities kCapabilities{false, true, true};
+
 extern const ScheduleStrategy kStrategy;
 // add and concat: no reduction, the output vectorized and its rows over threads (elementwise.cpp).
 extern const ScheduleStrategy kElementwiseStrategy;
@@ -15,12 +19,6 @@ extern const ScheduleStrategy kElementwiseStrategy;
 // The rows of every CPU target family (table.cpp).
 std::vector<StrategyRow> strategy_rows();
 
-// Tile arithmetic, exposed for the unit tests.
-// A tile size near `preferred` for an axis of `extent` that computes the fewest points, at most
-// `most` (see schedule.cpp).
-int fit_tile(int preferred, int64_t extent, int most);
-// The largest divisor of `extent` that is at most `most` (1 when there is none).
-int divisor_at_most(int64_t extent, int most);
 // Row tiles per parallel task for `row_tiles` tiles doing `flops` in all (min_task_kflop).
 int grouped_rows_per_task(const ScheduleParams& p, int64_t row_tiles, double flops);
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "schedules/cpu/cpu.h"
+#include "schedules/tile_math.h"
 
 namespace padfold::cpu {
 
@@ -27,8 +28,7 @@ int64_t rows_extent(const Layer& L) {
 ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParams& p) {
   ScheduleParams r = p;
   const int wanted = p.vector_lanes > 0 ? p.vector_lanes : target.natural_vector_size<float>();
-  r.vector_lanes =
-      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(wanted, innermost_extent(L))));
+  r.vector_lanes = clamp_int(wanted, 1, innermost_extent(L));
   // Tasks of equal rows (a divisor of the rows: a split of the parallel loop never overhangs).
   if (p.rows_per_task > 0) r.rows_per_task = divisor_at_most(rows_extent(L), p.rows_per_task);
   r.fit_tiles = false;
@@ -36,7 +36,7 @@ ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParam
   return r;
 }
 
-void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
+ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   const Layer& L = *a.layer;
   Func out = a.output;
   const Var inner = a.vars.front();
@@ -52,11 +52,13 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
     out.parallel(rows, p.rows_per_task);
   else if (p.rows_per_task == 1)
     out.parallel(rows);
+  return {p};
 }
 
 }  // namespace
 
 const ScheduleStrategy kElementwiseStrategy = {
-    "cpu", resolve, apply, nullptr, with_knobs({}, {{"vector_lanes", 1}, {"rows_per_task", 1}})};
+    "cpu", kCapabilities, resolve,
+    apply, nullptr,       with_knobs({}, {{"vector_lanes", 1}, {"rows_per_task", 1}})};
 
 }  // namespace padfold::cpu

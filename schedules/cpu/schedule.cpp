@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "schedules/cpu/cpu.h"
+#include "schedules/tile_math.h"
 
 namespace padfold::cpu {
 
@@ -25,10 +26,6 @@ void split_tile(Func f, const Var& v, const Var& outer, const Var& inner, int fa
           extent % factor == 0 ? TailStrategy::RoundUp : TailStrategy::ShiftInwards);
 }
 
-int clamp_int(int64_t v, int lo, int64_t hi) {
-  return static_cast<int>(std::max<int64_t>(lo, std::min<int64_t>(v, hi)));
-}
-
 struct Tile {
   Var vec_outer{"vo"}, vec_inner{"vi"};  // the vectorized axis: channels (NHWC) or x (NCHW)
   Var unr_outer{"uo"}, unr_inner{"ui"};  // the unrolled axis: x (NHWC) or channels (NCHW)
@@ -36,32 +33,6 @@ struct Tile {
 };
 
 }  // namespace
-
-// A tile size for an axis of `extent` near `preferred`: with fit_tiles, the size in
-// [preferred/2, 2*preferred] (at most `most`) computing the fewest points (a divisor of the extent
-// computes no overlap), ties to the size nearest `preferred`, larger first.
-int fit_tile(int preferred, int64_t extent, int most) {
-  int best = preferred;
-  int64_t best_total = (extent + preferred - 1) / preferred * preferred;
-  for (int t = std::max(1, preferred / 2); t <= std::min<int64_t>(2 * preferred, extent); ++t) {
-    if (t > most) break;
-    const int64_t total = (extent + t - 1) / t * t;
-    const int distance = std::abs(t - preferred), best_distance = std::abs(best - preferred);
-    if (total < best_total || (total == best_total && (distance < best_distance ||
-                                                       (distance == best_distance && t > best)))) {
-      best = t;
-      best_total = total;
-    }
-  }
-  return best;
-}
-
-// The largest divisor of `extent` that is at most `most`.
-int divisor_at_most(int64_t extent, int most) {
-  for (int d = std::min<int64_t>(most, extent); d > 1; --d)
-    if (extent % d == 0) return d;
-  return 1;
-}
 
 // Row tiles per parallel task: rows_per_task, raised (min_task_kflop) to the smallest divisor of
 // the row tiles whose task does at least that much work, keeping 16 tasks or more (tasks of a few
@@ -246,7 +217,8 @@ void schedule_reduction(Algorithm& a, const ScheduleParams& p, const LoopLevel& 
 }
 
 // One shape for every op (see the top of this file), from resolved knobs.
-void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
+ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
+  ScheduleResult result{p};
   const Layer& L = *a.layer;
   for (Func h : a.helpers) h.compute_root();
   const Axes ax = axes_of(L);
@@ -294,9 +266,9 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   // All channels of a pixel tile: channels-last tiles keep channel blocks inside pixel blocks;
   // channels-first ones have channel blocks outside the column blocks, so a strip of rows.
   if (!channels_outer && (cl || D >= 2))
-    a.pixel_tile = LoopLevel(out, cl ? t.unr_outer : t.y_outer);
+    result.pixel_tile = LoopLevel(out, cl ? t.unr_outer : t.y_outer);
   else
-    a.pixel_tile = LoopLevel(out, a.n);
+    result.pixel_tile = LoopLevel(out, a.n);
 
   // A fused block's consumer in row strips (fused_strips): the row tiles split into strips of
   // equal size where a divisor allows, one parallel task each; producers read through a window
@@ -313,9 +285,9 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
     split_tile(out, t.y_outer, strip, t.y_outer, static_cast<int>(per), row_tiles);
     if (p.rows_per_task > 0 && per < row_tiles) out.parallel(strip);
     out.never_partition(strip);  // one body for every strip
-    a.strips = true;
-    a.row_tile = LoopLevel(out, t.y_outer);
-    a.row_strip = LoopLevel(out, strip);
+    result.strips = true;
+    result.row_tile = LoopLevel(out, t.y_outer);
+    result.row_strip = LoopLevel(out, strip);
   } else if (p.rows_per_task > 0) {
     // Threads over rows (the outermost spatial tile loop); over channel blocks instead when they
     // are the outer loop, or when the output is a single row of tiles.
@@ -324,6 +296,7 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
     else
       out.parallel(D >= 2 ? t.y_outer : t.unr_outer, p.rows_per_task);
   }
+  return result;
 }
 
 // A fused block's producer at `where`, with its own layer's register tile. Channels-last: its
@@ -404,7 +377,7 @@ void apply_producer(Algorithm& a, const ScheduleParams& p, const ProducerPlace& 
 
 }  // namespace
 
-const ScheduleStrategy kStrategy = {"cpu", resolve, apply, apply_producer,
+const ScheduleStrategy kStrategy = {"cpu", kCapabilities, resolve, apply, apply_producer,
                                     // Conservative: scalar, one output per tile, nothing unrolled.
                                     with_knobs({}, {{"vector_lanes", 1},
                                                     {"channel_vectors", 1},

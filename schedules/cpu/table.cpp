@@ -24,10 +24,9 @@ StrategyRow row(TargetFamily family, OpClass op_class,
 // schedules/knobs.h; a row sets only those that differ from the knob's default.
 //
 // Measured with bench/ on Zen 4 (bench/README.md has the numbers):
-//  fit_tiles everywhere: a tile that does not divide the output recomputes an overlap and, on a
-//  padded
-//             axis, keeps Halide from peeling the border tiles off, so every tile tests the border
-//             (resnet_3x3 with 16-column tiles on 56 columns: 82 instead of 118 GFLOP/s).
+//  fit_tiles  everywhere: a tile that does not divide the output recomputes an overlap and, on a
+//             padded axis, keeps Halide from peeling the border tiles off, so every tile tests the
+//             border (resnet_3x3 with 16-column tiles on 56 columns: 82 instead of 118 GFLOP/s).
 //  dense      one channel vector x 16 columns (14 after fitting 56/28): one weight vector per 14
 //             broadcast FMAs streams 4x less weight data from L2 than 4x4 tiles (the 590 KB of
 //             resnet_3x3_s2_same: 109 -> 114 GFLOP/s); small outputs grow the tile to the whole
@@ -41,7 +40,7 @@ StrategyRow row(TargetFamily family, OpClass op_class,
 //  depthwise  small tiles over two rows; 3x3 and 5x5 kernels fully unrolled (with Halide 21, 5x5
 //             kernels whose rows stay rolled keep a select per tap in the steady state of 14x14
 //             outputs; on the 7x7 effnet_dw5_s2_b unrolling drops the padding: 46 -> 106 GFLOP/s).
-//  fused     pointwise and pooling rows are also the knobs of a fused block they end: 4 row strips
+//  fused      pointwise and pooling rows are also the knobs of a fused block they end: 4 row strips
 //             (fused_strips), producers read through a window sliding along each strip's rows
 //             (bench/results-blocks.md: b2a 0.87 -> 0.43 ms, stem conv->max_pool 12.9 -> 1.1 ms,
 //             1 thread, against per-pixel-tile producers that recomputed their window's halo).

@@ -9,6 +9,11 @@
 
 namespace padfold::gpu {
 
+// The border as explicit clamps and selects (BoundaryConditions' likely() tags make Halide
+// partition the staging loops); no fused blocks (no producer placement); not tuned (padfold tune
+// measures on the CPU).
+inline constexpr Capabilities kCapabilities{true, false, false};
+
 extern const ScheduleStrategy kStrategy;
 
 // The rows of the GPU target family (table.cpp).

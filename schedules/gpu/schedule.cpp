@@ -10,23 +10,15 @@
 // reads the bordered input inline instead.
 #include <algorithm>
 
+#include "padding/padding.h"
 #include "schedules/gpu/gpu.h"
+#include "schedules/tile_math.h"
 
 namespace padfold::gpu {
 
 using namespace Halide;
 
 namespace {
-
-int clamp_int(int64_t v, int lo, int64_t hi) {
-  return static_cast<int>(std::max<int64_t>(lo, std::min<int64_t>(v, hi)));
-}
-
-int divisor_at_most(int64_t extent, int most) {
-  for (int d = static_cast<int>(std::min<int64_t>(most, extent)); d > 1; --d)
-    if (extent % d == 0) return d;
-  return 1;
-}
 
 // The output's extent along Halide dimension d (innermost first).
 int64_t out_extent(const Layer& L, int d) {
@@ -82,8 +74,9 @@ int64_t staged_bytes(const Layer& L, const ScheduleParams& p) {
       elements *= std::min<int64_t>(L.in_channels, groups * per_group);
     } else {
       const size_t ax = static_cast<size_t>(L.spatial_dims - 1 - spatial_index(L, d));
-      const int64_t window = (L.kernel[ax] - 1) * L.dilation[ax] + 1;
-      elements *= L.op == Op::ConvTranspose ? block + window : (block - 1) * L.stride[ax] + window;
+      const AxisParams axis = L.axes()[ax];
+      elements *=
+          L.op == Op::ConvTranspose ? block + window_extent(axis) : window_extent(axis, block);
     }
   }
   return 4 * elements;
@@ -91,7 +84,7 @@ int64_t staged_bytes(const Layer& L, const ScheduleParams& p) {
 
 namespace {
 
-void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
+ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   const Layer& L = *a.layer;
   for (Func h : a.helpers) h.compute_root();
   const int tx = p.gpu_threads_x, ty = p.gpu_threads_y, rx = p.gpu_tile_x, ry = p.gpu_tile_y;
@@ -117,7 +110,7 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
     z = fused;
   }
   out.gpu_blocks(z, v0o, v1o).gpu_threads(v0t, v1t).unroll(v0r).unroll(v1r);
-  if (!a.reduce.defined()) return;
+  if (!a.reduce.defined()) return {p};
 
   // Accumulators: the thread's register tile.
   a.reduce.compute_at(out, v0t).unroll(v0).unroll(v1);
@@ -156,11 +149,12 @@ void apply(Algorithm& a, const ScheduleParams& p, const Target&) {
         .reorder(b0i, b1i, b0o, b1o)
         .gpu_threads(b0i, b1i);
   }
+  return {p};
 }
 
 }  // namespace
 
-const ScheduleStrategy kStrategy = {"gpu", resolve, apply, nullptr,
+const ScheduleStrategy kStrategy = {"gpu", kCapabilities, resolve, apply, nullptr,
                                     // Conservative: one output per thread, nothing staged.
                                     with_knobs({}, {{"gpu_threads_x", 8},
                                                     {"gpu_threads_y", 8},

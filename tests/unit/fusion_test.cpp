@@ -1,6 +1,7 @@
 // Which layers padfold fuses: the chain rules (one reader, no model output, a fused kind), the cost
 // model's choices (on examples/inverted_residual_blocks.json, as measured in
-// bench/results-blocks.md), the row strips a block's window allows, --fuse lists and their errors.
+// bench/results-blocks.md), the row strips a block's window allows and the loop levels its
+// consumer hands its producers, --fuse lists and their errors.
 #include "compile/fusion.h"
 
 #include <gtest/gtest.h>
@@ -10,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "schedules/schedule.h"
+#include "schedules/block.h"
 #include "spec_snippets.h"
 
 namespace padfold {
@@ -61,6 +62,41 @@ TEST(FusionAuto, StripsAreAtLeastFourWindowOverlapsLong) {
   EXPECT_GT(max_block_strips(chain_of(m, {"b1_dw", "b1_pw"})), 1000);
 }
 
+// A block's consumer in row strips hands its row tile and strip to the producers read through a
+// window (returned in its ScheduleResult), with the strips the window allows; without strips,
+// its pixel tile.
+TEST(BlockSchedule, ResultCarriesTheStripsAndTheKnobs) {
+  const Model m = blocks_model();
+  const Halide::Target t = Halide::Target("x86-64-linux-avx512_skylake");
+  const std::vector<const Layer*> layers = chain_of(m, {"b2b_expand", "b2b_dw", "b2b_project"});
+  auto schedule = [&](const ScheduleParams& requested) {
+    std::vector<Algorithm> chain;
+    Halide::Func source;
+    for (const Layer* L : layers) {
+      chain.push_back(build_algorithm(*L, source));
+      source = chain.back().output;
+    }
+    const ScheduleResult r = apply_block_schedule(chain, requested, t);
+    EXPECT_EQ(r.resolved, resolve_block_schedule(layers, t, requested));
+    Halide::LoopLevel row = r.row_tile, tile = r.pixel_tile;
+    row.lock();
+    tile.lock();
+    EXPECT_EQ(tile.func(), chain.back().output.name());
+    EXPECT_EQ(r.strips, !row.is_root());
+    return r;
+  };
+  ScheduleParams requested = default_schedule(*layers.back(), t);
+  ASSERT_EQ(requested.fused_strips, 4);
+  const ScheduleResult strips = schedule(requested);
+  EXPECT_TRUE(strips.strips);
+  EXPECT_EQ(strips.resolved.fused_strips, 4);  // at most 7 (StripsAreAtLeastFourWindowOverlapsLong)
+  requested.fused_strips = 0;
+  const ScheduleResult tiles = schedule(requested);
+  EXPECT_FALSE(tiles.strips);
+  EXPECT_EQ(tiles.resolved.fused_strips, 0);
+}
+
+using json = nlohmann::json;
 using json = nlohmann::json;
 
 using padfold::testing::dw_pw_spec;

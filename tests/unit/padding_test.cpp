@@ -1448,6 +1448,52 @@ TEST(TapPosition, MatchesWalkingTheWindow) {
           }
 }
 
+// A tile of outputs reads, along one axis, the positions from its first window's first tap to its
+// last window's last tap: walk every window of the tile and measure that span. Where the reads
+// leave no gaps (dilation 1, windows that touch or overlap), the span is also the count of the
+// positions read.
+TEST(WindowExtent, MatchesTheWalkedWindowsOfATile) {
+  for (int64_t stride = 1; stride <= 4; ++stride)
+    for (int64_t dilation = 1; dilation <= 3; ++dilation)
+      for (int64_t k = 1; k <= 6; ++k)
+        for (int64_t tile = 1; tile <= 9; ++tile)
+          for (int64_t first = 0; first <= 2; ++first) {
+            std::vector<int64_t> read;
+            for (int64_t o = first; o < first + tile; ++o)
+              for (int64_t pos : walked_taps(o, k, stride, 1, dilation)) read.push_back(pos);
+            const auto [lo, hi] = std::minmax_element(read.begin(), read.end());
+            AxisParams a;
+            a.kernel = k;
+            a.stride = stride;
+            a.dilation = dilation;
+            const std::string what = "k=" + std::to_string(k) + " s=" + std::to_string(stride) +
+                                     " d=" + std::to_string(dilation) +
+                                     " tile=" + std::to_string(tile);
+            EXPECT_EQ(window_extent(a, tile), *hi - *lo + 1) << what;
+            std::sort(read.begin(), read.end());
+            const auto distinct = std::unique(read.begin(), read.end()) - read.begin();
+            if (dilation == 1 && stride <= k) {
+              EXPECT_EQ(window_extent(a, tile), distinct) << what;
+            }
+          }
+}
+
+TEST(WindowExtent, OneOutputIsTheEffectiveKernelAndLimits) {
+  AxisParams a;
+  a.kernel = 5;
+  a.dilation = 3;
+  a.stride = 2;
+  EXPECT_EQ(window_extent(a), effective_kernel(a));
+  EXPECT_EQ(window_extent(a), 13);
+  EXPECT_EQ(window_extent(a, 4), 3 * 2 + 13);
+  EXPECT_THROW(window_extent(a, 0), std::invalid_argument);
+  a.stride = std::numeric_limits<int64_t>::max() / 2;
+  EXPECT_THROW(window_extent(a, 3), PaddingLimitError);
+  a.stride = 1;
+  a.dilation = std::numeric_limits<int64_t>::max();
+  EXPECT_THROW(window_extent(a, 1), PaddingLimitError);
+}
+
 // Transposed convolution: input i, through tap t, lands on position i*stride + t*dilation of the
 // full output, which is position (that - crop_before) of the cropped output.
 TEST(TapPosition, TransposedIsTheInverse) {

@@ -1,6 +1,6 @@
 // Schedules without running kernels: the knob table (ranges, unknown knobs, wrong types, JSON),
-// the strategy table, target families, op classes, tile fitting, and resolved knobs (valid, stable
-// when resolved again, and scheduling exactly like the knobs they came from).
+// the strategy table, target families, op classes, capabilities, tile fitting, and resolved knobs
+// (valid, stable when resolved again, and scheduling exactly like the knobs they came from).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +17,7 @@
 #include "kernel_cases.h"
 #include "schedules/cpu/cpu.h"
 #include "schedules/schedule.h"
+#include "schedules/tile_math.h"
 
 namespace padfold {
 namespace {
@@ -166,6 +167,48 @@ TEST(StrategyTable, OneValidRowPerFamilyAndOpClass) {
   }
 }
 
+TEST(StrategyTable, NamesAreDistinct) {
+  std::set<std::string> families, classes;
+  for (TargetFamily f : kFamilies) EXPECT_TRUE(families.insert(to_string(f)).second);
+  for (OpClass c : kOpClasses) EXPECT_TRUE(classes.insert(to_string(c)).second);
+  EXPECT_EQ(to_string(TargetFamily::Gpu), "gpu");
+  EXPECT_EQ(to_string(OpClass::Elementwise), "elementwise");
+}
+
+// Capabilities are the family's: every strategy of a family declares the same, so a target answers
+// for all its layers. CPU families: Halide's BoundaryConditions, fused blocks, tuned. The GPU
+// family: explicit borders, every layer its own kernel, not tuned.
+TEST(StrategyTable, CapabilitiesAreTheFamilys) {
+  for (TargetFamily f : kFamilies) {
+    const Capabilities want =
+        f == TargetFamily::Gpu ? Capabilities{true, false, false} : Capabilities{false, true, true};
+    for (OpClass c : kOpClasses) {
+      const Capabilities& got = strategy_row(f, c).strategy->capabilities;
+      EXPECT_EQ(got.explicit_border, want.explicit_border) << to_string(f) << "." << to_string(c);
+      EXPECT_EQ(got.fuses, want.fuses) << to_string(f) << "." << to_string(c);
+      EXPECT_EQ(got.tunable, want.tunable) << to_string(f) << "." << to_string(c);
+    }
+  }
+  for (const char* name : {"x86-64-linux-avx512_skylake", "x86-64-linux-avx2-fma", "x86-64-linux",
+                           "arm-64-linux", "riscv-64-linux-rvv-vector_bits_128"}) {
+    const Capabilities c = capabilities(resolve_target(name));
+    EXPECT_FALSE(c.explicit_border) << name;
+    EXPECT_TRUE(c.fuses) << name;
+    EXPECT_TRUE(c.tunable) << name;
+  }
+  for (const char* name : {"host-cuda", "host-opencl", "x86-64-linux-avx2-fma-cuda"}) {
+    const Capabilities c = capabilities(resolve_target(name));
+    EXPECT_TRUE(c.explicit_border) << name;
+    EXPECT_FALSE(c.fuses) << name;
+    EXPECT_FALSE(c.tunable) << name;
+  }
+  const Layer L = one_layer(conv(16, 16, 3));
+  EXPECT_EQ(&strategy_for(L, resolve_target("host-cuda")),
+            strategy_row(TargetFamily::Gpu, OpClass::Dense).strategy);
+  EXPECT_EQ(&strategy_for(L, resolve_target("x86-64-linux-avx2-fma")),
+            strategy_row(TargetFamily::X86Avx2, OpClass::Dense).strategy);
+}
+
 TEST(StrategyTable, TargetFamilies) {
   const std::pair<const char*, TargetFamily> cases[] = {
       {"x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41", TargetFamily::X86Avx512},
@@ -214,7 +257,7 @@ TEST(TileFitting, FitTileComputesTheFewestPointsInItsWindow) {
   for (int preferred = 1; preferred <= 20; ++preferred) {
     for (int64_t extent = 1; extent <= 80; ++extent) {
       for (int most : {1, 3, 6, 16, 64}) {
-        const int t = cpu::fit_tile(preferred, extent, most);
+        const int t = fit_tile(preferred, extent, most);
         auto computed = [&](int64_t tile) { return (extent + tile - 1) / tile * tile; };
         if (t != preferred) {
           EXPECT_GE(t, std::max(1, preferred / 2));
@@ -229,19 +272,26 @@ TEST(TileFitting, FitTileComputesTheFewestPointsInItsWindow) {
       }
     }
   }
-  EXPECT_EQ(cpu::fit_tile(16, 56, 16), 14);  // resnet_3x3: 56 columns
-  EXPECT_EQ(cpu::fit_tile(4, 12, 8), 4);
+  EXPECT_EQ(fit_tile(16, 56, 16), 14);  // resnet_3x3: 56 columns
+  EXPECT_EQ(fit_tile(4, 12, 8), 4);
 }
 
 TEST(TileFitting, DivisorAtMost) {
   for (int64_t extent = 1; extent <= 100; ++extent) {
     for (int most = 1; most <= 20; ++most) {
-      const int d = cpu::divisor_at_most(extent, most);
+      const int d = divisor_at_most(extent, most);
       EXPECT_EQ(extent % d, 0);
       EXPECT_LE(d, std::max(1, most));
       for (int64_t c = d + 1; c <= std::min<int64_t>(most, extent); ++c) EXPECT_NE(extent % c, 0);
     }
   }
+}
+
+TEST(TileFitting, ClampInt) {
+  EXPECT_EQ(clamp_int(2, 1, 3), 2);
+  EXPECT_EQ(clamp_int(5, 1, 3), 3);
+  EXPECT_EQ(clamp_int(-2, 1, 3), 1);
+  EXPECT_EQ(clamp_int(int64_t{1} << 40, 1, 64), 64);  // 64-bit extents clamp before narrowing
 }
 
 TEST(TileFitting, RowTasksGroupToTheGrain) {
@@ -328,6 +378,29 @@ TEST(ResolvedKnobs, FittedTilesAreRecorded) {
   ScheduleParams natural = requested;
   natural.vector_lanes = 0;
   EXPECT_EQ(resolve_schedule(L, t, natural).vector_lanes, 16);
+}
+
+// What a schedule decided comes back in its result: the knobs in effect, and where a block's
+// producers could go (one layer alone is never in strips).
+TEST(ScheduleResult, ResolvedKnobsAndThePixelTile) {
+  const Layer L = one_layer(conv(16, 16, 3));
+  for (const char* name : {"x86-64-linux-avx2-fma", "host-cuda"}) {
+    const Halide::Target t = resolve_target(name);
+    Algorithm a = build_algorithm(L, Halide::Func(), capabilities(t).explicit_border);
+    const ScheduleParams requested = default_schedule(L, t);
+    const ScheduleResult r = apply_schedule(a, requested, t);
+    EXPECT_EQ(r.resolved, resolve_schedule(L, t, requested)) << name;
+    EXPECT_FALSE(r.strips) << name;
+    Halide::LoopLevel tile = r.pixel_tile;
+    tile.lock();
+    // CPU: one tile of pixels of the output (NHWC: a block of columns); GPU: none chosen.
+    if (target_family(t) != TargetFamily::Gpu) {
+      EXPECT_FALSE(tile.is_root());
+      EXPECT_EQ(tile.func(), a.output.name());
+    } else {
+      EXPECT_TRUE(tile.is_root());
+    }
+  }
 }
 
 TEST(Lowering, KernelBuffersFollowTheManifestOrder) {
