@@ -144,7 +144,7 @@ typedef struct pf_npy_header {
 #define PF_NPY_MAX_PREAMBLE_BYTES (12u + PF_NPY_MAX_HEADER_BYTES)
 
 /* Parses the first `len` bytes of a .npy file of file_size bytes (len >= min(file_size,
- * PF_NPY_MAX_PREAMBLE_BYTES)) as padfold's C++ reader does (generator/cli/npy.h): magic, version
+ * PF_NPY_MAX_PREAMBLE_BYTES)) as padfold's C++ reader does (generator/base/npy.h): magic, version
  * 1.0/2.0/3.0, a header dict with exactly 'descr' '<f4', 'fortran_order' False and 'shape' (at most
  * PF_MAX_RANK dimensions), and data filling the rest of the file exactly. PF_ERR_IO messages start
  * with label. No filesystem access. */

@@ -1,5 +1,5 @@
 /* Weight files of a bundle directory: a small, strict reader of float32 .npy files (the format
- * generator/cli/npy.h reads and writes), for pf_model_open. Full library only (a filesystem). */
+ * generator/base/npy.h reads and writes), for pf_model_open. Full library only (a filesystem). */
 #define _XOPEN_SOURCE 700 /* POSIX.1-2008: fileno, realpath */
 #include <errno.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 
 #include "internal.h"
 
-#define NPY_MAX_DATA_BYTES ((uint64_t)1 << 31) /* as generator/cli/npy.h: below 2 GiB */
+#define NPY_MAX_DATA_BYTES ((uint64_t)1 << 31) /* as generator/base/npy.h: below 2 GiB */
 
 typedef struct npy_parser {
   const char *s, *label;

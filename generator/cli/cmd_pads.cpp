@@ -31,7 +31,7 @@ struct PadsOptions {
 };
 
 // "7x7", "7,7" or "7"; a single value is repeated for every dim (dims 0: as many as given).
-// Every value must fit an int32 (padding/limits.h), so no arithmetic on them overflows.
+// Every value must fit an int32 (base/limits.h), so no arithmetic on them overflows.
 std::vector<int64_t> parse_sizes(const std::string& text, const std::string& option, size_t dims) {
   std::vector<int64_t> v;
   size_t start = 0;

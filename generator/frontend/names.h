@@ -1,4 +1,4 @@
-// The names of the frontend's enums, one table each (see padding/enum_names.h): to_string
+// The names of the frontend's enums, one table each (see base/enum_names.h): to_string
 // (layer.cpp) and the spec parser (spec.cpp) both read them. Internal to the frontend.
 #pragma once
 

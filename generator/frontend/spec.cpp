@@ -377,7 +377,7 @@ class Parser {
   }
 
   // Layer `name`'s kernel, pf_<model>_<name>, must not be another layer's kernel plus one of the
-  // suffixes of the symbols Halide defines beside it (bundle.cpp's kernel_function_name).
+  // suffixes of the symbols Halide defines beside it (emit/bundle_plan.cpp's kernel_function_name).
   void check_symbol_clash(const Ctx& c, const Model& m, const std::string& name) const {
     const std::string fn = "pf_" + m.name + "_";
     auto clash = [&](const std::string& base, const std::string& suffix, size_t other) {

@@ -9,7 +9,7 @@
 
 namespace padfold {
 
-// The limits of padding/limits.h, all checked here: a spec file is a regular file of at most
+// The limits of base/limits.h, all checked here: a spec file is a regular file of at most
 // kMaxSpecFileBytes, with arrays and objects nested at most kMaxJsonDepth deep, no key twice in an
 // object and no number beyond a double; every integer is within +-kMaxSize and every float (border
 // value, leaky_relu alpha) within the float32 range; model and layer names have at most

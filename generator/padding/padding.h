@@ -12,10 +12,10 @@
 //     the input (validate_pool_windows);
 //   - which frameworks define which modes (keras_has_causal), and the names of modes, conventions
 //     and border modes;
-//   - the size limits of one axis (padding/limits.h): every size given or derived must fit an
+//   - the size limits of one axis (base/limits.h): every size given or derived must fit an
 //     int32, which resolve_forward and resolve_transposed enforce (PaddingLimitError).
 // The frontend, the algorithms and the CLI call this module; no other file restates a padding
-// rule. (tests/support/reference/ re-derives them on purpose, independently.)
+// rule. (generator/reference re-derives them on purpose, independently.)
 #pragma once
 
 #include <cstddef>
@@ -59,7 +59,7 @@ struct PaddingError : std::runtime_error {
   std::string field;
 };
 
-// A PaddingError for a size beyond a limit of padding/limits.h (an input, kernel, stride,
+// A PaddingError for a size beyond a limit of base/limits.h (an input, kernel, stride,
 // dilation, pad, output_padding or output_shape, or a size derived from them, over kMaxSize).
 struct PaddingLimitError : PaddingError {
   using PaddingError::PaddingError;

@@ -1,7 +1,7 @@
 // `padfold run` end to end on a real bundle (examples/tiny.json for "host,x86-64-linux-avx2-fma",
 // compiled at test time by a ctest fixture): .npy inputs written here, y.npy read back and
 // compared element-wise with the naive reference (tolerance: bundle_util.h); and its error paths:
-// malformed .npy files (generator/cli/npy.h), outputs that cannot be written, and outputs that
+// malformed .npy files (generator/base/npy.h), outputs that cannot be written, and outputs that
 // would replace the bundle's own files.
 #include <gtest/gtest.h>
 
@@ -507,7 +507,7 @@ TEST_F(PadfoldRunNpy, OutputIntoTheBundleIsRefusedAndTheBundleStillWorks) {
       padfold::ref::reference_output(tiny_layer("stem"), data), got.data(), got.size(), "stem"));
 }
 
-// ---- The reader and writer themselves (generator/cli/npy.h), on bytes in memory.
+// ---- The reader and writer themselves (generator/base/npy.h), on bytes in memory.
 
 // A runtime_error whose message contains every part; any other outcome fails.
 ::testing::AssertionResult parse_fails(const std::string& bytes,

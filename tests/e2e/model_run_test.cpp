@@ -1,5 +1,5 @@
 // Whole-model runs of real bundles: a spec whose layers branch and join and name their weight
-// files (written here with generator/cli/npy.h), compiled by `padfold compile` (weights copied
+// files (written here with generator/base/npy.h), compiled by `padfold compile` (weights copied
 // into the bundle, or embedded with --embed-weights), run with pf_model_run and compared with
 // running each kernel with pf_run by hand, and run with `padfold run --model`; plus the graphs
 // that cannot run whole.

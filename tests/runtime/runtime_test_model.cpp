@@ -832,7 +832,7 @@ TEST(NpyLoader, PathsMustStayInsideTheBundle) {
   EXPECT_HAS(err, "the runtime reads dense float32 buffers only");
 }
 
-// The C header parser agrees with the C++ reader (generator/cli/npy.h) on what it accepts.
+// The C header parser agrees with the C++ reader (generator/base/npy.h) on what it accepts.
 TEST(NpyLoader, HeaderParserAgreesWithTheCppReader) {
   std::vector<std::string> files;
   for (auto shape : std::vector<std::vector<int64_t>>{{}, {0}, {3}, {1, 3, 4, 5}, {2, 0, 7}}) {

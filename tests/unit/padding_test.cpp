@@ -983,7 +983,7 @@ TEST(ExplicitPadding, Errors) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Limits (padding/limits.h): every size must fit an int32, and no arithmetic on sizes overflows.
+// Limits (base/limits.h): every size must fit an int32, and no arithmetic on sizes overflows.
 
 // The field a resolution names, or "" when it succeeds.
 std::string limit_field(const std::function<void()>& f) {

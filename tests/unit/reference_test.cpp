@@ -1,4 +1,4 @@
-// Checks of the naive reference (tests/support/reference) against cases small enough to work out
+// Checks of the naive reference (generator/reference) against cases small enough to work out
 // by hand.
 #include "reference/reference.h"
 

@@ -80,7 +80,7 @@ TEST(SpecFuzz, MutatedExamplesNeverCrash) {
 }
 
 // Sizes near and beyond every limit (int32, int64, uint64, float32, double): each mutated spec
-// parses with every size and buffer within padding/limits.h, or is a SpecError naming the file;
+// parses with every size and buffer within base/limits.h, or is a SpecError naming the file;
 // no arithmetic on the sizes overflows on the way (products are checked in 128 bits here).
 TEST(SpecFuzz, ExtremeValuesStayWithinTheLimits) {
   std::mt19937 rng(7);

@@ -300,7 +300,7 @@ TEST(SpecErrors, LoadSpecNamesThePath) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Limits (padding/limits.h, docs/spec-and-cli.md "Limits").
+// Limits (base/limits.h, docs/spec-and-cli.md "Limits").
 
 TEST(SpecLimits, IntegersBeyondInt32AreOutOfRange) {
   // 2^64-1 is stored unsigned by nlohmann; it once read as -1 ("got -1").
