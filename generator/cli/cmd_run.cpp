@@ -42,7 +42,7 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   return shape.empty() ? std::string("()") : padfold::join(shape, "x");
 }
 
-padfold::NpyArray load(const std::string& path, const std::string& flag) {
+padfold::NpyArray read_input_npy(const std::string& path, const std::string& flag) {
   try {
     return padfold::read_npy_f32(path);
   } catch (const std::exception& e) {
@@ -156,7 +156,7 @@ void run_layer(const RunArgs& a) {
       if (path.empty())
         throw std::runtime_error(fmt::format("layer '{}' needs {} (buffer '{}', {} {})", a.layer,
                                              flag, b.name, b.layout, shape_str(want)));
-      padfold::NpyArray loaded = load(path, flag);
+      padfold::NpyArray loaded = read_input_npy(path, flag);
       if (loaded.shape != want)
         throw std::runtime_error(
             fmt::format("{} {}: shape {} does not match kernel '{}' buffer '{}' ({} {})", flag,
@@ -284,7 +284,7 @@ void run_model(const RunArgs& a) {
   for (size_t i = 0; i < in_names.size(); ++i) {
     const pf_buffer_desc& b = *pf_model_input(model.get(), static_cast<int>(i));
     const std::string flag = "--input " + in_names[i] + "=";
-    padfold::NpyArray loaded = load(in_paths[i], flag.substr(0, flag.size() - 1));
+    padfold::NpyArray loaded = read_input_npy(in_paths[i], flag.substr(0, flag.size() - 1));
     if (loaded.shape != std::vector<int64_t>(b.shape, b.shape + b.rank))
       throw std::runtime_error(
           fmt::format("--input {}: shape {} does not match model input '{}' ({})", in_paths[i],
