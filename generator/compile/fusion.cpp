@@ -4,9 +4,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <map>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "padding/padding.h"
 #include "schedules/block.h"
@@ -136,22 +137,26 @@ FusionEstimate estimate_fusion(const std::vector<const Layer*>& chain) {
 
 FusionPlan plan_fusion(const Model& model, const FuseOptions& options) {
   // Readers of every tensor, and model outputs: an intermediate must have one reader and be no
-  // output.
-  std::map<std::string, int> readers;
+  // output. Every lookup is indexed: a spec may have 100k layers.
+  std::unordered_map<std::string, int> readers;
+  std::unordered_map<std::string, const Layer*> first_reader;
   for (const Layer& L : model.layers)
-    for (const std::string& in : L.inputs) ++readers[in];
+    for (const std::string& in : L.inputs) {
+      ++readers[in];
+      first_reader.emplace(in, &L);
+    }
+  const std::unordered_set<std::string> outputs(model.outputs.begin(), model.outputs.end());
   auto chainable = [&](const Layer& producer, const Layer& consumer) {
+    const auto r = readers.find(producer.name);
     return consumer.inputs.size() == 1 && consumer.inputs[0] == producer.name &&
-           readers[producer.name] == 1 &&
-           std::find(model.outputs.begin(), model.outputs.end(), producer.name) ==
-               model.outputs.end();
+           r != readers.end() && r->second == 1 && !outputs.count(producer.name);
   };
-  std::map<std::string, size_t> index;
+  std::unordered_map<std::string, size_t> index;
   for (size_t i = 0; i < model.layers.size(); ++i) index[model.layers[i].name] = i;
+  // The one layer that can chain after L: its only reader.
   auto reader_of = [&](const Layer& L) -> const Layer* {
-    for (const Layer& M : model.layers)
-      if (chainable(L, M)) return &M;
-    return nullptr;
+    const auto it = first_reader.find(L.name);
+    return it != first_reader.end() && chainable(L, *it->second) ? it->second : nullptr;
   };
 
   FusionPlan plan;
@@ -205,15 +210,16 @@ FusionPlan plan_fusion(const Model& model, const FuseOptions& options) {
     }
   }
   // Every layer in model order: a block where its first layer is, singles elsewhere.
+  std::unordered_map<const Layer*, const std::vector<const Layer*>*> block_at;
+  for (const auto& c : chosen) block_at.emplace(c.front(), &c);
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const Layer& L = model.layers[i];
-    const auto it =
-        std::find_if(chosen.begin(), chosen.end(), [&](const auto& c) { return c.front() == &L; });
-    if (it != chosen.end()) {
+    if (const auto it = block_at.find(&L); it != block_at.end()) {
+      const std::vector<const Layer*>& c = *it->second;
       const std::string reason = options.mode == FuseOptions::Mode::Listed
-                                     ? "listed in --fuse; " + estimate_fusion(*it).reason
-                                     : estimate_fusion(*it).reason;
-      plan.blocks.push_back(Block{*it, reason});
+                                     ? "listed in --fuse; " + estimate_fusion(c).reason
+                                     : estimate_fusion(c).reason;
+      plan.blocks.push_back(Block{c, reason});
     } else if (!taken[i]) {
       plan.blocks.push_back(Block{{&L}, ""});
     }

@@ -274,11 +274,12 @@ class Parser {
     const json& list = root["outputs"];
     if (!list.is_array() || list.empty())
       top_.fail("outputs", describe(list), "a non-empty list of layer names");
+    std::unordered_set<std::string> listed;
     for (const auto& e : list) {
       const std::string name = top_.get_string(e, "outputs", "a layer name");
       if (!index_.count(name))
         top_.fail("outputs", "'" + shorten(name) + "' is not a layer", "names of layers");
-      if (std::find(m.outputs.begin(), m.outputs.end(), name) != m.outputs.end())
+      if (!listed.insert(name).second)
         top_.fail("outputs", "'" + name + "' is listed twice", "each output once");
       m.outputs.push_back(name);
     }

@@ -108,14 +108,14 @@ class Importer {
     // Layers reading this one get the shape padfold computes, which can differ from ONNX shape
     // inference's (check_inferred_shape warns).
     c_.set_layer_shape(node.output(0), std::get<Draft>(r).layer.output_shape_full());
-    drafts_.emplace(i, std::move(std::get<Draft>(r)));
+    Draft& d = drafts_.emplace(i, std::move(std::get<Draft>(r))).first->second;
+    draft_by_output_[d.output] = i;
   }
 
   // The draft a tensor comes out of, or null.
   Draft* draft_producing(const std::string& tensor) {
-    for (auto& [i, d] : drafts_)
-      if (d.output == tensor) return &d;
-    return nullptr;
+    const auto it = draft_by_output_.find(tensor);
+    return it == draft_by_output_.end() ? nullptr : &drafts_.at(it->second);
   }
 
   // Why a fold or fusion cannot happen, or "".
@@ -213,7 +213,9 @@ class Importer {
     }
     d->layer.activation = a.activation;
     d->layer.activation_alpha = a.alpha;
+    draft_by_output_.erase(d->output);
     d->output = g_.node(i).output(0);
+    draft_by_output_[d->output] = d->node;
     d->act_node = i;
     role_[i] = Role::FusedActivation;
   }
@@ -297,11 +299,10 @@ class Importer {
     // tensors computed by nodes left to the caller.
     std::map<std::string, std::string> tensor_name;  // ONNX tensor -> spec name
     std::vector<std::string> spec_inputs;            // ONNX tensors, in order of first use
+    std::set<std::string> is_spec_input;
     for (const auto& [i, d] : drafts_)
       for (const std::string& t : d.layer.inputs)
-        if (!draft_producing(t) &&
-            std::find(spec_inputs.begin(), spec_inputs.end(), t) == spec_inputs.end())
-          spec_inputs.push_back(t);
+        if (!draft_producing(t) && is_spec_input.insert(t).second) spec_inputs.push_back(t);
     for (const std::string& t : spec_inputs)
       if (g_.is_graph_input(t)) tensor_name[t] = names.allocate(t, "input");
     std::map<int, std::string> layer_name;
@@ -464,6 +465,7 @@ class Importer {
   std::vector<Role> role_;
   std::vector<std::string> reason_;
   std::map<int, Draft> drafts_;
+  std::map<std::string, int> draft_by_output_;  // a draft's output tensor -> its node
   std::map<int, std::string> pad_mode_;  // layer node -> the folded Pad's mode, for descriptions
 };
 

@@ -318,10 +318,6 @@ std::string Context::canon(const std::string& t) const {
   return cur;
 }
 
-bool Context::bypassed(int node) const {
-  return std::find(bypassed_.begin(), bypassed_.end(), node) != bypassed_.end();
-}
-
 std::vector<int> Context::readers(const std::string& t) const {
   std::vector<int> out;
   std::vector<std::string> todo = {t};

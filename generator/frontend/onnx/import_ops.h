@@ -2,7 +2,9 @@
 // activation), or why it is left to the caller. import.cpp decides which drafts are joined.
 #pragma once
 
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -63,9 +65,11 @@ class Context {
   }
   // The tensor `t` stands for once bypassed nodes are removed.
   std::string canon(const std::string& t) const;
-  void add_alias(const std::string& from, const std::string& to) { alias_[from] = to; }
-  bool bypassed(int node) const;
-  void set_bypassed(int node) { bypassed_.push_back(node); }
+  // Stored resolved (nodes come in topological order), so that canon is one lookup however long
+  // a run of bypassed nodes is.
+  void add_alias(const std::string& from, const std::string& to) { alias_[from] = canon(to); }
+  bool bypassed(int node) const { return bypassed_.count(node) != 0; }
+  void set_bypassed(int node) { bypassed_.insert(node); }
   // The nodes reading `t` or an alias of it, bypassed nodes excluded.
   std::vector<int> readers(const std::string& t) const;
   // Whether `t` or an alias of it is a graph output.
@@ -81,7 +85,7 @@ class Context {
  private:
   const GraphIndex& g_;
   std::map<std::string, std::string> alias_;
-  std::vector<int> bypassed_;
+  std::set<int> bypassed_;
   std::map<std::string, std::vector<int64_t>> layer_shapes_;
 };
 

@@ -20,7 +20,9 @@ std::string NameAllocator::allocate(const std::string& wanted, const std::string
   if (base.empty()) base = sanitize_identifier(fallback);
   if (base.empty()) base = "t";
   std::string name = base;
-  for (int n = 2; taken(name); ++n) {
+  // Resumes where the last name from this base stopped: names are never given back, so every
+  // suffix before it is still taken (and 40k nodes named alike stay linear).
+  for (int& n = next_suffix_.emplace(base, 2).first->second; taken(name); ++n) {
     const std::string suffix = "_" + std::to_string(n);
     name = sanitize_identifier(base, kMaxNameLength - suffix.size()) + suffix;
   }

@@ -3,6 +3,7 @@
 // the ONNX node and tensor names.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -21,6 +22,7 @@ class NameAllocator {
 
  private:
   std::set<std::string> used_;
+  std::map<std::string, int> next_suffix_;  // base -> the first suffix number not yet tried
 };
 
 }  // namespace padfold::onnx_import
