@@ -402,8 +402,12 @@ class Parser {
   }
 
   TensorSource find_source(const json& name_j, const std::string& field, const Ctx& c,
-                           const Model& m) const {
+                           const Model& m, const Layer& l) const {
     const auto name = c.get_string(name_j, field, "the name of an earlier layer or model input");
+    if (name == l.name)
+      c.fail(field,
+             fmt::format("'{}' is this layer itself (a layer cannot read its own output)", name),
+             "the name of an earlier layer or of a model input (spec field inputs)");
     if (const Layer* prev = find_layer(m, name))
       return {name, fmt::format("input layer '{}'", name), prev->layout, prev->output_shape_full()};
     if (const auto it = input_index_.find(name); it != input_index_.end()) {
@@ -429,9 +433,9 @@ class Parser {
         c.fail("input", fmt::format("{} inputs", list.size()),
                fmt::format("at most {} (the runtime's buffers per kernel, less the output)",
                            kMaxJoinInputs));
-      for (const auto& e : list) sources.push_back(find_source(e, "input", c, m));
+      for (const auto& e : list) sources.push_back(find_source(e, "input", c, m, l));
     } else if (j.contains("input")) {
-      sources.push_back(find_source(j["input"], "input", c, m));
+      sources.push_back(find_source(j["input"], "input", c, m, l));
     } else if (!j.contains("input_shape")) {
       if (m.layers.empty())
         c.fail("input_shape", "missing on the first layer",

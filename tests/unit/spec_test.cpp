@@ -239,6 +239,16 @@ TEST(SpecErrors, UnknownInputLayer) {
   expect_error(layers({conv_layer(), second, third}), {"'e' is defined later in the file"});
 }
 
+TEST(SpecErrors, LayerReadingItself) {
+  json second = {{"name", "d"}, {"op", "max_pool"}, {"kernel", 2}, {"input", "d"}};
+  expect_error(layers({conv_layer(), second}),
+               {"layer 'd' (#1): field 'input': 'd' is this layer itself (a layer cannot read its "
+                "own output); expected the name of an earlier layer or of a model input"});
+  json first = {{"name", "a"}, {"op", "max_pool2d"}, {"kernel", 1}, {"input", "a"}};
+  expect_error(layers(json::array({first})),
+               {"layer 'a' (#0): field 'input': 'a' is this layer itself"});
+}
+
 TEST(SpecErrors, DuplicateName) {
   json second = conv_layer();
   expect_error(layers({conv_layer(), second}),
@@ -889,8 +899,9 @@ TEST(SpecGraph, Errors) {
   EXPECT_NE(error_of(bad_concat.dump()).find("'cat0' is not a layer or model input"),
             std::string::npos);
   bad_concat["layers"][3]["input"] = {"s", "cat"};
-  EXPECT_NE(error_of(bad_concat.dump()).find("field 'input': 'cat' is defined later"),
-            std::string::npos);
+  EXPECT_NE(error_of(bad_concat.dump()).find("field 'input': 'cat' is this layer itself"),
+            std::string::npos)
+      << error_of(bad_concat.dump());
   json later = graph_spec();
   later["layers"][0]["input"] = "s";
   EXPECT_NE(error_of(later.dump()).find("'s' is defined later in the file"), std::string::npos);
