@@ -504,6 +504,30 @@ TEST(OnnxImport, DynamicDimsNeedInput) {
   EXPECT_EQ(spec(r)["inputs"][0]["shape"], json::parse("[2, 3, 9, 9]"));
   EXPECT_EQ(rep(r)["layers"][0]["output_shape"], json::parse("[2, 2, 5, 5]"));
 
+  // A dim with a value below 1 is said to be that value, not dynamic.
+  ModelBuilder neg;
+  neg.input("x", {1, 3, 4, -1}).output("y");
+  add_conv(neg, "c", "x", "y", 3, 2, 3);
+  auto* dims = neg.model()
+                   .mutable_graph()
+                   ->mutable_input(0)
+                   ->mutable_type()
+                   ->mutable_tensor_type()
+                   ->mutable_shape();
+  dims->mutable_dim(2)->set_dim_value(-3);
+  const std::string en = import_error(neg);
+  EXPECT_TRUE(has(en,
+                  "m.onnx: graph input 'x' [1, 3, -3, ?] (dim 3 is dynamic: 'd3'; dim 2 is -3, "
+                  "not a positive size): give its size with --input x=..."))
+      << en;
+  dims->mutable_dim(0)->set_dim_value(0);
+  dims->mutable_dim(3)->set_dim_value(-1);
+  const std::string en2 = import_error(neg);
+  EXPECT_TRUE(has(en2,
+                  "graph input 'x' [0, 3, -3, -1] (dims 0, 2, 3 are 0, -3, -1, not positive "
+                  "sizes)"))
+      << en2;
+
   const std::string e2 = import_error(
       b, {onnx_import::parse_input_size("y=1x3x4x4"), onnx_import::parse_input_size("q=1")});
   EXPECT_TRUE(has(e2, "--input 'y' names no graph input (the graph inputs are 'x', 'z')")) << e2;
@@ -830,6 +854,21 @@ TEST(OnnxImportFuzz, ZeroStridesDoNotCrashShapeInference) {
   EXPECT_EQ(import_error(p),
             "m.onnx: node 'mp' (MaxPool, #0): attribute 'kernel_shape': [2, 0]; expected values "
             ">= 1");
+}
+
+// Negative attribute values are printed as they are (they were once '?').
+TEST(OnnxImport, NegativeAttributeValuesAreShown) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 8, 8}).output("y");
+  add_conv(b, "c", "x", "y", 2, 2, 3).ints("pads", {-1, 0, 0, -1});
+  EXPECT_EQ(import_error(b),
+            "m.onnx: node 'c' (Conv, #0): attribute 'pads': [-1, 0, 0, -1] has a negative value; "
+            "expected pads >= 0");
+  ModelBuilder d;
+  d.input("x", {1, 2, 8, 8}).output("y");
+  add_conv(d, "c", "x", "y", 2, 2, 3).ints("dilations", {-1, 1});
+  EXPECT_EQ(import_error(d),
+            "m.onnx: node 'c' (Conv, #0): attribute 'dilations': [-1, 1]; expected values >= 1");
 }
 
 // libonnx 1.12's shape inference copied a Constant's or initializer's raw_data into a vector sized

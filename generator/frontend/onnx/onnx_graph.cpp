@@ -42,22 +42,37 @@ TensorType type_of(const onnx::TypeProto& t) {
   return r;
 }
 
-// "[?, 3, ?, ?] (dims 0, 2, 3 are dynamic: 'batch', 'height', 'width')"
+// "dims 0, 2 are" / "dim 3 is"
+std::string dims_text(const std::vector<std::string>& dims) {
+  return std::string(dims.size() > 1 ? "dims " : "dim ") + join(dims, ", ") +
+         (dims.size() > 1 ? " are " : " is ");
+}
+
+// "[?, 3, ?, -1] (dims 0, 2 are dynamic: 'batch', 'height'; dim 3 is -1, not a positive size)"
 std::string dynamic_text(const onnx::ValueInfoProto& v) {
   if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return "has no shape";
-  std::vector<int64_t> shape;
-  std::vector<std::string> dyn, params;
+  std::vector<std::string> shape, dyn, params, bad, values;
   const auto& dims = v.type().tensor_type().shape().dim();
   for (int i = 0; i < dims.size(); ++i) {
-    const bool fixed = dims[i].has_dim_value() && dims[i].dim_value() > 0;
-    shape.push_back(fixed ? dims[i].dim_value() : -1);
-    if (fixed) continue;
+    if (dims[i].has_dim_value()) {
+      const int64_t d = dims[i].dim_value();
+      shape.push_back(std::to_string(d));
+      if (d > 0) continue;
+      bad.push_back(std::to_string(i));
+      values.push_back(std::to_string(d));
+      continue;
+    }
+    shape.push_back("?");
     dyn.push_back(std::to_string(i));
     params.push_back(dims[i].has_dim_param() ? "'" + dims[i].dim_param() + "'" : "no name");
   }
-  if (dyn.empty()) return "";
-  return shape_text(shape, true) + " (dim" + (dyn.size() > 1 ? "s " : " ") + join(dyn, ", ") +
-         (dyn.size() > 1 ? " are" : " is") + " dynamic: " + join(params, ", ") + ")";
+  std::vector<std::string> parts;
+  if (!dyn.empty()) parts.push_back(dims_text(dyn) + "dynamic: " + join(params, ", "));
+  if (!bad.empty())
+    parts.push_back(dims_text(bad) + join(values, ", ") +
+                    (bad.size() > 1 ? ", not positive sizes" : ", not a positive size"));
+  if (parts.empty()) return "";
+  return "[" + join(shape, ", ") + "] (" + join(parts, "; ") + ")";
 }
 
 // libonnx 1.12's shape inference of the conv and pool ops trusts its input more than a model file
