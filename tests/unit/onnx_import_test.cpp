@@ -490,6 +490,43 @@ TEST(OnnxImport, NamesAreUniqueIdentifiers) {
   EXPECT_EQ(s["layers"][0]["input"], "n0_input_x");
 }
 
+// --name takes every model name the spec parser takes: a C identifier of at most kMaxNameLength
+// characters, a leading '_' included.
+TEST(OnnxImport, ModelNameTakesWhatTheSpecTakes) {
+  ModelBuilder b;
+  b.input("x", {1, 3, 4, 4}).output("y");
+  add_conv(b, "c", "x", "y", 3, 2, 3);
+  const auto prepared = onnx_import::prepare_model(b.model_copy(), {}, "m.onnx");
+  const auto named = [&](const std::string& name) {
+    onnx_import::ImportOptions o;
+    o.model_name = name;
+    return onnx_import::import_model(prepared, o);
+  };
+  for (const std::string& name :
+       std::vector<std::string>{"_x", "__", "_1", std::string(kMaxNameLength, 'a')}) {
+    const ImportResult r = named(name);
+    EXPECT_EQ(r.model_name, name);
+    EXPECT_EQ(parse_spec(r.spec.dump(), r.model.file).name, name);
+  }
+  const auto error = [&](const std::string& name) {
+    try {
+      named(name);
+    } catch (const onnx_import::ImportError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error("1x"),
+            "--name '1x': expected a C identifier ([A-Za-z_][A-Za-z0-9_]*), e.g. 'n1x'");
+  EXPECT_EQ(error("my-net"),
+            "--name 'my-net': expected a C identifier ([A-Za-z_][A-Za-z0-9_]*), e.g. 'my_net'");
+  const std::string too_long(kMaxNameLength + 1, 'a');
+  EXPECT_TRUE(has(error(too_long),
+                  "': 65 characters; expected at most 64 (the name becomes part "
+                  "of C symbols and file names)"))
+      << error(too_long);
+}
+
 TEST(OnnxImport, DynamicDimsNeedInput) {
   ModelBuilder b;
   b.input("x", {-1, 3, -1, -1}).input("z", {1, 3, 4, 4}).output("y");

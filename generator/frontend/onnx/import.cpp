@@ -8,7 +8,9 @@
 #include <map>
 #include <set>
 
+#include "base/identifiers.h"
 #include "base/text.h"
+#include "frontend/json_text.h"
 #include "frontend/onnx/import_ops.h"
 #include "frontend/onnx/names.h"
 #include "frontend/spec_writer.h"
@@ -257,14 +259,21 @@ class Importer {
   }
 
   std::string model_name() const {
-    if (!o_.model_name.empty()) {
-      const std::string s = sanitize_identifier(o_.model_name);
-      if (s != o_.model_name)
-        throw ImportError("--name '" + o_.model_name +
-                          "': expected a C identifier ([A-Za-z_][A-Za-z0-9_]*) of at most 64 "
-                          "characters, e.g. '" +
+    // The spec's rule for a model name (frontend/spec.cpp), so that every name it takes is taken.
+    const std::string& name = o_.model_name;
+    if (!name.empty()) {
+      if (name.size() > kMaxNameLength)
+        throw ImportError(fmt::format(
+            "--name '{}': {} characters; expected at most {} (the name becomes part of C symbols "
+            "and file names)",
+            shorten(name), name.size(), kMaxNameLength));
+      if (!is_identifier(name)) {
+        const std::string s = sanitize_identifier(name);
+        throw ImportError("--name '" + name +
+                          "': expected a C identifier ([A-Za-z_][A-Za-z0-9_]*), e.g. '" +
                           (s.empty() ? std::string("model") : s) + "'");
-      return s;
+      }
+      return name;
     }
     const std::string s = sanitize_identifier(std::filesystem::path(p_.label).stem().string());
     return s.empty() ? "model" : s;
