@@ -16,7 +16,7 @@ namespace {
 
 struct CompileArgs {
   std::string spec, out, schedules;
-  std::vector<std::string> targets{"host"};
+  std::string targets = "host";  // comma-separated
   bool emit_stmt = false;
   bool emit_device_code = false;
   bool embed_weights = false;
@@ -37,11 +37,27 @@ nlohmann::json read_schedules(const std::string& path) {
   }
 }
 
+// --target's value split at its commas. It is one value, split here rather than by CLI11, which
+// took the next argument (`--target ,, -j1`: target '-j1') when the value split into nothing.
+std::vector<std::string> target_list(const std::string& text) {
+  std::vector<std::string> targets;
+  for (size_t start = 0;;) {
+    const size_t end = text.find(',', start);
+    targets.push_back(text.substr(start, end == std::string::npos ? end : end - start));
+    if (targets.back().empty())
+      throw std::runtime_error("--target '" + text +
+                               "': an empty target name; expected target names separated by "
+                               "single commas, e.g. host-cuda,host");
+    if (end == std::string::npos) return targets;
+    start = end + 1;
+  }
+}
+
 void run_compile(const CompileArgs& a) {
   const padfold::Model model = padfold::load_spec(a.spec);
   padfold::CompileOptions opt;
   opt.out_dir = a.out;
-  opt.targets = a.targets;
+  opt.targets = target_list(a.targets);
   opt.emit_stmt = a.emit_stmt;
   opt.emit_device_code = a.emit_device_code;
   opt.embed_weights = a.embed_weights;
@@ -114,7 +130,6 @@ void add_compile_command(CLI::App& app) {
                   "x86-64-linux-avx512_skylake, arm-64-linux, arm-32-linux ...; GPUs: "
                   "host-cuda (sm_86 PTX), host-cuda-cuda_capability_<N>, host-opencl, with a CPU "
                   "fallback after them (host-cuda,host)")
-      ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--schedules", args->schedules,
                   "JSON file: {layer: {knob: value}} overriding the default knobs (padfold knobs "

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -289,6 +290,18 @@ TEST(CliCompile, ErrorsNameWhatIsWrong) {
   const Result target = run("compile " + tiny + " -o " + out + " --target x86-64-lnux", true);
   EXPECT_EQ(target.status, 1);
   EXPECT_TRUE(has(target.out, "unknown target 'x86-64-lnux'")) << target.out;
+  // --target is one comma-separated value: an empty one is refused, and the option after it is
+  // not taken for a target.
+  for (const char* empty : {",,", "host,,x86-64-linux", "''"}) {
+    const Result r = run("compile " + tiny + " -o " + out + " --target " + empty + " -j1", true);
+    EXPECT_EQ(r.status, 1) << empty;
+    EXPECT_TRUE(has(r.out,
+                    "': an empty target name; expected target names separated by single "
+                    "commas, e.g. host-cuda,host"))
+        << r.out;
+    EXPECT_FALSE(has(r.out, "-j1")) << r.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out));
 
   const std::string sched = testing::TempDir() + std::to_string(getpid()) + "_padfold_sched.json";
   std::ofstream(sched) << R"({"nosuchlayer": {"tile_x": 2}})";
