@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 
+#include "base/atomic_file.h"
 #include "commands.h"
 #include "tune/db.h"
 
@@ -69,13 +70,7 @@ void run_export(const DbArgs& a) {
     fmt::print("{}", text);
     return;
   }
-  const std::string tmp = a.out + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f) throw std::runtime_error("cannot write " + tmp);
-  }
-  fs::rename(tmp, a.out);
+  padfold::write_file_replacing(a.out, text);  // a device written in place, a link followed
 }
 
 void run_show(const DbArgs& a) {

@@ -3,6 +3,8 @@
 // manifest, a crashing candidate recorded as failed, and bad input.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -347,6 +349,45 @@ TEST(TuneCli, BadInputIsNamedAndNothingIsLost) {
   EXPECT_TRUE(contains(r.output, corrupt)) << r.output;
   EXPECT_FALSE(fs::exists(w.file("merged.sqlite")));
   EXPECT_EQ(file_text(corrupt), junk);
+}
+
+// A tiny database of one pool layer, shared by the tests of `padfold db`.
+std::string pool_db(const Work& w) {
+  const std::string db = w.file("pool.sqlite");
+  const CommandResult r = tune(db, "--layers pool --budget 2 --jobs 1");
+  EXPECT_EQ(r.status, 0) << r.output;
+  return db;
+}
+
+TEST(TuneCli, DbExportWritesDevicesInPlaceAndThroughLinks) {
+  Work w("export_targets");
+  const std::string db = pool_db(w);
+  const std::string csv =
+      run_command(shell_quote(kBin) + " db export --csv " + shell_quote(db)).output;
+  // A symbolic link: the file it points to gets the CSV, the link stays a link.
+  std::ofstream(w.file("target.csv")) << "old";
+  fs::create_symlink("target.csv", w.file("link.csv"));
+  CommandResult r = run_command(shell_quote(kBin) + " db export --csv " + shell_quote(db) + " -o " +
+                                shell_quote(w.file("link.csv")));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(fs::is_symlink(w.file("link.csv")));
+  EXPECT_EQ(file_text(w.file("target.csv")), csv);
+  // A directory: refused with the output's name, and no temporary file is left beside it.
+  fs::create_directory(w.file("dir"));
+  r = run_command(shell_quote(kBin) + " db export --csv " + shell_quote(db) + " -o " +
+                  shell_quote(w.file("dir")));
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, w.file("dir") + ": cannot write: is a directory")) << r.output;
+  EXPECT_FALSE(fs::exists(w.file("dir.tmp")));
+  // A character device (a copy of /dev/null; needs root): written in place, still a device.
+  if (::mknod(w.file("fakenull").c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0)
+    GTEST_SKIP() << "mknod needs root; the device case is not checked";
+  r = run_command(shell_quote(kBin) + " db export --csv " + shell_quote(db) + " -o " +
+                  shell_quote(w.file("fakenull")));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(fs::status(w.file("fakenull")).type(), fs::file_type::character);
+  for (const auto& e : fs::directory_iterator(w.dir))
+    EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
 }
 
 }  // namespace
