@@ -1,7 +1,8 @@
 #include <fmt/format.h>
 
-#include <fstream>
+#include <filesystem>
 
+#include "base/atomic_file.h"
 #include "commands.h"
 #include "tune/report.h"
 #include "tune/tuner.h"
@@ -32,18 +33,29 @@ double parse_duration(const std::string& text) {
   return value * scale;
 }
 
+// Found before the run rather than after it: the report's directory exists and the path is no
+// directory.
+void check_report_path(const std::string& report) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(report, ec))
+    throw std::runtime_error("--report " + report + ": is a directory; expected a file to write");
+  const fs::path dir = fs::path(report).parent_path();
+  if (!dir.empty() && !fs::is_directory(dir, ec))
+    throw std::runtime_error("--report " + report + ": the directory " + dir.string() +
+                             " does not exist");
+}
+
 void run(TuneArgs& a) {
   if (!a.time.empty()) a.opt.time_s = parse_duration(a.time);
   a.opt.shard = padfold::parse_shard(a.shard);
   a.opt.strategy = padfold::parse_search_strategy(a.strategy);
   a.opt.baselines = !a.no_baselines;
+  if (!a.report.empty()) check_report_path(a.report);
   const auto outcomes = padfold::run_tune(a.opt);
   fmt::print("{}", padfold::outcome_table(outcomes));
-  if (!a.report.empty()) {
-    std::ofstream f(a.report);
-    f << padfold::to_json(outcomes).dump(2) << "\n";
-    if (!f) throw std::runtime_error("cannot write " + a.report);
-  }
+  if (!a.report.empty())
+    padfold::write_file_replacing(a.report, padfold::to_json(outcomes).dump(2) + "\n");
   size_t bad = 0;
   for (const auto& o : outcomes) bad += o.status != "ok";
   if (bad) throw std::runtime_error(std::to_string(bad) + " layer(s) could not be tuned (above)");

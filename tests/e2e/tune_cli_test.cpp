@@ -390,5 +390,25 @@ TEST(TuneCli, DbExportWritesDevicesInPlaceAndThroughLinks) {
     EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
 }
 
+TEST(TuneCli, ReportWriteErrorsFailAndABadReportPathIsFoundBeforeTheRun) {
+  Work w("report");
+  const std::string db = w.file("tune.sqlite");
+  fs::create_directory(w.file("dir"));
+  CommandResult r = tune(db, "--layers pool --budget 2 --jobs 1 --report " + w.file("dir"));
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "--report " + w.file("dir") + ": is a directory")) << r.output;
+  r = tune(db, "--layers pool --budget 2 --jobs 1 --report " + w.file("none/rep.json"));
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "the directory " + w.file("none") + " does not exist"))
+      << r.output;
+  EXPECT_FALSE(fs::exists(db)) << "the run started before the --report path was checked";
+  r = tune(db, "--layers pool --budget 2 --jobs 1 --report /dev/full");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "/dev/full: cannot write: No space left on device")) << r.output;
+  r = tune(db, "--layers pool --budget 2 --jobs 1 --report " + w.file("rep.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(json::parse(file_text(w.file("rep.json"))).empty());
+}
+
 }  // namespace
 }  // namespace padfold::testing
