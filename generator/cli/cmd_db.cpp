@@ -23,6 +23,7 @@ struct DbArgs {
 // leaves the output as it was.
 void run_merge(const DbArgs& a) {
   const fs::path out = a.out;
+  padfold::check_db_path(a.out, false);
   bool out_is_input = false;
   for (const std::string& in : a.inputs)
     if (fs::exists(in) && fs::exists(out) && fs::equivalent(in, out)) out_is_input = true;

@@ -1,5 +1,7 @@
 #include "tune/db.h"
 
+#include <sys/stat.h>
+
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -45,7 +47,16 @@ struct Stmt {
 
 }  // namespace
 
+void check_db_path(const std::string& path, bool must_exist) {
+  // SQLite would put its journal beside a device, or fail on a directory: refused up front.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw std::runtime_error(path + ": not a regular file; a tuning database is a regular file" +
+                             std::string(must_exist ? "" : " (or a path that does not exist yet)"));
+}
+
 TuneDb::TuneDb(const std::string& path, bool read_only) : path_(path) {
+  check_db_path(path, read_only);
   const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";

@@ -38,6 +38,10 @@ struct Measurement {
   void take(const MeasureResult& r);
 };
 
+// Throws naming `path` unless it is a regular file (a symbolic link to one counts) or, unless
+// must_exist, absent: a device, a directory or a pipe is no database.
+void check_db_path(const std::string& path, bool must_exist);
+
 class TuneDb {
  public:
   // Opens (creating) the database; a file that is not a padfold tuning database throws naming it.

@@ -410,5 +410,38 @@ TEST(TuneCli, ReportWriteErrorsFailAndABadReportPathIsFoundBeforeTheRun) {
   EXPECT_FALSE(json::parse(file_text(w.file("rep.json"))).empty());
 }
 
+TEST(TuneCli, ADatabaseThatIsNoRegularFileIsRefusedAndNothingIsCreatedBesideIt) {
+  Work w("db_not_regular");
+  fs::create_directory(w.file("dir"));
+  std::vector<std::string> paths = {w.file("dir")};
+  if (::mknod(w.file("fakenull").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0)
+    paths.push_back(w.file("fakenull"));  // a copy of /dev/null (needs root)
+  for (const std::string& p : paths) {
+    const std::vector<std::string> commands = {
+        shell_quote(kBin) + " tune " + shell_quote(kSpec) + " --db " + shell_quote(p) + kFast +
+            "--layers pool --budget 1 --jobs 1",
+        shell_quote(kBin) + " compile " + shell_quote(kSpec) + " -o " +
+            shell_quote(w.file("bundle")) + " --db " + shell_quote(p),
+        shell_quote(kBin) + " db show " + shell_quote(p),
+        shell_quote(kBin) + " db export --csv " + shell_quote(p),
+        shell_quote(kBin) + " db merge " + shell_quote(p) + " -o " +
+            shell_quote(w.file("m.sqlite")),
+        shell_quote(kBin) + " db merge " + shell_quote(pool_db(w)) + " -o " + shell_quote(p)};
+    for (const std::string& c : commands) {
+      const CommandResult r = run_command(c);
+      EXPECT_NE(r.status, 0) << c;
+      // CLI11 refuses a directory for the inputs that must exist; padfold refuses the rest.
+      EXPECT_TRUE(contains(r.output, p + ": not a regular file") ||
+                  contains(r.output, "is actually a directory"))
+          << c << "\n"
+          << r.output;
+    }
+    EXPECT_FALSE(fs::exists(p + "-journal")) << p;
+    EXPECT_FALSE(fs::exists(p + "-wal")) << p;
+    EXPECT_FALSE(fs::exists(w.file("m.sqlite")));
+    EXPECT_FALSE(fs::exists(w.file("bundle")));
+  }
+}
+
 }  // namespace
 }  // namespace padfold::testing
