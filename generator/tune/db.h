@@ -1,5 +1,6 @@
-// The tuning database (SQLite, WAL): every measurement, keyed by natural keys only, so that shard
-// databases merge with INSERT OR IGNORE and the best record is chosen deterministically.
+// The tuning database (SQLite, WAL while it is written): every measurement, keyed by natural keys
+// only, so that shard databases merge with INSERT OR IGNORE and the best record is chosen
+// deterministically.
 #pragma once
 
 #include <sqlite3.h>
@@ -44,7 +45,9 @@ void check_db_path(const std::string& path, bool must_exist);
 
 class TuneDb {
  public:
-  // Opens (creating) the database; a file that is not a padfold tuning database throws naming it.
+  // Opens (creating) the database; a file that is not a padfold tuning database, or one that
+  // cannot be opened or read, throws naming it and saying which. read_only opens need no -shm or
+  // -wal beside the file (the last writer to close leaves it in rollback-journal mode).
   explicit TuneDb(const std::string& path, bool read_only = false);
   ~TuneDb();
   TuneDb(const TuneDb&) = delete;
@@ -76,6 +79,7 @@ class TuneDb {
                                  const std::vector<std::string>& args) const;
   sqlite3* db_ = nullptr;
   std::string path_;
+  bool read_only_ = false;
 };
 
 }  // namespace padfold
