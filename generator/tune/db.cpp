@@ -251,7 +251,7 @@ void TuneDb::merge_from(const std::vector<std::string>& paths) {
     exec(std::string("INSERT INTO temp.staging SELECT ") + kColumns +
          " FROM other.measurements; DETACH DATABASE other;");
   }
-  exec(std::string("BEGIN; INSERT OR IGNORE INTO measurements (") + kColumns +
+  exec(std::string("BEGIN IMMEDIATE; INSERT OR IGNORE INTO measurements (") + kColumns +
        ") SELECT " + kColumns +
        " FROM temp.staging ORDER BY signature, target, toolchain, machine, candidate, median_s, "
        "samples; COMMIT; DELETE FROM temp.staging;");

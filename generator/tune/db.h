@@ -66,9 +66,10 @@ class TuneDb {
   std::optional<Measurement> best(const std::string& signature, const std::string& target,
                                   const std::string& toolchain, const std::string& machine,
                                   bool any_machine) const;
-  // Copies every record of the databases at `paths` in, in one transaction (INSERT OR IGNORE).
-  // Where several carry the same key (each shard times the default), the one with the smallest
-  // median wins whatever the order of `paths`, so merges are deterministic.
+  // Copies every record of the databases at `paths` in, in one write transaction (INSERT OR
+  // IGNORE: a record already here is kept), so a tuner writing this database meanwhile loses
+  // nothing. Where several of `paths` carry the same key (each shard times the default), the one
+  // with the smallest median wins whatever their order, so merges are deterministic.
   void merge_from(const std::vector<std::string>& paths);
 
   const std::string& path() const { return path_; }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -441,6 +442,53 @@ TEST(TuneCli, ADatabaseThatIsNoRegularFileIsRefusedAndNothingIsCreatedBesideIt) 
     EXPECT_FALSE(fs::exists(w.file("m.sqlite")));
     EXPECT_FALSE(fs::exists(w.file("bundle")));
   }
+}
+
+TEST(TuneCli, MergeIntoADatabaseBeingWrittenLosesNoRecordAndLeavesNothingBesideIt) {
+  Work w("merge_live");
+  const std::string other = pool_db(w);
+  const size_t other_records = TuneDb(other, true).all().size();
+  const std::string live = w.file("live.sqlite");
+  const auto written_record = [](int i) {
+    Measurement m;
+    m.scope = {"sig", "tgt", "tc", "m1"};
+    m.candidate = "w" + std::to_string(i);
+    m.kind = "knobs";
+    m.knobs = "{}";
+    m.status = "ok";
+    m.layer = "L";
+    m.samples = "[]";
+    return m;
+  };
+  TuneDb(live).insert(written_record(0));
+  // A writer holding its connection open, as padfold tune does, storing records before, during
+  // and after the merge.
+  std::atomic<bool> merged{false};
+  int written = 1;
+  std::thread writer([&] {
+    TuneDb db(live);
+    for (int after = 0; after < 30; ++written) {
+      db.insert(written_record(written));
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      if (merged) ++after;
+    }
+  });
+  while (written < 20) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const CommandResult r = run_command(shell_quote(kBin) + " db merge " + shell_quote(live) + " " +
+                                      shell_quote(other) + " -o " + shell_quote(live));
+  merged = true;
+  writer.join();
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(TuneDb(live, true).all().size(), static_cast<size_t>(written) + other_records);
+  // A merge into a new file leaves no -wal or -shm beside it.
+  const std::string fresh = w.file("fresh.sqlite");
+  ASSERT_EQ(run_command(shell_quote(kBin) + " db merge " + shell_quote(other) + " -o " +
+                        shell_quote(fresh))
+                .status,
+            0);
+  for (const std::string& f : {live, fresh, other})
+    for (const char* suffix : {"-wal", "-shm"}) EXPECT_FALSE(fs::exists(f + suffix)) << f << suffix;
+  EXPECT_EQ(TuneDb(fresh, true).all().size(), other_records);
 }
 
 }  // namespace
