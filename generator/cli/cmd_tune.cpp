@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
 #include "base/atomic_file.h"
@@ -80,7 +82,7 @@ void add_tune_command(CLI::App& app) {
                   "candidates per layer signature, the default included (default: 60, or "
                   "unlimited with --time)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--time", args->time, "wall-time limit for the run: 90s, 10m, 1h");
+  cmd->add_option("--time", args->time, "wall-time limit for the run: 90s, 10m, 1h (inf: none)");
   cmd->add_option("--db", o.db, "the tuning database (SQLite)")->capture_default_str();
   cmd->add_option("--shard", args->shard,
                   "this process's share i/n (0 <= i < n) of the work, or auto (Slurm array / "
@@ -92,8 +94,19 @@ void add_tune_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--report", args->report, "also write the outcomes as JSON to this file");
   cmd->add_flag("--no-baselines", args->no_baselines, "do not time Halide's autoschedulers");
-  cmd->add_option("--min-time", o.measure.min_time_s, "seconds timed per variant and candidate")
-      ->check(CLI::PositiveNumber)
+  cmd->add_option("--min-time", o.measure.min_time_s,
+                  "seconds timed per variant and candidate, at most 60 (timing also stops after "
+                  "200 rounds of about 2 ms)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(text.c_str(), &end);
+            if (text.empty() || *end != '\0' || !std::isfinite(v) || !(v > 0) || v > 60)
+              return "'" + text + "' is not a time to measure for; expected seconds, a number " +
+                     "in (0, 60]";
+            return "";
+          },
+          "SECONDS"))
       ->capture_default_str();
   cmd->add_option("--core", o.measure.core, "the core measurements run on (default: the last)");
   cmd->add_option("--compile-timeout", o.compile_timeout_s,

@@ -491,5 +491,24 @@ TEST(TuneCli, MergeIntoADatabaseBeingWrittenLosesNoRecordAndLeavesNothingBesideI
   EXPECT_EQ(TuneDb(fresh, true).all().size(), other_records);
 }
 
+TEST(TuneCli, AnInfiniteTimeIsNoLimitAndABadMinTimeIsRefused) {
+  Work w("time_inf");
+  for (const std::string time : {"inf", "1e300h"}) {
+    const std::string db = w.file(time + ".sqlite");
+    const CommandResult r = tune(db, "--layers pool --budget 3 --jobs 1 --time " + time);
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(candidate_keys(db).size(), 3u) << "--time " << time << " ran no search\n" << r.output;
+  }
+  for (const std::string bad : {"inf", "nan", "-1", "0", "1e300"}) {
+    const CommandResult r =
+        run_command(shell_quote(kBin) + " tune " + shell_quote(kSpec) + " --db " +
+                    shell_quote(w.file("bad.sqlite")) +
+                    " --no-baselines --layers pool --budget 2 --min-time " + bad);
+    EXPECT_NE(r.status, 0) << bad;
+    EXPECT_TRUE(contains(r.output, "--min-time") && contains(r.output, "(0, 60]")) << r.output;
+  }
+  EXPECT_FALSE(fs::exists(w.file("bad.sqlite")));
+}
+
 }  // namespace
 }  // namespace padfold::testing
