@@ -510,5 +510,43 @@ TEST(TuneCli, AnInfiniteTimeIsNoLimitAndABadMinTimeIsRefused) {
   EXPECT_FALSE(fs::exists(w.file("bad.sqlite")));
 }
 
+TEST(TuneCli, ADamagedBestRecordIsNamedWithItsDatabaseCandidateAndLayer) {
+  Work w("damaged_record");
+  const Model model = load_spec(kSpec);
+  const Layer& stem = *model.find_layer("stem");
+  const Halide::Target host = resolve_target("host");
+  const std::string resolved = knobs_text(default_schedule(stem, host));
+  json big = json::parse(resolved);
+  big["tile_x"] = 100000;  // out of range
+  const std::string too_big = big.dump();
+  for (const std::string& knobs : {std::string("{not json"), too_big}) {
+    const std::string db_path = w.file("damaged.sqlite");
+    fs::remove(db_path);
+    {
+      TuneDb db(db_path);
+      Measurement m;
+      m.scope = {layer_signature(stem), target_key(host), toolchain_key(), machine_id()};
+      m.candidate = "damaged-candidate";
+      m.kind = "knobs";
+      m.knobs = knobs;
+      m.status = "ok";
+      m.layer = "stem";
+      m.median_s = 1e-6;
+      m.vs_default = 1.5;
+      m.accepted = true;
+      m.samples = "[]";
+      db.insert(m);
+    }
+    const CommandResult r =
+        run_command(shell_quote(kBin) + " compile " + shell_quote(kSpec) + " -o " +
+                    shell_quote(w.file("bundle")) + " --db " + shell_quote(db_path));
+    EXPECT_NE(r.status, 0) << knobs;
+    EXPECT_TRUE(contains(r.output, db_path + ": the best record for layer 'stem' (candidate "
+                                             "damaged-candidate) has knobs that cannot be used"))
+        << r.output;
+    EXPECT_FALSE(fs::exists(w.file("bundle")));
+  }
+}
+
 }  // namespace
 }  // namespace padfold::testing

@@ -308,6 +308,12 @@ TEST(TuneShard, ParsesIndexCountAndAuto) {
   EXPECT_EQ(parse_shard("2/3").count, 3);
   for (const char* bad : {"3/3", "x", "1/0", "-1/2", "1/", "/2", "1/2/3", "a/b"})
     EXPECT_THROW(parse_shard(bad), std::invalid_argument) << bad;
+  try {
+    parse_shard("0/1000000");  // in range, but seven digits
+    ADD_FAILURE() << "0/1000000 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 6 digits"), std::string::npos) << e.what();
+  }
   unsetenv("SLURM_ARRAY_TASK_ID");
   unsetenv("SLURM_ARRAY_TASK_COUNT");
   unsetenv("JOB_COMPLETION_INDEX");
