@@ -60,7 +60,7 @@ struct Stmt {
 // to be read; where none is there and the directory cannot be written (read-only storage, another
 // user's directory), it is opened immutable: nothing can be writing it there.
 std::string read_only_uri(const std::string& path) {
-  std::string uri = "file:";
+  std::string uri = path.rfind('/', 0) == 0 ? "file://" : "file:";  // "//x" is no authority
   for (char c : path) {
     if (c == '%' || c == '?' || c == '#')
       uri += fmt_hex(c);
@@ -74,7 +74,11 @@ std::string read_only_uri(const std::string& path) {
   const std::string dir = fs::path(path).parent_path().empty()
                               ? std::string(".")
                               : fs::path(path).parent_path().string();
-  if (wal && !fs::exists(path + "-shm") && ::access(dir.c_str(), W_OK) != 0) uri += "&immutable=1";
+  // Not with a -wal holding records: immutable would ignore them; the open then fails, named.
+  std::error_code ec;
+  const bool wal_empty = !fs::exists(path + "-wal") || fs::file_size(path + "-wal", ec) == 0;
+  if (wal && wal_empty && !fs::exists(path + "-shm") && ::access(dir.c_str(), W_OK) != 0)
+    uri += "&immutable=1";
   return uri;
 }
 

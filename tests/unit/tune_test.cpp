@@ -235,6 +235,11 @@ TEST(TuneDb, AClosedDatabaseIsReadWithoutWritingBesideIt) {
   }
   for (const char* suffix : {"-wal", "-shm", "-journal"})
     EXPECT_FALSE(fs::exists(path + suffix)) << suffix;
+  // A read-only open is an SQLite URI: characters that mean something there are escaped.
+  fs::create_directory(dir.path / "we?ird#%20");
+  const std::string odd = (dir.path / "we?ird#%20" / "a.sqlite").string();
+  fs::copy_file(path, odd);
+  EXPECT_EQ(TuneDb(odd, true).all().size(), 1u);
 }
 
 // Runs `body` in a child process as an unprivileged user (root: uid 65534; others: themselves),
