@@ -119,8 +119,11 @@ TuneDb::TuneDb(const std::string& path, bool read_only) : path_(path), read_only
     }
     if (!read_only) {
       exec("PRAGMA journal_mode=WAL");
-      exec(std::string("BEGIN;") + kSchema + "INSERT OR IGNORE INTO meta VALUES ('format', '" +
-           kFormat + "'), ('format_version', '" + kFormatVersion + "'); COMMIT;");
+      // IMMEDIATE: a deferred transaction that reads and then writes gets SQLITE_BUSY at once,
+      // without waiting, when another connection (a shard, a merge) wrote in between.
+      exec(std::string("BEGIN IMMEDIATE;") + kSchema +
+           "INSERT OR IGNORE INTO meta VALUES ('format', '" + kFormat + "'), ('format_version', '" +
+           kFormatVersion + "'); COMMIT;");
     }
     Stmt v(db_, "SELECT value FROM meta WHERE key='format_version'", path_);
     if (sqlite3_step(v.s) != SQLITE_ROW || v.col(0) != kFormatVersion)
@@ -128,7 +131,7 @@ TuneDb::TuneDb(const std::string& path, bool read_only) : path_(path), read_only
   } catch (const std::exception& e) {
     // A file SQLite could not open or read (permissions, I/O, a full disk) is not called "not a
     // padfold tuning database": that is for files that are not one.
-    const int code = sqlite3_extended_errcode(db_) & 0xff;
+    const int code = (exec_error_ ? exec_error_ : sqlite3_extended_errcode(db_)) & 0xff;
     const bool io = code == SQLITE_CANTOPEN || code == SQLITE_IOERR || code == SQLITE_PERM ||
                     code == SQLITE_READONLY || code == SQLITE_FULL || code == SQLITE_BUSY ||
                     code == SQLITE_LOCKED || code == SQLITE_NOMEM || code == SQLITE_AUTH;
@@ -159,6 +162,7 @@ void TuneDb::exec(const std::string& sql) const {
   if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
     const std::string msg = err ? err : "unknown error";
     sqlite3_free(err);
+    exec_error_ = sqlite3_extended_errcode(db_);  // before the rollback resets it
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw std::runtime_error(path_ + ": " + msg);
   }

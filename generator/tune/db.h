@@ -81,6 +81,7 @@ class TuneDb {
   sqlite3* db_ = nullptr;
   std::string path_;
   bool read_only_ = false;
+  mutable int exec_error_ = 0;  // the SQLite error of the last failed exec()
 };
 
 }  // namespace padfold
