@@ -1,10 +1,9 @@
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 
+#include "base/atomic_file.h"
 #include "commands.h"
 #include "tune/db.h"
 
@@ -18,30 +17,34 @@ struct DbArgs {
   bool csv = false;
 };
 
-// Merges into a temporary file beside the output, renamed into place when complete: an error
-// leaves the output as it was.
+// Merges in place, in one SQLite transaction on the output: a tuner writing it at the same time
+// (shards sharing one file) waits for the merge or the merge for it, and neither loses a record.
+// An output created here and not completed is removed.
 void run_merge(const DbArgs& a) {
-  const fs::path out = a.out;
+  padfold::check_db_path(a.out, false);
+  const bool existed = fs::exists(a.out);
+  std::vector<std::string> others;
   bool out_is_input = false;
-  for (const std::string& in : a.inputs)
-    if (fs::exists(in) && fs::exists(out) && fs::equivalent(in, out)) out_is_input = true;
-  if (fs::exists(out) && !out_is_input)
+  for (const std::string& in : a.inputs) {
+    if (existed && fs::equivalent(in, a.out))
+      out_is_input = true;
+    else
+      others.push_back(in);
+  }
+  if (existed && !out_is_input)
     throw std::runtime_error(a.out + " exists; name it among the inputs to merge into it");
-  const fs::path tmp = out.string() + ".merging-" + std::to_string(getpid());
+  size_t records = 0;
   try {
-    {
-      padfold::TuneDb db(tmp.string());
-      db.merge_from(a.inputs);
-    }  // closed: the WAL is checkpointed into the file
-    fs::rename(tmp, out);
+    padfold::TuneDb db(a.out);
+    db.merge_from(others);
+    records = db.all().size();
   } catch (...) {
     std::error_code ec;
-    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(tmp.string() + suffix, ec);
+    if (!existed)
+      for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(a.out + suffix, ec);
     throw;
   }
-  padfold::TuneDb db(a.out, true);
-  fmt::print("merged {} database(s) into {}: {} records\n", a.inputs.size(), a.out,
-             db.all().size());
+  fmt::print("merged {} database(s) into {}: {} records\n", a.inputs.size(), a.out, records);
 }
 
 std::string csv_field(const std::string& s) {
@@ -69,13 +72,7 @@ void run_export(const DbArgs& a) {
     fmt::print("{}", text);
     return;
   }
-  const std::string tmp = a.out + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f) throw std::runtime_error("cannot write " + tmp);
-  }
-  fs::rename(tmp, a.out);
+  padfold::write_file_replacing(a.out, text);  // a device written in place, a link followed
 }
 
 void run_show(const DbArgs& a) {

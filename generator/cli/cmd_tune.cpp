@@ -1,7 +1,10 @@
 #include <fmt/format.h>
 
-#include <fstream>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
 
+#include "base/atomic_file.h"
 #include "commands.h"
 #include "tune/report.h"
 #include "tune/tuner.h"
@@ -32,18 +35,29 @@ double parse_duration(const std::string& text) {
   return value * scale;
 }
 
+// Found before the run rather than after it: the report's directory exists and the path is no
+// directory.
+void check_report_path(const std::string& report) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(report, ec))
+    throw std::runtime_error("--report " + report + ": is a directory; expected a file to write");
+  const fs::path dir = fs::path(report).parent_path();
+  if (!dir.empty() && !fs::is_directory(dir, ec))
+    throw std::runtime_error("--report " + report + ": the directory " + dir.string() +
+                             " does not exist");
+}
+
 void run(TuneArgs& a) {
   if (!a.time.empty()) a.opt.time_s = parse_duration(a.time);
   a.opt.shard = padfold::parse_shard(a.shard);
   a.opt.strategy = padfold::parse_search_strategy(a.strategy);
   a.opt.baselines = !a.no_baselines;
+  if (!a.report.empty()) check_report_path(a.report);
   const auto outcomes = padfold::run_tune(a.opt);
   fmt::print("{}", padfold::outcome_table(outcomes));
-  if (!a.report.empty()) {
-    std::ofstream f(a.report);
-    f << padfold::to_json(outcomes).dump(2) << "\n";
-    if (!f) throw std::runtime_error("cannot write " + a.report);
-  }
+  if (!a.report.empty())
+    padfold::write_file_replacing(a.report, padfold::to_json(outcomes).dump(2) + "\n");
   size_t bad = 0;
   for (const auto& o : outcomes) bad += o.status != "ok";
   if (bad) throw std::runtime_error(std::to_string(bad) + " layer(s) could not be tuned (above)");
@@ -68,7 +82,7 @@ void add_tune_command(CLI::App& app) {
                   "candidates per layer signature, the default included (default: 60, or "
                   "unlimited with --time)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--time", args->time, "wall-time limit for the run: 90s, 10m, 1h");
+  cmd->add_option("--time", args->time, "wall-time limit for the run: 90s, 10m, 1h (inf: none)");
   cmd->add_option("--db", o.db, "the tuning database (SQLite)")->capture_default_str();
   cmd->add_option("--shard", args->shard,
                   "this process's share i/n (0 <= i < n) of the work, or auto (Slurm array / "
@@ -80,8 +94,19 @@ void add_tune_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--report", args->report, "also write the outcomes as JSON to this file");
   cmd->add_flag("--no-baselines", args->no_baselines, "do not time Halide's autoschedulers");
-  cmd->add_option("--min-time", o.measure.min_time_s, "seconds timed per variant and candidate")
-      ->check(CLI::PositiveNumber)
+  cmd->add_option("--min-time", o.measure.min_time_s,
+                  "seconds timed per variant and candidate, at most 60 (timing also stops after "
+                  "200 rounds of about 2 ms)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(text.c_str(), &end);
+            if (text.empty() || *end != '\0' || !std::isfinite(v) || !(v > 0) || v > 60)
+              return "'" + text + "' is not a time to measure for; expected seconds, a number " +
+                     "in (0, 60]";
+            return "";
+          },
+          "SECONDS"))
       ->capture_default_str();
   cmd->add_option("--core", o.measure.core, "the core measurements run on (default: the last)");
   cmd->add_option("--compile-timeout", o.compile_timeout_s,

@@ -1,5 +1,10 @@
 #include "tune/db.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -8,6 +13,8 @@
 namespace padfold {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 constexpr const char* kFormat = "padfold-tune-db";
 constexpr const char* kFormatVersion = "1";
@@ -26,6 +33,12 @@ CREATE TABLE IF NOT EXISTS measurements (
   PRIMARY KEY (signature, target, toolchain, machine, candidate));
 )";
 
+std::string fmt_hex(char c) {
+  static const char* digits = "0123456789ABCDEF";
+  const auto u = static_cast<unsigned char>(c);
+  return std::string("%") + digits[u >> 4] + digits[u & 15];
+}
+
 // A prepared statement, finalized on scope exit.
 struct Stmt {
   sqlite3_stmt* s = nullptr;
@@ -43,14 +56,51 @@ struct Stmt {
   }
 };
 
+// A read-only open as an SQLite URI. A database left in WAL mode needs a -shm file beside it even
+// to be read; where none is there and the directory cannot be written (read-only storage, another
+// user's directory), it is opened immutable: nothing can be writing it there.
+std::string read_only_uri(const std::string& path) {
+  std::string uri = path.rfind('/', 0) == 0 ? "file://" : "file:";  // "//x" is no authority
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#')
+      uri += fmt_hex(c);
+    else
+      uri += c;
+  }
+  uri += "?mode=ro";
+  char header[20] = {};
+  std::ifstream f(path, std::ios::binary);
+  const bool wal = f.read(header, sizeof header) && header[18] == 2 && header[19] == 2;
+  const std::string dir = fs::path(path).parent_path().empty()
+                              ? std::string(".")
+                              : fs::path(path).parent_path().string();
+  // Not with a -wal holding records: immutable would ignore them; the open then fails, named.
+  std::error_code ec;
+  const bool wal_empty = !fs::exists(path + "-wal") || fs::file_size(path + "-wal", ec) == 0;
+  if (wal && wal_empty && !fs::exists(path + "-shm") && ::access(dir.c_str(), W_OK) != 0)
+    uri += "&immutable=1";
+  return uri;
+}
+
 }  // namespace
 
-TuneDb::TuneDb(const std::string& path, bool read_only) : path_(path) {
-  const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+void check_db_path(const std::string& path, bool must_exist) {
+  // SQLite would put its journal beside a device, or fail on a directory: refused up front.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw std::runtime_error(path + ": not a regular file; a tuning database is a regular file" +
+                             std::string(must_exist ? "" : " (or a path that does not exist yet)"));
+}
+
+TuneDb::TuneDb(const std::string& path, bool read_only) : path_(path), read_only_(read_only) {
+  check_db_path(path, read_only);
+  const int flags = read_only ? SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
+                              : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  const std::string name = read_only ? read_only_uri(path) : path;
+  if (sqlite3_open_v2(name.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
-    throw std::runtime_error("cannot open tuning database " + path + ": " + msg);
+    throw std::runtime_error(path + ": cannot open the tuning database: " + msg);
   }
   sqlite3_busy_timeout(db_, 60000);  // shards on one machine may share a file
   try {
@@ -69,21 +119,41 @@ TuneDb::TuneDb(const std::string& path, bool read_only) : path_(path) {
     }
     if (!read_only) {
       exec("PRAGMA journal_mode=WAL");
-      exec(std::string("BEGIN;") + kSchema + "INSERT OR IGNORE INTO meta VALUES ('format', '" +
-           kFormat + "'), ('format_version', '" + kFormatVersion + "'); COMMIT;");
+      // IMMEDIATE: a deferred transaction that reads and then writes gets SQLITE_BUSY at once,
+      // without waiting, when another connection (a shard, a merge) wrote in between.
+      exec(std::string("BEGIN IMMEDIATE;") + kSchema +
+           "INSERT OR IGNORE INTO meta VALUES ('format', '" + kFormat + "'), ('format_version', '" +
+           kFormatVersion + "'); COMMIT;");
     }
     Stmt v(db_, "SELECT value FROM meta WHERE key='format_version'", path_);
     if (sqlite3_step(v.s) != SQLITE_ROW || v.col(0) != kFormatVersion)
       throw std::runtime_error("has format version '" + v.col(0) + "', expected " + kFormatVersion);
   } catch (const std::exception& e) {
+    // A file SQLite could not open or read (permissions, I/O, a full disk) is not called "not a
+    // padfold tuning database": that is for files that are not one.
+    const int code = (exec_error_ ? exec_error_ : sqlite3_extended_errcode(db_)) & 0xff;
+    const bool io = code == SQLITE_CANTOPEN || code == SQLITE_IOERR || code == SQLITE_PERM ||
+                    code == SQLITE_READONLY || code == SQLITE_FULL || code == SQLITE_BUSY ||
+                    code == SQLITE_LOCKED || code == SQLITE_NOMEM || code == SQLITE_AUTH;
+    const std::string msg = sqlite3_errmsg(db_);
     sqlite3_close(db_);
     db_ = nullptr;
+    if (io)
+      throw std::runtime_error(path + ": cannot " + (read_only ? "read" : "open") +
+                               " the tuning database: " + msg + "; the file was left as it was");
     throw std::runtime_error(path + ": not a padfold tuning database (" + e.what() +
                              "); the file was left as it was");
   }
 }
 
 TuneDb::~TuneDb() {
+  // The last writer to close leaves the file in rollback-journal mode, so that readers need no
+  // -shm/-wal beside it (read-only storage, a directory they cannot write). Another connection
+  // still open makes this fail at once (no busy wait); it is tried again when that one closes.
+  if (db_ && !read_only_) {
+    sqlite3_busy_timeout(db_, 0);
+    sqlite3_exec(db_, "PRAGMA journal_mode=DELETE", nullptr, nullptr, nullptr);
+  }
   sqlite3_close(db_);
 }
 
@@ -92,6 +162,7 @@ void TuneDb::exec(const std::string& sql) const {
   if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
     const std::string msg = err ? err : "unknown error";
     sqlite3_free(err);
+    exec_error_ = sqlite3_extended_errcode(db_);  // before the rollback resets it
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw std::runtime_error(path_ + ": " + msg);
   }
@@ -188,8 +259,8 @@ void TuneDb::merge_from(const std::vector<std::string>& paths) {
     exec(std::string("INSERT INTO temp.staging SELECT ") + kColumns +
          " FROM other.measurements; DETACH DATABASE other;");
   }
-  exec(std::string("BEGIN; INSERT OR IGNORE INTO measurements (") + kColumns + ") SELECT " +
-       kColumns +
+  exec(std::string("BEGIN IMMEDIATE; INSERT OR IGNORE INTO measurements (") + kColumns +
+       ") SELECT " + kColumns +
        " FROM temp.staging ORDER BY signature, target, toolchain, machine, candidate, median_s, "
        "samples; COMMIT; DELETE FROM temp.staging;");
 }

@@ -1,5 +1,6 @@
-// The tuning database (SQLite, WAL): every measurement, keyed by natural keys only, so that shard
-// databases merge with INSERT OR IGNORE and the best record is chosen deterministically.
+// The tuning database (SQLite, WAL while it is written): every measurement, keyed by natural keys
+// only, so that shard databases merge with INSERT OR IGNORE and the best record is chosen
+// deterministically.
 #pragma once
 
 #include <sqlite3.h>
@@ -38,9 +39,15 @@ struct Measurement {
   void take(const MeasureResult& r);
 };
 
+// Throws naming `path` unless it is a regular file (a symbolic link to one counts) or, unless
+// must_exist, absent: a device, a directory or a pipe is no database.
+void check_db_path(const std::string& path, bool must_exist);
+
 class TuneDb {
  public:
-  // Opens (creating) the database; a file that is not a padfold tuning database throws naming it.
+  // Opens (creating) the database; a file that is not a padfold tuning database, or one that
+  // cannot be opened or read, throws naming it and saying which. read_only opens need no -shm or
+  // -wal beside the file (the last writer to close leaves it in rollback-journal mode).
   explicit TuneDb(const std::string& path, bool read_only = false);
   ~TuneDb();
   TuneDb(const TuneDb&) = delete;
@@ -59,9 +66,10 @@ class TuneDb {
   std::optional<Measurement> best(const std::string& signature, const std::string& target,
                                   const std::string& toolchain, const std::string& machine,
                                   bool any_machine) const;
-  // Copies every record of the databases at `paths` in, in one transaction (INSERT OR IGNORE).
-  // Where several carry the same key (each shard times the default), the one with the smallest
-  // median wins whatever the order of `paths`, so merges are deterministic.
+  // Copies every record of the databases at `paths` in, in one write transaction (INSERT OR
+  // IGNORE: a record already here is kept), so a tuner writing this database meanwhile loses
+  // nothing. Where several of `paths` carry the same key (each shard times the default), the one
+  // with the smallest median wins whatever their order, so merges are deterministic.
   void merge_from(const std::vector<std::string>& paths);
 
   const std::string& path() const { return path_; }
@@ -72,6 +80,8 @@ class TuneDb {
                                  const std::vector<std::string>& args) const;
   sqlite3* db_ = nullptr;
   std::string path_;
+  bool read_only_ = false;
+  mutable int exec_error_ = 0;  // the SQLite error of the last failed exec()
 };
 
 }  // namespace padfold

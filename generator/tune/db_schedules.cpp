@@ -3,7 +3,9 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
+#include "compile/lower.h"
 #include "tune/db.h"
 #include "tune/signature.h"
 
@@ -17,8 +19,19 @@ tuned_schedules_from(const std::string& db_path, bool any_machine) {
              const Layer& L, const Halide::Target& t) -> std::optional<TunedSchedule> {
     const auto best = db->best(layer_signature(L), target_key(t), toolchain, machine, any_machine);
     if (!best) return std::nullopt;
+    // A damaged record is named with its database, candidate and layer, checked here as the
+    // overrides it becomes.
+    nlohmann::json knobs;
+    try {
+      knobs = nlohmann::json::parse(best->knobs);
+      requested_schedule(L, t, knobs);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(db->path() + ": the best record for layer '" + L.name +
+                               "' (candidate " + best->candidate +
+                               ") has knobs that cannot be used: " + e.what());
+    }
     return TunedSchedule{
-        nlohmann::json::parse(best->knobs),
+        knobs,
         {{"db", db->path()},
          {"candidate", best->candidate},
          {"speedup_vs_default", best->vs_default},

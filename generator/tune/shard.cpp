@@ -43,8 +43,9 @@ Shard parse_shard(const std::string& text) {
   }
   const auto number = [&](const std::string& t) {
     if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos || t.size() > 6)
-      throw std::invalid_argument("--shard: '" + text + "' (i/n = '" + i_text + "/" + n_text +
-                                  "'): expected whole numbers i/n with 0 <= i < n");
+      throw std::invalid_argument(
+          "--shard: '" + text + "' (i/n = '" + i_text + "/" + n_text +
+          "'): expected whole numbers i/n of at most 6 digits each, with 0 <= i < n");
     return std::stoi(t);
   };
   s.index = number(i_text);

@@ -218,11 +218,13 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
         {{"the Halide runtime for " + tkey, [&] { build_tune_runtime(target, runtime); }}}, w);
     if (!r[0].ok) throw std::runtime_error("building the Halide runtime: " + r[0].error);
   }
+  // A --time beyond ~3 years (or inf) is no limit: as a deadline it would overflow the clock.
+  const double time_s = std::min(opt.time_s, 1e8);
   TuneProgress progress;
   progress.total = budget * mine.size();
-  if (opt.time_s > 0)
+  if (time_s > 0)
     progress.end = progress.start + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(opt.time_s));
+                                        std::chrono::duration<double>(time_s));
   fmt::print(stderr, "tune: {} layer signature(s) of {} (shard {}/{}{}), target {}, db {}\n",
              mine.size(), sigs.size(), opt.shard.index, opt.shard.count,
              by_candidate && opt.shard.count > 1 ? ", by candidate" : "", tkey, opt.db);
@@ -234,9 +236,9 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
     const auto& [sig, L] = mine[i];
     // With --time, each remaining layer gets an equal share of the time left.
     Clock::time_point deadline = Clock::time_point::max();
-    if (opt.time_s > 0) {
+    if (time_s > 0) {
       const auto end = start + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(opt.time_s));
+                                   std::chrono::duration<double>(time_s));
       deadline = Clock::now() + (end - Clock::now()) / static_cast<int>(mine.size() - i);
     }
     tuners.push_back(std::make_unique<LayerTuner>(

@@ -3,9 +3,12 @@
 // manifest, a crashing candidate recorded as failed, and bad input.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -347,6 +350,202 @@ TEST(TuneCli, BadInputIsNamedAndNothingIsLost) {
   EXPECT_TRUE(contains(r.output, corrupt)) << r.output;
   EXPECT_FALSE(fs::exists(w.file("merged.sqlite")));
   EXPECT_EQ(file_text(corrupt), junk);
+}
+
+// A tiny database of one pool layer, shared by the tests of `padfold db`.
+std::string pool_db(const Work& w) {
+  const std::string db = w.file("pool.sqlite");
+  const CommandResult r = tune(db, "--layers pool --budget 2 --jobs 1");
+  EXPECT_EQ(r.status, 0) << r.output;
+  return db;
+}
+
+TEST(TuneCli, DbExportWritesDevicesInPlaceAndThroughLinks) {
+  Work w("export_targets");
+  const std::string db = pool_db(w);
+  const std::string csv =
+      run_command(shell_quote(kBin) + " db export --csv " + shell_quote(db)).output;
+  // A symbolic link: the file it points to gets the CSV, the link stays a link.
+  std::ofstream(w.file("target.csv")) << "old";
+  fs::create_symlink("target.csv", w.file("link.csv"));
+  CommandResult r = run_command(shell_quote(kBin) + " db export --csv " + shell_quote(db) + " -o " +
+                                shell_quote(w.file("link.csv")));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(fs::is_symlink(w.file("link.csv")));
+  EXPECT_EQ(file_text(w.file("target.csv")), csv);
+  // A directory: refused with the output's name, and no temporary file is left beside it.
+  fs::create_directory(w.file("dir"));
+  r = run_command(shell_quote(kBin) + " db export --csv " + shell_quote(db) + " -o " +
+                  shell_quote(w.file("dir")));
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, w.file("dir") + ": cannot write: is a directory")) << r.output;
+  EXPECT_FALSE(fs::exists(w.file("dir.tmp")));
+  // A character device (a copy of /dev/null; needs root): written in place, still a device.
+  if (::mknod(w.file("fakenull").c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0)
+    GTEST_SKIP() << "mknod needs root; the device case is not checked";
+  r = run_command(shell_quote(kBin) + " db export --csv " + shell_quote(db) + " -o " +
+                  shell_quote(w.file("fakenull")));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(fs::status(w.file("fakenull")).type(), fs::file_type::character);
+  for (const auto& e : fs::directory_iterator(w.dir))
+    EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
+}
+
+TEST(TuneCli, ReportWriteErrorsFailAndABadReportPathIsFoundBeforeTheRun) {
+  Work w("report");
+  const std::string db = w.file("tune.sqlite");
+  fs::create_directory(w.file("dir"));
+  CommandResult r = tune(db, "--layers pool --budget 2 --jobs 1 --report " + w.file("dir"));
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "--report " + w.file("dir") + ": is a directory")) << r.output;
+  r = tune(db, "--layers pool --budget 2 --jobs 1 --report " + w.file("none/rep.json"));
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "the directory " + w.file("none") + " does not exist"))
+      << r.output;
+  EXPECT_FALSE(fs::exists(db)) << "the run started before the --report path was checked";
+  r = tune(db, "--layers pool --budget 2 --jobs 1 --report /dev/full");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "/dev/full: cannot write: No space left on device")) << r.output;
+  r = tune(db, "--layers pool --budget 2 --jobs 1 --report " + w.file("rep.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(json::parse(file_text(w.file("rep.json"))).empty());
+}
+
+TEST(TuneCli, ADatabaseThatIsNoRegularFileIsRefusedAndNothingIsCreatedBesideIt) {
+  Work w("db_not_regular");
+  fs::create_directory(w.file("dir"));
+  std::vector<std::string> paths = {w.file("dir")};
+  if (::mknod(w.file("fakenull").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0)
+    paths.push_back(w.file("fakenull"));  // a copy of /dev/null (needs root)
+  for (const std::string& p : paths) {
+    const std::vector<std::string> commands = {
+        shell_quote(kBin) + " tune " + shell_quote(kSpec) + " --db " + shell_quote(p) + kFast +
+            "--layers pool --budget 1 --jobs 1",
+        shell_quote(kBin) + " compile " + shell_quote(kSpec) + " -o " +
+            shell_quote(w.file("bundle")) + " --db " + shell_quote(p),
+        shell_quote(kBin) + " db show " + shell_quote(p),
+        shell_quote(kBin) + " db export --csv " + shell_quote(p),
+        shell_quote(kBin) + " db merge " + shell_quote(p) + " -o " +
+            shell_quote(w.file("m.sqlite")),
+        shell_quote(kBin) + " db merge " + shell_quote(pool_db(w)) + " -o " + shell_quote(p)};
+    for (const std::string& c : commands) {
+      const CommandResult r = run_command(c);
+      EXPECT_NE(r.status, 0) << c;
+      // CLI11 refuses a directory for the inputs that must exist; padfold refuses the rest.
+      EXPECT_TRUE(contains(r.output, p + ": not a regular file") ||
+                  contains(r.output, "is actually a directory"))
+          << c << "\n"
+          << r.output;
+    }
+    EXPECT_FALSE(fs::exists(p + "-journal")) << p;
+    EXPECT_FALSE(fs::exists(p + "-wal")) << p;
+    EXPECT_FALSE(fs::exists(w.file("m.sqlite")));
+    EXPECT_FALSE(fs::exists(w.file("bundle")));
+  }
+}
+
+TEST(TuneCli, MergeIntoADatabaseBeingWrittenLosesNoRecordAndLeavesNothingBesideIt) {
+  Work w("merge_live");
+  const std::string other = pool_db(w);
+  const size_t other_records = TuneDb(other, true).all().size();
+  const std::string live = w.file("live.sqlite");
+  const auto written_record = [](int i) {
+    Measurement m;
+    m.scope = {"sig", "tgt", "tc", "m1"};
+    m.candidate = "w" + std::to_string(i);
+    m.kind = "knobs";
+    m.knobs = "{}";
+    m.status = "ok";
+    m.layer = "L";
+    m.samples = "[]";
+    return m;
+  };
+  TuneDb(live).insert(written_record(0));
+  // A writer holding its connection open, as padfold tune does, storing records before, during
+  // and after the merge.
+  std::atomic<bool> merged{false};
+  int written = 1;
+  std::thread writer([&] {
+    TuneDb db(live);
+    for (int after = 0; after < 30; ++written) {
+      db.insert(written_record(written));
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      if (merged) ++after;
+    }
+  });
+  while (written < 20) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const CommandResult r = run_command(shell_quote(kBin) + " db merge " + shell_quote(live) + " " +
+                                      shell_quote(other) + " -o " + shell_quote(live));
+  merged = true;
+  writer.join();
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(TuneDb(live, true).all().size(), static_cast<size_t>(written) + other_records);
+  // A merge into a new file leaves no -wal or -shm beside it.
+  const std::string fresh = w.file("fresh.sqlite");
+  ASSERT_EQ(run_command(shell_quote(kBin) + " db merge " + shell_quote(other) + " -o " +
+                        shell_quote(fresh))
+                .status,
+            0);
+  for (const std::string& f : {live, fresh, other})
+    for (const char* suffix : {"-wal", "-shm"}) EXPECT_FALSE(fs::exists(f + suffix)) << f << suffix;
+  EXPECT_EQ(TuneDb(fresh, true).all().size(), other_records);
+}
+
+TEST(TuneCli, AnInfiniteTimeIsNoLimitAndABadMinTimeIsRefused) {
+  Work w("time_inf");
+  for (const std::string time : {"inf", "1e300h"}) {
+    const std::string db = w.file(time + ".sqlite");
+    const CommandResult r = tune(db, "--layers pool --budget 3 --jobs 1 --time " + time);
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(candidate_keys(db).size(), 3u) << "--time " << time << " ran no search\n" << r.output;
+  }
+  for (const std::string bad : {"inf", "nan", "-1", "0", "1e300"}) {
+    const CommandResult r =
+        run_command(shell_quote(kBin) + " tune " + shell_quote(kSpec) + " --db " +
+                    shell_quote(w.file("bad.sqlite")) +
+                    " --no-baselines --layers pool --budget 2 --min-time " + bad);
+    EXPECT_NE(r.status, 0) << bad;
+    EXPECT_TRUE(contains(r.output, "--min-time") && contains(r.output, "(0, 60]")) << r.output;
+  }
+  EXPECT_FALSE(fs::exists(w.file("bad.sqlite")));
+}
+
+TEST(TuneCli, ADamagedBestRecordIsNamedWithItsDatabaseCandidateAndLayer) {
+  Work w("damaged_record");
+  const Model model = load_spec(kSpec);
+  const Layer& stem = *model.find_layer("stem");
+  const Halide::Target host = resolve_target("host");
+  const std::string resolved = knobs_text(default_schedule(stem, host));
+  json big = json::parse(resolved);
+  big["tile_x"] = 100000;  // out of range
+  const std::string too_big = big.dump();
+  for (const std::string& knobs : {std::string("{not json"), too_big}) {
+    const std::string db_path = w.file("damaged.sqlite");
+    fs::remove(db_path);
+    {
+      TuneDb db(db_path);
+      Measurement m;
+      m.scope = {layer_signature(stem), target_key(host), toolchain_key(), machine_id()};
+      m.candidate = "damaged-candidate";
+      m.kind = "knobs";
+      m.knobs = knobs;
+      m.status = "ok";
+      m.layer = "stem";
+      m.median_s = 1e-6;
+      m.vs_default = 1.5;
+      m.accepted = true;
+      m.samples = "[]";
+      db.insert(m);
+    }
+    const CommandResult r =
+        run_command(shell_quote(kBin) + " compile " + shell_quote(kSpec) + " -o " +
+                    shell_quote(w.file("bundle")) + " --db " + shell_quote(db_path));
+    EXPECT_NE(r.status, 0) << knobs;
+    EXPECT_TRUE(contains(r.output, db_path + ": the best record for layer 'stem' (candidate "
+                                             "damaged-candidate) has knobs that cannot be used"))
+        << r.output;
+    EXPECT_FALSE(fs::exists(w.file("bundle")));
+  }
 }
 
 }  // namespace

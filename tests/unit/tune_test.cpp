@@ -1,11 +1,15 @@
 // The tuner's pieces without compiling a kernel: signatures and keys, the database (round trip,
 // merge determinism, best-record choice, corrupt files), --shard parsing, the search.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 
 #include "compile/target.h"
@@ -208,11 +212,113 @@ TEST(TuneDb, ACorruptFileIsNamedAndLeftAsItWas) {
   EXPECT_THROW(TuneDb{other}, std::runtime_error);
 }
 
+// The journal mode byte pair of an SQLite file's header: 1 rollback journal, 2 WAL.
+int journal_mode_bytes(const std::string& path) {
+  char header[20] = {};
+  std::ifstream(path, std::ios::binary).read(header, sizeof header);
+  return header[18] * 10 + header[19];
+}
+
+TEST(TuneDb, AClosedDatabaseIsReadWithoutWritingBesideIt) {
+  TempDir dir;
+  const std::string path = dir.file("a.sqlite");
+  {
+    TuneDb db(path);
+    db.insert(record("c1", 1.25, true));
+    EXPECT_TRUE(fs::exists(path + "-wal"));  // WAL while it is written
+  }
+  // Closed: back in rollback-journal mode, nothing beside it, so read-only storage can read it.
+  EXPECT_EQ(journal_mode_bytes(path), 11);
+  {
+    TuneDb db(path, true);
+    EXPECT_EQ(db.all().size(), 1u);
+  }
+  for (const char* suffix : {"-wal", "-shm", "-journal"})
+    EXPECT_FALSE(fs::exists(path + suffix)) << suffix;
+  // A read-only open is an SQLite URI: characters that mean something there are escaped.
+  fs::create_directory(dir.path / "we?ird#%20");
+  const std::string odd = (dir.path / "we?ird#%20" / "a.sqlite").string();
+  fs::copy_file(path, odd);
+  EXPECT_EQ(TuneDb(odd, true).all().size(), 1u);
+}
+
+// Runs `body` in a child process as an unprivileged user (root: uid 65534; others: themselves),
+// for whom permission bits hold; returns its exit status and what it wrote.
+std::pair<int, std::string> as_unprivileged(const std::function<int(int)>& body) {
+  int fds[2];
+  if (::pipe(fds) != 0) return {-1, "pipe failed"};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    if (::getuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(99);
+    ::_exit(body(fds[1]));
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buf[512];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, buf + n);
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// What a child writes: the record count, or the error.
+int count_records(const std::string& path, int fd) {
+  std::string text;
+  int rc = 0;
+  try {
+    text = std::to_string(TuneDb(path, true).all().size());
+  } catch (const std::exception& e) {
+    text = e.what();
+    rc = 1;
+  }
+  if (::write(fd, text.data(), text.size()) < 0) rc = 2;
+  return rc;
+}
+
+TEST(TuneDb, AWalDatabaseInADirectoryThatCannotBeWrittenIsReadAndErrorsAreNamed) {
+  TempDir dir;
+  fs::create_directory(dir.path / "ro");
+  const std::string path = (dir.path / "ro" / "a.sqlite").string();
+  {
+    TuneDb db(path);
+    db.insert(record("c1", 1.25, true));
+  }
+  {
+    // Left in WAL mode by an older padfold or another program.
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    sqlite3_exec(raw, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+    sqlite3_close(raw);
+  }
+  ASSERT_EQ(journal_mode_bytes(path), 22);
+  ::chmod(path.c_str(), 0444);
+  ::chmod((dir.path / "ro").c_str(), 0555);
+  auto [rc, out] = as_unprivileged([&](int fd) { return count_records(path, fd); });
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "1");
+  EXPECT_FALSE(fs::exists(path + "-shm"));
+  // A file that cannot be read is called that, not "not a padfold tuning database".
+  ::chmod(path.c_str(), 0);
+  std::tie(rc, out) = as_unprivileged([&](int fd) { return count_records(path, fd); });
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find(path + ": cannot"), std::string::npos) << out;
+  EXPECT_EQ(out.find("not a padfold tuning database"), std::string::npos) << out;
+  ::chmod((dir.path / "ro").c_str(), 0755);
+}
+
 TEST(TuneShard, ParsesIndexCountAndAuto) {
   EXPECT_EQ(parse_shard("2/3").index, 2);
   EXPECT_EQ(parse_shard("2/3").count, 3);
   for (const char* bad : {"3/3", "x", "1/0", "-1/2", "1/", "/2", "1/2/3", "a/b"})
     EXPECT_THROW(parse_shard(bad), std::invalid_argument) << bad;
+  try {
+    parse_shard("0/1000000");  // in range, but seven digits
+    ADD_FAILURE() << "0/1000000 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 6 digits"), std::string::npos) << e.what();
+  }
   unsetenv("SLURM_ARRAY_TASK_ID");
   unsetenv("SLURM_ARRAY_TASK_COUNT");
   unsetenv("JOB_COMPLETION_INDEX");
