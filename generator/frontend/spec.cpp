@@ -376,18 +376,18 @@ class Parser {
                fmt::format("it only on {}", only.ops_text));
   }
 
-  // Layer `name`'s kernel, pf_<model>_<name>, must not be another layer's kernel plus one of the
-  // suffixes of the symbols Halide defines beside it (emit/bundle_plan.cpp's kernel_function_name).
+  // Layer `name`'s kernel (base/identifiers.h's kernel_symbol) must not be another layer's kernel
+  // plus one of the suffixes of the symbols Halide defines beside it. The model part of the
+  // symbols is the same for all layers of a model, so this compares layer names.
   void check_symbol_clash(const Ctx& c, const Model& m, const std::string& name) const {
-    const std::string fn = "pf_" + m.name + "_";
     auto clash = [&](const std::string& base, const std::string& suffix, size_t other) {
-      c.fail(
-          "name",
-          fmt::format("'{}' clashes with layer '{}' (#{}): the kernel {}{} comes with the "
-                      "symbol {}{}{}, which is also the kernel of layer '{}'",
-                      name, m.layers[other].name, other, fn, base, fn, base, suffix, base + suffix),
-          fmt::format("a name other than another layer's name + {}",
-                      fmt::join(kHalideSymbolSuffixes, " or ")));
+      c.fail("name",
+             fmt::format("'{}' clashes with layer '{}' (#{}): the kernel {} comes with the "
+                         "symbol {}{}, which is also the kernel of layer '{}'",
+                         name, m.layers[other].name, other, kernel_symbol(m.name, base),
+                         kernel_symbol(m.name, base), suffix, base + suffix),
+             fmt::format("a name other than another layer's name + {}",
+                         fmt::join(kHalideSymbolSuffixes, " or ")));
     };
     for (const char* suffix : kHalideSymbolSuffixes) {
       const std::string sfx = suffix;
