@@ -4,9 +4,9 @@
 // The .npy files are read and written by npy.h (checked: sizes, header, dtype; errors name the
 // flag and the file). The output is computed in memory, the bundle is closed, and only then is the
 // output written, atomically (a temporary file renamed over the path), so a failed run leaves no
-// partial output. An --output inside the bundle directory, or naming one of the bundle's files
-// through a link, is refused before anything runs: replacing the bundle's shared library or
-// manifest would destroy the bundle.
+// partial output; --model writes its outputs all or none. An --output inside the bundle directory,
+// or naming one of the bundle's files through a link, is refused before anything runs: replacing
+// the bundle's shared library or manifest would destroy the bundle.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <sys/stat.h>
@@ -310,12 +310,18 @@ void run_model(const RunArgs& a) {
   const int kernels = pf_bundle_num_kernels(bundle.get());
   model.reset();
   bundle.reset();
-  for (size_t i = 0; i < out_names.size(); ++i) {
-    try {
-      padfold::write_npy_f32(out_paths[i], out_shapes[i], arrays[in_names.size() + i].data());
-    } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format("--output {}", e.what()));
+  // All outputs or none: a rerun that fails on one never leaves the others of two runs side by
+  // side.
+  try {
+    std::vector<padfold::FileContents> files;
+    for (size_t i = 0; i < out_names.size(); ++i) {
+      std::vector<float>& arr = arrays[in_names.size() + i];
+      files.push_back(padfold::npy_file_f32(out_paths[i], out_shapes[i], arr.data()));
+      std::vector<float>().swap(arr);  // at most one copy of each output in memory
     }
+    padfold::write_files_replacing(files);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("--output {}", e.what()));
   }
   fmt::print("ran model {} ({} kernels) on target {}; wrote {}\n", model_name, kernels, target,
              fmt::join(out_paths, ", "));
