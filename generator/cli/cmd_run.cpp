@@ -13,8 +13,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "base/npy.h"
 #include "base/text.h"
@@ -28,7 +30,7 @@ namespace fs = std::filesystem;
 struct RunArgs {
   std::string bundle, layer, weights, bias;
   std::vector<std::string> inputs, outputs;
-  bool model = false;
+  bool model = false, partial = false;
 };
 
 struct BundleCloser {
@@ -244,6 +246,23 @@ std::vector<std::string> bind_all(const std::string& flag, const std::vector<std
   return paths;
 }
 
+// The model outputs that ops outside padfold read (manifest graph.read_by: output -> the ops).
+std::map<std::string, std::string> outputs_read_by(const std::string& bundle) {
+  const std::string path = (fs::path(bundle) / "manifest.json").string();
+  try {
+    std::ifstream f(path);
+    const nlohmann::json m = nlohmann::json::parse(f);
+    std::map<std::string, std::string> read_by;
+    const auto graph = m.find("graph");
+    if (graph == m.end() || !graph->contains("read_by")) return read_by;
+    for (const auto& [name, ops] : graph->at("read_by").items())
+      read_by[name] = ops.get<std::string>();
+    return read_by;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(fmt::format("{}: graph.read_by: {}", path, e.what()));
+  }
+}
+
 void run_model(const RunArgs& a) {
   if (!a.weights.empty() || !a.bias.empty())
     throw std::runtime_error(
@@ -270,6 +289,16 @@ void run_model(const RunArgs& a) {
     layers.push_back(pf_bundle_kernel(bundle.get(), i)->layer);
   const std::vector<std::string> out_paths =
       bind_all("--output", a.outputs, out_names, "output", layers);
+  // An output that a tail left to the caller reads is not the model's result.
+  const std::map<std::string, std::string> read_by = outputs_read_by(a.bundle);
+  if (!read_by.empty() && !a.partial) {
+    const auto& [name, ops] = *read_by.begin();
+    throw std::runtime_error(
+        fmt::format("--model: output '{}' is read by {}, which padfold does not generate: the "
+                    "model's result comes from there, not from '{}'; give --partial to write the "
+                    "tensors padfold computes",
+                    name, ops, name));
+  }
   for (size_t i = 0; i < out_paths.size(); ++i) {
     check_output_outside_bundle(a.bundle, out_paths[i]);
     for (size_t j = 0; j < i; ++j)
@@ -325,11 +354,14 @@ void run_model(const RunArgs& a) {
   }
   fmt::print("ran model {} ({} kernels) on target {}; wrote {}\n", model_name, kernels, target,
              fmt::join(out_paths, ", "));
+  for (const auto& [name, ops] : read_by)
+    fmt::print("partial: output '{}' still has to go through {}\n", name, ops);
 }
 
 void run(const RunArgs& a) {
   if (a.model == !a.layer.empty())
     throw std::runtime_error("give either --layer NAME (one kernel) or --model (the whole model)");
+  if (a.partial && !a.model) throw std::runtime_error("--partial is for --model runs");
   if (a.model)
     run_model(a);
   else
@@ -352,6 +384,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--layer", args->layer, "layer name (one kernel)");
   cmd->add_flag("--model", args->model,
                 "run the whole model (pf_model_run), weights from the bundle");
+  cmd->add_flag("--partial", args->partial,
+                "with --model: run a model whose outputs feed ops left to the caller (import), "
+                "writing the tensors those ops read");
   cmd->add_option("--input", args->inputs,
                   "input tensor (.npy); with --model NAME=FILE per model input (FILE alone when "
                   "there is one)")

@@ -31,7 +31,7 @@ const SpecKeys& spec_keys() {
       {"name", "description", "op", "input", "input_shape", "layout", "dtype", "weight_layout",
        "out_channels", "kernel", "stride", "dilation", "groups", "depth_multiplier", "padding",
        "convention", "output_padding", "output_shape", "ceil_mode", "count_include_pad", "border",
-       "bias", "activation", "weight_files"}};
+       "bias", "activation", "weight_files", "read_by"}};
   // clang-format on
   return keys;
 }
@@ -269,19 +269,25 @@ class Parser {
       for (const Layer& l : m.layers) read.insert(l.inputs.begin(), l.inputs.end());
       for (const Layer& l : m.layers)
         if (!read.count(l.name)) m.outputs.push_back(l.name);
-      return;
+    } else {
+      const json& list = root["outputs"];
+      if (!list.is_array() || list.empty())
+        top_.fail("outputs", describe(list), "a non-empty list of layer names");
+      for (const auto& e : list) {
+        const std::string name = top_.get_string(e, "outputs", "a layer name");
+        if (!index_.count(name))
+          top_.fail("outputs", "'" + shorten(name) + "' is not a layer", "names of layers");
+        if (std::find(m.outputs.begin(), m.outputs.end(), name) != m.outputs.end())
+          top_.fail("outputs", "'" + name + "' is listed twice", "each output once");
+        m.outputs.push_back(name);
+      }
     }
-    const json& list = root["outputs"];
-    if (!list.is_array() || list.empty())
-      top_.fail("outputs", describe(list), "a non-empty list of layer names");
-    for (const auto& e : list) {
-      const std::string name = top_.get_string(e, "outputs", "a layer name");
-      if (!index_.count(name))
-        top_.fail("outputs", "'" + shorten(name) + "' is not a layer", "names of layers");
-      if (std::find(m.outputs.begin(), m.outputs.end(), name) != m.outputs.end())
-        top_.fail("outputs", "'" + name + "' is listed twice", "each output once");
-      m.outputs.push_back(name);
-    }
+    for (size_t i = 0; i < m.layers.size(); ++i)
+      if (!m.layers[i].read_by.empty() &&
+          std::find(m.outputs.begin(), m.outputs.end(), m.layers[i].name) == m.outputs.end())
+        Ctx{top_.file, m.layers[i].name, i}.fail(
+            "read_by", "given, but the layer is not among the model's outputs",
+            "the layer in 'outputs' (ops outside padfold read its output)");
   }
 
   void parse_defaults(const json& d) {
@@ -319,6 +325,8 @@ class Parser {
     parse_identity(j, c, m, l);
     if (j.contains("description") && j["description"].is_string())
       l.description = j["description"].get<std::string>();
+    if (j.contains("read_by"))
+      l.read_by = c.get_string(j["read_by"], "read_by", "the ops outside padfold that read it");
     std::vector<TensorSource> sources = parse_sources(j, c, m, l);
     const TensorSource* src = sources.empty() ? nullptr : &sources[0];
     parse_layout_and_dims(j, c, src, l);

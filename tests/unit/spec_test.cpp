@@ -422,6 +422,20 @@ TEST(SpecErrors, NameClashesWithHalideSymbols) {
   EXPECT_NO_THROW(parse(layers({conv_layer(), pool("c_arg"), pool("c_argv_x")})));
 }
 
+// read_by marks an output that ops outside padfold read: the layer must be an output.
+TEST(SpecErrors, ReadByOnALayerThatIsNoOutput) {
+  json spec = json::parse(layers(json::array({conv_layer()})));
+  spec["layers"][0]["read_by"] = "ONNX node 'sig' (Sigmoid)";
+  EXPECT_EQ(parse(spec.dump()).layers[0].read_by, "ONNX node 'sig' (Sigmoid)");
+  spec["layers"].push_back({{"name", "p"}, {"op", "max_pool"}, {"kernel", 1}});
+  expect_error(spec.dump(),
+               {"t.json: layer 'c' (#0): field 'read_by': given, but the layer is not among the "
+                "model's outputs; expected the layer in 'outputs' (ops outside padfold read its "
+                "output)"});
+  spec["layers"][0]["read_by"] = 5;
+  expect_error(spec.dump(), {"field 'read_by'"});
+}
+
 // The model part of a kernel symbol ends where its length says: model a_b's layer c and model a's
 // layer b_c once both had the kernel pf_a_b_c, and two such bundles linked into one program ran one
 // kernel for both (tests/e2e/two_models links them).
