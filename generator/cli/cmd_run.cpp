@@ -94,6 +94,21 @@ void check_output_outside_bundle(const std::string& bundle, const std::string& o
   }
 }
 
+// Refuses a weights file of the bundle that a symbolic link (the file's, or a directory's on the
+// way) takes out of the bundle, as pf_model_open does for --model.
+void check_bundle_file_inside(const std::string& bundle, const std::string& path) {
+  std::error_code ec;
+  const fs::path dir = fs::canonical(bundle, ec);
+  if (ec) return;
+  const fs::path file = fs::canonical(path, ec);
+  if (ec) return;  // missing: the .npy reader says so
+  if (std::mismatch(dir.begin(), dir.end(), file.begin(), file.end()).first != dir.end())
+    throw std::runtime_error(
+        fmt::format("bundle file {}: leads out of the bundle through a symbolic link (to {}); "
+                    "expected a file inside the bundle (a link leaving it is refused)",
+                    path, file.string()));
+}
+
 void run_layer(const RunArgs& a) {
   if (a.outputs.size() != 1)
     throw std::runtime_error(
@@ -148,6 +163,7 @@ void run_layer(const RunArgs& a) {
       if (path.empty() && b.source) {
         flag = "bundle file";
         path = (fs::path(a.bundle) / b.source).string();
+        check_bundle_file_inside(a.bundle, path);
       }
       if (path.empty() && given == files.end())
         throw std::runtime_error(fmt::format(

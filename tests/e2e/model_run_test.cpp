@@ -265,6 +265,52 @@ TEST(ModelRun, CliWritesSeveralOutputsAllOrNone) {
   EXPECT_EQ(padfold::read_npy_f32(y_join.string()).shape, (std::vector<int64_t>{1, 4, 4, 8}));
 }
 
+// The bundle's weight files are read only from inside the bundle, by --layer as by --model: a link
+// to a file outside (or a weights/ directory linked outside) is refused, even to a good file; a
+// directory in a weight file's place is called a directory.
+TEST(ModelRun, CliReadsWeightFilesOnlyInsideTheBundle) {
+  const Compiled c = Compile("links", GraphSpec("links"));
+  const fs::path dir = kWork / "links", x = dir / "x.npy", y = dir / "y.npy";
+  padfold::write_npy_f32(x.string(), {1, 7, 7, 3}, Random(7 * 7 * 3, 5).data());
+  const fs::path weights = c.bundle / "weights", file = weights / "stem_weights.npy";
+  auto run = [&](const std::string& how) {
+    return run_command(std::string(PADFOLD_BIN) + " run " + shell_quote(c.bundle.string()) + " " +
+                       how + " --input " + shell_quote(x.string()) + " --output " +
+                       shell_quote(y.string()));
+  };
+  const std::string leaves = "leads out of the bundle through a symbolic link";
+  fs::copy_file(file, dir / "outside_w.npy");
+  fs::remove(file);
+  fs::create_symlink(dir / "outside_w.npy", file);
+  for (const char* how : {"--layer stem", "--model"}) {
+    SCOPED_TRACE(how);
+    const auto r = run(how);
+    EXPECT_NE(r.status, 0);
+    EXPECT_TRUE(contains(r.output, leaves)) << r.output;
+    EXPECT_FALSE(fs::exists(y));
+  }
+  // The whole weights/ directory linked outside.
+  fs::remove(file);
+  fs::copy_file(dir / "outside_w.npy", file);
+  fs::rename(weights, dir / "outside_weights");
+  fs::create_directory_symlink(dir / "outside_weights", weights);
+  for (const char* how : {"--layer stem", "--model"}) {
+    SCOPED_TRACE(std::string(how) + ", weights/ linked");
+    const auto r = run(how);
+    EXPECT_NE(r.status, 0);
+    EXPECT_TRUE(contains(r.output, leaves)) << r.output;
+  }
+  fs::remove(weights);
+  fs::rename(dir / "outside_weights", weights);
+  ASSERT_EQ(run("--layer stem").status, 0);  // back inside: runs
+  fs::remove(file);
+  fs::create_directory(file);
+  const auto r = run("--model");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "stem_weights.npy: is a directory, not a regular file"))
+      << r.output;
+}
+
 TEST(ModelRun, InputProducedOutsidePadfoldIsRefused) {
   json spec = GraphSpec("outside");
   spec["inputs"] = json::array(
