@@ -137,6 +137,12 @@ TEST_F(ImportCli, TailLeftToTheCallerRunsWholeOnlyWithPartial) {
   const json spec = read_json(fs::path(out()) / "model.json");
   EXPECT_EQ(spec["outputs"], json::parse(R"(["conv"])"));
   EXPECT_EQ(spec["layers"][0]["read_by"], "ONNX node 'sig' (Sigmoid)");
+  const auto check =
+      run_command(shell_quote(PADFOLD_BIN) + " check " + shell_quote(out() + "/model.json"));
+  EXPECT_TRUE(contains(check.output,
+                       "whole-model run: only in part (--partial): output 'conv' is read by ONNX "
+                       "node 'sig' (Sigmoid)"))
+      << check.output;
 
   const std::string bundle = out("bundle");
   const auto c =
