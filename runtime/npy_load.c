@@ -260,6 +260,15 @@ static void swap_if_big_endian(void* data, size_t bytes) {
   }
 }
 
+static const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a special file";
+}
+
 pf_status pf_npy_load_weights(const char* dir, const char* layer, const pf_buffer_desc* b,
                               void* dst, size_t bytes, char* err, size_t errlen) {
   char label[768], got[160], want[160];
@@ -286,9 +295,14 @@ pf_status pf_npy_load_weights(const char* dir, const char* layer, const pf_buffe
   snprintf(label, sizeof label, "kernel '%s' buffer '%s': %s", layer, b->name, path);
   if (stat(path, &st) != 0) {
     s = pf_fail(err, errlen, PF_ERR_IO, "%s: %s", label, strerror(errno));
-  } else if (!S_ISREG(st.st_mode) || !pf_path_resolves_inside(dir, path)) {
+  } else if (!S_ISREG(st.st_mode)) {
+    s = pf_fail(err, errlen, PF_ERR_IO, "%s: is %s, not a regular file; expected a .npy file",
+                label, file_kind(st.st_mode));
+  } else if (!pf_path_resolves_inside(dir, path)) {
     s = pf_fail(err, errlen, PF_ERR_IO,
-                "%s: not a regular file inside the bundle (a link leaving it is refused)", label);
+                "%s: leads out of the bundle through a symbolic link; expected a file inside the "
+                "bundle (a link leaving it is refused)",
+                label);
   } else if (!(f = fopen(path, "rb"))) {
     s = pf_fail(err, errlen, PF_ERR_IO, "%s: %s", label, strerror(errno));
   } else if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {

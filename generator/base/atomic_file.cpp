@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 namespace padfold {
 namespace {
@@ -59,41 +60,49 @@ void write_fully(int fd, const char* buf, size_t n, const std::string& path) {
   }
 }
 
-void write_file_replacing(const std::string& path, const std::string& preamble,
-                          const std::string& bytes) {
+namespace {
+
+// A file of a set being written: a temporary file to rename over `target` once all are written,
+// or (a device or pipe) one to write in place.
+struct PendingFile {
+  const FileContents* file;
+  bool in_place = false;
+  std::string tmp, target;
+};
+
+// Checks the path and, unless it is written in place, writes the complete temporary file beside
+// it (the path itself is untouched).
+PendingFile write_temporary(const FileContents& f) {
+  const std::string& path = f.path;
+  PendingFile p{&f, false, {}, {}};
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;
   if (!exists && errno != ENOENT) fail(path, "cannot write: " + sys_error(errno));
   if (exists && S_ISDIR(st.st_mode)) fail(path, "cannot write: is a directory");
   if (exists && !S_ISREG(st.st_mode)) {
-    // A device or a pipe: cannot be replaced by a rename; written in place, errors checked.
-    Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY));
-    if (fd.get() < 0) fail(path, "cannot open for writing: " + sys_error(errno));
-    write_all_parts(fd.get(), preamble, bytes, path);
-    if (const int err = fd.close()) fail(path, "cannot write: " + sys_error(err));
-    return;
+    p.in_place = true;  // a device or a pipe cannot be replaced by a rename
+    return p;
   }
 
   // A regular file or a new one: a temporary file beside it, renamed over it when complete.
-  std::string target = path;
+  p.target = path;
   struct stat lst {};
   if (exists && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
     char* real = ::realpath(path.c_str(), nullptr);
     if (real == nullptr) fail(path, "cannot resolve the symbolic link: " + sys_error(errno));
-    target = real;
+    p.target = real;
     std::free(real);
   }
-  const size_t slash = target.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : target.substr(0, slash + 1);
-  const std::string name = slash == std::string::npos ? target : target.substr(slash + 1);
+  const size_t slash = p.target.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : p.target.substr(0, slash + 1);
+  const std::string name = slash == std::string::npos ? p.target : p.target.substr(slash + 1);
   if (name.empty()) fail(path, "cannot write: the path names a directory");
 
-  std::string tmp;
   int raw = -1;
   for (unsigned n = 0; raw < 0 && n < 100; ++n) {
-    tmp = (slash == std::string::npos ? std::string() : dir) + "." + name + "." +
-          std::to_string(::getpid()) + "." + std::to_string(n) + ".tmp";
-    raw = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0666);
+    p.tmp = (slash == std::string::npos ? std::string() : dir) + "." + name + "." +
+            std::to_string(::getpid()) + "." + std::to_string(n) + ".tmp";
+    raw = ::open(p.tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0666);
     if (raw < 0 && errno != EEXIST) break;
   }
   if (raw < 0)
@@ -102,16 +111,51 @@ void write_file_replacing(const std::string& path, const std::string& preamble,
   try {
     if (exists && ::fchmod(fd.get(), st.st_mode & 07777) != 0)
       fail(path, "cannot set the permissions of the temporary file: " + sys_error(errno));
-    write_all_parts(fd.get(), preamble, bytes, path);
+    write_all_parts(fd.get(), f.preamble, f.bytes, path);
     if (::fsync(fd.get()) != 0 && errno != EINVAL && errno != EROFS)
       fail(path, "cannot write: " + sys_error(errno));
     if (const int err = fd.close()) fail(path, "cannot write: " + sys_error(err));
-    if (::rename(tmp.c_str(), target.c_str()) != 0)
-      fail(path, "cannot replace it with the new file: " + sys_error(errno));
   } catch (...) {
-    ::unlink(tmp.c_str());
+    ::unlink(p.tmp.c_str());
     throw;
   }
+  return p;
+}
+
+void write_in_place(const FileContents& f) {
+  Fd fd(::open(f.path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY));
+  if (fd.get() < 0) fail(f.path, "cannot open for writing: " + sys_error(errno));
+  write_all_parts(fd.get(), f.preamble, f.bytes, f.path);
+  if (const int err = fd.close()) fail(f.path, "cannot write: " + sys_error(err));
+}
+
+}  // namespace
+
+void write_files_replacing(const std::vector<FileContents>& files) {
+  std::vector<PendingFile> pending;
+  auto remove_temporaries = [&] {
+    for (const PendingFile& p : pending)
+      if (!p.tmp.empty()) ::unlink(p.tmp.c_str());
+  };
+  try {
+    for (const FileContents& f : files) pending.push_back(write_temporary(f));
+    for (const PendingFile& p : pending)
+      if (p.in_place) write_in_place(*p.file);
+    for (PendingFile& p : pending) {
+      if (p.in_place) continue;
+      if (::rename(p.tmp.c_str(), p.target.c_str()) != 0)
+        fail(p.file->path, "cannot replace it with the new file: " + sys_error(errno));
+      p.tmp.clear();
+    }
+  } catch (...) {
+    remove_temporaries();
+    throw;
+  }
+}
+
+void write_file_replacing(const std::string& path, const std::string& preamble,
+                          const std::string& bytes) {
+  write_files_replacing({FileContents{path, preamble, bytes}});
 }
 
 }  // namespace padfold

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace padfold {
 
@@ -52,5 +53,16 @@ void write_fully(int fd, const char* buf, size_t n, const std::string& path);
 // For any file padfold writes whole: .npy arrays, the normalized model of `import --emit-onnx`.
 void write_file_replacing(const std::string& path, const std::string& preamble,
                           const std::string& bytes = "");
+
+// A file to write whole: `preamble` then `bytes` to `path`.
+struct FileContents {
+  std::string path, preamble, bytes;
+};
+
+// Writes a set of files, each by write_file_replacing's rules, all or nothing: every temporary file
+// is written first, then the devices and pipes in place, then the temporary files renamed over
+// their paths. Any failure before the renames (a missing directory, a full disk, /dev/full) leaves
+// every regular file as it was and no temporary file behind. For commands with several outputs.
+void write_files_replacing(const std::vector<FileContents>& files);
 
 }  // namespace padfold

@@ -45,4 +45,9 @@ std::string c_identifier(const std::string& name) {
   return id;
 }
 
+std::string kernel_symbol(const std::string& model, const std::string& layer) {
+  const std::string id = c_identifier(model);
+  return "pf_" + std::to_string(id.size()) + "_" + id + "_" + layer;
+}
+
 }  // namespace padfold

@@ -1,5 +1,5 @@
 // The rules for names that become C symbols: model, layer and tensor names end up in kernel
-// function names (pf_<model>_<layer>), registry symbols and generated headers.
+// function names (kernel_symbol), registry symbols and generated headers.
 #pragma once
 
 #include <array>
@@ -21,6 +21,13 @@ bool is_identifier(const std::string& s);
 // characters becomes one '_', leading/trailing '_' dropped, "n" before a leading digit, at most
 // `max_length` characters. "" when nothing of the name is usable.
 std::string sanitize_identifier(const std::string& name, size_t max_length = kMaxNameLength);
+
+// The C symbol of a layer's kernel: pf_<n>_<model>_<layer>, n the length of the model's
+// c_identifier. The length says where the model part ends, so no two models' symbols are alike
+// (model a_b layer c: pf_3_a_b_c; model a layer b_c: pf_1_a_b_c) and bundles of different models
+// link into one program. Within a model the spec parser refuses layer names that would meet
+// another layer's Halide symbols (kHalideSymbolSuffixes).
+std::string kernel_symbol(const std::string& model, const std::string& layer);
 
 // `name` as a C identifier for generated code, character for character (every other character
 // becomes '_'), "m_" before an empty name or a leading digit.

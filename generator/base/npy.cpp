@@ -425,13 +425,18 @@ std::string npy_preamble_f32(const std::vector<int64_t>& shape) {
   return out + header;
 }
 
-void write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const float* data) {
+FileContents npy_file_f32(const std::string& path, const std::vector<int64_t>& shape,
+                          const float* data) {
   const std::optional<uint64_t> numel = checked_numel(shape);
   if (!numel) fail(path, "cannot write shape " + shape_repr(shape) + ": negative or too large");
   if (shape.size() > kNpyMaxRank)
     fail(path, "cannot write shape " + shape_repr(shape) + ": too many dimensions");
-  write_file_replacing(path, npy_preamble_f32(shape),
-                       to_little_endian(data, static_cast<size_t>(*numel)));
+  return {path, npy_preamble_f32(shape), to_little_endian(data, static_cast<size_t>(*numel))};
+}
+
+void write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const float* data) {
+  const FileContents f = npy_file_f32(path, shape, data);
+  write_file_replacing(f.path, f.preamble, f.bytes);
 }
 
 }  // namespace padfold

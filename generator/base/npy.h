@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/atomic_file.h"
+
 namespace padfold {
 
 // Largest header accepted (the dict and its padding, after the length field). numpy's own reader
@@ -62,6 +64,11 @@ NpyArray read_npy_f32(const std::string& path);
 // "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }" padded with spaces and a final
 // newline so that the data starts at a multiple of 64 bytes.
 std::string npy_preamble_f32(const std::vector<int64_t>& shape);
+
+// The v1.0 .npy file of this array, for write_files_replacing (atomic_file.h); errors name the
+// path.
+FileContents npy_file_f32(const std::string& path, const std::vector<int64_t>& shape,
+                          const float* data);
 
 // Writes a v1.0 .npy file with write_file_replacing's rules (atomic_file.h); errors name the path.
 void write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const float* data);

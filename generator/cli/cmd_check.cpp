@@ -87,6 +87,9 @@ std::string whole_model_run(const padfold::Model& m) {
   for (const auto& l : m.layers)
     if (l.has_weights() && l.weights_file.empty())
       return fmt::format("no: layer '{}' names no weight_files", l.name);
+  for (const auto& l : m.layers)
+    if (!l.read_by.empty())
+      return fmt::format("only in part (--partial): output '{}' is read by {}", l.name, l.read_by);
   return "yes";
 }
 

@@ -4,17 +4,19 @@
 // The .npy files are read and written by npy.h (checked: sizes, header, dtype; errors name the
 // flag and the file). The output is computed in memory, the bundle is closed, and only then is the
 // output written, atomically (a temporary file renamed over the path), so a failed run leaves no
-// partial output. An --output inside the bundle directory, or naming one of the bundle's files
-// through a link, is refused before anything runs: replacing the bundle's shared library or
-// manifest would destroy the bundle.
+// partial output; --model writes its outputs all or none. An --output inside the bundle directory,
+// or naming one of the bundle's files through a link, is refused before anything runs: replacing
+// the bundle's shared library or manifest would destroy the bundle.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "base/npy.h"
 #include "base/text.h"
@@ -28,7 +30,7 @@ namespace fs = std::filesystem;
 struct RunArgs {
   std::string bundle, layer, weights, bias;
   std::vector<std::string> inputs, outputs;
-  bool model = false;
+  bool model = false, partial = false;
 };
 
 struct BundleCloser {
@@ -92,6 +94,21 @@ void check_output_outside_bundle(const std::string& bundle, const std::string& o
   }
 }
 
+// Refuses a weights file of the bundle that a symbolic link (the file's, or a directory's on the
+// way) takes out of the bundle, as pf_model_open does for --model.
+void check_bundle_file_inside(const std::string& bundle, const std::string& path) {
+  std::error_code ec;
+  const fs::path dir = fs::canonical(bundle, ec);
+  if (ec) return;
+  const fs::path file = fs::canonical(path, ec);
+  if (ec) return;  // missing: the .npy reader says so
+  if (std::mismatch(dir.begin(), dir.end(), file.begin(), file.end()).first != dir.end())
+    throw std::runtime_error(
+        fmt::format("bundle file {}: leads out of the bundle through a symbolic link (to {}); "
+                    "expected a file inside the bundle (a link leaving it is refused)",
+                    path, file.string()));
+}
+
 void run_layer(const RunArgs& a) {
   if (a.outputs.size() != 1)
     throw std::runtime_error(
@@ -146,6 +163,7 @@ void run_layer(const RunArgs& a) {
       if (path.empty() && b.source) {
         flag = "bundle file";
         path = (fs::path(a.bundle) / b.source).string();
+        check_bundle_file_inside(a.bundle, path);
       }
       if (path.empty() && given == files.end())
         throw std::runtime_error(fmt::format(
@@ -244,6 +262,23 @@ std::vector<std::string> bind_all(const std::string& flag, const std::vector<std
   return paths;
 }
 
+// The model outputs that ops outside padfold read (manifest graph.read_by: output -> the ops).
+std::map<std::string, std::string> outputs_read_by(const std::string& bundle) {
+  const std::string path = (fs::path(bundle) / "manifest.json").string();
+  try {
+    std::ifstream f(path);
+    const nlohmann::json m = nlohmann::json::parse(f);
+    std::map<std::string, std::string> read_by;
+    const auto graph = m.find("graph");
+    if (graph == m.end() || !graph->contains("read_by")) return read_by;
+    for (const auto& [name, ops] : graph->at("read_by").items())
+      read_by[name] = ops.get<std::string>();
+    return read_by;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(fmt::format("{}: graph.read_by: {}", path, e.what()));
+  }
+}
+
 void run_model(const RunArgs& a) {
   if (!a.weights.empty() || !a.bias.empty())
     throw std::runtime_error(
@@ -270,6 +305,16 @@ void run_model(const RunArgs& a) {
     layers.push_back(pf_bundle_kernel(bundle.get(), i)->layer);
   const std::vector<std::string> out_paths =
       bind_all("--output", a.outputs, out_names, "output", layers);
+  // An output that a tail left to the caller reads is not the model's result.
+  const std::map<std::string, std::string> read_by = outputs_read_by(a.bundle);
+  if (!read_by.empty() && !a.partial) {
+    const auto& [name, ops] = *read_by.begin();
+    throw std::runtime_error(
+        fmt::format("--model: output '{}' is read by {}, which padfold does not generate: the "
+                    "model's result comes from there, not from '{}'; give --partial to write the "
+                    "tensors padfold computes",
+                    name, ops, name));
+  }
   for (size_t i = 0; i < out_paths.size(); ++i) {
     check_output_outside_bundle(a.bundle, out_paths[i]);
     for (size_t j = 0; j < i; ++j)
@@ -310,20 +355,29 @@ void run_model(const RunArgs& a) {
   const int kernels = pf_bundle_num_kernels(bundle.get());
   model.reset();
   bundle.reset();
-  for (size_t i = 0; i < out_names.size(); ++i) {
-    try {
-      padfold::write_npy_f32(out_paths[i], out_shapes[i], arrays[in_names.size() + i].data());
-    } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format("--output {}", e.what()));
+  // All outputs or none: a rerun that fails on one never leaves the others of two runs side by
+  // side.
+  try {
+    std::vector<padfold::FileContents> files;
+    for (size_t i = 0; i < out_names.size(); ++i) {
+      std::vector<float>& arr = arrays[in_names.size() + i];
+      files.push_back(padfold::npy_file_f32(out_paths[i], out_shapes[i], arr.data()));
+      std::vector<float>().swap(arr);  // at most one copy of each output in memory
     }
+    padfold::write_files_replacing(files);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("--output {}", e.what()));
   }
   fmt::print("ran model {} ({} kernels) on target {}; wrote {}\n", model_name, kernels, target,
              fmt::join(out_paths, ", "));
+  for (const auto& [name, ops] : read_by)
+    fmt::print("partial: output '{}' still has to go through {}\n", name, ops);
 }
 
 void run(const RunArgs& a) {
   if (a.model == !a.layer.empty())
     throw std::runtime_error("give either --layer NAME (one kernel) or --model (the whole model)");
+  if (a.partial && !a.model) throw std::runtime_error("--partial is for --model runs");
   if (a.model)
     run_model(a);
   else
@@ -346,6 +400,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--layer", args->layer, "layer name (one kernel)");
   cmd->add_flag("--model", args->model,
                 "run the whole model (pf_model_run), weights from the bundle");
+  cmd->add_flag("--partial", args->partial,
+                "with --model: run a model whose outputs feed ops left to the caller (import), "
+                "writing the tensors those ops read");
   cmd->add_option("--input", args->inputs,
                   "input tensor (.npy); with --model NAME=FILE per model input (FILE alone when "
                   "there is one)")

@@ -137,7 +137,7 @@ KernelSchedule plan_schedule(const Block& b, const TargetPlan& t, const CompileO
 }  // namespace
 
 std::string kernel_function_name(const Model& model, const Layer& layer) {
-  return "pf_" + c_identifier(model.name) + "_" + layer.name;
+  return kernel_symbol(model.name, layer.name);
 }
 
 fs::path target_dir(const fs::path& root, const TargetPlan& t) {

@@ -23,7 +23,12 @@ json graph_json(const Model& model) {
          {"shape", in.shape},
          {"strides", dense_strides(in.shape)},
          {"produced_by", in.produced_by.empty() ? json(nullptr) : json(in.produced_by)}});
-  return {{"inputs", inputs}, {"outputs", model.outputs}};
+  // Outputs that ops outside padfold read (read by the CLI; the runtime ignores the field).
+  json read_by = json::object();
+  for (const std::string& name : model.outputs)
+    if (const Layer* l = model.find_layer(name); l && !l->read_by.empty())
+      read_by[name] = l->read_by;
+  return {{"inputs", inputs}, {"outputs", model.outputs}, {"read_by", read_by}};
 }
 
 // The knobs in effect for each of the target's kernels, with the fallback where there was one.

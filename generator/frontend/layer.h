@@ -37,6 +37,10 @@ struct WeightLayout {
 struct Layer {
   std::string name;
   std::string description;  // free text (the importer says which ONNX nodes the layer covers)
+  // The ops outside padfold that read this layer's output ("ONNX node 'sig' (Sigmoid)"), or "": the
+  // layer is then a model output that is not the model's result, and the model runs whole only
+  // in part (padfold run --model --partial).
+  std::string read_by;
   Op op = Op::Conv;
   std::string op_name;  // as written: conv2d, max_pool, ...
   int spatial_dims = 2;

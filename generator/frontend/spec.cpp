@@ -31,7 +31,7 @@ const SpecKeys& spec_keys() {
       {"name", "description", "op", "input", "input_shape", "layout", "dtype", "weight_layout",
        "out_channels", "kernel", "stride", "dilation", "groups", "depth_multiplier", "padding",
        "convention", "output_padding", "output_shape", "ceil_mode", "count_include_pad", "border",
-       "bias", "activation", "weight_files"}};
+       "bias", "activation", "weight_files", "read_by"}};
   // clang-format on
   return keys;
 }
@@ -269,20 +269,26 @@ class Parser {
       for (const Layer& l : m.layers) read.insert(l.inputs.begin(), l.inputs.end());
       for (const Layer& l : m.layers)
         if (!read.count(l.name)) m.outputs.push_back(l.name);
-      return;
+    } else {
+      const json& list = root["outputs"];
+      if (!list.is_array() || list.empty())
+        top_.fail("outputs", describe(list), "a non-empty list of layer names");
+      std::unordered_set<std::string> listed;
+      for (const auto& e : list) {
+        const std::string name = top_.get_string(e, "outputs", "a layer name");
+        if (!index_.count(name))
+          top_.fail("outputs", "'" + shorten(name) + "' is not a layer", "names of layers");
+        if (!listed.insert(name).second)
+          top_.fail("outputs", "'" + name + "' is listed twice", "each output once");
+        m.outputs.push_back(name);
+      }
     }
-    const json& list = root["outputs"];
-    if (!list.is_array() || list.empty())
-      top_.fail("outputs", describe(list), "a non-empty list of layer names");
-    std::unordered_set<std::string> listed;
-    for (const auto& e : list) {
-      const std::string name = top_.get_string(e, "outputs", "a layer name");
-      if (!index_.count(name))
-        top_.fail("outputs", "'" + shorten(name) + "' is not a layer", "names of layers");
-      if (!listed.insert(name).second)
-        top_.fail("outputs", "'" + name + "' is listed twice", "each output once");
-      m.outputs.push_back(name);
-    }
+    const std::unordered_set<std::string> outputs(m.outputs.begin(), m.outputs.end());
+    for (size_t i = 0; i < m.layers.size(); ++i)
+      if (!m.layers[i].read_by.empty() && !outputs.count(m.layers[i].name))
+        Ctx{top_.file, m.layers[i].name, i}.fail(
+            "read_by", "given, but the layer is not among the model's outputs",
+            "the layer in 'outputs' (ops outside padfold read its output)");
   }
 
   void parse_defaults(const json& d) {
@@ -320,6 +326,8 @@ class Parser {
     parse_identity(j, c, m, l);
     if (j.contains("description") && j["description"].is_string())
       l.description = j["description"].get<std::string>();
+    if (j.contains("read_by"))
+      l.read_by = c.get_string(j["read_by"], "read_by", "the ops outside padfold that read it");
     std::vector<TensorSource> sources = parse_sources(j, c, m, l);
     const TensorSource* src = sources.empty() ? nullptr : &sources[0];
     parse_layout_and_dims(j, c, src, l);
@@ -377,18 +385,18 @@ class Parser {
                fmt::format("it only on {}", only.ops_text));
   }
 
-  // Layer `name`'s kernel, pf_<model>_<name>, must not be another layer's kernel plus one of the
-  // suffixes of the symbols Halide defines beside it (emit/bundle_plan.cpp's kernel_function_name).
+  // Layer `name`'s kernel (base/identifiers.h's kernel_symbol) must not be another layer's kernel
+  // plus one of the suffixes of the symbols Halide defines beside it. The model part of the
+  // symbols is the same for all layers of a model, so this compares layer names.
   void check_symbol_clash(const Ctx& c, const Model& m, const std::string& name) const {
-    const std::string fn = "pf_" + m.name + "_";
     auto clash = [&](const std::string& base, const std::string& suffix, size_t other) {
-      c.fail(
-          "name",
-          fmt::format("'{}' clashes with layer '{}' (#{}): the kernel {}{} comes with the "
-                      "symbol {}{}{}, which is also the kernel of layer '{}'",
-                      name, m.layers[other].name, other, fn, base, fn, base, suffix, base + suffix),
-          fmt::format("a name other than another layer's name + {}",
-                      fmt::join(kHalideSymbolSuffixes, " or ")));
+      c.fail("name",
+             fmt::format("'{}' clashes with layer '{}' (#{}): the kernel {} comes with the "
+                         "symbol {}{}, which is also the kernel of layer '{}'",
+                         name, m.layers[other].name, other, kernel_symbol(m.name, base),
+                         kernel_symbol(m.name, base), suffix, base + suffix),
+             fmt::format("a name other than another layer's name + {}",
+                         fmt::join(kHalideSymbolSuffixes, " or ")));
     };
     for (const char* suffix : kHalideSymbolSuffixes) {
       const std::string sfx = suffix;

@@ -40,6 +40,7 @@ ojson layer_json(const Model& m, const Layer& l) {
   ojson j;
   j["name"] = l.name;
   if (!l.description.empty()) j["description"] = l.description;
+  if (!l.read_by.empty()) j["read_by"] = l.read_by;
   j["op"] = l.op_name;
   if (l.is_join())
     j["input"] = l.inputs;

@@ -130,11 +130,11 @@ TEST_F(GraphCli, EmbedWeightsBakesTheValuesIntoTheRegistry) {
   const std::string target = m.at("targets")[0].at("dir");
   const std::string registry = read(out / target / "registry.c");
   // conv_b[1] = 0.25f = 0x3e800000; the buffer points at its array.
-  EXPECT_TRUE(contains(registry, "static const uint32_t pf_g_conv_bias_data[4]"))
+  EXPECT_TRUE(contains(registry, "static const uint32_t pf_1_g_conv_bias_data[4]"))
       << registry.substr(0, 400);
   EXPECT_TRUE(contains(registry, "0x00000000u, 0x3e800000u, 0x3f000000u, 0x3f400000u"));
   EXPECT_TRUE(contains(registry, "\"weights\", PF_ROLE_WEIGHTS"));
-  EXPECT_TRUE(contains(registry, "pf_g_conv_weights_data}"));
+  EXPECT_TRUE(contains(registry, "pf_1_g_conv_weights_data}"));
   EXPECT_TRUE(contains(registry, "model_inputs[] = {"));
 }
 

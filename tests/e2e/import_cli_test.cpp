@@ -124,6 +124,53 @@ TEST_F(ImportCli, SpecPassesPadfoldCheck) {
       << check.output;
 }
 
+// x -> Conv -> Sigmoid -> y: the conv's output is a model output only because the Sigmoid, left to
+// the caller, reads it. The spec marks it read_by; `run --model` refuses, naming the node, and
+// writes the conv's tensor with --partial (it once ran with rc 0 as if that were the model's y).
+TEST_F(ImportCli, TailLeftToTheCallerRunsWholeOnlyWithPartial) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 6, 6}).output("y");
+  b.initializer("w", {3, 2, 3, 3}).initializer("bias", {3});
+  b.node("Conv", {"x", "w", "bias"}, {"t"}, "conv").ints("pads", {1, 1, 1, 1});
+  b.node("Sigmoid", {"t"}, {"y"}, "sig");
+  ASSERT_EQ(import(b, "-o " + shell_quote(out())).status, 0);
+  const json spec = read_json(fs::path(out()) / "model.json");
+  EXPECT_EQ(spec["outputs"], json::parse(R"(["conv"])"));
+  EXPECT_EQ(spec["layers"][0]["read_by"], "ONNX node 'sig' (Sigmoid)");
+  const auto check =
+      run_command(shell_quote(PADFOLD_BIN) + " check " + shell_quote(out() + "/model.json"));
+  EXPECT_TRUE(contains(check.output,
+                       "whole-model run: only in part (--partial): output 'conv' is read by ONNX "
+                       "node 'sig' (Sigmoid)"))
+      << check.output;
+
+  const std::string bundle = out("bundle");
+  const auto c =
+      run_command(shell_quote(PADFOLD_BIN) + " compile " + shell_quote(out() + "/model.json") +
+                  " -o " + shell_quote(bundle) + " --target host");
+  ASSERT_EQ(c.status, 0) << c.output;
+  const fs::path x = work_ / "x.npy", y = work_ / "y.npy";
+  write_npy_f32(x.string(), {1, 2, 6, 6}, test_values(2 * 6 * 6).data());
+  const std::string run = shell_quote(PADFOLD_BIN) + " run " + shell_quote(bundle) +
+                          " --model --input " + shell_quote(x.string()) + " --output " +
+                          shell_quote(y.string());
+  auto r = run_command(run);
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output,
+                       "--model: output 'conv' is read by ONNX node 'sig' (Sigmoid), which "
+                       "padfold does not generate: the model's result comes from there, not from "
+                       "'conv'; give --partial to write the tensors padfold computes"))
+      << r.output;
+  EXPECT_FALSE(fs::exists(y));
+  r = run_command(run + " --partial");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "partial: output 'conv' still has to go through ONNX node 'sig' "
+                       "(Sigmoid)"))
+      << r.output;
+  EXPECT_EQ(read_npy_f32(y.string()).shape, (std::vector<int64_t>{1, 3, 6, 6}));
+}
+
 TEST_F(ImportCli, ReplacesAnEarlierImportOnly) {
   ASSERT_EQ(import(small_model(), "-o " + shell_quote(out()) + " --name first").status, 0);
   const auto again = import(small_model(), "-o " + shell_quote(out()) + " --name second");

@@ -5,6 +5,7 @@
 // that cannot run whole.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -33,6 +34,11 @@ std::vector<float> Random(size_t n, unsigned seed) {
   std::vector<float> v(n);
   for (float& x : v) x = dist(gen);
   return v;
+}
+
+std::string ReadText(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
 size_t Elements(const std::vector<int64_t>& shape) {
@@ -215,6 +221,94 @@ TEST(ModelRun, CliRunsTheModel) {
                   shell_quote(y.string()) + " --weights " + shell_quote(x.string()));
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(contains(r.output, "--model takes no --weights or --bias")) << r.output;
+}
+
+// Outputs dw and join: when one cannot be written, the other is not written either (it keeps its
+// old contents, or stays absent), whichever comes first, and no temporary file is left.
+TEST(ModelRun, CliWritesSeveralOutputsAllOrNone) {
+  json spec = GraphSpec("outs");
+  spec["outputs"] = {"dw", "join"};
+  const Compiled c = Compile("outs", spec);
+  const fs::path dir = kWork / "outs", x = dir / "x.npy", kept = dir / "kept.npy";
+  padfold::write_npy_f32(x.string(), {1, 7, 7, 3}, Random(7 * 7 * 3, 3).data());
+  auto run = [&](const std::string& dw, const std::string& join) {
+    return run_command(std::string(PADFOLD_BIN) + " run " + shell_quote(c.bundle.string()) +
+                       " --model --input " + shell_quote(x.string()) +
+                       " --output dw=" + shell_quote(dw) + " --output join=" + shell_quote(join));
+  };
+  auto files_in_dir = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  std::ofstream(kept) << "old";
+  const std::vector<std::string> before = files_in_dir();
+  for (bool valid_first : {true, false}) {
+    SCOPED_TRACE(valid_first ? "dw valid, join fails" : "dw fails, join valid");
+    const auto r = valid_first ? run(kept.string(), "/nonexistent/y.npy")
+                               : run("/nonexistent/y.npy", kept.string());
+    EXPECT_NE(r.status, 0);
+    EXPECT_TRUE(contains(r.output, "--output /nonexistent/y.npy: cannot create a temporary file"))
+        << r.output;
+    EXPECT_TRUE(ReadText(kept) == "old") << kept << " was written";
+    EXPECT_EQ(files_in_dir(), before);
+  }
+  fs::remove(kept);
+  const auto r = run(kept.string(), "/nonexistent/y.npy");
+  EXPECT_NE(r.status, 0);
+  EXPECT_FALSE(fs::exists(kept));
+
+  const fs::path y_dw = dir / "y_dw.npy", y_join = dir / "y_join.npy";
+  ASSERT_EQ(run(y_dw.string(), y_join.string()).status, 0);
+  EXPECT_EQ(padfold::read_npy_f32(y_dw.string()).shape, (std::vector<int64_t>{1, 4, 4, 8}));
+  EXPECT_EQ(padfold::read_npy_f32(y_join.string()).shape, (std::vector<int64_t>{1, 4, 4, 8}));
+}
+
+// The bundle's weight files are read only from inside the bundle, by --layer as by --model: a link
+// to a file outside (or a weights/ directory linked outside) is refused, even to a good file; a
+// directory in a weight file's place is called a directory.
+TEST(ModelRun, CliReadsWeightFilesOnlyInsideTheBundle) {
+  const Compiled c = Compile("links", GraphSpec("links"));
+  const fs::path dir = kWork / "links", x = dir / "x.npy", y = dir / "y.npy";
+  padfold::write_npy_f32(x.string(), {1, 7, 7, 3}, Random(7 * 7 * 3, 5).data());
+  const fs::path weights = c.bundle / "weights", file = weights / "stem_weights.npy";
+  auto run = [&](const std::string& how) {
+    return run_command(std::string(PADFOLD_BIN) + " run " + shell_quote(c.bundle.string()) + " " +
+                       how + " --input " + shell_quote(x.string()) + " --output " +
+                       shell_quote(y.string()));
+  };
+  const std::string leaves = "leads out of the bundle through a symbolic link";
+  fs::copy_file(file, dir / "outside_w.npy");
+  fs::remove(file);
+  fs::create_symlink(dir / "outside_w.npy", file);
+  for (const char* how : {"--layer stem", "--model"}) {
+    SCOPED_TRACE(how);
+    const auto r = run(how);
+    EXPECT_NE(r.status, 0);
+    EXPECT_TRUE(contains(r.output, leaves)) << r.output;
+    EXPECT_FALSE(fs::exists(y));
+  }
+  // The whole weights/ directory linked outside.
+  fs::remove(file);
+  fs::copy_file(dir / "outside_w.npy", file);
+  fs::rename(weights, dir / "outside_weights");
+  fs::create_directory_symlink(dir / "outside_weights", weights);
+  for (const char* how : {"--layer stem", "--model"}) {
+    SCOPED_TRACE(std::string(how) + ", weights/ linked");
+    const auto r = run(how);
+    EXPECT_NE(r.status, 0);
+    EXPECT_TRUE(contains(r.output, leaves)) << r.output;
+  }
+  fs::remove(weights);
+  fs::rename(dir / "outside_weights", weights);
+  ASSERT_EQ(run("--layer stem").status, 0);  // back inside: runs
+  fs::remove(file);
+  fs::create_directory(file);
+  const auto r = run("--model");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "stem_weights.npy: is a directory, not a regular file"))
+      << r.output;
 }
 
 TEST(ModelRun, InputProducedOutsidePadfoldIsRefused) {

@@ -172,7 +172,7 @@ TEST(GpuRuntimeDeviceError, NamesTheKernelAndTheDeviceCall) {
   std::vector<float> out;
   std::string msg;
   EXPECT_EQ(run_case(k, c, out, msg), PF_ERR_KERNEL);
-  EXPECT_TRUE(contains(msg, "kernel 'stem' (pf_tiny_stem)")) << msg;
+  EXPECT_TRUE(contains(msg, "kernel 'stem' (pf_4_tiny_stem)")) << msg;
   EXPECT_TRUE(contains(msg, "OpenCL error")) << msg;
   EXPECT_TRUE(contains(msg, "clGetDeviceIDs")) << msg;
   std::cout << msg << "\n";

@@ -3,6 +3,7 @@
 // graphs, tensor binding errors, threads; and the fake bundle's model with its weights file
 // (pf_bundle_open), with broken .npy files.
 #include <HalideRuntime.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <cstring>
@@ -794,14 +795,22 @@ TEST_F(BundleModel, MissingOrMisplacedWeightsFile) {
   EXPECT_HAS(err_, (BiasFile().string() + ": No such file or directory").c_str());
   fs::create_directory(BiasFile());
   EXPECT_EQ(OpenModel(), PF_ERR_IO);
-  EXPECT_HAS(err_, "not a regular file inside the bundle");
+  EXPECT_HAS(
+      err_,
+      (BiasFile().string() + ": is a directory, not a regular file; expected a .npy file").c_str());
+  fs::remove(BiasFile());
+  ASSERT_EQ(::mkfifo(BiasFile().c_str(), 0600), 0);
+  EXPECT_EQ(OpenModel(), PF_ERR_IO);
+  EXPECT_HAS(err_, "is a FIFO, not a regular file");
   fs::remove(BiasFile());
   // A link leaving the bundle is refused, even to a good file.
   const fs::path outside = dir_.string() + "_outside.npy";
   padfold::write_npy_f32(outside.string(), {3}, std::vector<float>{1, 2, 3}.data());
   fs::create_symlink(outside, BiasFile());
   EXPECT_EQ(OpenModel(), PF_ERR_IO);
-  EXPECT_HAS(err_, "not a regular file inside the bundle (a link leaving it is refused)");
+  EXPECT_HAS(err_,
+             "leads out of the bundle through a symbolic link; expected a file inside the bundle "
+             "(a link leaving it is refused)");
   fs::remove(outside);
   // A link inside the bundle is fine.
   fs::remove(BiasFile());

@@ -38,6 +38,7 @@ inline std::string model_difference(const Model& a, const Model& b) {
     const std::string w = fmt::format("layer '{}'", x.name);
     check(w + " name", x.name, y.name);
     check(w + " description", x.description, y.description);
+    check(w + " read_by", x.read_by, y.read_by);
     check(w + " op", x.op_name, y.op_name);
     check(w + " spatial_dims", x.spatial_dims, y.spatial_dims);
     check(w + " layout", x.layout.name(), y.layout.name());

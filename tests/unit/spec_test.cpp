@@ -10,6 +10,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/identifiers.h"
+
 namespace padfold {
 namespace {
 
@@ -412,22 +414,45 @@ TEST(SpecLimits, NamesAtMost64Characters) {
                {"t.json: field 'model': '" + shown + "' has 65 characters; expected at most 64"});
 }
 
-// Halide defines <fn>_argv and <fn>_metadata beside kernel <fn> = pf_<model>_<layer>.
+// Halide defines <fn>_argv and <fn>_metadata beside kernel <fn> = pf_<n>_<model>_<layer>.
 TEST(SpecErrors, NameClashesWithHalideSymbols) {
   auto pool = [](const std::string& name) {
     return json{{"name", name}, {"op", "max_pool"}, {"kernel", 1}};
   };
   expect_error(layers({conv_layer(), pool("c_argv")}),
                {"t.json: layer 'c_argv' (#1): field 'name': 'c_argv' clashes with layer 'c' "
-                "(#0): the kernel pf_m_c comes with the symbol pf_m_c_argv, which is also the "
+                "(#0): the kernel pf_1_m_c comes with the symbol pf_1_m_c_argv, which is also the "
                 "kernel of layer 'c_argv'; expected a name other than another layer's name + "
                 "_argv or _metadata"});
   json first = conv_layer();
   first["name"] = "c_metadata";
   expect_error(layers({first, pool("c")}),
                {"t.json: layer 'c' (#1): field 'name': 'c' clashes with layer 'c_metadata' (#0)",
-                "pf_m_c_metadata"});
+                "pf_1_m_c_metadata"});
   EXPECT_NO_THROW(parse(layers({conv_layer(), pool("c_arg"), pool("c_argv_x")})));
+}
+
+// read_by marks an output that ops outside padfold read: the layer must be an output.
+TEST(SpecErrors, ReadByOnALayerThatIsNoOutput) {
+  json spec = json::parse(layers(json::array({conv_layer()})));
+  spec["layers"][0]["read_by"] = "ONNX node 'sig' (Sigmoid)";
+  EXPECT_EQ(parse(spec.dump()).layers[0].read_by, "ONNX node 'sig' (Sigmoid)");
+  spec["layers"].push_back({{"name", "p"}, {"op", "max_pool"}, {"kernel", 1}});
+  expect_error(spec.dump(),
+               {"t.json: layer 'c' (#0): field 'read_by': given, but the layer is not among the "
+                "model's outputs; expected the layer in 'outputs' (ops outside padfold read its "
+                "output)"});
+  spec["layers"][0]["read_by"] = 5;
+  expect_error(spec.dump(), {"field 'read_by'"});
+}
+
+// The model part of a kernel symbol ends where its length says: model a_b's layer c and model a's
+// layer b_c once both had the kernel pf_a_b_c, and two such bundles linked into one program ran one
+// kernel for both (tests/e2e/two_models links them).
+TEST(KernelSymbol, CarriesTheModelNameLength) {
+  EXPECT_EQ(kernel_symbol("tiny", "stem"), "pf_4_tiny_stem");
+  EXPECT_EQ(kernel_symbol("a_b", "c"), "pf_3_a_b_c");
+  EXPECT_EQ(kernel_symbol("a", "b_c"), "pf_1_a_b_c");
 }
 
 // ---------------------------------------------------------------------------------------------

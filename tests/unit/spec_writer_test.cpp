@@ -33,7 +33,7 @@ TEST(SpecWriter, EveryExampleWrittenBackParsesToTheSameModel) {
 }
 
 TEST(SpecWriter, EveryPaddingBorderAndActivationFormRoundTrips) {
-  const std::string spec = R"({"model": "m", "inputs": [{"name": "x", "shape": [1, 3, 9, 8]}],
+  const std::string spec = R"s({"model": "m", "inputs": [{"name": "x", "shape": [1, 3, 9, 8]}],
     "layers": [
       {"name": "a", "op": "conv2d", "input": "x", "out_channels": 4, "kernel": [3, 2],
        "stride": 2, "padding": "same", "convention": "onnx_lower", "border": "reflect",
@@ -47,7 +47,8 @@ TEST(SpecWriter, EveryPaddingBorderAndActivationFormRoundTrips) {
       {"name": "e", "op": "conv1d", "input_shape": [1, 2, 7], "out_channels": 2, "kernel": 3,
        "padding": "causal", "activation": "relu6"},
       {"name": "f", "op": "concat", "input": ["d", "d"]},
-      {"name": "g", "op": "add", "input": ["f", "f"], "activation": "relu"}]})";
+      {"name": "g", "op": "add", "input": ["f", "f"], "activation": "relu",
+       "read_by": "ONNX node 'sig' (Sigmoid)"}]})s";
   const Model m = parse_spec(spec, "m.json");
   const Model back = parse_spec(to_spec_json(m).dump(), "m.json");
   EXPECT_EQ(testing::model_difference(m, back), "");

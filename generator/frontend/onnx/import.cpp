@@ -1,6 +1,7 @@
 #include "frontend/onnx/import.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -392,9 +393,13 @@ class Importer {
       // An output: a graph output, read by a node left to the caller, or read by nobody.
       const std::vector<int> readers = c_.readers(d.output);
       const bool graph_out = c_.reaches_graph_output(d.output);
-      const bool caller_reads = std::any_of(readers.begin(), readers.end(), [&](int r) {
-        return role_[static_cast<size_t>(r)] == Role::Left;
-      });
+      std::vector<std::string> caller_readers;
+      for (int r : readers)
+        if (role_[static_cast<size_t>(r)] == Role::Left)
+          caller_readers.push_back("ONNX node '" + g_.node(r).name() + "' (" +
+                                   g_.node(r).op_type() + ")");
+      const bool caller_reads = !caller_readers.empty();
+      l.read_by = fmt::format("{}", fmt::join(caller_readers, ", "));
       if (graph_out || caller_reads || readers.empty()) {
         m.outputs.push_back(name);
         report_outputs.push_back({{"name", name},

@@ -33,12 +33,12 @@ int main() {
       ++n;
     }
     // The generated metadata of a kernel, straight from libpadfold_tiny.a.
-    const halide_filter_metadata_t* md = pf_tiny_stem_metadata();
+    const halide_filter_metadata_t* md = pf_4_tiny_stem_metadata();
     if (!md || md->num_arguments != 4) {
-      std::fprintf(stderr, "pf_tiny_stem_metadata: unexpected\n");
+      std::fprintf(stderr, "pf_4_tiny_stem_metadata: unexpected\n");
       return 1;
     }
-    std::printf("consumer ok: %d kernels on target %s; pf_tiny_stem has %d arguments\n", n,
+    std::printf("consumer ok: %d kernels on target %s; pf_4_tiny_stem has %d arguments\n", n,
                 bundle.target().c_str(), md->num_arguments);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
