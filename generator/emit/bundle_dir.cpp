@@ -36,7 +36,35 @@ fs::path unique_sibling(const fs::path& destination, const std::string& tag) {
                                       std::to_string(getpid()) + "-" + std::to_string(counter++));
 }
 
+bool lexically_inside(const fs::path& a, const fs::path& b) {
+  auto ai = a.begin();
+  for (auto bi = b.begin(); bi != b.end(); ++bi, ++ai) {
+    if (bi->empty()) continue;  // a trailing separator
+    if (ai == a.end() || *ai != *bi) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+bool path_inside(const fs::path& inner, const fs::path& outer) {
+  const fs::path in = fs::absolute(inner).lexically_normal();
+  const fs::path out = fs::weakly_canonical(fs::absolute(outer));
+  // The file the path leads to, and the path itself with only its directory resolved (a link
+  // inside `outer` to a file elsewhere is removed with `outer` too).
+  return lexically_inside(fs::weakly_canonical(in), out) ||
+         (!in.filename().empty() &&
+          lexically_inside(fs::weakly_canonical(in.parent_path()) / in.filename(), out));
+}
+
+void refuse_inputs_inside(const std::string& out,
+                          const std::vector<std::pair<std::string, std::string>>& inputs) {
+  if (out.empty()) return;
+  for (const auto& [what, path] : inputs)
+    if (!path.empty() && path_inside(path, out))
+      throw std::runtime_error(what + " " + path + ": inside -o " + out +
+                               ", which is replaced as a whole; expected a path outside it");
+}
 
 StagedDirectory::StagedDirectory(const fs::path& destination, const DirectoryKind& kind) {
   fs::path d = fs::absolute(destination).lexically_normal();

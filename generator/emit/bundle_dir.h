@@ -3,6 +3,9 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "padfold_registry.h"  // PF_FORMAT_NAME
 
@@ -20,6 +23,15 @@ inline constexpr DirectoryKind kBundleDirectory{"manifest.json", PF_FORMAT_NAME,
                                                 "compile"};
 inline constexpr DirectoryKind kImportDirectory{"import-report.json", "padfold-import", "import",
                                                 "import"};
+
+// Whether `inner` is `outer` or inside it once symbolic links are resolved, or the link `inner`
+// itself lies inside it.
+bool path_inside(const std::filesystem::path& inner, const std::filesystem::path& outer);
+
+// Throws when one of the `inputs` (what names it in messages, such as "spec" or "--db", and its
+// path) lies inside `out`, the directory about to be replaced: it would be removed with it.
+void refuse_inputs_inside(const std::string& out,
+                          const std::vector<std::pair<std::string, std::string>>& inputs);
 
 class StagedDirectory {
  public:

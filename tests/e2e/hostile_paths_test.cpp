@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/npy.h"
 #include "bundle_util.h"
 #include "padfold_runtime.h"
 
@@ -62,6 +63,17 @@ class HostilePaths : public ::testing::Test {
 
   fs::path work_;
 };
+
+// A one-layer spec at `spec` whose weights are the file `weights` (written here).
+void write_spec_with_weights(const fs::path& spec, const fs::path& weights) {
+  const float w = 1.0f;
+  write_npy_f32(weights.string(), {1, 1, 1, 1}, &w);
+  std::ofstream(spec) << R"({"model": "wf", "defaults": {"layout": "NHWC"},
+    "inputs": [{"name": "x", "shape": [1, 4, 4, 1]}],
+    "layers": [{"name": "c", "op": "conv2d", "input": "x", "kernel": 1, "out_channels": 1,
+                "bias": false, "weight_files": {"weights": ")"
+                      << weights.string() << R"("}}]})";
+}
 
 TEST_F(HostilePaths, QuotesAndShellSyntaxInTheOutputPath) {
   for (const std::string name :
@@ -143,6 +155,39 @@ TEST_F(HostilePaths, SecondModelReplacesTheWholeBundle) {
   EXPECT_FALSE(contains(ss.str(), "\"tiny\"")) << ss.str().substr(0, 200);
   for (const auto& e : fs::recursive_directory_iterator(out))
     EXPECT_FALSE(contains(e.path().filename().string(), "_tiny")) << e.path();
+  EXPECT_TRUE(opens(out));
+}
+
+// The old bundle is removed once the inputs are read: an input inside it (the spec, a weight file,
+// --schedules, --db; directly or through a symbolic link) is refused before anything is written.
+TEST_F(HostilePaths, InputInsideTheOutputIsRefusedAndKept) {
+  const fs::path out = work_ / "bundle";
+  ASSERT_EQ(compile(PF_TINY_SPEC, out.string()).status, 0);
+  const auto manifest_time = fs::last_write_time(out / "manifest.json");
+  fs::copy_file(PF_TINY_SPEC, out / "myspec.json");
+  fs::create_symlink(out / "myspec.json", work_ / "link.json");
+  for (const fs::path& spec : {out / "myspec.json", work_ / "link.json"}) {
+    const CommandResult r = compile(spec, out.string());
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_TRUE(contains(r.output, "spec " + spec.string() + ": inside -o " + out.string()))
+        << r.output;
+  }
+  std::ofstream(out / "knobs.json") << "{}";
+  CommandResult r = run_command(std::string(PADFOLD_BIN) + " compile " + shell_quote(PF_TINY_SPEC) +
+                                " -o " + shell_quote(out.string()) + " --schedules " +
+                                shell_quote((out / "knobs.json").string()));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--schedules " + (out / "knobs.json").string() + ": inside -o"))
+      << r.output;
+  write_spec_with_weights(work_ / "wf.json", out / "w.npy");
+  r = compile(work_ / "wf.json", out.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(
+      r.output, "weight file of layer 'c' (weights) " + (out / "w.npy").string() + ": inside -o"))
+      << r.output;
+  for (const char* kept : {"myspec.json", "knobs.json", "w.npy"})
+    EXPECT_TRUE(fs::exists(out / kept)) << kept;
+  EXPECT_EQ(fs::last_write_time(out / "manifest.json"), manifest_time);
   EXPECT_TRUE(opens(out));
 }
 

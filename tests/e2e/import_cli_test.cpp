@@ -191,6 +191,17 @@ TEST_F(ImportCli, EmitOnnxRewritesAutoPad) {
   EXPECT_TRUE(contains(inside.output, "inside -o")) << inside.output;
 }
 
+// The old directory is removed once the model is read: a model inside -o is refused and kept.
+TEST_F(ImportCli, ModelInsideTheOutputIsRefusedAndKept) {
+  ASSERT_EQ(import(small_model(), "-o " + shell_quote(out())).status, 0);
+  const auto r = import(small_model(), "-o " + shell_quote(out()), "out/mymodel.onnx");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "model " + out() + "/mymodel.onnx: inside -o " + out()))
+      << r.output;
+  EXPECT_TRUE(fs::exists(work_ / "out" / "mymodel.onnx"));
+  EXPECT_TRUE(fs::exists(work_ / "out" / "model.json"));
+}
+
 struct BadModel {
   const char* name;
   std::function<std::string(const fs::path&)> write;  // writes the model, returns extra args
