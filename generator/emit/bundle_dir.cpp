@@ -6,12 +6,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+
+#include "base/atomic_file.h"
+#include "base/identifiers.h"
+#include "base/limits.h"
 
 namespace padfold {
 
@@ -19,15 +23,53 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_kind(const fs::path& dir, const DirectoryKind& kind) {
-  std::ifstream f(dir / kind.marker);
-  if (!f) return false;
+// A single file name (not ".", "..", empty or a path), as a marker may list.
+bool plain_name(const nlohmann::json& j) {
+  if (!j.is_string()) return false;
+  const std::string s = j.get<std::string>();
+  return !s.empty() && s != "." && s != ".." && s.find('/') == std::string::npos;
+}
+
+// Throws unless `dir` (named `label` in messages) is a directory `kind` describes: its marker, a
+// regular file of bounded size (a FIFO would hang the read), of the kind's format, and nothing
+// but the entries the marker lists.
+void check_replaceable(const fs::path& dir, const DirectoryKind& kind, const std::string& label) {
+  const std::string refuse_tail = "; padfold replaces only " + std::string(kind.noun) +
+                                  "s: remove it or choose another directory";
+  const std::string not_kind = "-o " + label + ": exists and is not a padfold " + kind.noun;
+  const fs::path marker_path = dir / kind.marker;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(marker_path, ec)))
+    throw std::runtime_error(not_kind + " (no " + kind.marker + " of format " + kind.format + ")" +
+                             refuse_tail);
+  nlohmann::json marker;
+  std::vector<std::string> entries;
   try {
-    const nlohmann::json j = nlohmann::json::parse(f);
-    return j.is_object() && j.value("format", "") == kind.format;
-  } catch (const nlohmann::json::exception&) {
-    return false;
+    marker = nlohmann::json::parse(
+        read_regular_file(marker_path.string(), kMaxManifestBytes, /*follow_link=*/false));
+    if (!marker.is_object() || marker.value("format", "") != kind.format)
+      throw std::runtime_error(std::string(kind.marker) + " is not of format " + kind.format);
+    entries = kind.entries(marker);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(not_kind + " (" + e.what() + ")" + refuse_tail);
   }
+  std::vector<std::string> unexpected;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (std::find(entries.begin(), entries.end(), name) == entries.end())
+      unexpected.push_back(name + (e.is_directory(ec) && !e.is_symlink(ec) ? "/" : ""));
+  }
+  if (unexpected.empty()) return;
+  std::sort(unexpected.begin(), unexpected.end());
+  std::string listed;
+  const size_t shown = std::min<size_t>(unexpected.size(), 5);
+  for (size_t i = 0; i < shown; ++i) listed += (i ? ", " : "") + unexpected[i];
+  if (unexpected.size() > shown)
+    listed += " and " + std::to_string(unexpected.size() - shown) + " more";
+  throw std::runtime_error("-o " + label + ": a padfold " + kind.noun + " with files padfold " +
+                           kind.writer + " does not write: " + listed +
+                           "; padfold replaces only what it wrote: move them out or choose " +
+                           "another directory");
 }
 
 fs::path unique_sibling(const fs::path& destination, const std::string& tag) {
@@ -46,6 +88,26 @@ bool lexically_inside(const fs::path& a, const fs::path& b) {
 }
 
 }  // namespace
+
+std::vector<std::string> bundle_entries(const nlohmann::json& manifest) {
+  std::vector<std::string> names{"manifest.json", "include", "runtime", "weights"};
+  const nlohmann::json model = manifest.value("model", nlohmann::json());
+  if (model.is_string())
+    names.push_back("padfold_" + c_identifier(model.get<std::string>()) + ".cmake");
+  const nlohmann::json targets = manifest.value("targets", nlohmann::json());
+  if (targets.is_array())
+    for (const nlohmann::json& t : targets)
+      if (t.is_object() && plain_name(t.value("dir", nlohmann::json())))
+        names.push_back(t["dir"].get<std::string>());
+  return names;
+}
+
+std::vector<std::string> import_entries(const nlohmann::json& report) {
+  std::vector<std::string> names{"import-report.json", "weights"};
+  if (plain_name(report.value("spec", nlohmann::json())))
+    names.push_back(report["spec"].get<std::string>());
+  return names;
+}
 
 bool path_inside(const fs::path& inner, const fs::path& outer) {
   const fs::path in = fs::absolute(inner).lexically_normal();
@@ -74,11 +136,7 @@ StagedDirectory::StagedDirectory(const fs::path& destination, const DirectoryKin
   if (fs::exists(d, ec)) {
     if (!fs::is_directory(d))
       throw std::runtime_error("-o " + destination.string() + ": exists and is not a directory");
-    if (!fs::is_empty(d) && !is_kind(d, kind))
-      throw std::runtime_error("-o " + destination.string() + ": exists and is not a padfold " +
-                               kind.noun + " (no " + kind.marker + " of format " + kind.format +
-                               "); padfold replaces only " + kind.noun +
-                               "s: remove it or choose another directory");
+    if (!fs::is_empty(d)) check_replaceable(d, kind, destination.string());
   }
   fs::create_directories(d.parent_path());
   // One writer at a time: two compiles into one directory would otherwise both succeed, the last

@@ -169,9 +169,11 @@ TEST(CompileWorkers, ReplacesABundleButNotOtherDirectories) {
   const fs::path dir = work_dir();
   const fs::path out = dir / "bundle";
   compile_bundle(tiny(), options(out));
-  std::ofstream(out / "stale.txt") << "from an older bundle";
+  // Inside what the bundle consists of (a file a user adds beside them is refused: HostilePaths).
+  std::ofstream(out / "include" / "stale.h") << "from an older bundle";
   compile_bundle(tiny(), options(out));
-  EXPECT_FALSE(fs::exists(out / "stale.txt")) << "the new bundle replaces the old one whole";
+  EXPECT_FALSE(fs::exists(out / "include" / "stale.h"))
+      << "the new bundle replaces the old one whole";
   EXPECT_TRUE(fs::exists(out / "manifest.json"));
 
   const fs::path precious = dir / "precious";

@@ -191,5 +191,34 @@ TEST_F(HostilePaths, InputInsideTheOutputIsRefusedAndKept) {
   EXPECT_TRUE(opens(out));
 }
 
+// A directory is replaced only when it holds nothing but what a bundle consists of: a stray
+// manifest.json does not make a project a bundle, and files added to a real bundle are kept.
+TEST_F(HostilePaths, OnlyWhatABundleConsistsOfIsReplaced) {
+  const fs::path proj = work_ / "proj";
+  fs::create_directories(proj / "src");
+  std::ofstream(proj / "src" / "main.c") << "int main(){}";
+  std::ofstream(proj / "README") << "important";
+  std::ofstream(proj / "manifest.json") << R"({"format":"padfold-bundle"})";
+  CommandResult r = compile(PF_TINY_SPEC, proj.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "files padfold compile does not write: README, src/;"))
+      << r.output;
+  EXPECT_TRUE(fs::exists(proj / "src" / "main.c"));
+  EXPECT_TRUE(fs::exists(proj / "README"));
+
+  const fs::path out = work_ / "bundle";
+  ASSERT_EQ(compile(PF_TINY_SPEC, out.string()).status, 0);
+  for (int i = 0; i < 7; ++i) std::ofstream(out / ("notes" + std::to_string(i) + ".txt")) << i;
+  r = compile(PF_TINY_SPEC, out.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(
+      contains(r.output, "notes0.txt, notes1.txt, notes2.txt, notes3.txt, notes4.txt and 2 more"))
+      << r.output;
+  EXPECT_TRUE(fs::exists(out / "notes6.txt"));
+  EXPECT_TRUE(opens(out));
+  for (int i = 0; i < 7; ++i) fs::remove(out / ("notes" + std::to_string(i) + ".txt"));
+  EXPECT_EQ(compile(PF_TINY_SPEC, out.string()).status, 0);
+}
+
 }  // namespace
 }  // namespace padfold::testing
