@@ -39,6 +39,7 @@ nlohmann::json read_schedules(const std::string& path) {
 }
 
 void run_compile(const CompileArgs& a) {
+  if (a.out.empty()) throw std::runtime_error("no output directory given");
   const padfold::Model model = padfold::load_spec(a.spec);
   // The old bundle is removed after the inputs are read: none of them may live inside it.
   std::vector<std::pair<std::string, std::string>> inputs{

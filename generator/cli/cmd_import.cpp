@@ -24,6 +24,7 @@ struct ImportArgs {
 };
 
 void run_import(const ImportArgs& a) {
+  if (a.out.empty()) throw std::runtime_error("no output directory given");
   padfold::refuse_inputs_inside(a.out, {{"model", a.model}, {"--emit-onnx", a.emit_onnx}});
   oi::ImportOptions options;
   options.model_name = a.name;

@@ -129,10 +129,19 @@ void refuse_inputs_inside(const std::string& out,
 }
 
 StagedDirectory::StagedDirectory(const fs::path& destination, const DirectoryKind& kind) {
-  fs::path d = fs::absolute(destination).lexically_normal();
-  if (d.filename().empty()) d = d.parent_path();  // "out/tiny/"
-  destination_ = d;
+  if (destination.empty()) throw std::runtime_error("no output directory given");
+  fs::path given = fs::absolute(destination).lexically_normal();
+  if (given.filename().empty()) given = given.parent_path();  // "out/tiny/"
+  // Resolved once: a link to a directory is written through (the link kept), and the staging
+  // directory and the lock go beside the directory it points to, on its file system.
+  const fs::path d = fs::weakly_canonical(given);
   std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(d, ec)))
+    throw std::runtime_error("-o " + destination.string() + ": a symbolic link to " +
+                             fs::read_symlink(d, ec).string() +
+                             ", which does not exist; expected a directory, a link to one, or a "
+                             "path that does not exist yet");
+  destination_ = d;
   if (fs::exists(d, ec)) {
     if (!fs::is_directory(d))
       throw std::runtime_error("-o " + destination.string() + ": exists and is not a directory");

@@ -109,6 +109,7 @@ TEST_F(HostilePaths, EmptyOutputPathIsAnError) {
   const CommandResult r = compile(PF_TINY_SPEC, "");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "no output directory given")) << r.output;
+  EXPECT_FALSE(contains(r.output, "is as it was")) << r.output;  // not "no bundle written;  is"
   EXPECT_TRUE(fs::is_empty(work_));
 }
 
@@ -218,6 +219,37 @@ TEST_F(HostilePaths, OnlyWhatABundleConsistsOfIsReplaced) {
   EXPECT_TRUE(opens(out));
   for (int i = 0; i < 7; ++i) fs::remove(out / ("notes" + std::to_string(i) + ".txt"));
   EXPECT_EQ(compile(PF_TINY_SPEC, out.string()).status, 0);
+}
+
+// -o a symbolic link: the bundle is written where it points and the link kept; a dangling link is
+// refused before anything compiles.
+TEST_F(HostilePaths, OutputThroughASymbolicLink) {
+  const fs::path real = work_ / "disk" / "bundle";
+  fs::create_directories(real);
+  const fs::path link = work_ / "link";
+  fs::create_directory_symlink(real, link);
+  for (int i = 0; i < 2; ++i) {  // into the empty directory, then over the bundle there
+    const CommandResult r = compile(PF_TINY_SPEC, link.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(fs::is_symlink(link));
+    EXPECT_EQ(fs::read_symlink(link), real);
+    EXPECT_TRUE(fs::exists(real / "manifest.json"));
+    EXPECT_TRUE(opens(real));
+  }
+  for (const fs::path& dir : {work_, work_ / "disk"})  // no staging directory or lock left
+    for (const auto& e : fs::directory_iterator(dir))
+      EXPECT_TRUE(e.path() == link || e.path() == real || e.path() == work_ / "disk") << e.path();
+
+  const fs::path dangling = work_ / "dangling";
+  fs::create_directory_symlink(work_ / "nowhere" / "x", dangling);
+  const CommandResult r = compile(PF_TINY_SPEC, dangling.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "-o " + dangling.string() + ": a symbolic link to " +
+                                     (work_ / "nowhere" / "x").string() + ", which does not exist"))
+      << r.output;
+  EXPECT_FALSE(contains(r.output, "stem")) << r.output;  // refused before any kernel compiled
+  EXPECT_FALSE(fs::exists(work_ / "nowhere"));
+  EXPECT_FALSE(fs::exists(work_ / ".dangling.lock"));
 }
 
 }  // namespace
