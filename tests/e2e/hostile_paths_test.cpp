@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -250,6 +251,30 @@ TEST_F(HostilePaths, OutputThroughASymbolicLink) {
   EXPECT_FALSE(contains(r.output, "stem")) << r.output;  // refused before any kernel compiled
   EXPECT_FALSE(fs::exists(work_ / "nowhere"));
   EXPECT_FALSE(fs::exists(work_ / ".dangling.lock"));
+}
+
+// Files that are not what they claim to be are refused without reading them whole: a FIFO as a
+// bundle's manifest (compile used to hang on it), /dev/zero and /etc/passwd as statements.
+TEST_F(HostilePaths, FifosDevicesAndOtherFilesAreRefusedUpFront) {
+  const fs::path dir = work_ / "fifo";
+  fs::create_directories(dir);
+  ASSERT_EQ(mkfifo((dir / "manifest.json").c_str(), 0644), 0);
+  CommandResult r = run_command("timeout 60 " + std::string(PADFOLD_BIN) + " compile " +
+                                shell_quote(PF_TINY_SPEC) + " -o " + shell_quote(dir.string()));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "manifest.json: not a regular file (a FIFO)")) << r.output;
+  EXPECT_TRUE(fs::is_fifo(dir / "manifest.json"));
+
+  r = run_command("ulimit -v 2000000; timeout 60 " + std::string(PADFOLD_BIN) +
+                  " stmt-check /dev/zero");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "/dev/zero: not a regular file (a character device)")) << r.output;
+  std::ofstream(work_ / "passwd.stmt") << "root:x:0:0:root:/root:/bin/bash\n";
+  r = run_command(std::string(PADFOLD_BIN) + " stmt-check " +
+                  shell_quote((work_ / "passwd.stmt").string()));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "passwd.stmt: not a Halide .stmt file")) << r.output;
+  EXPECT_FALSE(contains(r.output, "FAIL")) << r.output;
 }
 
 }  // namespace
