@@ -87,6 +87,30 @@ bool lexically_inside(const fs::path& a, const fs::path& b) {
   return true;
 }
 
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// Removes the staging directories (.<name>.partial-<pid>-<n>) writers of `destination` killed
+// with SIGKILL or SIGHUP left beside it. Called with the destination's lock held: every writer
+// takes it before staging and keeps it (its compile workers too) until its staging directory is
+// gone, so none of these has a live owner. The directory an old bundle is moved to (.old-) may be
+// the only copy of it after a kill and is left alone.
+void remove_stale_staging(const fs::path& destination) {
+  const std::string prefix = "." + destination.filename().string() + ".partial-";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(destination.parent_path(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string tail = name.substr(prefix.size());
+    const size_t dash = tail.find('-');
+    if (dash == std::string::npos || !all_digits(tail.substr(0, dash)) ||
+        !all_digits(tail.substr(dash + 1)))
+      continue;
+    fs::remove_all(e.path(), ec);
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> bundle_entries(const nlohmann::json& manifest) {
@@ -175,6 +199,7 @@ StagedDirectory::StagedDirectory(const fs::path& destination, const DirectoryKin
       break;
     close(lock_fd_);
   }
+  remove_stale_staging(d);
   staging_ = unique_sibling(d, "partial");
   fs::create_directory(staging_);
 }
