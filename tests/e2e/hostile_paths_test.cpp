@@ -277,5 +277,40 @@ TEST_F(HostilePaths, FifosDevicesAndOtherFilesAreRefusedUpFront) {
   EXPECT_FALSE(contains(r.output, "FAIL")) << r.output;
 }
 
+// Two compiles of one spec into different directories give the same bundle, byte for byte: no
+// file holds the output path, the staging directory or padfold's pid (Halide's include guards
+// did). No field legitimately differs.
+TEST_F(HostilePaths, OneSpecCompiledTwiceGivesIdenticalBundles) {
+  const fs::path a = work_ / "a", b = work_ / "elsewhere" / "other name";
+  const std::string targets = "host,x86-64-linux-avx2-fma";
+  for (const fs::path& out : {a, b}) {
+    const CommandResult r =
+        run_command(std::string(PADFOLD_BIN) + " compile " + shell_quote(PF_TINY_SPEC) + " -o " +
+                    shell_quote(out.string()) + " --target " + targets + " --emit-stmt");
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  const auto read = [](const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  size_t files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(a)) {
+    const fs::path rel = fs::relative(e.path(), a);
+    ASSERT_TRUE(fs::exists(b / rel)) << rel;
+    if (!e.is_regular_file()) continue;
+    ++files;
+    const std::string text = read(e.path());
+    EXPECT_TRUE(text == read(b / rel)) << rel << " differs";
+    EXPECT_FALSE(contains(text, work_.string())) << rel << " holds the build path";
+    EXPECT_FALSE(contains(text, "partial-")) << rel << " holds the staging directory's name";
+  }
+  size_t files_b = 0;
+  for (const auto& e : fs::recursive_directory_iterator(b)) files_b += e.is_regular_file();
+  EXPECT_EQ(files, files_b);
+  EXPECT_GT(files, 20u);
+}
+
 }  // namespace
 }  // namespace padfold::testing
