@@ -37,22 +37,21 @@ void check_replaceable(const fs::path& dir, const DirectoryKind& kind, const std
   const std::string refuse_tail = "; padfold replaces only " + std::string(kind.noun) +
                                   "s: remove it or choose another directory";
   const std::string not_kind = "-o " + label + ": exists and is not a padfold " + kind.noun;
+  const std::string not_of_format =
+      not_kind + " (no " + kind.marker + " of format " + kind.format + ")" + refuse_tail;
   const fs::path marker_path = dir / kind.marker;
   std::error_code ec;
-  if (!fs::exists(fs::symlink_status(marker_path, ec)))
-    throw std::runtime_error(not_kind + " (no " + kind.marker + " of format " + kind.format + ")" +
-                             refuse_tail);
-  nlohmann::json marker;
-  std::vector<std::string> entries;
+  if (!fs::exists(fs::symlink_status(marker_path, ec))) throw std::runtime_error(not_of_format);
+  std::string text;
   try {
-    marker = nlohmann::json::parse(
-        read_regular_file(marker_path.string(), kMaxManifestBytes, /*follow_link=*/false));
-    if (!marker.is_object() || marker.value("format", "") != kind.format)
-      throw std::runtime_error(std::string(kind.marker) + " is not of format " + kind.format);
-    entries = kind.entries(marker);
-  } catch (const std::exception& e) {
+    text = read_regular_file(marker_path.string(), kMaxManifestBytes, /*follow_link=*/false);
+  } catch (const std::runtime_error& e) {
     throw std::runtime_error(not_kind + " (" + e.what() + ")" + refuse_tail);
   }
+  const nlohmann::json marker = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!marker.is_object() || !marker.contains("format") || marker["format"] != kind.format)
+    throw std::runtime_error(not_of_format);
+  const std::vector<std::string> entries = kind.entries(marker);
   std::vector<std::string> unexpected;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
