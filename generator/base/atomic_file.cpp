@@ -28,7 +28,42 @@ void write_all_parts(int fd, const std::string& preamble, const std::string& dat
   write_fully(fd, data.data(), data.size(), path);
 }
 
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a plain file";
+}
+
 }  // namespace
+
+std::string read_regular_file(const std::string& path, int64_t max_bytes, bool follow_link) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow_link ? 0 : O_NOFOLLOW)));
+  if (fd.get() < 0) {
+    if (errno == ELOOP && !follow_link) fail(path, "not a regular file (a symbolic link)");
+    fail(path, "cannot open: " + sys_error(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail(path, "cannot read: " + sys_error(errno));
+  if (!S_ISREG(st.st_mode))
+    fail(path, std::string("not a regular file (") + file_kind(st.st_mode) + ")");
+  const std::string too_large = "larger than " + std::to_string(max_bytes) + " bytes";
+  if (st.st_size > max_bytes) fail(path, too_large);
+  std::string text;
+  char buf[1 << 16];
+  uint64_t offset = 0;
+  for (;;) {  // to the end, never past the limit (the file may grow meanwhile)
+    const size_t n = pread_fully(fd.get(), buf, sizeof buf, offset, path);
+    text.append(buf, n);
+    offset += n;
+    if (static_cast<int64_t>(text.size()) > max_bytes) fail(path, too_large);
+    if (n < sizeof buf) return text;
+  }
+}
 
 // Reads exactly n bytes at offset; returns how many it got (fewer at the end of the file).
 size_t pread_fully(int fd, void* buf, size_t n, uint64_t offset, const std::string& path) {

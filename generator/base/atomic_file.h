@@ -39,6 +39,11 @@ size_t pread_fully(int fd, void* buf, size_t n, uint64_t offset, const std::stri
 // Writes all of it, or throws naming the path.
 void write_fully(int fd, const char* buf, size_t n, const std::string& path);
 
+// The whole of `path`, a regular file of at most `max_bytes`. Never waits on a FIFO nor reads a
+// device; with `follow_link` false a symbolic link is refused too. Throws "<path>: not a regular
+// file (a FIFO)", "<path>: larger than N bytes", or the failed call.
+std::string read_regular_file(const std::string& path, int64_t max_bytes, bool follow_link = true);
+
 // Writes `preamble` then `bytes` to `path`:
 //  - A regular file, or a path that does not exist yet: written to a new temporary file in the
 //    same directory (".<name>.<pid>.<n>.tmp"), flushed with fsync, then renamed over the path, so

@@ -28,6 +28,12 @@ inline constexpr size_t kMaxPathLength = 4096;  // weight_files paths
 // Inputs of one add or concat layer: the runtime's PF_MAX_BUFFERS (16) less the output.
 inline constexpr size_t kMaxJoinInputs = 15;
 
+// A bundle's manifest.json or an import's report, as padfold compile reads it before replacing the
+// directory (the runtime's limit on a manifest, MAX_MANIFEST_BYTES in runtime/manifest.c).
+inline constexpr int64_t kMaxManifestBytes = int64_t{64} << 20;  // 64 MiB
+// A lowered statement padfold stmt-check reads (<target>/<layer>.stmt).
+inline constexpr int64_t kMaxStmtFileBytes = int64_t{256} << 20;  // 256 MiB
+
 // Checked int64 arithmetic: nullopt where the exact result does not fit an int64_t.
 inline std::optional<int64_t> checked_add(int64_t a, int64_t b) {
   int64_t r = 0;

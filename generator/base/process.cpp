@@ -42,17 +42,19 @@ class InterruptGuard {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int_);
     sigaction(SIGTERM, &sa, &old_term_);
+    sigaction(SIGHUP, &sa, &old_hup_);  // the terminal closed
   }
   ~InterruptGuard() {
     sigaction(SIGINT, &old_int_, nullptr);
     sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGHUP, &old_hup_, nullptr);
   }
   InterruptGuard(const InterruptGuard&) = delete;
   InterruptGuard& operator=(const InterruptGuard&) = delete;
 
  private:
   struct sigaction old_int_ {
-  }, old_term_{};
+  }, old_term_{}, old_hup_{};
 };
 
 std::string signal_text(int sig) {
@@ -76,6 +78,7 @@ void write_all(int fd, const std::string& text) {
 [[noreturn]] void run_child(const WorkerJob& job, int out, int err, pid_t parent) {
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  signal(SIGHUP, SIG_DFL);
   // A worker dies with its parent: a padfold killed by SIGKILL leaves no job running on (holding
   // its work directory, a core, its memory).
   prctl(PR_SET_PDEATHSIG, SIGKILL);

@@ -28,8 +28,8 @@ struct WorkerOptions {
   std::function<void(size_t job, const WorkerResult&)> on_done;
 };
 
-// Runs every job, at most `parallel` at a time, and returns their results in job order. SIGINT and
-// SIGTERM while it runs kill the children and throw std::runtime_error("interrupted").
+// Runs every job, at most `parallel` at a time, and returns their results in job order. SIGINT,
+// SIGTERM and SIGHUP while it runs kill the children and throw std::runtime_error("interrupted").
 std::vector<WorkerResult> run_workers(const std::vector<WorkerJob>& jobs,
                                       const WorkerOptions& options);
 

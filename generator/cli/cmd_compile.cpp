@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "compile/fusion.h"
 #include "emit/bundle.h"
+#include "emit/bundle_dir.h"
 #include "emit/bundle_plan.h"
 #include "frontend/spec.h"
 #include "tune/db_schedules.h"
@@ -54,7 +55,14 @@ std::vector<std::string> target_list(const std::string& text) {
 }
 
 void run_compile(const CompileArgs& a) {
+  if (a.out.empty()) throw std::runtime_error("no output directory given");
   const padfold::Model model = padfold::load_spec(a.spec);
+  // The old bundle is removed after the inputs are read: none of them may live inside it.
+  std::vector<std::pair<std::string, std::string>> inputs{
+      {"spec", a.spec}, {"--schedules", a.schedules}, {"--db", a.db}};
+  for (const padfold::WeightFile& w : padfold::weight_files(model))
+    inputs.push_back({"weight file of layer '" + w.layer->name + "' (" + w.buffer + ")", w.path});
+  padfold::refuse_inputs_inside(a.out, inputs);
   padfold::CompileOptions opt;
   opt.out_dir = a.out;
   opt.targets = target_list(a.targets);

@@ -23,22 +23,9 @@ struct ImportArgs {
   std::vector<std::string> inputs;
 };
 
-// Whether `inner` is `outer` or inside it, comparing the paths as they would be resolved.
-bool inside(const fs::path& inner, const fs::path& outer) {
-  const fs::path a = fs::weakly_canonical(fs::absolute(inner));
-  const fs::path b = fs::weakly_canonical(fs::absolute(outer));
-  auto ai = a.begin();
-  for (auto bi = b.begin(); bi != b.end(); ++bi, ++ai) {
-    if (bi->empty()) continue;  // a trailing separator
-    if (ai == a.end() || *ai != *bi) return false;
-  }
-  return true;
-}
-
 void run_import(const ImportArgs& a) {
-  if (!a.emit_onnx.empty() && inside(a.emit_onnx, a.out))
-    throw std::runtime_error("--emit-onnx " + a.emit_onnx + ": inside -o " + a.out +
-                             ", which is replaced as a whole; expected a path outside it");
+  if (a.out.empty()) throw std::runtime_error("no output directory given");
+  padfold::refuse_inputs_inside(a.out, {{"model", a.model}, {"--emit-onnx", a.emit_onnx}});
   oi::ImportOptions options;
   options.model_name = a.name;
   const oi::ImportOutput out =

@@ -1,9 +1,9 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "base/atomic_file.h"
+#include "base/limits.h"
 #include "commands.h"
 #include "compile/stmt_check.h"
 
@@ -39,11 +39,12 @@ std::vector<fs::path> stmt_files(const std::vector<std::string>& paths) {
 void run_stmt_check(const StmtCheckArgs& a) {
   bool failed = false;
   for (const fs::path& path : stmt_files(a.paths)) {
-    std::ifstream f(path);
-    if (!f) throw std::runtime_error("cannot read " + path.string());
-    std::stringstream ss;
-    ss << f.rdbuf();
-    const padfold::StmtReport r = padfold::check_stmt(ss.str());
+    const std::string text = padfold::read_regular_file(path.string(), padfold::kMaxStmtFileBytes);
+    if (text.rfind("module name=", 0) != 0)
+      throw std::runtime_error(path.string() +
+                               ": not a Halide .stmt file (expected a lowered statement as "
+                               "padfold compile --emit-stmt writes it, starting \"module name=\")");
+    const padfold::StmtReport r = padfold::check_stmt(text);
     const bool ok = r.interior_is_clean();
     failed = failed || !ok;
     fmt::print(

@@ -1,11 +1,15 @@
 // compile_kernels: a bundle's kernels in compile workers, retried with the conservative schedule.
 #include "emit/kernel_jobs.h"
 
+#include <cctype>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 
+#include "base/atomic_file.h"
 #include "compile/jobs.h"
 #include "compile/lower.h"
 #include "compile/target.h"
@@ -16,6 +20,26 @@ namespace fs = std::filesystem;
 using Halide::OutputFileType;
 
 namespace {
+
+// Halide names a header's include guard after the header's path, here the staging directory's
+// (with padfold's pid): a guard from the function's name keeps build paths out of the bundle and
+// the bundle the same from one compile to the next.
+void name_include_guard(const std::string& header, const std::string& function) {
+  std::ifstream f(header, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string text = ss.str();
+  const std::string ifndef = "#ifndef ";
+  if (!f || text.rfind(ifndef, 0) != 0)
+    throw std::runtime_error(header + ": Halide's header does not start with an include guard");
+  const std::string old_guard = text.substr(ifndef.size(), text.find('\n') - ifndef.size());
+  std::string guard = function + "_H";
+  for (char& c : guard) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (size_t at = text.find(old_guard); at != std::string::npos;
+       at = text.find(old_guard, at + guard.size()))
+    text.replace(at, old_guard.size(), guard);
+  write_file_replacing(header, text);
+}
 
 // What a compile worker does for one kernel: lower, then emit object, header and statement.
 void compile_kernel(const BundlePlan& plan, const KernelBuild& build, const fs::path& root) {
@@ -35,6 +59,7 @@ void compile_kernel(const BundlePlan& plan, const KernelBuild& build, const fs::
           ? (dir / (layer + (device == "cuda" ? ".ptx" : ".cl"))).string()
           : "";
   compile_kernel_files(kernel, t.target, outputs, k.function, device_code);
+  if (build.target == 0) name_include_guard(outputs[OutputFileType::c_header], k.function);
 }
 
 // "layer 'a'", or "block a+b (dw->pw)".

@@ -3,8 +3,10 @@
 // the conservative schedule, recorded in the report and the manifest, or a clear error that
 // leaves an existing bundle at the same path exactly as it was. Also: `host` can be overridden
 // (PADFOLD_HOST_TARGET), and tuning-only target parts are not CPU requirements.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -169,9 +171,11 @@ TEST(CompileWorkers, ReplacesABundleButNotOtherDirectories) {
   const fs::path dir = work_dir();
   const fs::path out = dir / "bundle";
   compile_bundle(tiny(), options(out));
-  std::ofstream(out / "stale.txt") << "from an older bundle";
+  // Inside what the bundle consists of (a file a user adds beside them is refused: HostilePaths).
+  std::ofstream(out / "include" / "stale.h") << "from an older bundle";
   compile_bundle(tiny(), options(out));
-  EXPECT_FALSE(fs::exists(out / "stale.txt")) << "the new bundle replaces the old one whole";
+  EXPECT_FALSE(fs::exists(out / "include" / "stale.h"))
+      << "the new bundle replaces the old one whole";
   EXPECT_TRUE(fs::exists(out / "manifest.json"));
 
   const fs::path precious = dir / "precious";
@@ -186,32 +190,64 @@ TEST(CompileWorkers, ReplacesABundleButNotOtherDirectories) {
   EXPECT_TRUE(fs::exists(precious / "notes.txt"));
 }
 
-// `padfold compile` interrupted (Ctrl-C) while a kernel compiles: the workers are stopped, the
-// staging directory removed and the existing bundle left as it was.
-TEST(CompileWorkers, InterruptedCompileKeepsTheOldBundle) {
-  const fs::path out = work_dir() / "bundle";
-  compile_bundle(tiny(), options(out));
-  const auto before = snapshot(out);
+// Starts `padfold compile` of tiny.json into `out` with the pool kernel hanging, and returns its
+// pid once its lock and staging directory exist beside `out` and a worker runs.
+pid_t start_hanging_compile(const fs::path& out) {
   const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
   if (pid == 0) {
     setenv(kInjectFaultVariable, "pool:hang:every", 1);
     execl(PADFOLD_BIN, PADFOLD_BIN, "compile", PF_TINY_SPEC, "-o", out.c_str(), "--target",
           "x86-64-linux-avx2-fma", static_cast<char*>(nullptr));
     _exit(127);
   }
-  // Wait until the lock and the staging directory exist (the compile has started), then
-  // interrupt.
   for (int i = 0; i < 200 && entries_beside(out) < 2; ++i) usleep(20000);
   EXPECT_EQ(entries_beside(out), 2) << "no lock and staging directory seen";
   usleep(300000);
-  kill(pid, SIGINT);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status)) << "padfold died of a signal instead of cleaning up";
-  EXPECT_EQ(WEXITSTATUS(status), 1);
-  EXPECT_EQ(snapshot(out), before) << "the existing bundle was changed";
-  EXPECT_EQ(entries_beside(out), 0) << "a staging directory or the lock was left behind";
+  return pid;
+}
+
+// `padfold compile` interrupted (Ctrl-C, kill, a closed terminal) while a kernel compiles: the
+// workers are stopped, the staging directory removed and the existing bundle left as it was.
+TEST(CompileWorkers, InterruptedCompileKeepsTheOldBundle) {
+  const fs::path out = work_dir() / "bundle";
+  compile_bundle(tiny(), options(out));
+  const auto before = snapshot(out);
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    const pid_t pid = start_hanging_compile(out);
+    ASSERT_GE(pid, 0);
+    kill(pid, sig);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status)) << "padfold died of signal " << sig << " instead of cleaning up";
+    EXPECT_EQ(WEXITSTATUS(status), 1);
+    EXPECT_EQ(snapshot(out), before) << "the existing bundle was changed";
+    EXPECT_EQ(entries_beside(out), 0) << "a staging directory or the lock was left behind";
+  }
+}
+
+// A compile killed with SIGKILL cannot clean up: the next compile into the same -o removes its
+// staging directory, and nothing of other directories beside it.
+TEST(CompileWorkers, NextCompileRemovesAKilledCompilesStaging) {
+  const fs::path out = work_dir() / "bundle";
+  compile_bundle(tiny(), options(out));
+  const pid_t pid = start_hanging_compile(out);
+  ASSERT_GE(pid, 0);
+  kill(pid, SIGKILL);
+  ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
+  EXPECT_EQ(entries_beside(out), 2) << "the killed compile's staging directory and lock";
+  const fs::path other = out.parent_path() / ".other.partial-1-0";
+  const fs::path unlike = out.parent_path() / ".bundle.partial-keep";
+  fs::create_directories(other);
+  fs::create_directories(unlike);
+  // Its workers die with it (and with them the lock they share).
+  const int fd = open((out.parent_path() / ".bundle.lock").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  for (int i = 0; i < 500 && flock(fd, LOCK_EX | LOCK_NB) != 0; ++i) usleep(10000);
+  close(fd);
+  compile_bundle(tiny(), options(out));
+  EXPECT_EQ(entries_beside(out), 2) << "only the unrelated directories are left";
+  EXPECT_TRUE(fs::exists(other));
+  EXPECT_TRUE(fs::exists(unlike));
 }
 
 TEST(CompileWorkers, WorkersReportExceptionsAndSignals) {

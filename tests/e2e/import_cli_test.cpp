@@ -238,6 +238,29 @@ TEST_F(ImportCli, EmitOnnxRewritesAutoPad) {
   EXPECT_TRUE(contains(inside.output, "inside -o")) << inside.output;
 }
 
+// The old directory is removed once the model is read: a model inside -o is refused and kept.
+TEST_F(ImportCli, ModelInsideTheOutputIsRefusedAndKept) {
+  ASSERT_EQ(import(small_model(), "-o " + shell_quote(out())).status, 0);
+  const auto r = import(small_model(), "-o " + shell_quote(out()), "out/mymodel.onnx");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "model " + out() + "/mymodel.onnx: inside -o " + out()))
+      << r.output;
+  EXPECT_TRUE(fs::exists(work_ / "out" / "mymodel.onnx"));
+  EXPECT_TRUE(fs::exists(work_ / "out" / "model.json"));
+}
+
+// An import directory is replaced only when it holds nothing but what import writes.
+TEST_F(ImportCli, FilesAddedToAnImportDirectoryAreKept) {
+  ASSERT_EQ(import(small_model(), "-o " + shell_quote(out())).status, 0);
+  std::ofstream(work_ / "out" / "notes.txt") << "keep me";
+  const auto r = import(small_model(), "-o " + shell_quote(out()));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "files padfold import does not write: notes.txt;")) << r.output;
+  EXPECT_TRUE(fs::exists(work_ / "out" / "notes.txt"));
+  fs::remove(work_ / "out" / "notes.txt");
+  EXPECT_EQ(import(small_model(), "-o " + shell_quote(out())).status, 0);
+}
+
 struct BadModel {
   const char* name;
   std::function<std::string(const fs::path&)> write;  // writes the model, returns extra args
