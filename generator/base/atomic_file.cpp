@@ -28,6 +28,8 @@ void write_all_parts(int fd, const std::string& preamble, const std::string& dat
   write_fully(fd, data.data(), data.size(), path);
 }
 
+}  // namespace
+
 const char* file_kind(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISFIFO(mode)) return "a FIFO";
@@ -37,8 +39,6 @@ const char* file_kind(mode_t mode) {
   if (S_ISLNK(mode)) return "a symbolic link";
   return "not a plain file";
 }
-
-}  // namespace
 
 std::string read_regular_file(const std::string& path, int64_t max_bytes, bool follow_link) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).

@@ -2,6 +2,7 @@
 // shares. Errors are std::runtime_error "<path>: <what is wrong>".
 #pragma once
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -42,6 +43,9 @@ void write_fully(int fd, const char* buf, size_t n, const std::string& path);
 // The whole of `path`, a regular file of at most `max_bytes`. Never waits on a FIFO nor reads a
 // device; with `follow_link` false a symbolic link is refused too. Throws "<path>: not a regular
 // file (a FIFO)", "<path>: larger than N bytes", or the failed call.
+// What a file of `mode` is, for messages: "a directory", "a FIFO", "a character device"...
+const char* file_kind(mode_t mode);
+
 std::string read_regular_file(const std::string& path, int64_t max_bytes, bool follow_link = true);
 
 // Writes `preamble` then `bytes` to `path`:

@@ -12,6 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "base/enum_names.h"
 #include "frontend/layer.h"
 
@@ -154,22 +155,6 @@ void scan_json(const std::string& text, const std::string& file) {
   }
 }
 
-// A file descriptor, closed on scope exit.
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-std::string file_kind(mode_t mode) {
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
 }  // namespace
 
 std::string dump_short(const json& j, size_t limit) {
@@ -193,11 +178,11 @@ std::string describe(const json& j) {
 
 std::string read_spec_file(const std::string& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
-  Fd f{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
-  if (f.fd < 0)
+  Fd f(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (f.get() < 0)
     throw SpecError(fmt::format("{}: cannot open the spec file: {}", path, std::strerror(errno)));
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0)
+  if (::fstat(f.get(), &st) != 0)
     throw SpecError(fmt::format("{}: cannot read the spec file: {}", path, std::strerror(errno)));
   if (S_ISDIR(st.st_mode))
     throw SpecError(
@@ -213,7 +198,7 @@ std::string read_spec_file(const std::string& path) {
   text.reserve(static_cast<size_t>(st.st_size));
   char buf[1 << 16];
   while (true) {
-    const ssize_t n = ::read(f.fd, buf, sizeof buf);
+    const ssize_t n = ::read(f.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0)
       throw SpecError(fmt::format("{}: cannot read the spec file: {}", path, std::strerror(errno)));
