@@ -34,12 +34,13 @@ struct Tile {
 
 }  // namespace
 
-// Row tiles per parallel task: rows_per_task, raised (min_task_kflop) to the smallest divisor of
-// the row tiles whose task does at least that much work, keeping 16 tasks or more (tasks of a few
-// microseconds cost more to hand out than to run: effnet_dw_s1 at 2 threads, 56 tasks of 0.13
-// MFLOP, runs 1.8x faster as 28). Divisors keep the tasks equal.
+// Row tiles per parallel task: rows_per_task lowered to a divisor of the row tiles (a task split
+// larger than its loop would shift it before the output's first row), then raised
+// (min_task_kflop) to the smallest divisor whose task does at least that much work, keeping 16
+// tasks or more (tasks of a few microseconds cost more to hand out than to run: effnet_dw_s1 at 2
+// threads, 56 tasks of 0.13 MFLOP, runs 1.8x faster as 28). Divisors keep the tasks equal.
 int grouped_rows_per_task(const ScheduleParams& p, int64_t row_tiles, double flops) {
-  int64_t best = std::max(1, p.rows_per_task);
+  int64_t best = divisor_at_most(row_tiles, std::max(1, p.rows_per_task));
   if (p.min_task_kflop <= 0 || row_tiles < 32) return static_cast<int>(best);
   const double per_tile = flops / static_cast<double>(row_tiles);
   for (int64_t d = best; d <= row_tiles / 16; ++d) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <xtensor/xadapt.hpp>
@@ -125,6 +126,36 @@ TEST(PadfoldRun, EveryLayerMatchesReference) {
     EXPECT_TRUE(padfold::testing::matches_reference(padfold::ref::reference_output(L, data),
                                                     got.data(), got.size(), L.name));
   }
+}
+
+// A knob in range that the layer cannot take as given (two row tiles per task where stem's output
+// has one row tile) is resolved at compile time: the manifest records what the kernel does, and
+// the kernel runs and is right.
+TEST(PadfoldRun, AKnobTheLayerCannotHonourIsResolvedAndRecorded) {
+  const fs::path dir = work_dir();
+  const std::string knobs = write_file(dir / "knobs.json", R"({"stem": {"rows_per_task": 2}})");
+  const fs::path bundle = dir / "bundle";
+  const auto compiled = run_command(
+      shell_quote(PADFOLD_BIN) + " compile " + shell_quote(PF_TINY_SPEC) + " -o " +
+      shell_quote(bundle.string()) + " --target host -j1 --schedules " + shell_quote(knobs));
+  ASSERT_EQ(compiled.status, 0) << compiled.output;
+  const auto manifest = nlohmann::json::parse(read_file(bundle / "manifest.json"));
+  const auto& stem = manifest.at("targets").at(0).at("schedules").at("stem");
+  EXPECT_EQ(stem.at("rows_per_task"), 1) << stem.dump();
+  EXPECT_EQ(stem.at("source"), "overrides") << stem.dump();
+
+  const padfold::Layer& L = tiny_layer("stem");
+  const auto data = padfold::ref::random_data(L, 5);
+  const fs::path y = dir / "y.npy";
+  const auto r = run_padfold(
+      "--layer stem --input " + shell_quote(write_npy(dir / "x.npy", data.input)) + " --weights " +
+          shell_quote(write_npy(dir / "w.npy", data.weights)) + " --bias " +
+          shell_quote(write_npy(dir / "b.npy", data.bias)) + " --output " + shell_quote(y.string()),
+      bundle.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const xt::xarray<float> got = xt::load_npy<float>(y.string());
+  EXPECT_TRUE(padfold::testing::matches_reference(padfold::ref::reference_output(L, data),
+                                                  got.data(), got.size(), "stem"));
 }
 
 class PadfoldRunErrors : public ::testing::Test {

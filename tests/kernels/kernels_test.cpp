@@ -8,10 +8,13 @@
 // float32 rounding growing with the length of each dot product, relative to the output's size.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "kernel_cases.h"
 #include "kernel_runner.h"
+#include "schedules/knobs.h"
 
 namespace padfold::testing {
 namespace {
@@ -80,6 +83,54 @@ std::vector<TargetCase> option_cases() {
   return out;
 }
 
+// Every CPU knob at once at a random in-range value (a search value or, on ranges of at most 256,
+// any value of the range), on a random draw of the layer matrix: a combination the schedule
+// cannot honour as given must be resolved to one it can, never a kernel that fails or is wrong.
+nlohmann::json random_cpu_knobs(std::mt19937& rng) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const Knob& k : knobs()) {
+    if (std::strcmp(k.scope, "cpu") != 0) continue;
+    const std::vector<int64_t> values = k.search_values();
+    int64_t v = values[rng() % values.size()];
+    if (k.type == KnobType::Int && k.max - k.min <= 256 && rng() % 2)
+      v = k.min + static_cast<int64_t>(rng() % static_cast<uint64_t>(k.max - k.min + 1));
+    if (k.type == KnobType::Bool)
+      j[k.name] = v != 0;
+    else
+      j[k.name] = v;
+  }
+  return j;
+}
+
+std::vector<TargetCase> random_knob_cases() {
+  std::mt19937 rng(4242);
+  std::vector<TargetCase> out;
+  const std::vector<KernelCase> layers = make_kernel_cases(777, 1);
+  for (size_t j = 0; 3 * j + j % 3 < layers.size(); ++j)  // a third of them, every border
+    out.push_back({"host", layers[3 * j + j % 3], random_cpu_knobs(rng)});
+  return out;
+}
+
+// The example's stem (1x4x4x8 output, one row tile of 4 rows) with two row tiles per task: one
+// task is all the rows there are.
+TEST(KernelOptions, MoreRowsPerTaskThanRowTilesIsResolved) {
+  const Model model = parse_spec(R"({"model": "tiny", "layers": [{"name": "stem", "op": "conv2d",
+      "input_shape": [1, 7, 7, 3], "layout": "NHWC", "weight_layout": "HWIO", "out_channels": 8,
+      "kernel": 4, "stride": 2, "padding": "same", "convention": "tensorflow", "bias": true}]})",
+                                 "tiny");
+  const Layer& L = model.layers.at(0);
+  const ref::LayerData data = ref::random_data(L, 3);
+  const ref::Tensor expected = ref::reference_output(L, data);
+  for (int rows : {2, 3, 256}) {
+    SCOPED_TRACE("rows_per_task " + std::to_string(rows));
+    const ref::Tensor actual =
+        kernel_output(L, data, "host", {{"tile_y", 4}, {"rows_per_task", rows}});
+    ASSERT_EQ(actual.shape, expected.shape);
+    for (size_t i = 0; i < expected.data.size(); ++i)
+      ASSERT_NEAR(actual.data[i], expected.data[i], 1e-4) << "element " << i;
+  }
+}
+
 // Row tiles grouped into larger parallel tasks (min_task_kflop) on an output tall enough for it
 // (at least 32 row tiles), at 1, 2, 4 and 8 rows per task.
 TEST(KernelOptions, GroupedRowTasksMatchReference) {
@@ -125,6 +176,8 @@ INSTANTIATE_TEST_SUITE_P(Generic, KernelVsReference,
                                                        cpu_target_families()[2].seed)),
                          case_name);
 INSTANTIATE_TEST_SUITE_P(Options, KernelVsReference, ::testing::ValuesIn(option_cases()),
+                         option_case_name);
+INSTANTIATE_TEST_SUITE_P(RandomKnobs, KernelVsReference, ::testing::ValuesIn(random_knob_cases()),
                          option_case_name);
 
 }  // namespace
