@@ -138,6 +138,10 @@ ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   if (L.kernel[static_cast<size_t>(D - 1)] <= 5) update.unroll(a.r[first_tap]);
 
   // The bordered input tile + halo of the block, in shared memory, loaded by the block's threads.
+  // The loops over a thread's share of the tile are unrolled (a few iterations: the tile over the
+  // block's threads): PoCL 3.1 (LLVM 15) miscompiles them as loops when a staging loop outside
+  // them runs mostly over the border, e.g. a 3-D max pool whose window is wider than the input's
+  // depth (-inf stored where the input is, so the pool returned 0 or crashed).
   if (p.gpu_stage_kb > 0 && staged_bytes(L, p) <= int64_t{1024} * p.gpu_stage_kb) {
     Func staged = a.bordered;
     const std::vector<Var> args = staged.args();
@@ -147,7 +151,9 @@ ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
         .split(args[0], b0o, b0i, tx, TailStrategy::GuardWithIf)
         .split(args[1], b1o, b1i, ty, TailStrategy::GuardWithIf)
         .reorder(b0i, b1i, b0o, b1o)
-        .gpu_threads(b0i, b1i);
+        .gpu_threads(b0i, b1i)
+        .unroll(b0o)
+        .unroll(b1o);
   }
   return {p};
 }
