@@ -15,6 +15,7 @@
 #include "bundle_util.h"
 #include "gpu_util.h"
 #include "kernel_cases.h"
+#include "schedules/knobs.h"
 
 namespace padfold::testing {
 namespace {
@@ -223,6 +224,44 @@ TEST(GpuMatrix, WindowsWiderThanTheInputOnPoclMatchTheReference) {
     ASSERT_EQ(run_case(k, c, out, msg), PF_OK) << L.name << ": " << msg;
     EXPECT_TRUE(matches_reference(c.reference, out.data(), out.size(), L.name))
         << json::parse(spec)["layers"][std::stoi(L.name.substr(1))].dump();
+  }
+  pf_bundle_close(bundle);
+}
+
+// Every GPU knob at a random value of its range (search values: powers of two for the thread
+// counts) on a quarter of a draw of the matrix: what a block cannot take as given is resolved.
+TEST(GpuMatrix, RandomInRangeKnobsOnPoclMatchTheReference) {
+  std::mt19937 rng(99);
+  json layers = json::array(), knobs = json::object();
+  const std::vector<KernelCase> cases = make_kernel_cases(21, 1);
+  for (size_t i = 0; i < cases.size(); i += 4) {
+    json layer = json::parse(cases[i].spec)["layers"][0];
+    layer["name"] = "k" + std::to_string(layers.size());
+    json j = json::object();
+    for (const Knob& k : padfold::knobs()) {
+      if (std::string(k.scope) != "gpu" || std::string(k.name) == "gpu_max_registers") continue;
+      const std::vector<int64_t> values = k.search_values();
+      j[k.name] = values[rng() % values.size()];
+    }
+    knobs[layer["name"].get<std::string>()] = j;
+    layers.push_back(layer);
+  }
+  const std::string spec = json{{"model", "knobs"}, {"layers", layers}}.dump();
+  const Model model = parse_spec(spec, "knobs.json");
+  const fs::path dir = compile_test_bundle("knobs", spec, {"host-opencl"}, false, knobs);
+  char err[PF_ERRLEN] = "";
+  pf_bundle* bundle = nullptr;
+  ASSERT_EQ(pf_bundle_open(dir.c_str(), nullptr, &bundle, err, sizeof err), PF_OK) << err;
+  unsigned seed = 1;
+  for (const Layer& L : model.layers) {
+    const pf_kernel_desc* k = nullptr;
+    ASSERT_EQ(pf_bundle_find(bundle, L.name.c_str(), &k, err, sizeof err), PF_OK) << err;
+    const LayerCase c = make_layer_case(L, seed++);
+    std::vector<float> out;
+    std::string msg;
+    ASSERT_EQ(run_case(k, c, out, msg), PF_OK) << L.name << ": " << msg;
+    EXPECT_TRUE(matches_reference(c.reference, out.data(), out.size(), L.name))
+        << layers[std::stoi(L.name.substr(1))].dump() << "\nknobs " << knobs[L.name].dump();
   }
   pf_bundle_close(bundle);
 }
