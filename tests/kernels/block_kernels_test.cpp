@@ -138,7 +138,8 @@ Halide::Buffer<float> as_buffer(const ref::Tensor& t) {
 }
 
 // The reference layer by layer, and the fused kernel on the same data.
-void check_block(const BlockCase& c, const std::string& target, unsigned seed) {
+void check_block(const BlockCase& c, const std::string& target, unsigned seed,
+                 const json& knobs = json::object()) {
   const Block block = c.block();
   std::vector<ref::LayerData> data;
   ref::Tensor x;
@@ -149,7 +150,7 @@ void check_block(const BlockCase& c, const std::string& target, unsigned seed) {
     data.push_back(std::move(d));
   }
   const Halide::Target t = resolve_target(target);
-  Kernel k = lower(block, t, requested_schedule(block, t));
+  Kernel k = lower(block, t, requested_schedule(block, t, knobs));
   k.param("input").set(as_buffer(data[0].input));
   for (size_t i = 0; i < block.layers.size(); ++i) {
     const Layer& L = *block.layers[i];
@@ -204,6 +205,28 @@ TEST(BlockKernelMatrix, EveryKindConventionBorderAndLayout) {
         ++checked;
       }
   EXPECT_EQ(checked, 4 * 3 * 6);
+}
+
+// Every CPU knob, fused_strips included, at a random in-range value on random blocks of each
+// kind: what a block cannot take as given is resolved.
+TEST(BlockKernelMatrix, RandomInRangeKnobs) {
+  std::mt19937 rng(4243);
+  int checked = 0;
+  for (int kind = 0; kind < 4; ++kind)
+    for (int i = 0; i < 6;) {
+      const auto c = random_case(rng, static_cast<Kind>(kind), i);
+      if (!c) continue;
+      ++i;
+      const json knobs = random_cpu_knobs(rng);
+      SCOPED_TRACE(c->name + " knobs " + knobs.dump());
+      try {
+        check_block(*c, "host", static_cast<unsigned>(checked), knobs);
+      } catch (const Halide::Error& e) {
+        FAIL() << "Halide: " << e.what();
+      }
+      ++checked;
+    }
+  EXPECT_EQ(checked, 24);
 }
 
 // Random draws on every CPU family: run where this CPU can, compiled elsewhere.

@@ -8,13 +8,11 @@
 // float32 rounding growing with the length of each dot product, relative to the output's size.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "kernel_cases.h"
 #include "kernel_runner.h"
-#include "schedules/knobs.h"
 
 namespace padfold::testing {
 namespace {
@@ -83,25 +81,9 @@ std::vector<TargetCase> option_cases() {
   return out;
 }
 
-// Every CPU knob at once at a random in-range value (a search value or, on ranges of at most 256,
-// any value of the range), on a random draw of the layer matrix: a combination the schedule
-// cannot honour as given must be resolved to one it can, never a kernel that fails or is wrong.
-nlohmann::json random_cpu_knobs(std::mt19937& rng) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const Knob& k : knobs()) {
-    if (std::strcmp(k.scope, "cpu") != 0) continue;
-    const std::vector<int64_t> values = k.search_values();
-    int64_t v = values[rng() % values.size()];
-    if (k.type == KnobType::Int && k.max - k.min <= 256 && rng() % 2)
-      v = k.min + static_cast<int64_t>(rng() % static_cast<uint64_t>(k.max - k.min + 1));
-    if (k.type == KnobType::Bool)
-      j[k.name] = v != 0;
-    else
-      j[k.name] = v;
-  }
-  return j;
-}
-
+// Every CPU knob at a random in-range value on a random draw of the layer matrix: a combination
+// the schedule cannot honour as given must be resolved to one it can, never a kernel that fails
+// or is wrong.
 std::vector<TargetCase> random_knob_cases() {
   std::mt19937 rng(4242);
   std::vector<TargetCase> out;

@@ -3,10 +3,12 @@
 #include <Halide.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "compile/lower.h"
 #include "compile/target.h"
+#include "schedules/knobs.h"
 
 namespace padfold::testing {
 
@@ -30,6 +32,22 @@ ref::Tensor kernel_output(const Layer& L, const ref::LayerData& d, const std::st
   Halide::Buffer<float> out_buf = as_buffer(out);
   k.pipeline.realize(out_buf, codegen_target(target));
   return out;
+}
+
+nlohmann::json random_cpu_knobs(std::mt19937& rng) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const Knob& k : knobs()) {
+    if (std::strcmp(k.scope, "cpu") != 0) continue;
+    const std::vector<int64_t> values = k.search_values();
+    int64_t v = values[rng() % values.size()];
+    if (k.type == KnobType::Int && k.max - k.min <= 256 && rng() % 2)
+      v = k.min + static_cast<int64_t>(rng() % static_cast<uint64_t>(k.max - k.min + 1));
+    if (k.type == KnobType::Bool)
+      j[k.name] = v != 0;
+    else
+      j[k.name] = v;
+  }
+  return j;
 }
 
 const std::vector<TargetFamilyCase>& cpu_target_families() {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 
 #include "frontend/spec.h"
@@ -16,6 +17,10 @@ namespace padfold::testing {
 ref::Tensor kernel_output(const Layer& layer, const ref::LayerData& data,
                           const std::string& target = "host",
                           const nlohmann::json& schedule = nlohmann::json::object());
+
+// Every CPU knob at a random in-range value: a search value or, on ranges of at most 256, any
+// value of the range (as `--schedules` or a hand-edited database may give them).
+nlohmann::json random_cpu_knobs(std::mt19937& rng);
 
 // The CPU target families the kernel tests cover, by forced target string (with the seed each one
 // draws its cases with): AVX-512, AVX2, SSE4.1, and the cross targets that are compile-only here.
