@@ -7,9 +7,6 @@
 // crash, a sanitizer report, a hang, another exception escaping, a schedule whose knobs are out of
 // their declared ranges (schedules/knobs.h) or that the layer's schedule refuses, a provenance the
 // manifest cannot write, or a -journal left beside the database.
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <exception>

@@ -42,21 +42,9 @@ const char* const kIntAttrs[] = {"group",         "axis",         "ceil_mode", "
                                  "storage_order", "training_mode"};
 const char* const kAutoPads[] = {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "same_upper", ""};
 const char* const kPadModes[] = {"constant", "reflect", "edge", "wrap", "Constant"};
-const int64_t kInts[] = {-1,
-                         0,
-                         1,
-                         2,
-                         3,
-                         4,
-                         5,
-                         7,
-                         8,
-                         64,
-                         1 << 16,
-                         1LL << 31,
-                         -(1LL << 31),
-                         std::numeric_limits<int64_t>::max(),
-                         std::numeric_limits<int64_t>::min()};
+constexpr int64_t kBig = int64_t{1} << 31, kMax = std::numeric_limits<int64_t>::max(),
+                  kMin = std::numeric_limits<int64_t>::min();
+const int64_t kInts[] = {-1, 0, 1, 2, 3, 4, 5, 7, 8, 64, 1 << 16, kBig, -kBig, kMax, kMin};
 const int64_t kOpsets[] = {1, 2, 6, 7, 10, 11, 12, 13, 18, 19, 21, 99};
 
 // Every tensor name the graph knows: inputs, initializers, node outputs, and "" (an absent input).
@@ -115,13 +103,9 @@ void mutate_attribute(onnx::NodeProto* n, Rng& rng) {
       break;
     case 4: {
       const char* const floats[] = {"alpha", "min", "max", "value", "ratio"};
-      const float values[] = {0.f,
-                              0.1f,
-                              1.f,
-                              6.f,
-                              -1.f,
-                              std::numeric_limits<float>::infinity(),
-                              std::numeric_limits<float>::quiet_NaN()};
+      constexpr float kInf = std::numeric_limits<float>::infinity(),
+                      kNaN = std::numeric_limits<float>::quiet_NaN();
+      const float values[] = {0.f, 0.1f, 1.f, 6.f, -1.f, kInf, kNaN};
       attribute(n, pick(rng, floats), A::FLOAT)->set_f(pick(rng, values));
       break;
     }
