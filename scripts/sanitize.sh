@@ -15,7 +15,7 @@ bash scripts/setup-debian.sh
 targets=(padding_test reference_test onnx_shapes_test spec_test spec_fuzz_test
          padfold_runtime_tests padfold_runtime_c_example padfold_fake_bundle padfold_fake_noentry
          padfold cli_test bundle_cli_test onnx_import_test import_cli_test
-         fuzz_spec fuzz_manifest fuzz_pads fuzz_npy fuzz_onnx)
+         fuzz_spec fuzz_manifest fuzz_pads fuzz_npy fuzz_onnx fuzz_onnx_graph fuzz_db)
 .venv/bin/cmake --build build-san -j "$(nproc)" --target "${targets[@]}"
 [ "${SAN_BUILD_ONLY:-0}" = 1 ] && exit 0
 cd build-san

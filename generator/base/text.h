@@ -36,6 +36,10 @@ inline std::string ascii_lower(std::string s) {
   return s;
 }
 
+// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF),
+// as every string padfold writes into JSON must be (nlohmann's dump throws on any other).
+bool valid_utf8(const std::string& s);
+
 inline bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "base/text.h"
 #include "tune/measure.h"
 
 namespace padfold {
@@ -191,23 +192,33 @@ std::vector<Measurement> TuneDb::query(const std::string& where_order,
                                        const std::vector<std::string>& args) const {
   Stmt s(db_, std::string("SELECT ") + kColumns + " FROM measurements " + where_order, path_);
   for (size_t i = 0; i < args.size(); ++i) s.text(static_cast<int>(i) + 1, args[i]);
+  // Every text must be UTF-8: compile copies the candidate, machine and toolchain into the
+  // manifest (JSON, whose writer throws on anything else). padfold writes only UTF-8; a damaged
+  // record is named here, where it is read.
+  const auto text = [&](int i) {
+    std::string t = s.col(i);
+    if (!valid_utf8(t))
+      throw std::runtime_error(path_ + ": a damaged record: its " + sqlite3_column_name(s.s, i) +
+                               " is not UTF-8 text");
+    return t;
+  };
   std::vector<Measurement> out;
   int rc;
   while ((rc = sqlite3_step(s.s)) == SQLITE_ROW) {
     Measurement m;
-    m.scope = {s.col(0), s.col(1), s.col(2), s.col(3)};
-    m.candidate = s.col(4);
-    m.kind = s.col(5);
-    m.knobs = s.col(6);
-    m.status = s.col(7);
-    m.reason = s.col(8);
-    m.layer = s.col(9);
+    m.scope = {text(0), text(1), text(2), text(3)};
+    m.candidate = text(4);
+    m.kind = text(5);
+    m.knobs = text(6);
+    m.status = text(7);
+    m.reason = text(8);
+    m.layer = text(9);
     m.median_s = sqlite3_column_double(s.s, 10);
     m.vs_default = sqlite3_column_double(s.s, 11);
     m.vs_incumbent = sqlite3_column_double(s.s, 12);
     m.noise = sqlite3_column_double(s.s, 13);
     m.accepted = sqlite3_column_int(s.s, 14) != 0;
-    m.samples = s.col(15);
+    m.samples = text(15);
     out.push_back(std::move(m));
   }
   if (rc != SQLITE_DONE) throw std::runtime_error(path_ + ": " + sqlite3_errmsg(db_));

@@ -5,6 +5,7 @@
 // auto_pad rewrite.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "frontend/onnx/import.h"
@@ -818,6 +819,33 @@ TEST(OnnxImportFuzz, NodesWithoutAnOutputAreLeft) {
     const ImportResult r = onnx_import::import_model(prepared, {});
     ASSERT_EQ(r.left_to_caller.size(), 1u) << op;
     EXPECT_EQ(r.left_to_caller[0].reason, "it has no output") << op;
+  }
+}
+
+// A LeakyRelu's alpha or a constant Pad's value of inf or NaN made a spec whose JSON holds null
+// there, which padfold's parser refuses (fuzz_onnx_graph): such nodes are left to the caller.
+TEST(OnnxImportFuzz, NonFiniteAlphasAndPadValuesAreLeft) {
+  for (const float v :
+       {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+        std::numeric_limits<float>::quiet_NaN()}) {
+    ModelBuilder leaky;
+    leaky.input("x", {1, 2, 5, 5}).output("r");
+    add_conv(leaky, "c", "x", "t", 2, 2, 3);
+    leaky.node("LeakyRelu", {"t"}, {"r"}, "leaky").f("alpha", v);
+    const ImportResult r = import(leaky);
+    ASSERT_EQ(r.left_to_caller.size(), 1u) << v;
+    EXPECT_EQ(r.left_to_caller[0].name, "leaky");
+    EXPECT_EQ(r.left_to_caller[0].reason, "not fused: its alpha is not a finite number");
+    EXPECT_FALSE(layer(r, 0).contains("activation"));
+
+    const ModelBuilder pad =
+        pad_model("constant", {0, 0, 1, 1, 0, 0, 1, 1}, v,
+                  [](ModelBuilder& m) { add_conv(m, "c", "xp", "y", 2, 4, 3); });
+    const ImportResult rp = import(pad);
+    ASSERT_EQ(rp.left_to_caller.size(), 1u) << v;
+    EXPECT_EQ(rp.left_to_caller[0].name, "pad");
+    EXPECT_EQ(rp.left_to_caller[0].reason, "not folded: its constant value is not a finite number");
+    EXPECT_EQ(layer(rp, 0)["input"], "xp");
   }
 }
 

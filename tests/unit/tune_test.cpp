@@ -15,6 +15,7 @@
 #include "compile/target.h"
 #include "schedules/schedule.h"
 #include "tune/db.h"
+#include "tune/db_schedules.h"
 #include "tune/search.h"
 #include "tune/shard.h"
 #include "tune/signature.h"
@@ -210,6 +211,44 @@ TEST(TuneDb, ACorruptFileIsNamedAndLeftAsItWas) {
     sqlite3_close(db);
   }
   EXPECT_THROW(TuneDb{other}, std::runtime_error);
+}
+
+// `padfold compile --db` copies a record's candidate, machine and toolchain into the manifest
+// (JSON): a record whose text is not UTF-8 is refused when it is read, naming the file and the
+// column, rather than making the manifest's writer throw (fuzz_db finding).
+TEST(TuneDb, ARecordWhoseTextIsNotUtf8IsNamedWhenRead) {
+  TempDir dir;
+  const Layer L = only_layer(
+      R"({"name": "a", "op": "conv2d", "input_shape": [1, 7, 7, 3], "out_channels": 8,
+          "kernel": 3})");
+  const Halide::Target t = resolve_target("x86-64-linux-avx2");
+  for (const char* column : {"machine", "candidate", "toolchain"}) {
+    const std::string path = dir.file(std::string(column) + ".sqlite");
+    {
+      TuneDb db(path);
+      Measurement m = record("c1", 1.5, true, "other machine");
+      m.scope.signature = layer_signature(L);
+      m.scope.target = target_key(t);
+      db.insert(m);
+    }
+    {
+      sqlite3* raw = nullptr;
+      ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+      const std::string sql =
+          std::string("UPDATE measurements SET ") + column + " = CAST(x'6d8720' AS TEXT)";
+      EXPECT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+      sqlite3_close(raw);
+    }
+    const auto lookup = tuned_schedules_from(path, /*any_machine=*/true);
+    try {
+      (void)lookup(L, t);
+      FAIL() << column << ": a record that is not UTF-8 was used";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                path + ": a damaged record: its " + column + " is not UTF-8 text");
+    }
+    EXPECT_THROW((void)TuneDb(path, true).all(), std::runtime_error);
+  }
 }
 
 // The journal mode byte pair of an SQLite file's header: 1 rollback journal, 2 WAL.

@@ -1,6 +1,7 @@
 #include "frontend/onnx/import_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "base/limits.h"
@@ -437,6 +438,8 @@ std::variant<PadInfo, Left> pad_info(const Context& c, int i) {
     p.pad.before.push_back(pads[k]);
     p.pad.after.push_back(pads[rank + k]);
   }
+  if (p.pad.fill == PadFill::Constant && !std::isfinite(p.pad.value))
+    return Left{"its constant value is not a finite number"};  // a spec's border value is one
   return p;
 }
 
@@ -451,6 +454,8 @@ std::variant<ActInfo, Left> act_info(const Context& c, int i) {
   } else if (n.op_type() == "LeakyRelu") {
     r.activation = Activation::LeakyRelu;
     r.alpha = c.at_node(i, [&] { return a.get_float("alpha", 0.01f); });
+    // A spec's alpha is a JSON number, which inf and NaN are not.
+    if (!std::isfinite(r.alpha)) return Left{"its alpha is not a finite number"};
   } else {  // Clip
     constexpr float kMax = std::numeric_limits<float>::max();
     float lo = std::numeric_limits<float>::lowest(), hi = kMax;
