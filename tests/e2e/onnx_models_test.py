@@ -188,10 +188,26 @@ def conv1d_dilated():
     ], [("x", [1, 3, 17])], "y", [weights("w", [4, 3, 5])])
 
 
+def nhwc_edges():
+    """As tf2onnx writes a Keras model: NHWC input and output, each behind a layout Transpose,
+    and a pair of Transposes in the middle that undo each other."""
+    t = helper.make_node
+    return model("nhwc_edges", [
+        t("Transpose", ["x"], ["xt"], name="in_t", perm=[0, 3, 1, 2]),
+        conv("c1", "xt", "c", "w", "b", kernel_shape=[4, 4], strides=[2, 2], auto_pad="SAME_UPPER"),
+        t("Relu", ["c"], ["r"], name="relu"),
+        t("Transpose", ["r"], ["r_nhwc"], name="mid_t1", perm=[0, 2, 3, 1]),
+        t("Transpose", ["r_nhwc"], ["r2"], name="mid_t2", perm=[0, 3, 1, 2]),
+        t("MaxPool", ["r2"], ["m"], name="pool", kernel_shape=[3, 3], strides=[2, 2],
+          pads=[1, 0, 1, 1]),
+        t("Transpose", ["m"], ["y"], name="out_t", perm=[0, 2, 3, 1]),
+    ], [("x", [1, 9, 11, 3])], "y", [weights("w", [6, 3, 4, 4]), weights("b", [6])])
+
+
 MODELS = {f.__name__: f for f in [
     same_upper_even_strided, same_lower_stride3, pools_same, depthwise_clip, residual_block,
     pad_reflect_conv, pad_edge_and_constant, conv_transpose_same, conv_transpose_lower_and_shape,
-    pools_ceil_dilated, conv3d_same, conv1d_dilated, mobilenet_v2_block]}
+    pools_ceil_dilated, conv3d_same, conv1d_dilated, mobilenet_v2_block, nhwc_edges]}
 
 
 def run(cmd):

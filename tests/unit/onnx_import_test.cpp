@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "frontend/onnx/import.h"
@@ -469,6 +470,64 @@ TEST(OnnxImport, IdentityAndDropoutAreBypassed) {
   EXPECT_EQ(rep(r)["absorbed"].size(), 3u);
   EXPECT_EQ(rep(r)["outputs"][0]["onnx_tensor"], "y");
   EXPECT_EQ(rep(r)["outputs"][0]["graph_output"], true);
+}
+
+// tf2onnx's Keras edges: NHWC input -> Transpose -> ... -> Transpose -> NHWC output. The layers
+// compute channels last, the spec's input and output are the user's NHWC tensors, and a pair of
+// Transposes undoing each other in the middle is bypassed.
+TEST(OnnxImport, LayoutTransposesAtTheEdgesBecomeTheLayout) {
+  ModelBuilder b;
+  b.input("x", {1, 9, 7, 3});
+  b.node("Transpose", {"x"}, {"xt"}, "in_t").ints("perm", {0, 3, 1, 2});
+  add_conv(b, "c1", "xt", "t1", 3, 4, 3).str("auto_pad", "SAME_UPPER").ints("strides", {2, 2});
+  b.node("Transpose", {"t1"}, {"t1_nhwc"}, "mid_a").ints("perm", {0, 2, 3, 1});
+  b.node("Transpose", {"t1_nhwc"}, {"t2"}, "mid_b").ints("perm", {0, 3, 1, 2});
+  b.node("MaxPool", {"t2"}, {"m"}, "pool").ints("kernel_shape", {2, 2});
+  b.node("Transpose", {"m"}, {"y"}, "out_t").ints("perm", {0, 2, 3, 1});
+  b.output("y");
+  const ImportResult r = import(b);
+  EXPECT_TRUE(r.left_to_caller.empty());
+  EXPECT_EQ(spec(r)["inputs"][0]["name"], "x");
+  EXPECT_EQ(spec(r)["inputs"][0]["layout"], "NHWC");
+  EXPECT_EQ(spec(r)["inputs"][0]["shape"], json::parse("[1, 9, 7, 3]"));
+  EXPECT_EQ(layer(r, 0)["layout"], "NHWC");
+  EXPECT_EQ(layer(r, 1)["input"], "c1");  // through the cancelled pair
+  EXPECT_EQ(r.model.layers.at(1).output_shape_full(), (std::vector<int64_t>{1, 4, 3, 4}));
+  EXPECT_EQ(spec(r)["outputs"], json::parse(R"j(["pool"])j"));
+  std::map<std::string, std::string> roles;
+  const json report = rep(r);
+  for (const auto& n : report["absorbed"]) roles[n["name"]] = n["role"];
+  EXPECT_EQ(
+      roles,
+      (std::map<std::string, std::string>{
+          {"in_t", "layout"}, {"out_t", "layout"}, {"mid_a", "bypassed"}, {"mid_b", "bypassed"}}));
+  EXPECT_EQ(rep(r)["outputs"][0]["graph_output"], true);
+}
+
+// Only every edge at once: an output read channels first as ONNX wrote it keeps the model in
+// NCHW, and the input's Transpose is left with the reason. Other permutations are left too.
+TEST(OnnxImport, LayoutTransposesAreFoldedOnlyAtEveryEdge) {
+  ModelBuilder b;
+  b.input("x", {1, 6, 6, 2});
+  b.node("Transpose", {"x"}, {"xt"}, "in_t").ints("perm", {0, 3, 1, 2});
+  add_conv(b, "c1", "xt", "y", 2, 2, 1);
+  b.output("y");
+  const ImportResult r = import(b);
+  ASSERT_EQ(r.left_to_caller.size(), 1u);
+  EXPECT_EQ(r.left_to_caller[0].name, "in_t");
+  EXPECT_TRUE(has(r.left_to_caller[0].reason, "folds them when every model input"))
+      << r.left_to_caller[0].reason;
+  EXPECT_EQ(layer(r, 0)["layout"], "NCHW");
+
+  ModelBuilder hw;  // swaps H and W: no layout
+  hw.input("x", {1, 2, 6, 5});
+  hw.node("Transpose", {"x"}, {"xt"}, "swap").ints("perm", {0, 1, 3, 2});
+  add_conv(hw, "c1", "xt", "y", 2, 2, 1);
+  hw.output("y");
+  const ImportResult s = import(hw);
+  ASSERT_EQ(s.left_to_caller.size(), 1u);
+  EXPECT_TRUE(has(s.left_to_caller[0].reason, "does not generate Transpose"))
+      << s.left_to_caller[0].reason;
 }
 
 TEST(OnnxImport, NamesAreUniqueIdentifiers) {

@@ -26,7 +26,7 @@ using detail::Left;
 using ojson = nlohmann::ordered_json;
 using detail::PadInfo;
 
-enum class Role { Left, Layer, FoldedPad, FusedActivation, Bypassed, Constant };
+enum class Role { Left, Layer, FoldedPad, FusedActivation, Bypassed, Constant, LayoutEdge };
 
 const char* const kLayerOps[] = {"Conv",        "ConvTranspose", "MaxPool",
                                  "AveragePool", "Add",           "Concat"};
@@ -45,6 +45,20 @@ std::string quoted_node(const onnx::NodeProto& n) {
   return "'" + n.name() + "' (" + n.op_type() + ")";
 }
 
+// The permutations between channels-first (NCHW-style) and channels-last (NHWC-style) tensors of
+// `rank` (3 to 5): to_last moves C to the end, to_first moves it back.
+std::vector<int64_t> to_last(size_t rank) {
+  std::vector<int64_t> p{0};
+  for (size_t k = 2; k < rank; ++k) p.push_back(static_cast<int64_t>(k));
+  p.push_back(1);
+  return p;
+}
+std::vector<int64_t> to_first(size_t rank) {
+  std::vector<int64_t> p{0, static_cast<int64_t>(rank) - 1};
+  for (size_t k = 1; k + 1 < rank; ++k) p.push_back(static_cast<int64_t>(k));
+  return p;
+}
+
 WindowOp window_op(Op op) {
   return op == Op::Conv      ? WindowOp::Conv
          : op == Op::MaxPool ? WindowOp::MaxPool
@@ -61,12 +75,14 @@ class Importer {
     role_.assign(static_cast<size_t>(n), Role::Left);
     reason_.assign(static_cast<size_t>(n), "");
     for (int i = 0; i < n; ++i) classify_bypass(i);
+    for (int i = 0; i < n; ++i) cancel_transpose_pair(i);
     for (int i = 0; i < n; ++i) classify_layer(i);
     for (int i = 0; i < n; ++i)
       if (default_domain(g_.node(i)) && g_.node(i).op_type() == "Pad") fold_pad(i);
     for (int i = 0; i < n; ++i)
       if (default_domain(g_.node(i)) && one_of(g_.node(i).op_type(), kActivationOps))
         fuse_activation(i);
+    fold_layout_edges();
     for (int i = 0; i < n; ++i) classify_rest(i);
     if (drafts_.empty()) {
       std::string why;
@@ -98,6 +114,92 @@ class Importer {
     c_.add_alias(node.output(0), node.input(0));
     c_.set_bypassed(i);
   }
+
+  // A Transpose's perm when it is a layout change (channels first <-> last) of a rank 3-5 tensor.
+  std::optional<std::vector<int64_t>> layout_perm(int i) const {
+    const onnx::NodeProto& node = g_.node(i);
+    if (!default_domain(node) || node.op_type() != "Transpose" || node.input_size() != 1 ||
+        node.output_size() != 1 || node.input(0).empty() || node.output(0).empty())
+      return std::nullopt;
+    const auto perm = c_.at_node(i, [&] { return NodeAttributes(node).find_ints("perm"); });
+    if (!perm || perm->size() < 3 || perm->size() > 5) return std::nullopt;
+    if (*perm != to_last(perm->size()) && *perm != to_first(perm->size())) return std::nullopt;
+    return perm;
+  }
+
+  // A Transpose that undoes the one before it (NHWC -> NCHW -> NHWC, as tf2onnx writes around
+  // ops it keeps channels-last): its output stands for the first one's input. The first is
+  // bypassed too when the pair is all that reads it.
+  void cancel_transpose_pair(int i) {
+    const auto perm = layout_perm(i);
+    if (!perm || role_[i] != Role::Left) return;
+    const int first = g_.producer(c_.canon(g_.node(i).input(0)));
+    if (first < 0) return;
+    const auto before = layout_perm(first);
+    if (!before || before->size() != perm->size() || *before == *perm) return;
+    role_[i] = Role::Bypassed;
+    c_.add_alias(g_.node(i).output(0), g_.node(first).input(0));
+    c_.set_bypassed(i);
+    const std::string mid = g_.node(first).output(0);
+    if (g_.is_graph_output(mid)) return;
+    for (int r : g_.consumers(mid))
+      if (role_[static_cast<size_t>(r)] != Role::Bypassed) return;
+    role_[first] = Role::Bypassed;
+    c_.set_bypassed(first);
+  }
+
+  // Layout Transposes at the model's edges (tf2onnx: NHWC -> NCHW after each input, NCHW -> NHWC
+  // before each output) become the layout the layers compute in: the spec's inputs and outputs
+  // keep the user's NHWC and no transpose runs. Only when every input the layers read and every
+  // output has one: padfold computes a model in one layout, without transpose kernels.
+  void fold_layout_edges() {
+    std::vector<int> ins, outs;
+    bool all = true;
+    for (int i = 0; i < g_.num_nodes(); ++i) {
+      const auto perm = layout_perm(i);
+      if (!perm || role_[i] != Role::Left) continue;
+      const onnx::NodeProto& node = g_.node(i);
+      const std::string x = c_.canon(node.input(0));
+      if (*perm == to_first(perm->size()) && g_.is_graph_input(x) && !c_.constant(x))
+        ins.push_back(i);
+      else if (*perm == to_last(perm->size()) && g_.is_graph_output(node.output(0)) &&
+               draft_producing(x))
+        outs.push_back(i);
+    }
+    std::set<std::string> edge_inputs;
+    for (int i : ins) edge_inputs.insert(c_.canon(g_.node(i).input(0)));
+    for (const auto& [i, d] : drafts_)
+      for (const std::string& t : d.layer.inputs)
+        if (g_.is_graph_input(t)) all = false;  // read as it is, channels first
+    for (const std::string& x : edge_inputs)
+      for (int r : c_.readers(x))
+        if (std::find(ins.begin(), ins.end(), r) == ins.end()) all = false;
+    std::set<std::string> edge_outputs;
+    for (int i : outs) edge_outputs.insert(g_.node(i).output(0));
+    for (const auto& [i, d] : drafts_)
+      if (c_.reaches_graph_output(d.output)) all = false;
+    for (int k = 0; k < g_.graph().output_size(); ++k)
+      if (!edge_outputs.count(g_.graph().output(k).name())) all = false;
+    if (ins.empty() && outs.empty()) return;
+    if (!all) {
+      for (int i : ins) reason_[i] = kEdgeNotFolded;
+      for (int i : outs) reason_[i] = kEdgeNotFolded;
+      return;
+    }
+    for (int i : ins) {
+      role_[i] = Role::LayoutEdge;
+      edge_input_[g_.node(i).output(0)] = c_.canon(g_.node(i).input(0));
+    }
+    for (int i : outs) {
+      role_[i] = Role::LayoutEdge;
+      c_.set_bypassed(i);  // its input reaches the graph output: a model output
+    }
+    channels_last_ = true;
+  }
+  static constexpr const char* kEdgeNotFolded =
+      "a layout Transpose at the model's edge, not folded: padfold folds them when every model "
+      "input the layers read and every output has one (it computes in one layout and runs no "
+      "transpose kernel)";
 
   void classify_layer(int i) {
     const onnx::NodeProto& node = g_.node(i);
@@ -315,6 +417,9 @@ class Importer {
         if (!draft_producing(t) && is_spec_input.insert(t).second) spec_inputs.push_back(t);
     for (const std::string& t : spec_inputs)
       if (g_.is_graph_input(t)) tensor_name[t] = names.allocate(t, "input");
+    for (const std::string& t : spec_inputs)
+      if (const auto e = edge_input_.find(t); e != edge_input_.end())
+        tensor_name[t] = names.allocate(e->second, "input");
     std::map<int, std::string> layer_name;
     for (const auto& [i, d] : drafts_) {
       layer_name[i] = names.allocate(g_.node(i).name(),
@@ -322,7 +427,7 @@ class Importer {
       tensor_name[d.output] = layer_name[i];
     }
     for (const std::string& t : spec_inputs)
-      if (!g_.is_graph_input(t)) tensor_name[t] = names.allocate(t, "input");
+      if (!tensor_name.count(t)) tensor_name[t] = names.allocate(t, "input");
 
     Model m;
     m.name = res.model_name;
@@ -332,11 +437,15 @@ class Importer {
       const TensorType ty = *c_.type(t);
       ModelInput in;
       in.name = tensor_name[t];
-      in.shape = ty.shape;
-      in.layout = {false, static_cast<int>(ty.shape.size()) - 2};
+      in.layout = {channels_last_, static_cast<int>(ty.shape.size()) - 2};
+      in.shape = in_layout_order(ty.shape);
       ojson rep = {{"name", tensor_name[t]}, {"onnx_tensor", t}, {"produced_by", nullptr}};
       if (g_.is_graph_input(t)) {
         in.description = "ONNX graph input '" + t + "'";
+      } else if (const auto e = edge_input_.find(t); e != edge_input_.end()) {
+        in.description = "ONNX graph input '" + e->second + "' (" + in.layout.name() +
+                         "; its Transpose to channels first is this layout)";
+        rep["onnx_tensor"] = e->second;
       } else {
         const int prod = g_.producer(t);
         if (prod < 0 || role_[static_cast<size_t>(prod)] != Role::Left)
@@ -357,6 +466,7 @@ class Importer {
       const std::string& name = layer_name[i];
       Layer l = d.layer;
       l.name = name;
+      l.layout.channels_last = channels_last_;
       l.inputs.clear();
       for (const std::string& t : d.layer.inputs) {
         l.inputs.push_back(tensor_name.at(t));
@@ -419,8 +529,11 @@ class Importer {
                         {"op_type", node.op_type()},
                         {"index", i},
                         {"reason", reason_[i]}});
-      } else if (role_[i] == Role::Bypassed || role_[i] == Role::Constant) {
-        absorbed.push_back(node_ref(i, role_[i] == Role::Bypassed ? "bypassed" : "constant"));
+      } else if (role_[i] == Role::Bypassed || role_[i] == Role::Constant ||
+                 role_[i] == Role::LayoutEdge) {
+        absorbed.push_back(node_ref(i, role_[i] == Role::Bypassed   ? "bypassed"
+                                       : role_[i] == Role::Constant ? "constant"
+                                                                    : "layout"));
       }
     }
 
@@ -448,6 +561,13 @@ class Importer {
                   {"left_to_caller", left},
                   {"warnings", res.warnings}};
     return res;
+  }
+
+  // An ONNX (channels-first) shape in the layout the layers compute in.
+  std::vector<int64_t> in_layout_order(std::vector<int64_t> shape) const {
+    if (!channels_last_ || shape.size() < 3) return shape;
+    std::rotate(shape.begin() + 1, shape.begin() + 2, shape.end());
+    return shape;
   }
 
   WeightFile weight_file(const std::string& path, const onnx::TensorProto& t, int node,
@@ -481,6 +601,8 @@ class Importer {
   std::map<int, Draft> drafts_;
   std::map<std::string, int> draft_by_output_;  // a draft's output tensor -> its node
   std::map<int, std::string> pad_mode_;  // layer node -> the folded Pad's mode, for descriptions
+  std::map<std::string, std::string> edge_input_;  // layout Transpose's output -> graph input
+  bool channels_last_ = false;                     // the layers compute channels last
 };
 
 }  // namespace

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Opt-in: small Keras models of the patterns Keras users convert with tf2onnx, written here as
+<name>.onnx with an input x_<name>.npy and Keras's own output y_<name>.npy (random weights, fixed
+seeds). Needs TensorFlow and tf2onnx (PyPI), never CI: the suite reads the committed files.
+
+  python3 -m venv /tmp/tfv && /tmp/tfv/bin/pip install tensorflow-cpu tf2onnx
+  /tmp/tfv/bin/python tests/data/keras/make_keras_models.py [OUT_DIR]
+"""
+import os
+import pathlib
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import tf2onnx  # noqa: E402
+
+keras = tf.keras
+L = keras.layers
+
+
+def seq(shape, layers):
+    inp = keras.Input(shape=shape, batch_size=1, name="x")
+    y = inp
+    for layer in layers:
+        y = layer(y)
+    return keras.Model(inp, y)
+
+
+def residual(shape):
+    inp = keras.Input(shape=shape, batch_size=1, name="x")
+    a = L.Conv2D(8, 3, padding="same", activation="relu")(inp)
+    b = L.Conv2D(8, 3, padding="same")(a)
+    c = L.Add()([a, b])
+    d = L.ReLU()(c)
+    return keras.Model(inp, L.MaxPooling2D(3, strides=2, padding="same")(d))
+
+
+MODELS = {
+    # The classic block: 3x3 SAME convs and a SAME 2x2 max pool of stride 2, on odd sizes.
+    "conv_pool": lambda: seq((15, 17, 3), [
+        L.Conv2D(8, 3, padding="same", activation="relu"),
+        L.MaxPooling2D(2, strides=2, padding="same"),
+        L.Conv2D(6, 3, padding="same")]),
+    # Even kernels with strides under SAME: the asymmetric pads TensorFlow puts after.
+    "strided_even": lambda: seq((16, 13, 4), [
+        L.Conv2D(8, 4, strides=2, padding="same", activation="relu6"),
+        L.Conv2D(5, (2, 3), strides=(2, 1), padding="same"),
+        L.AveragePooling2D(3, strides=2, padding="same")]),
+    # Depthwise SAME stride 2 (tf2onnx: a grouped Conv), then a pointwise conv.
+    "depthwise": lambda: seq((14, 11, 6), [
+        L.DepthwiseConv2D(5, strides=2, padding="same", activation="relu"),
+        L.Conv2D(7, 1)]),
+    # Two branches joined by Add.
+    "residual": lambda: residual((12, 10, 4)),
+}
+
+
+def main():
+    out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parent)
+    out.mkdir(parents=True, exist_ok=True)
+    for i, (name, make) in enumerate(MODELS.items()):
+        keras.utils.set_random_seed(100 + i)
+        m = make()
+        for w in m.weights:  # biases too: Keras starts them at zero
+            w.assign(np.random.default_rng(i).uniform(-0.5, 0.5, w.shape).astype(np.float32))
+        x = np.random.default_rng(50 + i).uniform(-1, 1, m.input_shape).astype(np.float32)
+        y = m(x).numpy()
+        spec = (tf.TensorSpec(m.input_shape, tf.float32, name="x"),)
+        tf2onnx.convert.from_keras(m, input_signature=spec, opset=13,
+                                   output_path=str(out / f"{name}.onnx"))
+        np.save(out / f"x_{name}.npy", x)
+        np.save(out / f"y_{name}.npy", y)
+        print(name, x.shape, "->", y.shape)
+
+
+if __name__ == "__main__":
+    main()

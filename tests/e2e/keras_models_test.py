@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Keras models as tf2onnx converts them (tests/data/keras, written by make_keras_models.py there):
+each imported whole with `padfold import` (no node left to the caller; its layout Transposes
+folded), compiled, run with `padfold run --model` on Keras's NHWC input and compared element-wise
+with Keras's own NHWC output.
+
+Usage: keras_models_test.py PADFOLD_BIN DATA_DIR WORK_DIR   (run with the project's .venv python)
+"""
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+
+def run(cmd):
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    return r.stdout
+
+
+def check(padfold, data, work, name):
+    d = work / name
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    run([padfold, "import", data / f"{name}.onnx", "-o", d / "imported"])
+    report = json.loads((d / "imported" / "import-report.json").read_text())
+    if report["left_to_caller"]:
+        return f"{name}: nodes left to the caller: {report['left_to_caller']}"
+    layout = [n["name"] for n in report["absorbed"] if n["role"] == "layout"]
+    if len(layout) != 2:
+        return f"{name}: expected the input's and the output's Transpose folded, got {layout}"
+    spec_file = d / "imported" / f"{report['model']}.json"
+    spec = json.loads(spec_file.read_text())
+    if [i["layout"] for i in spec["inputs"]] != ["NHWC"]:
+        return f"{name}: spec inputs {spec['inputs']}, expected one NHWC input"
+    run([padfold, "compile", spec_file, "-o", d / "bundle", "--target", "host"])
+    x = np.load(data / f"x_{name}.npy")
+    want = np.load(data / f"y_{name}.npy")
+    run([padfold, "run", d / "bundle", "--model", "--input", data / f"x_{name}.npy",
+         "--output", d / "y.npy"])
+    got = np.load(d / "y.npy")
+    if got.shape != want.shape:
+        return f"{name}: shape {got.shape}, Keras {want.shape} (input {x.shape})"
+    err = np.abs(got - want).max()
+    tol = 1e-4 * (1 + np.abs(want).max())
+    if not np.allclose(got, want, rtol=1e-4, atol=tol):
+        return f"{name}: max |padfold - Keras| = {err:.3g} (tolerance {tol:.3g})"
+    print(f"{name}: {len(spec['layers'])} layer(s), NHWC {list(x.shape)} -> {list(want.shape)}, "
+          f"max |error| {err:.2g}: OK")
+    return None
+
+
+def main():
+    padfold, data, work = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+    names = sorted(p.stem for p in data.glob("*.onnx"))
+    if not names:
+        print(f"no .onnx files in {data}")
+        return 1
+    failures = []
+    for name in names:
+        try:
+            failure = check(padfold, data, work, name)
+        except RuntimeError as e:
+            failure = f"{name}: {e}"
+        if failure:
+            failures.append(failure)
+            print("FAIL:", failure)
+    print(f"{len(names)} Keras model(s), {len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
