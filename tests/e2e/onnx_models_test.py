@@ -204,10 +204,57 @@ def nhwc_edges():
     ], [("x", [1, 9, 11, 3])], "y", [weights("w", [6, 3, 4, 4]), weights("b", [6])])
 
 
+def bias_of(name, n):
+    return tensor(name, RNG.uniform(-0.5, 0.5, [n]).astype(np.float32))
+
+
+def per_channel(name, n, lo=-1.0, hi=1.0):
+    return tensor(name, RNG.uniform(lo, hi, [1, n, 1, 1]).astype(np.float32))
+
+
+def conv_batchnorm():
+    """BatchNormalization (inference) after a conv and per-channel Sub/Div after a ConvTranspose,
+    folded into their weights and bias."""
+    t = helper.make_node
+    return model("conv_batchnorm", [
+        conv("c1", "x", "c", "w", "b", kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"),
+        t("BatchNormalization", ["c", "g", "beta", "mean", "var"], ["n"], name="bn", epsilon=1e-3),
+        t("Relu", ["n"], ["r"], name="relu"),
+        t("ConvTranspose", ["r", "wt"], ["d"], name="up", kernel_shape=[2, 2], strides=[2, 2]),
+        t("Sub", ["d", "s"], ["e"], name="sub"),
+        t("Div", ["e", "q"], ["y"], name="div"),
+    ], [("x", [1, 3, 9, 8])], "y", [
+        weights("w", [6, 3, 3, 3]), bias_of("b", 6),
+        tensor("g", RNG.uniform(0.5, 1.5, [6]).astype(np.float32)), bias_of("beta", 6),
+        bias_of("mean", 6), tensor("var", RNG.uniform(0.2, 2.0, [6]).astype(np.float32)),
+        weights("wt", [6, 4, 2, 2]), per_channel("s", 4), per_channel("q", 4, 0.5, 2.0)])
+
+
+def affine_before_convs():
+    """A per-channel scale and shift on the input of a VALID conv and, through a reflect Pad,
+    of a padded one: exact there, so folded into the weights and bias."""
+    t = helper.make_node
+    return model("affine_before_convs", [
+        t("Mul", ["x", "m"], ["a"], name="scale"),
+        t("Add", ["a", "s"], ["b"], name="shift"),
+        conv("valid", "b", "c", "w1", "b1", kernel_shape=[3, 3]),
+        t("Relu", ["c"], ["r"], name="relu"),
+        t("Mul", ["m2", "r"], ["r2"], name="scale2"),
+        t("Sub", ["r2", "s2"], ["r3"], name="shift2"),
+        t("Pad", ["r3", "pads"], ["p"], name="pad", mode="reflect"),
+        conv("padded", "p", "y", "w2", kernel_shape=[3, 3]),
+    ], [("x", [1, 3, 10, 9])], "y", [
+        per_channel("m", 3, 0.5, 1.5), per_channel("s", 3), weights("w1", [5, 3, 3, 3]),
+        bias_of("b1", 5), per_channel("m2", 5, 0.5, 1.5), per_channel("s2", 5),
+        tensor("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], dtype=np.int64)),
+        weights("w2", [4, 5, 3, 3])])
+
+
 MODELS = {f.__name__: f for f in [
     same_upper_even_strided, same_lower_stride3, pools_same, depthwise_clip, residual_block,
     pad_reflect_conv, pad_edge_and_constant, conv_transpose_same, conv_transpose_lower_and_shape,
-    pools_ceil_dilated, conv3d_same, conv1d_dilated, mobilenet_v2_block, nhwc_edges]}
+    pools_ceil_dilated, conv3d_same, conv1d_dilated, mobilenet_v2_block, nhwc_edges,
+    conv_batchnorm, affine_before_convs]}
 
 
 def run(cmd):

@@ -530,6 +530,35 @@ TEST(OnnxImport, LayoutTransposesAreFoldedOnlyAtEveryEdge) {
       << s.left_to_caller[0].reason;
 }
 
+// A shift before a zero-padded conv is not its bias: the padded zeros were never shifted, so
+// the border pixels would differ. It is left; a scale alone, or a VALID conv, folds.
+TEST(OnnxImport, AShiftBeforeAZeroPaddedConvIsNotFolded) {
+  auto build = [](const char* op, const std::string& auto_pad) {
+    ModelBuilder b;
+    b.input("x", {1, 2, 6, 6});
+    b.initializer("k", {1, 2, 1, 1}, {0.5f, -2.f});
+    b.node(op, {"x", "k"}, {"a"}, "affine");
+    add_conv(b, "c1", "a", "y", 2, 3, 3).str("auto_pad", auto_pad);
+    b.output("y");
+    return b;
+  };
+  const ImportResult shifted = import(build("Add", "SAME_UPPER"));
+  ASSERT_EQ(shifted.left_to_caller.size(), 1u);
+  EXPECT_EQ(shifted.left_to_caller[0].name, "affine");
+  EXPECT_TRUE(has(shifted.left_to_caller[0].reason, "padded with zeros"))
+      << shifted.left_to_caller[0].reason;
+  EXPECT_EQ(layer(shifted, 0)["input"], "a");
+  for (const auto& [op, pad] :
+       {std::pair{"Mul", "SAME_UPPER"}, std::pair{"Add", "VALID"}, std::pair{"Sub", "VALID"}}) {
+    SCOPED_TRACE(std::string(op) + " " + pad);
+    const ImportResult r = import(build(op, pad));
+    EXPECT_TRUE(r.left_to_caller.empty());
+    EXPECT_EQ(layer(r, 0)["input"], "x");
+    const json report = rep(r);
+    EXPECT_EQ(report["layers"][0]["onnx_nodes"][0]["role"], "affine");
+  }
+}
+
 TEST(OnnxImport, NamesAreUniqueIdentifiers) {
   ModelBuilder b;
   b.input("0:input/x", {1, 2, 4, 4});

@@ -12,6 +12,7 @@
 #include "base/identifiers.h"
 #include "base/text.h"
 #include "frontend/json_text.h"
+#include "frontend/onnx/affine.h"
 #include "frontend/onnx/import_ops.h"
 #include "frontend/onnx/names.h"
 #include "frontend/spec_writer.h"
@@ -26,11 +27,21 @@ using detail::Left;
 using ojson = nlohmann::ordered_json;
 using detail::PadInfo;
 
-enum class Role { Left, Layer, FoldedPad, FusedActivation, Bypassed, Constant, LayoutEdge };
+enum class Role {
+  Left,
+  Layer,
+  FoldedPad,
+  FoldedAffine,
+  FusedActivation,
+  Bypassed,
+  Constant,
+  LayoutEdge
+};
 
 const char* const kLayerOps[] = {"Conv",        "ConvTranspose", "MaxPool",
                                  "AveragePool", "Add",           "Concat"};
 const char* const kActivationOps[] = {"Relu", "Clip", "LeakyRelu"};
+const char* const kAffineOps[] = {"BatchNormalization", "Mul", "Add", "Sub", "Div"};
 
 template <size_t N>
 bool one_of(const std::string& s, const char* const (&list)[N]) {
@@ -79,6 +90,11 @@ class Importer {
     for (int i = 0; i < n; ++i) classify_layer(i);
     for (int i = 0; i < n; ++i)
       if (default_domain(g_.node(i)) && g_.node(i).op_type() == "Pad") fold_pad(i);
+    // Affine ops after a conv fold forwards; before one, backwards (a chain folds from the conv).
+    for (int i = 0; i < n; ++i)
+      if (affine_candidate(i)) fold_affine_after(i);
+    for (int i = n - 1; i >= 0; --i)
+      if (affine_candidate(i)) fold_affine_before(i);
     for (int i = 0; i < n; ++i)
       if (default_domain(g_.node(i)) && one_of(g_.node(i).op_type(), kActivationOps))
         fuse_activation(i);
@@ -289,9 +305,76 @@ class Importer {
              " (ceil_mode counts from the input, not "
              "the padded tensor)";
     nd.pad_node = i;
+    folded_into_[i] = r;
     pad_mode_[r] = p.mode == "constant" ? fmt::format("constant {}", p.pad.value) : p.mode;
     d = std::move(nd);
     return "";
+  }
+
+  bool affine_candidate(int i) const {
+    return role_[i] == Role::Left && default_domain(g_.node(i)) &&
+           one_of(g_.node(i).op_type(), kAffineOps);
+  }
+
+  // A BatchNormalization or per-channel Mul/Add/Sub/Div on a conv's output: its output channels'
+  // scale and shift, in the weights and bias.
+  void fold_affine_after(int i) {
+    auto info = detail::affine_node(c_, i);
+    if (auto* left = std::get_if<Left>(&info)) {
+      if (reason_[i].empty()) reason_[i] = "not folded: " + left->reason;  // else a join's
+      return;
+    }
+    reason_[i].clear();  // an Add of a constant is no join, but it may fold
+    const detail::AffineNode& a = std::get<detail::AffineNode>(info);
+    Draft* d = draft_producing(a.input);
+    if (!d || !d->layer.has_weights()) return;  // maybe before a conv
+    int r = -1;
+    if (std::string why = single_reader(a.input, r); !why.empty()) {
+      reason_[i] = "not folded: the input's producer " + quoted_node(g_.node(d->node)) + ": " + why;
+      return;
+    }
+    const auto it = after_.find(d->node);
+    after_[d->node] = it == after_.end() ? a.affine : it->second.then(a.affine);
+    draft_by_output_.erase(d->output);
+    d->output = g_.node(i).output(0);
+    draft_by_output_[d->output] = d->node;
+    affine_nodes_[d->node].push_back(i);
+    role_[i] = Role::FoldedAffine;
+  }
+
+  // The same on a conv's input: its input channels' scale in the weights, the shift in the bias
+  // where that is exact (detail::folds_before_exactly).
+  void fold_affine_before(int i) {
+    auto info = detail::affine_node(c_, i);
+    if (std::holds_alternative<Left>(info) || !reason_[i].empty()) return;  // said already
+    const detail::AffineNode& a = std::get<detail::AffineNode>(info);
+    const std::string out = g_.node(i).output(0);
+    int r = -1;
+    if (std::string why = single_reader(out, r); !why.empty()) {
+      reason_[i] = "not folded: " + why;
+      return;
+    }
+    // A Pad or affine already folded into the conv stands between them.
+    for (auto f = folded_into_.find(r); f != folded_into_.end(); f = folded_into_.find(r))
+      r = f->second;
+    const auto it = drafts_.find(r);
+    if (it == drafts_.end() || !it->second.layer.has_weights() ||
+        it->second.layer.inputs[0] != c_.canon(out)) {
+      reason_[i] = "not folded: neither its input nor its output is a padfold conv's";
+      return;
+    }
+    Draft& d = it->second;
+    const auto b = before_.find(r);
+    const detail::Affine combined = b == before_.end() ? a.affine : a.affine.then(b->second);
+    if (std::string why = detail::folds_before_exactly(d.layer, combined); !why.empty()) {
+      reason_[i] = "not folded into " + quoted_node(g_.node(r)) + ": " + why;
+      return;
+    }
+    before_[r] = combined;
+    folded_into_[i] = r;
+    d.layer.inputs[0] = a.input;
+    affine_nodes_[r].insert(affine_nodes_[r].begin(), i);
+    role_[i] = Role::FoldedAffine;
   }
 
   void fuse_activation(int i) {
@@ -397,7 +480,14 @@ class Importer {
   std::string layer_description(const Draft& d) const {
     std::string s = "ONNX ";
     if (d.pad_node >= 0) s += node_text(d.pad_node) + " (" + pad_mode_.at(d.node) + ", folded) + ";
+    const auto affine = affine_nodes_.find(d.node);
+    if (affine != affine_nodes_.end())
+      for (int a : affine->second)
+        if (a < d.node) s += node_text(a) + " (folded) + ";
     s += node_text(d.node);
+    if (affine != affine_nodes_.end())
+      for (int a : affine->second)
+        if (a > d.node) s += " + " + node_text(a) + " (folded)";
     if (d.act_node >= 0) s += " + " + node_text(d.act_node);
     return s + "; output tensor '" + d.output + "'";
   }
@@ -476,20 +566,20 @@ class Importer {
                             ", which is later in the graph; expected the nodes in topological "
                             "order");
       }
-      if (d.weights) {
-        l.weights_file = "weights/" + name + "_weights.npy";
-        res.weights.push_back(weight_file(l.weights_file, *d.weights, d.node, 1));
-        if (d.bias) {
-          l.bias_file = "weights/" + name + "_bias.npy";
-          res.weights.push_back(weight_file(l.bias_file, *d.bias, d.node, 2));
-        }
-      }
+      if (d.weights) add_weight_files(d, name, l, res.weights);
       l.description = layer_description(d);
       placed.insert(name);
 
       ojson nodes = ojson::array();
       if (d.pad_node >= 0) nodes.push_back(node_ref(d.pad_node, "pad"));
+      const auto affine = affine_nodes_.find(i);
+      if (affine != affine_nodes_.end())
+        for (int a : affine->second)
+          if (a < i) nodes.push_back(node_ref(a, "affine"));
       nodes.push_back(node_ref(i, "layer"));
+      if (affine != affine_nodes_.end())
+        for (int a : affine->second)
+          if (a > i) nodes.push_back(node_ref(a, "affine"));
       if (d.act_node >= 0) nodes.push_back(node_ref(d.act_node, "activation"));
       const ojson input = l.is_join() ? ojson(l.inputs) : ojson(l.inputs[0]);
       report_layers.push_back({{"name", name},
@@ -570,6 +660,27 @@ class Importer {
     return shape;
   }
 
+  // The layer's weight files, with the affine ops folded into it; a folded shift needs a bias.
+  void add_weight_files(const Draft& d, const std::string& name, Layer& l,
+                        std::vector<WeightFile>& out) const {
+    l.weights_file = "weights/" + name + "_weights.npy";
+    WeightFile w = weight_file(l.weights_file, *d.weights, d.node, 1);
+    WeightFile b{"weights/" + name + "_bias.npy", {l.out_channels}, {}};
+    if (d.bias) b = weight_file(b.path, *d.bias, d.node, 2);
+    const auto before = before_.find(d.node), after = after_.find(d.node);
+    if (before != before_.end() || after != after_.end()) {
+      detail::fold_into_conv(
+          d.layer, before == before_.end() ? std::nullopt : std::optional(before->second),
+          after == after_.end() ? std::nullopt : std::optional(after->second), w.data, b.data);
+      l.bias = true;
+    }
+    out.push_back(std::move(w));
+    if (l.bias) {
+      l.bias_file = b.path;
+      out.push_back(std::move(b));
+    }
+  }
+
   WeightFile weight_file(const std::string& path, const onnx::TensorProto& t, int node,
                          int input) const {
     const FloatTensor f = c_.at_node(node, [&] {
@@ -601,6 +712,9 @@ class Importer {
   std::map<int, Draft> drafts_;
   std::map<std::string, int> draft_by_output_;  // a draft's output tensor -> its node
   std::map<int, std::string> pad_mode_;  // layer node -> the folded Pad's mode, for descriptions
+  std::map<int, detail::Affine> before_, after_;  // conv node -> the affine folded in
+  std::map<int, std::vector<int>> affine_nodes_;  // conv node -> the affine nodes, in order
+  std::map<int, int> folded_into_;  // a Pad or affine folded into a conv's input -> the conv
   std::map<std::string, std::string> edge_input_;  // layout Transpose's output -> graph input
   bool channels_last_ = false;                     // the layers compute channels last
 };

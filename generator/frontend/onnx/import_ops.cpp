@@ -8,21 +8,6 @@
 #include "base/text.h"
 
 namespace padfold::onnx_import::detail {
-namespace {
-
-constexpr int kFloat = onnx::TensorProto::FLOAT;
-
-const char* const kAutoPads[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
-
-// The layout of ONNX tensors: channels first.
-TensorLayout layout_for(int dims) {
-  return {false, dims};
-}
-
-// Input `k` of a node, or "" when absent.
-std::string input_of(const onnx::NodeProto& n, int k) {
-  return k < n.input_size() ? n.input(k) : std::string();
-}
 
 // The data input of a layer: computed (not a constant), of a known static shape of rank 3 to 5.
 // Returns the reason it is not, or "" and sets `type`.
@@ -41,6 +26,22 @@ std::string check_data_input(const Context& c, const std::string& t, TensorType&
            " after ONNX shape inference";
   type = *ty;
   return "";
+}
+
+namespace {
+
+constexpr int kFloat = onnx::TensorProto::FLOAT;
+
+const char* const kAutoPads[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
+
+// The layout of ONNX tensors: channels first.
+TensorLayout layout_for(int dims) {
+  return {false, dims};
+}
+
+// Input `k` of a node, or "" when absent.
+std::string input_of(const onnx::NodeProto& n, int k) {
+  return k < n.input_size() ? n.input(k) : std::string();
 }
 
 // check_data_input for a conv or pool, whose data input must be float32 (an error, naming node i).

@@ -98,6 +98,10 @@ std::vector<int64_t> per_dim(const Context& c, int node, const NodeAttributes& a
 // NOTSET (a pads attribute of zeros is tolerated), 2*dims values, none negative.
 PaddingSpec read_padding(const Context& c, int node, const NodeAttributes& a, int dims);
 
+// The data input of a layer: computed (not a constant), of a known static shape of rank 3 to 5.
+// Returns the reason it is not, or "" and sets `type`.
+std::string check_data_input(const Context& c, const std::string& t, TensorType& type);
+
 // Identity / Dropout: whether the node can be bypassed (output 0 stands for input 0).
 std::optional<Left> bypass_check(const Context& c, int node);
 

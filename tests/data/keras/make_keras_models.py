@@ -53,6 +53,12 @@ MODELS = {
         L.Conv2D(7, 1)]),
     # Two branches joined by Add.
     "residual": lambda: residual((12, 10, 4)),
+    # BatchNormalization after convs (tf2onnx writes a per-channel Mul and Add), as in
+    # MobileNetV2's conv -> BN -> ReLU6 blocks.
+    "batchnorm": lambda: seq((10, 9, 3), [
+        L.Conv2D(8, 3, padding="same"), L.BatchNormalization(), L.ReLU(),
+        L.DepthwiseConv2D(3, strides=2, padding="same"), L.BatchNormalization(), L.ReLU(6.0),
+        L.Conv2D(4, 1), L.BatchNormalization()]),
 }
 
 
@@ -62,10 +68,12 @@ def main():
     for i, (name, make) in enumerate(MODELS.items()):
         keras.utils.set_random_seed(100 + i)
         m = make()
-        for w in m.weights:  # biases too: Keras starts them at zero
-            w.assign(np.random.default_rng(i).uniform(-0.5, 0.5, w.shape).astype(np.float32))
+        rng = np.random.default_rng(i)
+        for w in m.weights:  # biases and BatchNormalization's statistics too
+            lo, hi = (0.2, 1.5) if "variance" in w.name else (-0.5, 0.5)
+            w.assign(rng.uniform(lo, hi, w.shape).astype(np.float32))
         x = np.random.default_rng(50 + i).uniform(-1, 1, m.input_shape).astype(np.float32)
-        y = m(x).numpy()
+        y = m(x, training=False).numpy()
         spec = (tf.TensorSpec(m.input_shape, tf.float32, name="x"),)
         tf2onnx.convert.from_keras(m, input_signature=spec, opset=13,
                                    output_path=str(out / f"{name}.onnx"))
