@@ -177,6 +177,16 @@ Expr activate(Expr v, const Layer& L) {
       return clamp(v, 0.f, 6.f);
     case Activation::LeakyRelu:
       return select(v > 0.f, v, v * L.activation_alpha);
+    case Activation::Sigmoid:
+      return 1.f / (1.f + exp(-v));
+    case Activation::Tanh:
+      return tanh(v);
+    case Activation::HardSigmoid:
+      return clamp(v * L.activation_alpha + L.activation_beta, 0.f, 1.f);
+    case Activation::HardSwish:
+      return v * clamp(v * (1.f / 6.f) + 0.5f, 0.f, 1.f);
+    case Activation::Silu:
+      return v / (1.f + exp(-v));
   }
   return v;
 }

@@ -65,7 +65,10 @@ json layer_json(const padfold::Layer& l) {
             {"weight_shape", l.weight_shape()},
             {"flops", l.flops()}};
   if (l.border == padfold::Border::Constant) j["border_value"] = l.border_value;
-  if (l.activation == padfold::Activation::LeakyRelu) j["activation_alpha"] = l.activation_alpha;
+  if (l.activation == padfold::Activation::LeakyRelu ||
+      l.activation == padfold::Activation::HardSigmoid)
+    j["activation_alpha"] = l.activation_alpha;
+  if (l.activation == padfold::Activation::HardSigmoid) j["activation_beta"] = l.activation_beta;
   if (!l.weights_file.empty()) j["weight_files"] = {{"weights", l.weights_file}};
   if (!l.bias_file.empty()) j["weight_files"]["bias"] = l.bias_file;
   return j;

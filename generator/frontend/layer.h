@@ -15,7 +15,7 @@ namespace padfold {
 
 // Add and Concat join branches of a model graph: no weights, no padding, several inputs.
 enum class Op { Conv, ConvTranspose, MaxPool, AvgPool, Add, Concat };
-enum class Activation { None, Relu, Relu6, LeakyRelu };
+enum class Activation { None, Relu, Relu6, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Silu };
 enum class DType { F32, F16, I8 };  // only F32 is generated today
 
 // Tensor layout: channels-first (NCHW-style) or channels-last (NHWC-style), 1-3 spatial dims.
@@ -65,7 +65,8 @@ struct Layer {
 
   bool bias = false;
   Activation activation = Activation::None;
-  float activation_alpha = 0.f;  // leaky_relu slope
+  float activation_alpha = 0.f;  // leaky_relu slope; hard_sigmoid: alpha * x + beta, clamped
+  float activation_beta = 0.f;
 
   // The tensors this layer reads, in order: model inputs' names (ModelInput) or earlier layers'
   // names (a layer's output tensor is named after it). One, except for add and concat.

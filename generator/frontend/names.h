@@ -20,6 +20,12 @@ inline constexpr EnumName<Activation> kActivationNames[] = {
     {Activation::Relu, "relu"},
     {Activation::Relu6, "relu6"},
     {Activation::LeakyRelu, "leaky_relu"},
+    {Activation::Sigmoid, "sigmoid"},
+    {Activation::Tanh, "tanh"},
+    {Activation::HardSigmoid, "hard_sigmoid"},
+    {Activation::HardSwish, "hard_swish"},
+    {Activation::Silu, "silu"},
+    {Activation::Silu, "swish", Spelling::Alias},
 };
 
 inline constexpr EnumName<DType> kDTypeNames[] = {

@@ -733,7 +733,7 @@ class Parser {
     if (a.is_string()) {
       type = a.get<std::string>();
     } else if (a.is_object()) {
-      c.check_keys(a, {"type", "alpha"}, "activation.");
+      c.check_keys(a, {"type", "alpha", "beta"}, "activation.");
       if (!a.contains("type")) c.fail("activation.type", "missing", names);
       type = c.get_string(a["type"], "activation.type", names.c_str());
     } else {
@@ -742,12 +742,21 @@ class Parser {
     const auto activation = value_of(kActivationNames, type);
     if (!activation) c.fail("activation", "'" + type + "'", names);
     l.activation = *activation;
+    // ONNX's defaults (LeakyRelu, HardSigmoid).
     if (l.activation == Activation::LeakyRelu) l.activation_alpha = 0.01f;
+    if (l.activation == Activation::HardSigmoid)
+      l.activation_alpha = 0.2f, l.activation_beta = 0.5f;
     if (a.is_object() && a.contains("alpha")) {
-      if (l.activation != Activation::LeakyRelu)
+      if (l.activation != Activation::LeakyRelu && l.activation != Activation::HardSigmoid)
         c.fail("activation.alpha", "given with activation '" + type + "'",
-               "alpha only with leaky_relu");
+               "alpha only with leaky_relu or hard_sigmoid");
       l.activation_alpha = c.get_number(a["alpha"], "activation.alpha");
+    }
+    if (a.is_object() && a.contains("beta")) {
+      if (l.activation != Activation::HardSigmoid)
+        c.fail("activation.beta", "given with activation '" + type + "'",
+               "beta only with hard_sigmoid");
+      l.activation_beta = c.get_number(a["beta"], "activation.beta");
     }
   }
 };

@@ -26,8 +26,11 @@ ojson border_json(const Layer& l) {
 }
 
 ojson activation_json(const Layer& l) {
-  if (l.activation != Activation::LeakyRelu) return to_string(l.activation);
-  return {{"type", "leaky_relu"}, {"alpha", l.activation_alpha}};
+  if (l.activation == Activation::LeakyRelu)
+    return {{"type", "leaky_relu"}, {"alpha", l.activation_alpha}};
+  if (l.activation == Activation::HardSigmoid)
+    return {{"type", "hard_sigmoid"}, {"alpha", l.activation_alpha}, {"beta", l.activation_beta}};
+  return to_string(l.activation);
 }
 
 std::string relative_to(const std::string& path, const fs::path& folder) {

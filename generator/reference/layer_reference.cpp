@@ -41,6 +41,16 @@ ref::ActivationKind activation_kind(Activation a) {
       return ref::ActivationKind::Relu6;
     case Activation::LeakyRelu:
       return ref::ActivationKind::LeakyRelu;
+    case Activation::Sigmoid:
+      return ref::ActivationKind::Sigmoid;
+    case Activation::Tanh:
+      return ref::ActivationKind::Tanh;
+    case Activation::HardSigmoid:
+      return ref::ActivationKind::HardSigmoid;
+    case Activation::HardSwish:
+      return ref::ActivationKind::HardSwish;
+    case Activation::Silu:
+      return ref::ActivationKind::Silu;
   }
   return ref::ActivationKind::None;
 }
@@ -95,7 +105,7 @@ ref::Tensor reference_output(const Layer& L, const LayerData& d) {
     case Op::Concat:  // several inputs: join_kernels_test has their reference
       throw std::invalid_argument("reference_output: layer '" + L.name + "' joins several inputs");
   }
-  y = ref::activation(y, activation_kind(L.activation), L.activation_alpha);
+  y = ref::activation(y, activation_kind(L.activation), L.activation_alpha, L.activation_beta);
   return L.layout.channels_last ? ref::to_channels_last(y) : y;
 }
 

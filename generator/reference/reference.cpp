@@ -344,7 +344,8 @@ Tensor avg_pool(const Tensor& x, const PoolParams& p, std::vector<int64_t> out_s
   });
 }
 
-float activation(float v, ActivationKind kind, float alpha) {
+float activation(float v, ActivationKind kind, float alpha, float beta) {
+  const double x = v;
   switch (kind) {
     case ActivationKind::None:
       return v;
@@ -354,13 +355,23 @@ float activation(float v, ActivationKind kind, float alpha) {
       return std::min(std::max(v, 0.f), 6.f);
     case ActivationKind::LeakyRelu:
       return v >= 0.f ? v : alpha * v;
+    case ActivationKind::Sigmoid:
+      return static_cast<float>(1 / (1 + std::exp(-x)));
+    case ActivationKind::Tanh:
+      return static_cast<float>(std::tanh(x));
+    case ActivationKind::HardSigmoid:
+      return static_cast<float>(std::clamp(alpha * x + beta, 0.0, 1.0));
+    case ActivationKind::HardSwish:
+      return static_cast<float>(x * std::clamp(x / 6 + 0.5, 0.0, 1.0));
+    case ActivationKind::Silu:
+      return static_cast<float>(x / (1 + std::exp(-x)));
   }
   return v;
 }
 
-Tensor activation(const Tensor& t, ActivationKind kind, float alpha) {
+Tensor activation(const Tensor& t, ActivationKind kind, float alpha, float beta) {
   Tensor y = t;
-  for (float& v : y.data) v = activation(v, kind, alpha);
+  for (float& v : y.data) v = activation(v, kind, alpha, beta);
   return y;
 }
 

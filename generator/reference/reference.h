@@ -93,9 +93,21 @@ Tensor max_pool(const Tensor& x, const PoolParams& p, std::vector<int64_t> out_s
 // counted; overhang beyond that (ceil_mode) is excluded (PyTorch semantics).
 Tensor avg_pool(const Tensor& x, const PoolParams& p, std::vector<int64_t> out_spatial = {});
 
-enum class ActivationKind { None, Relu, Relu6, LeakyRelu };
-float activation(float v, ActivationKind kind, float alpha = 0.f);
-Tensor activation(const Tensor& t, ActivationKind kind, float alpha = 0.f);
+// In double. hard_sigmoid: clamp(alpha*v + beta, 0, 1); hard_swish: v*clamp(v/6 + 1/2, 0, 1)
+// (ONNX HardSwish); silu: v*sigmoid(v).
+enum class ActivationKind {
+  None,
+  Relu,
+  Relu6,
+  LeakyRelu,
+  Sigmoid,
+  Tanh,
+  HardSigmoid,
+  HardSwish,
+  Silu
+};
+float activation(float v, ActivationKind kind, float alpha = 0.f, float beta = 0.f);
+Tensor activation(const Tensor& t, ActivationKind kind, float alpha = 0.f, float beta = 0.f);
 
 // Layout helpers. Letters name axes; `from` and `to` must be permutations of each other, e.g.
 // permute(w, "OIHW", "HWIO"). Spatial letters are D, H, W; N, C, O, I as usual.

@@ -53,7 +53,7 @@ json read_json(const fs::path& p) {
   return json::parse(f);
 }
 
-// x -> Pad(reflect) -> Conv(3x3, bias) -> Relu -> HardSigmoid -> Conv(SAME_UPPER, s2) -> y
+// x -> Pad(reflect) -> Conv(3x3, bias) -> Relu -> Erf -> Conv(SAME_UPPER, s2) -> y
 ModelBuilder small_model() {
   ModelBuilder b;
   b.input("x", {1, 2, 8, 8}).output("y");
@@ -62,7 +62,7 @@ ModelBuilder small_model() {
   b.initializer("w1", {4, 2, 3, 3}).initializer("b1", {4});
   b.node("Conv", {"xp", "w1", "b1"}, {"t1"}, "conv1");
   b.node("Relu", {"t1"}, {"r1"}, "relu1");
-  b.node("HardSigmoid", {"r1"}, {"h"}, "hs");
+  b.node("Erf", {"r1"}, {"h"}, "hs");
   b.initializer("w2", {4, 4, 4, 4});
   b.node("Conv", {"h", "w2"}, {"y"}, "conv2").ints("strides", {2, 2}).str("auto_pad", "SAME_UPPER");
   return b;
@@ -77,11 +77,11 @@ TEST_F(ImportCli, WritesSpecWeightsAndReport) {
       << r.output;
   EXPECT_TRUE(contains(r.output,
                        "nodes left to the caller (node name, op type, why):\n  'hs' "
-                       "(HardSigmoid): padfold does not generate HardSigmoid"))
+                       "(Erf): padfold does not generate Erf"))
       << r.output;
   EXPECT_TRUE(contains(r.output,
                        "spec input 'h' is computed by the caller: tensor 'h' of node "
-                       "'hs' (HardSigmoid)"))
+                       "'hs' (Erf)"))
       << r.output;
   const json spec = read_json(fs::path(out()) / "model.json");
   EXPECT_EQ(spec["model"], "model");
@@ -92,9 +92,8 @@ TEST_F(ImportCli, WritesSpecWeightsAndReport) {
   EXPECT_EQ(spec["outputs"], json::parse(R"(["conv1", "conv2"])"));
   const json report = read_json(fs::path(out()) / "import-report.json");
   EXPECT_EQ(report["format"], "padfold-import");
-  EXPECT_EQ(report["left_to_caller"],
-            json::parse(R"j([{"name": "hs", "op_type": "HardSigmoid", "index": 3,
-      "reason": "padfold does not generate HardSigmoid (it generates Conv, ConvTranspose, MaxPool, AveragePool, Add and Concat, folds Pad and fuses Relu, Clip and LeakyRelu into them)"}])j"));
+  EXPECT_EQ(report["left_to_caller"], json::parse(R"j([{"name": "hs", "op_type": "Erf", "index": 3,
+      "reason": "padfold does not generate Erf (it generates Conv, ConvTranspose, MaxPool, AveragePool, Add and Concat, folds Pad, BatchNormalization and per-channel affine ops and fuses Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish and x * Sigmoid(x) into them)"}])j"));
   const NpyArray w1 = read_npy_f32(out() + "/weights/conv1_weights.npy");
   EXPECT_EQ(w1.shape, (std::vector<int64_t>{4, 2, 3, 3}));
   EXPECT_EQ(w1.data, test_values(4 * 2 * 3 * 3));
@@ -118,13 +117,13 @@ TEST_F(ImportCli, SpecPassesPadfoldCheck) {
   const auto check =
       run_command(shell_quote(PADFOLD_BIN) + " check " + shell_quote(out() + "/model.json"));
   EXPECT_EQ(check.status, 0) << check.output;
-  // Its HardSigmoid is left to the caller: the kernels check, the whole model cannot run.
-  EXPECT_TRUE(contains(check.output,
-                       "whole-model run: no: input 'h' comes from ONNX node 'hs' (HardSigmoid)"))
+  // Its Erf is left to the caller: the kernels check, the whole model cannot run.
+  EXPECT_TRUE(
+      contains(check.output, "whole-model run: no: input 'h' comes from ONNX node 'hs' (Erf)"))
       << check.output;
 }
 
-// x -> Conv -> Sigmoid -> y: the conv's output is a model output only because the Sigmoid, left to
+// x -> Conv -> Erf -> y: the conv's output is a model output only because the Erf, left to
 // the caller, reads it. The spec marks it read_by; `run --model` refuses, naming the node, and
 // writes the conv's tensor with --partial (it once ran with rc 0 as if that were the model's y).
 TEST_F(ImportCli, TailLeftToTheCallerRunsWholeOnlyWithPartial) {
@@ -132,16 +131,16 @@ TEST_F(ImportCli, TailLeftToTheCallerRunsWholeOnlyWithPartial) {
   b.input("x", {1, 2, 6, 6}).output("y");
   b.initializer("w", {3, 2, 3, 3}).initializer("bias", {3});
   b.node("Conv", {"x", "w", "bias"}, {"t"}, "conv").ints("pads", {1, 1, 1, 1});
-  b.node("Sigmoid", {"t"}, {"y"}, "sig");
+  b.node("Erf", {"t"}, {"y"}, "sig");
   ASSERT_EQ(import(b, "-o " + shell_quote(out())).status, 0);
   const json spec = read_json(fs::path(out()) / "model.json");
   EXPECT_EQ(spec["outputs"], json::parse(R"(["conv"])"));
-  EXPECT_EQ(spec["layers"][0]["read_by"], "ONNX node 'sig' (Sigmoid)");
+  EXPECT_EQ(spec["layers"][0]["read_by"], "ONNX node 'sig' (Erf)");
   const auto check =
       run_command(shell_quote(PADFOLD_BIN) + " check " + shell_quote(out() + "/model.json"));
   EXPECT_TRUE(contains(check.output,
                        "whole-model run: only in part (--partial): output 'conv' is read by ONNX "
-                       "node 'sig' (Sigmoid)"))
+                       "node 'sig' (Erf)"))
       << check.output;
 
   const std::string bundle = out("bundle");
@@ -157,7 +156,7 @@ TEST_F(ImportCli, TailLeftToTheCallerRunsWholeOnlyWithPartial) {
   auto r = run_command(run);
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(contains(r.output,
-                       "--model: output 'conv' is read by ONNX node 'sig' (Sigmoid), which "
+                       "--model: output 'conv' is read by ONNX node 'sig' (Erf), which "
                        "padfold does not generate: the model's result comes from there, not from "
                        "'conv'; give --partial to write the tensors padfold computes"))
       << r.output;
@@ -166,7 +165,7 @@ TEST_F(ImportCli, TailLeftToTheCallerRunsWholeOnlyWithPartial) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output,
                        "partial: output 'conv' still has to go through ONNX node 'sig' "
-                       "(Sigmoid)"))
+                       "(Erf)"))
       << r.output;
   EXPECT_EQ(read_npy_f32(y.string()).shape, (std::vector<int64_t>{1, 3, 6, 6}));
 }

@@ -28,13 +28,13 @@ def weights(name, shape):
     return tensor(name, RNG.standard_normal(shape).astype(np.float32) * 0.5)
 
 
-def model(name, nodes, inputs, output, initializers):
+def model(name, nodes, inputs, output, initializers, opset=OPSET):
     graph = helper.make_graph(
         nodes, name,
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
         [helper.make_tensor_value_info(output, TensorProto.FLOAT, None)],
         initializers)
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
     # The output's shape, as ONNX infers it, so the model checks in full.
     inferred = onnx.shape_inference.infer_shapes(m, strict_mode=True)
@@ -250,11 +250,32 @@ def affine_before_convs():
         weights("w2", [4, 5, 3, 3])])
 
 
+def activations():
+    """Sigmoid, Tanh, HardSigmoid, HardSwish and x * Sigmoid(x) (SiLU), each fused into its conv."""
+    t = helper.make_node
+    nodes, inits, outs = [], [], []
+    for k, act in enumerate(["Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "SiLU"]):
+        c, a = f"c{k}", f"a{k}"
+        nodes.append(conv(f"conv{k}", "x", c, f"w{k}", f"b{k}", kernel_shape=[3, 3],
+                          auto_pad="SAME_UPPER"))
+        inits += [weights(f"w{k}", [2, 3, 3, 3]), bias_of(f"b{k}", 2)]
+        if act == "SiLU":
+            nodes += [t("Sigmoid", [c], [f"s{k}"], name=f"sig{k}"),
+                      t("Mul", [f"s{k}", c], [a], name=f"mul{k}")]
+        elif act == "HardSigmoid":
+            nodes.append(t(act, [c], [a], name=f"act{k}", alpha=0.3, beta=0.4))
+        else:
+            nodes.append(t(act, [c], [a], name=f"act{k}"))
+        outs.append(a)
+    nodes.append(t("Concat", outs, ["y"], name="cat", axis=1))
+    return model("activations", nodes, [("x", [1, 3, 7, 6])], "y", inits, opset=14)  # HardSwish
+
+
 MODELS = {f.__name__: f for f in [
     same_upper_even_strided, same_lower_stride3, pools_same, depthwise_clip, residual_block,
     pad_reflect_conv, pad_edge_and_constant, conv_transpose_same, conv_transpose_lower_and_shape,
     pools_ceil_dilated, conv3d_same, conv1d_dilated, mobilenet_v2_block, nhwc_edges,
-    conv_batchnorm, affine_before_convs]}
+    conv_batchnorm, affine_before_convs, activations]}
 
 
 def run(cmd):

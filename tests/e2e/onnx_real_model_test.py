@@ -16,8 +16,9 @@ import sys
 import onnx
 from onnx import numpy_helper
 
-NEVER_GENERATED = {"Mul", "Div", "GlobalAveragePool", "HardSigmoid", "Resize",
-                   "BatchNormalization", "Sigmoid"}
+NEVER_GENERATED = {"GlobalAveragePool", "Resize"}
+ACTIVATIONS = {"Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish"}
+AFFINE = {"BatchNormalization", "Mul", "Add", "Sub", "Div"}
 SIZE = [1, 3, 160, 160]
 
 
@@ -26,44 +27,111 @@ def run(cmd):
 
 
 def expected_left(model):
-    """Node indices padfold must leave to the caller: ops it never generates; an Add that reads a
-    constant (a broadcast bias) or tensors of different shapes; a Relu or Clip(0, 6) it cannot fuse
-    (its input is not the only use of a conv's or add's output); a Constant read by such nodes."""
+    """Node indices padfold must leave to the caller, worked out here from the import rules:
+    - ops it never generates;
+    - an Add that is no join (it reads a constant, or tensors of different shapes) and does not
+      fold as an affine op;
+    - affine ops (BatchNormalization; Mul/Add/Sub/Div by a scalar or per-channel constant) fold
+      into the conv whose output they alone read, or (backwards) into the conv that alone reads
+      theirs when that is exact (no shift, or a conv without padding);
+    - activations fuse into the conv or add layer whose output (after its folds) they alone read,
+      one per layer; Sigmoid with the Mul of x * Sigmoid(x) fuses as SiLU;
+    - a Constant read by a node left to the caller."""
     g = model.graph
     inferred = onnx.shape_inference.infer_shapes(model)
     shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
               for v in list(inferred.graph.value_info) + list(inferred.graph.input)}
-    producer = {out: i for i, n in enumerate(g.node) for out in n.output}
     consumers = {}
     for i, n in enumerate(g.node):
         for t in n.input:
             consumers.setdefault(t, []).append(i)
-    constants = {i.name for i in g.initializer}
+    graph_outputs = {o.name for o in g.output}
     constant_values = {i.name: numpy_helper.to_array(i) for i in g.initializer}
     for n in g.node:
         if n.op_type == "Constant":
-            constants.update(n.output)
             constant_values[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
-    left = set()
+
+    def single_reader(t):
+        readers = consumers.get(t, [])
+        return readers[0] if len(readers) == 1 and t not in graph_outputs else None
+
+    def affine(i):
+        """(data input, shifts) of an affine node, or None."""
+        n = g.node[i]
+        if n.op_type == "BatchNormalization":
+            return (n.input[0], True) if all(t in constant_values for t in n.input[1:5]) else None
+        if len(n.input) != 2 or (n.input[0] in constant_values) == (n.input[1] in constant_values):
+            return None
+        k = 0 if n.input[1] in constant_values else 1
+        if n.op_type == "Div" and k == 1:
+            return None
+        data, const = n.input[k], constant_values[n.input[1 - k]]
+        shape = shapes.get(data)
+        if not shape or const.ndim > len(shape) or const.size not in (1, shape[1]):
+            return None
+        lead = len(shape) - const.ndim
+        if any(d != 1 and lead + j != 1 for j, d in enumerate(const.shape)):
+            return None
+        return data, n.op_type != "Mul" and n.op_type != "Div"
+
+    layers = {}  # layer node -> the tensor it produces now
     for i, n in enumerate(g.node):
-        if n.op_type in NEVER_GENERATED:
-            left.add(i)
+        if n.op_type in ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "Concat"):
+            layers[i] = n.output[0]
         elif n.op_type == "Add":
             a, b = n.input
-            if a in constants or b in constants or shapes.get(a) != shapes.get(b):
-                left.add(i)
-    # Activations fuse into a conv or add layer producing their input alone.
-    for i, n in enumerate(g.node):
-        if n.op_type not in ("Relu", "Clip"):
+            if a not in constant_values and b not in constant_values and shapes.get(a) == shapes.get(b):
+                layers[i] = n.output[0]
+    producing = lambda t: next((L for L, out in layers.items() if out == t), None)
+    convs = {i for i in layers if g.node[i].op_type in ("Conv", "ConvTranspose")}
+    handled = set()
+    for i, n in enumerate(g.node):  # affine ops after a conv
+        a = affine(i) if n.op_type in AFFINE and i not in layers else None
+        src = producing(a[0]) if a else None
+        if src in convs and single_reader(a[0]) == i:
+            layers[src] = n.output[0]
+            handled.add(i)
+    into = {}  # folded before a conv -> the conv
+    for i in reversed(range(len(g.node))):  # affine ops before a conv
+        n = g.node[i]
+        a = affine(i) if n.op_type in AFFINE and i not in layers and i not in handled else None
+        r = single_reader(n.output[0]) if a else None
+        r = into.get(r, r)
+        if r is None or g.node[r].op_type != "Conv":
             continue
-        src = producer.get(n.input[0])
-        fusible = (src is not None and g.node[src].op_type in ("Conv", "ConvTranspose", "Add")
-                   and src not in left and len(consumers[n.input[0]]) == 1)
+        conv = g.node[r]
+        padded = any(x.name == "pads" and any(x.ints) for x in conv.attribute) or any(
+            x.name == "auto_pad" and x.s.decode() not in ("NOTSET", "VALID") for x in conv.attribute)
+        if a[1] and padded:
+            continue
+        into[i] = r
+        handled.add(i)
+    activated = set()
+    for i, n in enumerate(g.node):
+        if n.op_type not in ACTIVATIONS:
+            continue
+        src = producing(n.input[0])
+        ok = src is not None and g.node[src].op_type in ("Conv", "ConvTranspose", "Add") \
+            and src not in activated
         if n.op_type == "Clip":
             lo, hi = (constant_values.get(t) for t in n.input[1:3])
-            fusible = fusible and lo is not None and hi is not None and lo == 0 and hi == 6
-        if not fusible:
-            left.add(i)
+            ok = ok and lo is not None and hi is not None and lo == 0 and hi == 6
+        readers = consumers.get(n.input[0], [])
+        if ok and n.op_type == "Sigmoid" and len(readers) == 2 and n.input[0] not in graph_outputs:
+            m = readers[0] if readers[1] == i else readers[1]
+            mul = g.node[m]
+            if mul.op_type == "Mul" and sorted(mul.input) == sorted([n.input[0], n.output[0]]) \
+                    and single_reader(n.output[0]) == m:
+                handled.update({i, m})
+                activated.add(src)
+                layers[src] = mul.output[0]
+                continue
+        if ok and single_reader(n.input[0]) == i:
+            handled.add(i)
+            activated.add(src)
+            layers[src] = n.output[0]
+    left = {i for i, n in enumerate(g.node)
+            if i not in layers and i not in handled and n.op_type != "Constant"}
     for i, n in enumerate(g.node):
         if n.op_type == "Constant" and any(c in left for c in consumers.get(n.output[0], [])):
             left.add(i)

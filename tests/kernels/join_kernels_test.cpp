@@ -5,6 +5,8 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "compile/lower.h"
@@ -42,8 +44,8 @@ JoinCase random_case(std::mt19937& rng, bool concat) {
     names.push_back(name);
   }
   json layer = {{"name", "j"}, {"op", concat ? "concat" : "add"}, {"input", names}};
-  const char* activations[] = {"none", "relu", "relu6", "leaky_relu"};
-  if (!concat) layer["activation"] = activations[pick(0, 3)];
+  const char* activations[] = {"none", "relu", "relu6", "leaky_relu", "sigmoid", "hard_swish"};
+  if (!concat) layer["activation"] = activations[pick(0, 5)];
   const json spec = {
       {"model", "m"},
       {"defaults", {{"layout", channels_last ? "N" + letters + "C" : "NC" + letters}}},
@@ -70,6 +72,10 @@ float activate(float v, const Layer& L) {
       return v < 0 ? 0 : v > 6 ? 6 : v;
     case Activation::LeakyRelu:
       return v > 0 ? v : v * L.activation_alpha;
+    case Activation::Sigmoid:
+      return static_cast<float>(1 / (1 + std::exp(-static_cast<double>(v))));
+    case Activation::HardSwish:
+      return static_cast<float>(v * std::clamp(v / 6.0 + 0.5, 0.0, 1.0));
     default:
       return v;
   }

@@ -66,6 +66,7 @@ inline std::string model_difference(const Model& a, const Model& b) {
     check(w + " bias", x.bias, y.bias);
     check(w + " activation", to_string(x.activation), to_string(y.activation));
     check(w + " alpha", x.activation_alpha, y.activation_alpha);
+    check(w + " beta", x.activation_beta, y.activation_beta);
     check(w + " weights_file", x.weights_file, y.weights_file);
     check(w + " bias_file", x.bias_file, y.bias_file);
   }

@@ -815,8 +815,8 @@ TEST(Spec, NameTables) {
        {Activation::None, Activation::Relu, Activation::Relu6, Activation::LeakyRelu})
     EXPECT_EQ(parse(one_layer({{"activation", to_string(a)}})).layers[0].activation, a);
   EXPECT_EQ(error_of(one_layer({{"activation", "gelu"}})),
-            "t.json: layer 'c' (#0): field 'activation': 'gelu'; expected none, relu, relu6 or "
-            "leaky_relu");
+            "t.json: layer 'c' (#0): field 'activation': 'gelu'; expected none, relu, relu6, "
+            "leaky_relu, sigmoid, tanh, hard_sigmoid, hard_swish or silu");
   EXPECT_EQ(to_string(DType::F32), "float32");
   EXPECT_EQ(to_string(DType::F16), "float16");
   EXPECT_EQ(to_string(DType::I8), "int8");

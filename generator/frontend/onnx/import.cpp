@@ -40,7 +40,8 @@ enum class Role {
 
 const char* const kLayerOps[] = {"Conv",        "ConvTranspose", "MaxPool",
                                  "AveragePool", "Add",           "Concat"};
-const char* const kActivationOps[] = {"Relu", "Clip", "LeakyRelu"};
+const char* const kActivationOps[] = {"Relu", "Clip",        "LeakyRelu", "Sigmoid",
+                                      "Tanh", "HardSigmoid", "HardSwish"};
 const char* const kAffineOps[] = {"BatchNormalization", "Mul", "Add", "Sub", "Div"};
 
 template <size_t N>
@@ -377,6 +378,22 @@ class Importer {
     role_[i] = Role::FoldedAffine;
   }
 
+  // The Mul that makes Sigmoid node `s` on tensor `x` a SiLU: x and the sigmoid are read by
+  // nothing else, and the Mul multiplies the two. -1 when there is none.
+  int silu_mul(int s, const std::string& x) const {
+    const std::vector<int> readers = c_.readers(x);
+    if (readers.size() != 2 || c_.reaches_graph_output(x)) return -1;
+    const int m = readers[0] == s ? readers[1] : readers[0];
+    const onnx::NodeProto& mul = g_.node(m);
+    const std::string sig = g_.node(s).output(0);
+    if (!default_domain(mul) || mul.op_type() != "Mul" || mul.input_size() != 2 ||
+        mul.output_size() < 1 || mul.output(0).empty() || role_[m] != Role::Left ||
+        c_.readers(sig) != std::vector<int>{m} || c_.reaches_graph_output(sig))
+      return -1;
+    const std::string a = c_.canon(mul.input(0)), b = c_.canon(mul.input(1));
+    return (a == x && b == sig) || (a == sig && b == x) ? m : -1;
+  }
+
   void fuse_activation(int i) {
     auto info = detail::act_info(c_, i);
     if (auto* left = std::get_if<Left>(&info)) {
@@ -394,6 +411,23 @@ class Importer {
                    "; padfold fuses activations into convolutions and add only";
       return;
     }
+    if (d->act_node >= 0) {
+      reason_[i] = "not fused: " + quoted_node(g_.node(d->node)) + " has " +
+                   quoted_node(g_.node(d->act_node)) + " fused already (padfold fuses one)";
+      return;
+    }
+    if (a.activation == Activation::Sigmoid)
+      if (const int m = silu_mul(i, a.input); m >= 0) {  // x * sigmoid(x): SiLU (swish)
+        d->layer.activation = Activation::Silu;
+        draft_by_output_.erase(d->output);
+        d->output = g_.node(m).output(0);
+        draft_by_output_[d->output] = d->node;
+        d->act_node = i;
+        silu_mul_[d->node] = m;
+        role_[i] = role_[m] = Role::FusedActivation;
+        reason_[m].clear();
+        return;
+      }
     int r = -1;
     if (std::string why = single_reader(a.input, r); !why.empty()) {
       reason_[i] = "not fused: the input's producer " + quoted_node(g_.node(d->node)) + ": " + why;
@@ -401,6 +435,7 @@ class Importer {
     }
     d->layer.activation = a.activation;
     d->layer.activation_alpha = a.alpha;
+    d->layer.activation_beta = a.beta;
     draft_by_output_.erase(d->output);
     d->output = g_.node(i).output(0);
     draft_by_output_[d->output] = d->node;
@@ -425,7 +460,9 @@ class Importer {
     reason_[i] = default_domain(node)
                      ? "padfold does not generate " + node.op_type() +
                            " (it generates Conv, ConvTranspose, MaxPool, AveragePool, Add and "
-                           "Concat, folds Pad and fuses Relu, Clip and LeakyRelu into them)"
+                           "Concat, folds Pad, BatchNormalization and per-channel affine ops and "
+                           "fuses Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish "
+                           "and x * Sigmoid(x) into them)"
                      : "op " + node.op_type() + " of domain '" + node.domain() +
                            "': padfold generates ONNX default-domain ops only";
   }
@@ -489,6 +526,8 @@ class Importer {
       for (int a : affine->second)
         if (a > d.node) s += " + " + node_text(a) + " (folded)";
     if (d.act_node >= 0) s += " + " + node_text(d.act_node);
+    if (const auto m = silu_mul_.find(d.node); m != silu_mul_.end())
+      s += " + " + node_text(m->second);
     return s + "; output tensor '" + d.output + "'";
   }
 
@@ -581,6 +620,8 @@ class Importer {
         for (int a : affine->second)
           if (a > i) nodes.push_back(node_ref(a, "affine"));
       if (d.act_node >= 0) nodes.push_back(node_ref(d.act_node, "activation"));
+      if (const auto m = silu_mul_.find(i); m != silu_mul_.end())
+        nodes.push_back(node_ref(m->second, "activation"));
       const ojson input = l.is_join() ? ojson(l.inputs) : ojson(l.inputs[0]);
       report_layers.push_back({{"name", name},
                                {"op", l.op_name},
@@ -714,6 +755,7 @@ class Importer {
   std::map<int, std::string> pad_mode_;  // layer node -> the folded Pad's mode, for descriptions
   std::map<int, detail::Affine> before_, after_;  // conv node -> the affine folded in
   std::map<int, std::vector<int>> affine_nodes_;  // conv node -> the affine nodes, in order
+  std::map<int, int> silu_mul_;                   // layer node -> the Mul of its x * sigmoid(x)
   std::map<int, int> folded_into_;  // a Pad or affine folded into a conv's input -> the conv
   std::map<std::string, std::string> edge_input_;  // layout Transpose's output -> graph input
   bool channels_last_ = false;                     // the layers compute channels last

@@ -452,6 +452,18 @@ std::variant<ActInfo, Left> act_info(const Context& c, int i) {
   const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
   if (n.op_type() == "Relu") {
     r.activation = Activation::Relu;
+  } else if (n.op_type() == "Sigmoid") {
+    r.activation = Activation::Sigmoid;
+  } else if (n.op_type() == "Tanh") {
+    r.activation = Activation::Tanh;
+  } else if (n.op_type() == "HardSwish") {
+    r.activation = Activation::HardSwish;
+  } else if (n.op_type() == "HardSigmoid") {
+    r.activation = Activation::HardSigmoid;
+    r.alpha = c.at_node(i, [&] { return a.get_float("alpha", 0.2f); });
+    r.beta = c.at_node(i, [&] { return a.get_float("beta", 0.5f); });
+    if (!std::isfinite(r.alpha) || !std::isfinite(r.beta))
+      return Left{"its alpha or beta is not a finite number"};
   } else if (n.op_type() == "LeakyRelu") {
     r.activation = Activation::LeakyRelu;
     r.alpha = c.at_node(i, [&] { return a.get_float("alpha", 0.01f); });

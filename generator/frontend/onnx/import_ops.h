@@ -44,7 +44,7 @@ struct PadInfo {
 struct ActInfo {
   std::string input;
   Activation activation = Activation::None;
-  float alpha = 0.f;  // leaky_relu
+  float alpha = 0.f, beta = 0.f;  // leaky_relu, hard_sigmoid
 };
 
 // The graph and how its tensors alias through bypassed nodes (Identity, Dropout).
