@@ -561,6 +561,35 @@ TEST(OnnxImport, AShiftBeforeAZeroPaddedConvIsNotFolded) {
   }
 }
 
+// A layer takes one activation: a second is left (it used to replace the first).
+TEST(OnnxImport, ASecondActivationIsLeft) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 5, 5});
+  add_conv(b, "c1", "x", "t", 2, 2, 3);
+  b.node("Relu", {"t"}, {"r"}, "relu");
+  b.node("LeakyRelu", {"r"}, {"y"}, "leaky").f("alpha", 0.5f);
+  b.output("y");
+  const ImportResult r = import(b);
+  EXPECT_EQ(layer(r, 0)["activation"], "relu");
+  ASSERT_EQ(r.left_to_caller.size(), 1u);
+  EXPECT_EQ(r.left_to_caller[0].name, "leaky");
+  EXPECT_TRUE(has(r.left_to_caller[0].reason, "fused already")) << r.left_to_caller[0].reason;
+}
+
+// x * Sigmoid(x) after a conv is its silu; a Sigmoid whose input has another reader is not.
+TEST(OnnxImport, SwishFusesAsSilu) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 5, 5});
+  add_conv(b, "c1", "x", "t", 2, 2, 3);
+  b.node("Sigmoid", {"t"}, {"s"}, "sig");
+  b.node("Mul", {"t", "s"}, {"y"}, "mul");
+  b.output("y");
+  const ImportResult r = import(b);
+  EXPECT_TRUE(r.left_to_caller.empty());
+  EXPECT_EQ(layer(r, 0)["activation"], "silu");
+  EXPECT_EQ(rep(r)["layers"][0]["onnx_nodes"].size(), 3u);
+}
+
 TEST(OnnxImport, NamesAreUniqueIdentifiers) {
   ModelBuilder b;
   b.input("0:input/x", {1, 2, 4, 4});
