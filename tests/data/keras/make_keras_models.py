@@ -59,6 +59,12 @@ MODELS = {
         L.Conv2D(8, 3, padding="same"), L.BatchNormalization(), L.ReLU(),
         L.DepthwiseConv2D(3, strides=2, padding="same"), L.BatchNormalization(), L.ReLU(6.0),
         L.Conv2D(4, 1), L.BatchNormalization()]),
+    # EfficientNet's swish (tf2onnx: x * Sigmoid(x)), sigmoid and tanh. Keras 3's hard_sigmoid
+    # is relu6(x + 3) / 6 as three ops, whose last padfold does not fold yet.
+    "activations": lambda: seq((11, 10, 3), [
+        L.Conv2D(8, 3, strides=2, padding="same", activation="swish"),
+        L.DepthwiseConv2D(3, padding="same", activation="sigmoid"),
+        L.Conv2D(6, 1, activation="tanh")]),
 }
 
 
