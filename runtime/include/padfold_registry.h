@@ -15,6 +15,13 @@ extern "C" {
 /* The "format" of a bundle's manifest.json (format_version: PF_FORMAT_VERSION). */
 #define PF_FORMAT_NAME "padfold-bundle"
 #define PF_MAX_RANK 8
+/* The static arena of a whole-model run (pf_model_run_static): its start, every intermediate's
+ * offset in it and every intermediate's size in it are multiples of this. 64 bytes is the widest
+ * alignment Halide's own allocator gives any target (HalideRuntime.h: halide_malloc aligns to 32
+ * bytes on arm, 64 on x86), a cache line, and one AVX-512 vector: a tensor in the arena is at
+ * least as aligned as one Halide or malloc (16 bytes) would allocate, and no two tensors share a
+ * cache line. */
+#define PF_ARENA_ALIGNMENT 64
 
 typedef enum pf_dtype { PF_F32 = 0, PF_F16 = 1, PF_I8 = 2 } pf_dtype;
 typedef enum pf_role {
