@@ -119,6 +119,11 @@ void run_compile(const CompileArgs& a) {
   }
   for (const padfold::KernelPlan& k : plan.kernels)
     if (k.block.fused()) fmt::print("fused {}: {}\n", k.block.names(), k.block.reason);
+  fmt::print(
+      "memory plan: arena {} bytes for pf_model_run_static (lower bound {}, all intermediates {}; "
+      "{}-byte aligned)\n",
+      plan.arena.arena_bytes, plan.arena.lower_bound, plan.arena.total_bytes,
+      padfold::kArenaAlignment);
   fmt::print("{} kernels in {:.1f}s of compile time; bundle written to {} (manifest.json, {})\n",
              reports.size(), total_seconds, a.out, plan.consumer_cmake);
 }

@@ -110,6 +110,7 @@ json kernel_manifest(const KernelPlan& k) {
   json j = layer_pads_json(block.last());
   j["function"] = k.function;
   j["buffers"] = buffers_json(k);
+  j["arena_offset"] = k.arena_offset ? json(*k.arena_offset) : json(nullptr);
   if (block.fused()) {
     j["op"] = block.kind();
     double flops = 0;
@@ -133,6 +134,10 @@ json bundle_manifest(const BundlePlan& plan, const std::vector<KernelBuild>& bui
                    {"targets", json::array()},           {"kernels", json::array()}};
   manifest["graph"] = graph_json(*plan.model);
   manifest["embedded_weights"] = plan.embedded_weights;
+  manifest["memory_plan"] = {{"alignment", kArenaAlignment},
+                             {"arena_bytes", plan.arena.arena_bytes},
+                             {"lower_bound", plan.arena.lower_bound},
+                             {"intermediates_bytes", plan.arena.total_bytes}};
   for (size_t t = 0; t < plan.targets.size(); ++t)
     manifest["targets"].push_back(target_manifest(plan, builds, t, shared_libraries.at(t)));
   for (const KernelPlan& k : plan.kernels) manifest["kernels"].push_back(kernel_manifest(k));

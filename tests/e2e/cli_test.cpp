@@ -270,7 +270,20 @@ TEST(CliCompile, WritesBundleAndReportsEachKernel) {
   std::ifstream manifest(out + "/manifest.json");
   ASSERT_TRUE(manifest) << "no manifest.json";
   const json m = json::parse(manifest);
-  EXPECT_EQ(m.at("format_version"), 2);
+  EXPECT_EQ(m.at("format_version"), 3);
+  // The arena of the chain: stem and dw ([1, 4, 4, 8] float32, 512 bytes each) are live together
+  // while dw runs; pool ([1, 3, 3, 8], 288 bytes, 320 aligned) then takes stem's place; avg is the
+  // model output, the caller's buffer. 1024 bytes, the lower bound.
+  EXPECT_EQ(m.at("memory_plan").at("arena_bytes"), 1024);
+  EXPECT_EQ(m.at("memory_plan").at("lower_bound"), 1024);
+  EXPECT_EQ(m.at("memory_plan").at("intermediates_bytes"), 1344);
+  EXPECT_EQ(m.at("kernels")[0].at("arena_offset"), 0);
+  EXPECT_EQ(m.at("kernels")[1].at("arena_offset"), 512);
+  EXPECT_EQ(m.at("kernels")[2].at("arena_offset"), 0);
+  EXPECT_TRUE(m.at("kernels")[3].at("arena_offset").is_null());
+  EXPECT_TRUE(has(r.out, "memory plan: arena 1024 bytes for pf_model_run_static (lower bound 1024, "
+                         "all intermediates 1344; 64-byte aligned)"))
+      << r.out;
   EXPECT_EQ(m.at("targets").size(), 1u);
   EXPECT_EQ(m.at("kernels").size(), 4u);
   EXPECT_EQ(m.at("kernels")[0].at("buffers")[0].at("shape"), json({1, 7, 7, 3}));

@@ -5,6 +5,7 @@
 #include <HalideRuntime.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <deque>
@@ -99,7 +100,19 @@ class Graph {
       kernels_[i].num_buffers = static_cast<int>(bufs_[i].size());
       kernels_[i].buffers = bufs_[i].data();
     }
-    reg_ = pf_registry{PF_FORMAT_VERSION,
+    int64_t arena = plan_arena_;
+    if (plan_arena_ < 0) {  // no plan given: each intermediate in an aligned place of its own
+      arena = 0;
+      arena_offsets_.clear();
+      for (const pf_kernel_desc& k : kernels_) {
+        const bool output = std::any_of(outputs_.begin(), outputs_.end(), [&](const char* o) {
+          return std::strcmp(o, k.layer) == 0;
+        });
+        arena_offsets_.push_back(output ? -1 : arena);
+        if (!output) arena += PF_ARENA_ALIGNMENT;  // every output here is float32 [4] or less
+      }
+    }
+    reg_ = pf_registry{format_,
                        model_,
                        FAKE_TARGET,
                        static_cast<int>(kernels_.size()),
@@ -108,8 +121,20 @@ class Graph {
                        static_cast<int>(inputs_.size()),
                        inputs_.data(),
                        static_cast<int>(outputs_.size()),
-                       outputs_.data()};
+                       outputs_.data(),
+                       {arena, PF_ARENA_ALIGNMENT, arena_offsets_.data()}};
     return &reg_;
+  }
+  // The registry's format (PF_FORMAT_VERSION_MIN: no memory plan).
+  Graph& Format(int version) {
+    format_ = version;
+    return *this;
+  }
+  // The memory plan: per kernel its output's offset (-1: a model output), and the arena's size.
+  Graph& Plan(std::vector<int64_t> offsets, int64_t arena) {
+    arena_offsets_ = std::move(offsets);
+    plan_arena_ = arena;
+    return *this;
   }
 
  private:
@@ -133,6 +158,9 @@ class Graph {
   std::vector<std::vector<pf_buffer_desc>> bufs_;
   std::vector<pf_kernel_desc> kernels_;
   std::vector<const char*> outputs_;
+  std::vector<int64_t> arena_offsets_;
+  int64_t plan_arena_ = -1;  // -1: no plan given
+  int format_ = PF_FORMAT_VERSION;
   pf_registry reg_{};
 };
 
