@@ -4,8 +4,12 @@
 // running each kernel with pf_run by hand, and run with `padfold run --model`; plus the graphs
 // that cannot run whole.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -17,6 +21,43 @@
 #include "base/npy.h"
 #include "bundle_util.h"
 #include "padfold_runtime.h"
+
+// While g_no_allocation is set, every allocation aborts the test: the C library's malloc, calloc,
+// realloc and free as the objects linked into this program call them (the padfold runtime among
+// them: the test links with -Wl,--wrap for each), the model's pf_model_options hooks and the
+// bundle's Halide runtime allocator (pf_bundle_set_allocator).
+std::atomic<bool> g_no_allocation{false};
+
+[[noreturn]] void AllocationDuringStaticRun(const char* what) {
+  const char head[] = "allocation during pf_model_run_static: ";
+  (void)!write(2, head, sizeof head - 1);
+  (void)!write(2, what, std::strlen(what));
+  (void)!write(2, "\n", 1);
+  std::abort();
+}
+
+extern "C" {
+void* __real_malloc(size_t n);
+void* __real_calloc(size_t n, size_t size);
+void* __real_realloc(void* p, size_t n);
+void __real_free(void* p);
+void* __wrap_malloc(size_t n) {
+  if (g_no_allocation) AllocationDuringStaticRun("malloc");
+  return __real_malloc(n);
+}
+void* __wrap_calloc(size_t n, size_t size) {
+  if (g_no_allocation) AllocationDuringStaticRun("calloc");
+  return __real_calloc(n, size);
+}
+void* __wrap_realloc(void* p, size_t n) {
+  if (g_no_allocation) AllocationDuringStaticRun("realloc");
+  return __real_realloc(p, n);
+}
+void __wrap_free(void* p) {
+  if (g_no_allocation) AllocationDuringStaticRun("free");
+  __real_free(p);
+}
+}
 
 namespace {
 
@@ -163,18 +204,122 @@ void ExpectModelMatchesKernels(const Compiled& c) {
   EXPECT_GT(max_abs, 0.0f);  // not all zeros
 }
 
+void* GuardedMalloc(void* uc, size_t n) {
+  if (g_no_allocation)
+    AllocationDuringStaticRun(uc ? "pf_model_options malloc_fn" : "halide_malloc");
+  return std::malloc(n);
+}
+void GuardedFree(void* uc, void* p) {
+  if (g_no_allocation) AllocationDuringStaticRun(uc ? "pf_model_options free_fn" : "halide_free");
+  std::free(p);
+}
+
+// An arena of n bytes at a PF_ARENA_ALIGNMENT boundary (plus `misalign` bytes), filled with a
+// pattern so that a kernel reading a place no kernel wrote reads garbage.
+struct Arena {
+  explicit Arena(size_t n) : bytes(n), mem(n + 2 * PF_ARENA_ALIGNMENT, 0xA5) {}
+  void* At(size_t misalign = 0) {
+    uintptr_t p = reinterpret_cast<uintptr_t>(mem.data());
+    p = (p + PF_ARENA_ALIGNMENT - 1) / PF_ARENA_ALIGNMENT * PF_ARENA_ALIGNMENT;
+    return reinterpret_cast<void*>(p + misalign);
+  }
+  size_t bytes;
+  std::vector<unsigned char> mem;
+};
+
+// pf_model_run_static on the bundle equals pf_model_run bit for bit, allocating nothing (any
+// allocation aborts: g_no_allocation), in an arena of exactly the size the header states; an
+// arena one byte too small or misaligned is refused before any kernel runs.
+void ExpectStaticRunMatches(const Compiled& c) {
+  Bundle h;
+  int hooks_context = 0;  // non-null: tells the model's hooks from Halide's in messages
+  const pf_model_options opts = {GuardedMalloc, GuardedFree, &hooks_context};
+  ASSERT_EQ(pf_bundle_open(c.bundle.c_str(), nullptr, &h.b, h.err, sizeof h.err), PF_OK) << h.err;
+  pf_malloc_fn old_malloc;
+  pf_free_fn old_free;
+  ASSERT_EQ(pf_bundle_set_allocator(h.b, GuardedMalloc, GuardedFree, &old_malloc, &old_free, h.err,
+                                    sizeof h.err),
+            PF_OK)
+      << h.err;
+  ASSERT_EQ(pf_model_open(h.b, &opts, &h.m, h.err, sizeof h.err), PF_OK) << h.err;
+  const json manifest = json::parse(std::ifstream(c.bundle / "manifest.json"));
+  const size_t need = pf_model_arena_bytes(h.m);
+  EXPECT_EQ(need, manifest.at("memory_plan").at("arena_bytes").get<size_t>());
+  const std::string header = ReadText(
+      c.bundle / "include" / ("padfold_" + manifest.at("model").get<std::string>() + ".h"));
+  EXPECT_TRUE(contains(header, "_ARENA_BYTES " + std::to_string(need) + "u")) << header;
+
+  const pf_buffer_desc* in = pf_model_input(h.m, 0);
+  const pf_buffer_desc* out = pf_model_output(h.m, 0);
+  std::vector<float> x = Random(pf_buffer_bytes(in) / sizeof(float), 9);
+  std::vector<float> want(pf_buffer_bytes(out) / sizeof(float), -1.0f), got(want.size(), -2.0f);
+  pf_tensor ti = pf_tensor_of(in, x.data(), pf_buffer_bytes(in));
+  pf_tensor to = pf_tensor_of(out, want.data(), want.size() * sizeof(float));
+  ASSERT_EQ(pf_model_run(h.m, &ti, 1, &to, 1, h.err, sizeof h.err), PF_OK) << h.err;
+
+  Arena arena(need);
+  to = pf_tensor_of(out, got.data(), got.size() * sizeof(float));
+  EXPECT_EQ(pf_model_run_static(h.m, arena.At(), need - 1, &ti, 1, &to, 1, h.err, sizeof h.err),
+            PF_ERR_SIZE);
+  EXPECT_TRUE(contains(h.err, "arena of " + std::to_string(need - 1) +
+                                  " bytes, the memory plan needs " + std::to_string(need)))
+      << h.err;
+  EXPECT_EQ(pf_model_run_static(h.m, arena.At(8), need, &ti, 1, &to, 1, h.err, sizeof h.err),
+            PF_ERR_ALIGNMENT);
+  EXPECT_TRUE(contains(h.err, "is not aligned to 64 bytes")) << h.err;
+  EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float v) { return v == -2.0f; }))
+      << "a refused run wrote the output";
+
+  g_no_allocation = true;
+  const pf_status s =
+      pf_model_run_static(h.m, arena.At(), need, &ti, 1, &to, 1, h.err, sizeof h.err);
+  g_no_allocation = false;
+  ASSERT_EQ(s, PF_OK) << h.err;
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), got.size() * sizeof(float)), 0);
+  pf_model_close(h.m);
+  h.m = nullptr;
+  ASSERT_EQ(
+      pf_bundle_set_allocator(h.b, old_malloc, old_free, nullptr, nullptr, h.err, sizeof h.err),
+      PF_OK)
+      << h.err;
+}
+
 TEST(ModelRun, WeightFilesCopiedIntoTheBundle) {
   const Compiled c = Compile("files", GraphSpec("graph"));
   for (const auto& [layer, buffer] : std::vector<std::pair<std::string, std::string>>{
            {"stem", "weights"}, {"stem", "bias"}, {"dw", "weights"}, {"dw", "bias"}})
     EXPECT_TRUE(fs::is_regular_file(c.bundle / "weights" / (layer + "_" + buffer + ".npy")));
   ExpectModelMatchesKernels(c);
+  ExpectStaticRunMatches(c);
 }
 
 TEST(ModelRun, EmbeddedWeights) {
   const Compiled c = Compile("embedded", GraphSpec("graph_embedded"), "--embed-weights");
   EXPECT_FALSE(fs::exists(c.bundle / "weights"));
   ExpectModelMatchesKernels(c);
+  ExpectStaticRunMatches(c);
+}
+
+// The graph's arena: stem, dw and pool are [1, 4, 4, 8] float32 (512 bytes each), and all three
+// are live while pool runs (stem is read by dw and pool, dw by join), so the plan needs them side
+// by side: 1536 bytes, the lower bound; join is the model output, the caller's.
+TEST(ModelRun, ArenaOfTheGraphIsThreeTensors) {
+  const Compiled c = Compile("arena", GraphSpec("graph_arena"));
+  const json m = json::parse(std::ifstream(c.bundle / "manifest.json"));
+  EXPECT_EQ(m.at("format_version"), PF_FORMAT_VERSION);
+  EXPECT_EQ(m.at("memory_plan"), json({{"alignment", 64},
+                                       {"arena_bytes", 1536},
+                                       {"lower_bound", 1536},
+                                       {"intermediates_bytes", 1536}}));
+  std::vector<int64_t> offsets;
+  for (const json& k : m.at("kernels"))
+    offsets.push_back(k.at("arena_offset").is_null() ? -1 : k.at("arena_offset").get<int64_t>());
+  std::vector<int64_t> placed(offsets.begin(), offsets.end() - 1);
+  std::sort(placed.begin(), placed.end());
+  EXPECT_EQ(placed, (std::vector<int64_t>{0, 512, 1024}));
+  EXPECT_EQ(offsets.back(), -1);
+  EXPECT_TRUE(contains(ReadText(c.bundle / "include" / "padfold_graph_arena.h"),
+                       "#define PADFOLD_GRAPH_ARENA_ARENA_BYTES 1536u"));
 }
 
 TEST(ModelRun, CliRunsTheModel) {
