@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -319,8 +320,18 @@ TEST_P(EmbeddedCross, WholeModelWithEmbeddedWeightsUnderQemuMatchesReference) {
       << printed;
   EXPECT_TRUE(contains(printed, "\nok\n")) << printed;
 
+  // The static run: the intermediates in an array of the size the bundle's header states, which
+  // is the manifest's plan; not one allocation through the model's or Halide's hooks during it,
+  // and the output equal to pf_model_run's bit for bit.
+  const nlohmann::json manifest = nlohmann::json::parse(std::ifstream(bundle / "manifest.json"));
+  const long arena_bytes = manifest.at("memory_plan").at("arena_bytes").get<long>();
+  EXPECT_GT(arena_bytes, 0);
+  EXPECT_EQ(number_after(printed, "memory static arena: "), arena_bytes) << printed;
+  EXPECT_TRUE(contains(printed, "memory static run: 0 model allocs, 0 halide allocs\n")) << printed;
+  EXPECT_TRUE(contains(printed, "static run equals pf_model_run: yes\n")) << printed;
+
   // Allocations: every one through the arena's hooks, each freed. pf_model_open allocates the
-  // model and its plan (6 blocks) and no weights (embedded: used in place); the run one
+  // model and its plan (6 blocks) and no weights (embedded: used in place); pf_model_run one
   // bookkeeping block and the 5 intermediates (stem, dw, pool, join, cat; head is the output).
   const long model_allocs = number_after(printed, "memory model: ");
   EXPECT_EQ(model_allocs, 6 + 1 + 5) << printed;
