@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 #include <string>
 
 #include "bundle_util.h"
@@ -259,6 +262,80 @@ TEST(CliCheck, BadSpecFails) {
   EXPECT_TRUE(has(missing.out, "/nonexistent.json: cannot open")) << missing.out;
 }
 
+// "  <label>  <text> <data> <bss>" rows of a size report or of binutils' `size` ("<text> <data>
+// <bss> <dec> <hex> <name> (ex <archive>)"), keyed by label or member name.
+using Sizes = std::map<std::string, std::array<long, 3>>;
+
+Sizes ReportRows(const std::string& out) {
+  static const std::regex row(R"(^  (\S.*?)\s+(\d+)\s+(\d+)\s+(\d+)$)");
+  Sizes rows;
+  std::istringstream lines(out);
+  for (std::string l; std::getline(lines, l);)
+    if (std::smatch m; std::regex_match(l, m, row))
+      rows[m[1]] = {std::stol(m[2]), std::stol(m[3]), std::stol(m[4])};
+  return rows;
+}
+
+Sizes BinutilsSize(const std::string& files) {
+  static const std::regex row(R"(^\s*(\d+)\s+(\d+)\s+(\d+)\s+\d+\s+[0-9a-f]+\s+(\S+).*$)");
+  const auto r = padfold::testing::run_command("size " + files);
+  EXPECT_EQ(r.status, 0) << r.output;
+  Sizes rows;
+  std::istringstream lines(r.output);
+  for (std::string l; std::getline(lines, l);)
+    if (std::smatch m; std::regex_match(l, m, row))
+      rows[m[4]] = {std::stol(m[1]), std::stol(m[2]), std::stol(m[3])};
+  return rows;
+}
+
+// --report-size: each kernel's, the Halide runtime's and the runtime core's text, data and bss are
+// what binutils' size says of the bundle's objects (the core compiled here the same way).
+TEST(CliCompile, ReportSizeAgreesWithBinutilsSize) {
+  const std::string out = testing::TempDir() + std::to_string(getpid()) + "_padfold_cli_size";
+  const Result r = run(std::string("compile ") + PADFOLD_EXAMPLES_DIR + "/tiny.json -o " + out +
+                       " --target host --report-size");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const json m = json::parse(std::ifstream(out + "/manifest.json"));
+  const std::string dir = out + "/" + m.at("targets")[0].at("dir").get<std::string>();
+  EXPECT_TRUE(
+      has(r.out, "size report, target " + m.at("targets")[0].at("target").get<std::string>()))
+      << r.out;
+  const Sizes report = ReportRows(r.out);
+  const Sizes kernels = BinutilsSize(dir + "/libpadfold_tiny.a");
+  const Sizes runtime = BinutilsSize(dir + "/halide_runtime.a");
+  std::array<long, 3> all{};
+  for (const char* layer : {"stem", "dw", "pool", "avg"}) {
+    const std::string member = std::string("pf_4_tiny_") + layer + ".o";
+    ASSERT_EQ(kernels.count(member), 1u) << member;
+    ASSERT_EQ(report.count(layer), 1u) << r.out;
+    EXPECT_EQ(report.at(layer), kernels.at(member)) << layer;
+    EXPECT_GT(kernels.at(member)[0], 0) << layer;
+    for (int i = 0; i < 3; i++) all[i] += kernels.at(member)[i];
+  }
+  EXPECT_EQ(report.at("all kernels"), all);
+  ASSERT_EQ(runtime.size(), 1u);
+  EXPECT_EQ(report.at("Halide runtime"), runtime.begin()->second);
+  std::array<long, 3> core{};
+  for (const char* source : {"status.c", "core.c", "cpu.c", "model.c"}) {
+    const std::string object = out + "/" + source + ".o";
+    const auto c =
+        padfold::testing::run_command("cc -c -O2 -std=c99 -I" + out + "/runtime/include -I" + out +
+                                      "/include -o " + object + " " + out + "/runtime/" + source);
+    ASSERT_EQ(c.status, 0) << c.output;
+    const Sizes s = BinutilsSize(object);
+    ASSERT_EQ(s.size(), 1u);
+    for (int i = 0; i < 3; i++) core[i] += s.begin()->second[i];
+    std::filesystem::remove(object);
+  }
+  EXPECT_EQ(report.at("padfold runtime core"), core) << r.out;
+  EXPECT_TRUE(has(r.out, "  weights 0 bytes (0 buffers)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "  arena 1024 bytes (pf_model_run_static, lower bound 1024)\n")) << r.out;
+  // The line of the normal output.
+  EXPECT_TRUE(has(r.out, ": kernels " + std::to_string(report.at("all kernels")[0]) + " text + "))
+      << r.out;
+  std::filesystem::remove_all(out);
+}
+
 TEST(CliCompile, WritesBundleAndReportsEachKernel) {
   const std::string out = testing::TempDir() + std::to_string(getpid()) + "_padfold_cli_bundle";
   const Result r = run(std::string("compile ") + PADFOLD_EXAMPLES_DIR + "/tiny.json -o " + out +
@@ -281,8 +358,9 @@ TEST(CliCompile, WritesBundleAndReportsEachKernel) {
   EXPECT_EQ(m.at("kernels")[1].at("arena_offset"), 512);
   EXPECT_EQ(m.at("kernels")[2].at("arena_offset"), 0);
   EXPECT_TRUE(m.at("kernels")[3].at("arena_offset").is_null());
-  EXPECT_TRUE(has(r.out, "memory plan: arena 1024 bytes for pf_model_run_static (lower bound 1024, "
-                         "all intermediates 1344; 64-byte aligned)"))
+  EXPECT_TRUE(has(r.out,
+                  "memory plan: arena 1024 bytes for pf_model_run_static (lower bound 1024, "
+                  "all intermediates 1344; 64-byte aligned)"))
       << r.out;
   EXPECT_EQ(m.at("targets").size(), 1u);
   EXPECT_EQ(m.at("kernels").size(), 4u);

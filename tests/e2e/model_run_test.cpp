@@ -116,7 +116,16 @@ const std::map<std::string, std::vector<int64_t>> kWeightFiles = {{"w/stem_w.npy
 
 struct Compiled {
   fs::path spec, bundle;
+  std::string output;  // what padfold compile printed
 };
+
+// The line padfold compile prints of the weights: every file's float32 values.
+std::string WeightsLine(const char* where) {
+  size_t bytes = 0;
+  for (const auto& [file, shape] : kWeightFiles) bytes += Elements(shape) * sizeof(float);
+  return ", weights " + std::to_string(bytes) + " bytes (" + std::to_string(kWeightFiles.size()) +
+         " buffers, " + where + "), arena ";
+}
 
 // Writes the spec and its weight files under kWork/name and compiles it (each test its own name:
 // ctest runs them in parallel processes).
@@ -127,11 +136,12 @@ Compiled Compile(const std::string& name, const json& spec, const std::string& f
   unsigned seed = 1;
   for (const auto& [file, shape] : kWeightFiles)
     padfold::write_npy_f32((dir / file).string(), shape, Random(Elements(shape), seed++).data());
-  Compiled c{dir / (name + ".json"), dir / "bundle"};
+  Compiled c{dir / (name + ".json"), dir / "bundle", ""};
   std::ofstream(c.spec) << spec.dump(2);
   const auto r = run_command(std::string(PADFOLD_BIN) + " compile " + shell_quote(c.spec.string()) +
                              " -o " + shell_quote(c.bundle.string()) + " --target host " + flags);
   EXPECT_EQ(r.status, 0) << r.output;
+  c.output = r.output;
   return c;
 }
 
@@ -289,6 +299,7 @@ TEST(ModelRun, WeightFilesCopiedIntoTheBundle) {
   for (const auto& [layer, buffer] : std::vector<std::pair<std::string, std::string>>{
            {"stem", "weights"}, {"stem", "bias"}, {"dw", "weights"}, {"dw", "bias"}})
     EXPECT_TRUE(fs::is_regular_file(c.bundle / "weights" / (layer + "_" + buffer + ".npy")));
+  EXPECT_TRUE(contains(c.output, WeightsLine("files in weights/"))) << c.output;
   ExpectModelMatchesKernels(c);
   ExpectStaticRunMatches(c);
 }
@@ -296,6 +307,8 @@ TEST(ModelRun, WeightFilesCopiedIntoTheBundle) {
 TEST(ModelRun, EmbeddedWeights) {
   const Compiled c = Compile("embedded", GraphSpec("graph_embedded"), "--embed-weights");
   EXPECT_FALSE(fs::exists(c.bundle / "weights"));
+  EXPECT_TRUE(contains(c.output, WeightsLine("embedded: read-only data of registry.c")))
+      << c.output;
   ExpectModelMatchesKernels(c);
   ExpectStaticRunMatches(c);
 }
