@@ -359,10 +359,12 @@ static int desc_of(const pf_buffer_desc* descs, int n_descs, const pf_tensor* t,
   return t[i].name ? find_desc(descs, n_descs, t[i].name) : i;
 }
 
-pf_status pf_bind_check(const char* kind, const char* owner, const char* noun,
-                        const pf_buffer_desc* descs, int n_descs, const pf_tensor* t, int n,
-                        char* err, size_t errlen) {
-  int i, j, k;
+/* Binds and checks; with bound NULL (no memory) a tensor given twice is found by scanning the
+ * tensors before it, else through bound. */
+static pf_status bind(const char* kind, const char* owner, const char* noun,
+                      const pf_buffer_desc* descs, int n_descs, const pf_tensor* t, int n,
+                      const pf_tensor** bound, char* err, size_t errlen) {
+  int i, j, k, first;
   if (n != n_descs) {
     pf_fail(err, errlen, PF_ERR_TENSOR_COUNT, "%s '%s': expected %d %s%stensors, got %d", kind,
             owner, n_descs, strcmp(noun, "buffer") ? noun : "", strcmp(noun, "buffer") ? " " : "",
@@ -370,6 +372,7 @@ pf_status pf_bind_check(const char* kind, const char* owner, const char* noun,
     list_descs(descs, n_descs, err, errlen);
     return PF_ERR_TENSOR_COUNT;
   }
+  for (i = 0; bound && i < n; i++) bound[i] = NULL;
   for (i = 0; i < n; i++) {
     if ((j = desc_of(descs, n_descs, t, i)) < 0) {
       pf_fail(err, errlen, PF_ERR_TENSOR_NAME, "%s '%s': tensor %d is named '%s', no %s is", kind,
@@ -377,15 +380,30 @@ pf_status pf_bind_check(const char* kind, const char* owner, const char* noun,
       list_descs(descs, n_descs, err, errlen);
       return PF_ERR_TENSOR_NAME;
     }
-    for (k = 0; k < i; k++) {
-      if (desc_of(descs, n_descs, t, k) == j) {
-        return pf_fail(err, errlen, PF_ERR_TENSOR_NAME,
-                       "%s '%s': %s '%s' is given twice (tensors %d and %d)", kind, owner, noun,
-                       descs[j].name, k, i);
+    first = -1;
+    if (bound) {
+      if (bound[j])
+        first = (int)(bound[j] - t);
+      else
+        bound[j] = &t[i];
+    } else {
+      for (k = 0; first < 0 && k < i; k++) {
+        if (desc_of(descs, n_descs, t, k) == j) first = k;
       }
+    }
+    if (first >= 0) {
+      return pf_fail(err, errlen, PF_ERR_TENSOR_NAME,
+                     "%s '%s': %s '%s' is given twice (tensors %d and %d)", kind, owner, noun,
+                     descs[j].name, first, i);
     }
   }
   return PF_OK;
+}
+
+pf_status pf_bind_check(const char* kind, const char* owner, const char* noun,
+                        const pf_buffer_desc* descs, int n_descs, const pf_tensor* t, int n,
+                        char* err, size_t errlen) {
+  return bind(kind, owner, noun, descs, n_descs, t, n, NULL, err, errlen);
 }
 
 const pf_tensor* pf_bound_tensor(const pf_buffer_desc* descs, int n_descs, const pf_tensor* t,
@@ -400,10 +418,7 @@ const pf_tensor* pf_bound_tensor(const pf_buffer_desc* descs, int n_descs, const
 pf_status pf_bind_tensors(const char* kind, const char* owner, const char* noun,
                           const pf_buffer_desc* descs, int n_descs, const pf_tensor* t, int n,
                           const pf_tensor** bound, char* err, size_t errlen) {
-  int d;
-  pf_status s = pf_bind_check(kind, owner, noun, descs, n_descs, t, n, err, errlen);
-  for (d = 0; s == PF_OK && d < n_descs; d++) bound[d] = pf_bound_tensor(descs, n_descs, t, n, d);
-  return s;
+  return bind(kind, owner, noun, descs, n_descs, t, n, bound, err, errlen);
 }
 
 static char axis(const pf_buffer_desc* b, int d) {
