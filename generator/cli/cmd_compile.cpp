@@ -90,6 +90,26 @@ std::vector<std::string> target_list(const std::string& text) {
   }
 }
 
+// Per target: the largest kernel's Halide stack (one kernel runs at a time) and the kernels that
+// would allocate on Halide's heap during pf_model_run_static.
+void print_halide_scratch(const std::vector<padfold::KernelReport>& reports) {
+  for (size_t i = 0; i < reports.size();) {
+    const std::string& target = reports[i].target;
+    int64_t stack = 0;
+    std::string heap;
+    for (; i < reports.size() && reports[i].target == target; ++i) {
+      stack = std::max(stack, reports[i].memory.stack_bytes);
+      if (!reports[i].memory.heap_buffers.empty())
+        heap += fmt::format("{}{} ({} bytes)", heap.empty() ? "" : ", ", reports[i].layer,
+                            reports[i].memory.heap_bytes);
+    }
+    fmt::print("halide scratch {}: stack up to {} bytes per thread, {}\n", target, stack,
+               heap.empty() ? std::string("no heap (pf_model_run_static allocates nothing)")
+                            : "heap in " + heap +
+                                  " (pf_model_run_static allocates through Halide for them)");
+  }
+}
+
 void run_compile(const CompileArgs& a) {
   if (a.out.empty()) throw std::runtime_error("no output directory given");
   const padfold::Model model = padfold::load_spec(a.spec);
@@ -161,6 +181,7 @@ void run_compile(const CompileArgs& a) {
       "{}-byte aligned)\n",
       plan.arena.arena_bytes, plan.arena.lower_bound, plan.arena.total_bytes,
       padfold::kArenaAlignment);
+  print_halide_scratch(reports);
   fmt::print("{} kernels in {:.1f}s of compile time; bundle written to {} (manifest.json, {})\n",
              reports.size(), total_seconds, a.out, plan.consumer_cmake);
 }

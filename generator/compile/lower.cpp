@@ -80,14 +80,15 @@ Kernel lower(const Block& block, const Halide::Target& target, const SchedulePar
   return k;
 }
 
-void compile_kernel_files(const Kernel& kernel, const Halide::Target& target,
-                          const std::map<Halide::OutputFileType, std::string>& outputs,
-                          const std::string& function, const std::string& device_code) {
+HalideMemory compile_kernel_files(const Kernel& kernel, const Halide::Target& target,
+                                  const std::map<Halide::OutputFileType, std::string>& outputs,
+                                  const std::string& function, const std::string& device_code) {
   Halide::Pipeline pipeline = kernel.pipeline;
   const Halide::Module module = pipeline.compile_to_module(
       kernel.arguments(), function, codegen_target(target).with_feature(Halide::Target::NoRuntime));
   module.compile(outputs);
-  if (device_code.empty() || !target.has_gpu_feature()) return;
+  const HalideMemory memory = halide_memory(module);
+  if (device_code.empty() || !target.has_gpu_feature()) return memory;
   // Halide embeds the kernels' device source (PTX, OpenCL C) as a buffer of the module.
   for (const Halide::Buffer<void>& b : module.buffers()) {
     if (b.name().find("_gpu_source_kernels") == std::string::npos) continue;
@@ -95,7 +96,7 @@ void compile_kernel_files(const Kernel& kernel, const Halide::Target& target,
     std::ofstream f(device_code, std::ios::binary);
     f.write(text, static_cast<std::streamsize>(strnlen(text, b.size_in_bytes())));
     if (!f) throw std::runtime_error("cannot write " + device_code);
-    return;
+    return memory;
   }
   throw std::runtime_error("kernel '" + kernel.name + "': Halide's module holds no device code");
 }

@@ -129,12 +129,13 @@ std::string WeightsLine(const char* where) {
 
 // Writes the spec and its weight files under kWork/name and compiles it (each test its own name:
 // ctest runs them in parallel processes).
-Compiled Compile(const std::string& name, const json& spec, const std::string& flags = "") {
+Compiled Compile(const std::string& name, const json& spec, const std::string& flags = "",
+                 const std::map<std::string, std::vector<int64_t>>& weight_files = kWeightFiles) {
   const fs::path dir = kWork / name;
   fs::remove_all(dir);
   fs::create_directories(dir / "w");
   unsigned seed = 1;
-  for (const auto& [file, shape] : kWeightFiles)
+  for (const auto& [file, shape] : weight_files)
     padfold::write_npy_f32((dir / file).string(), shape, Random(Elements(shape), seed++).data());
   Compiled c{dir / (name + ".json"), dir / "bundle", ""};
   std::ofstream(c.spec) << spec.dump(2);
@@ -310,6 +311,83 @@ TEST(ModelRun, EmbeddedWeights) {
   EXPECT_TRUE(contains(c.output, WeightsLine("embedded: read-only data of registry.c")))
       << c.output;
   ExpectModelMatchesKernels(c);
+  ExpectStaticRunMatches(c);
+}
+
+// examples/inverted_residual_blocks.json's b2a block (1x1 expand, 3x3 depthwise stride 2, 1x1
+// project) and its ResNet-50 stem (7x7 conv, 3x3 max pool), with weight files, as two models,
+// each block's output doubled by an add (so that it is an intermediate in the arena). --fuse auto
+// fuses each block into one kernel whose producer window (344064 and 229376 bytes: more
+// than Halide's 16 KB stack limit for its own choice) the schedule keeps on the stack: the static
+// run allocates nothing in Halide either.
+json FusedSpec(const std::string& model) {
+  const bool stem = model == "fused_stem";
+  json spec = json::parse(R"({
+    "defaults": {"layout": "NHWC", "weight_layout": "HWIO", "dtype": "float32", "border": "zeros"},
+    "layers": []})");
+  spec["model"] = model;
+  const auto files = [](const std::string& layer) {
+    return json{{"weights", "w/" + layer + "_w.npy"}, {"bias", "w/" + layer + "_b.npy"}};
+  };
+  if (stem) {
+    spec["inputs"] = json::parse(R"([{"name": "stem_in", "shape": [1, 224, 224, 3]}])");
+    spec["layers"] = json::parse(R"([
+      {"name": "stem_conv", "op": "conv2d", "input": "stem_in", "out_channels": 64, "kernel": 7,
+       "stride": 2, "padding": 3, "bias": true, "activation": "relu"},
+      {"name": "stem_pool", "op": "max_pool", "kernel": 3, "stride": 2, "padding": 1},
+      {"name": "twice", "op": "add", "input": ["stem_pool", "stem_pool"]}])");
+    spec["layers"][0]["weight_files"] = files("stem_conv");
+  } else {
+    spec["inputs"] = json::parse(R"([{"name": "b2a_in", "shape": [1, 112, 112, 16]}])");
+    spec["layers"] = json::parse(R"([
+      {"name": "b2a_expand", "op": "conv2d", "input": "b2a_in", "out_channels": 96, "kernel": 1,
+       "bias": true, "activation": "relu6"},
+      {"name": "b2a_dw", "op": "conv2d", "depth_multiplier": 1, "kernel": 3, "stride": 2,
+       "padding": "same_upper", "bias": true, "activation": "relu6"},
+      {"name": "b2a_project", "op": "conv2d", "out_channels": 24, "kernel": 1, "bias": true},
+      {"name": "twice", "op": "add", "input": ["b2a_project", "b2a_project"]}])");
+    for (int i = 0; i < 3; ++i)
+      spec["layers"][i]["weight_files"] = files(spec["layers"][i]["name"]);
+  }
+  return spec;
+}
+
+const std::map<std::string, std::vector<int64_t>> kFusedWeightFiles = {
+    {"w/stem_conv_w.npy", {7, 7, 3, 64}},    {"w/stem_conv_b.npy", {64}},
+    {"w/b2a_expand_w.npy", {1, 1, 16, 96}},  {"w/b2a_expand_b.npy", {96}},
+    {"w/b2a_dw_w.npy", {3, 3, 1, 96}},       {"w/b2a_dw_b.npy", {96}},
+    {"w/b2a_project_w.npy", {1, 1, 96, 24}}, {"w/b2a_project_b.npy", {24}}};
+
+// The fused kernel's Halide scratch as the manifest states it: on the stack, none on the heap.
+void ExpectScratchOnTheStack(const Compiled& c, const std::string& layer, const std::string& op) {
+  const json m = json::parse(std::ifstream(c.bundle / "manifest.json"));
+  ASSERT_EQ(m.at("kernels").size(), 2u);
+  EXPECT_EQ(m["kernels"][0]["layer"], layer);
+  EXPECT_EQ(m["kernels"][1]["layer"], "twice");
+  EXPECT_EQ(m["kernels"][0]["op"], op);
+  const json& t = m.at("targets").at(0);
+  EXPECT_EQ(t.at("halide_scratch").at("heap_kernels"), json::array());
+  const json& k = t.at("schedules").at(layer).at("halide_scratch");
+  EXPECT_EQ(k.at("heap_bytes"), 0);
+  EXPECT_EQ(k.at("heap_buffers"), json::array());
+  EXPECT_GT(k.at("stack_bytes").get<int64_t>(), 16 * 1024);  // the window is on the stack
+  EXPECT_GE(t.at("halide_scratch").at("stack_bytes"), k.at("stack_bytes"));
+  EXPECT_TRUE(contains(
+      c.output, "stack up to " + std::to_string(t["halide_scratch"]["stack_bytes"].get<int64_t>()) +
+                    " bytes per thread, no heap"))
+      << c.output;
+}
+
+TEST(ModelRun, FusedInvertedResidualRunsStaticWithoutAllocation) {
+  const Compiled c = Compile("fused_ir", FusedSpec("fused_ir"), "--fuse auto", kFusedWeightFiles);
+  ExpectScratchOnTheStack(c, "b2a_project", "pw->dw->pw");
+  ExpectStaticRunMatches(c);
+}
+
+TEST(ModelRun, FusedStemRunsStaticWithoutAllocation) {
+  const Compiled c =
+      Compile("fused_stem", FusedSpec("fused_stem"), "--fuse auto", kFusedWeightFiles);
+  ExpectScratchOnTheStack(c, "stem_pool", "conv2d->max_pool");
   ExpectStaticRunMatches(c);
 }
 
