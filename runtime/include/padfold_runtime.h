@@ -218,10 +218,10 @@ size_t pf_model_arena_bytes(const pf_model* m);
  * pf_model_arena_bytes(m) bytes (NULL only when that is 0). The arena, then the tensors (as
  * pf_model_run checks them) are checked before anything runs: PF_ERR_NULL_DATA, PF_ERR_ALIGNMENT,
  * PF_ERR_SIZE for the arena; PF_ERR_UNSUPPORTED for a bundle of format 2. Nothing is allocated by
- * padfold or through the pf_model_options hooks. A kernel's own Halide scratch is not in the plan:
- * unfused kernels have none, a fused block (`padfold compile --fuse`) allocates its compute_at
- * buffers per parallel task through Halide's allocator (pf_bundle_set_allocator; see
- * runtime/README.md). Thread-safe for different arenas; between runs the arena is scratch. */
+ * padfold or through the pf_model_options hooks. A kernel's own Halide scratch is stack use, not
+ * in the arena: padfold's CPU schedules keep every Halide buffer on the stack (the manifest's
+ * halide_scratch states the bytes; see runtime/README.md). Thread-safe for different arenas;
+ * between runs the arena is scratch. */
 pf_status pf_model_run_static(const pf_model* m, void* arena, size_t arena_bytes,
                               const pf_tensor* inputs, int n_in, const pf_tensor* outputs,
                               int n_out, char* err, size_t errlen);
