@@ -1,6 +1,6 @@
 // The static memory planner (generator/emit/memory_plan.h): small plans checked offset by offset,
 // and the plans of random model graphs checked for overlaps, alignment and size against the
-// lower bound.
+// lower bound; the shipped example models' arenas pinned.
 #include "emit/memory_plan.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +9,9 @@
 #include <random>
 #include <stdexcept>
 #include <vector>
+
+#include "emit/bundle_plan.h"
+#include "frontend/spec.h"
 
 namespace {
 
@@ -140,6 +143,38 @@ TEST(MemoryPlan, RandomGraphsNeverOverlapLiveTensors) {
   }
   RecordProperty("worst_arena_over_lower_bound", std::to_string(worst));
   std::printf("worst arena / lower bound over the random graphs: %.3f\n", worst);
+}
+
+// The arena padfold compile plans for an example model (plan_bundle: no kernel is compiled).
+MemoryPlan ExampleArena(const std::string& example, padfold::FuseOptions::Mode fuse) {
+  const padfold::Model model = padfold::load_spec(PADFOLD_EXAMPLES_DIR "/" + example);
+  padfold::CompileOptions options;
+  options.out_dir = "unused";
+  options.fuse.mode = fuse;
+  return padfold::plan_bundle(model, options).arena;
+}
+
+// examples/residual.json: x [1, 14, 14, 16] expands to 64 channels; expand and dw
+// ([1, 14, 14, 64] float32, 50176 bytes each) are live together while dw runs, the most at one
+// step: the lower bound, which the plan reaches. project and block (12544 bytes each) and down and
+// pool (3136 each) then fit where expand and dw were; joined is the model output.
+TEST(MemoryPlan, ResidualExampleArenaIsExpandAndDw) {
+  const MemoryPlan p = ExampleArena("residual.json", padfold::FuseOptions::Mode::None);
+  EXPECT_EQ(p.arena_bytes, 2 * 50176);
+  EXPECT_EQ(p.lower_bound, 2 * 50176);
+  EXPECT_EQ(p.total_bytes, 2 * 50176 + 2 * 12544 + 2 * 3136);
+}
+
+// examples/inverted_residual_blocks.json with --fuse auto: every block but b6 fuses into one
+// kernel whose output is a model output; b6 stays unfused (its 527 KB expansion fits in L2), so
+// its expand and dw outputs ([1, 14, 14, 672] float32, 526848 bytes each) are the only
+// intermediates, live together while b6_dw runs: arena = lower bound = all intermediates.
+TEST(MemoryPlan, InvertedResidualBlocksArenaIsB6ExpandAndDw) {
+  const MemoryPlan p =
+      ExampleArena("inverted_residual_blocks.json", padfold::FuseOptions::Mode::Auto);
+  EXPECT_EQ(p.arena_bytes, 2 * 526848);
+  EXPECT_EQ(p.lower_bound, 2 * 526848);
+  EXPECT_EQ(p.total_bytes, 2 * 526848);
 }
 
 }  // namespace
