@@ -131,6 +131,7 @@ void write_consumer_files(const BundlePlan& plan, const fs::path& root) {
   data umbrella;
   umbrella.set("kernels", kernels);
   umbrella.set("MODEL", ascii_upper(plan.model_id));
+  umbrella.set("model", plan.model_id);
   umbrella.set("arena_bytes", std::to_string(plan.arena.arena_bytes));
   umbrella.set("alignment", std::to_string(kArenaAlignment));
   write_file(root / "include" / plan.umbrella_header, render(templates::umbrella_h, umbrella));

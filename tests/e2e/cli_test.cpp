@@ -375,6 +375,39 @@ TEST(CliCompile, WritesBundleAndReportsEachKernel) {
   EXPECT_EQ(m.at("embedded_weights"), false);
 }
 
+// Models named "case_m" and "Case_M" get the same macro names (PADFOLD_CASE_M_ARENA_BYTES): each
+// umbrella header compiles alone, the second one included refuses by name.
+TEST(CliCompile, ModelsDifferingOnlyByCaseRefuseInOneTranslationUnit) {
+  const std::string dir = testing::TempDir() + std::to_string(getpid()) + "_padfold_case";
+  std::filesystem::create_directories(dir);
+  std::string includes;
+  for (const std::string model : {"case_m", "Case_M"}) {
+    const std::string spec = dir + "/" + model + ".json";
+    std::ofstream(spec) << R"({"model": ")" << model << R"(", "layers": [{"name": "p",
+        "op": "max_pool", "input_shape": [1, 4, 4, 8], "layout": "NHWC", "kernel": 2}]})";
+    const Result r = run("compile " + spec + " -o " + dir + "/" + model + " --target host");
+    ASSERT_EQ(r.status, 0) << r.out;
+    includes += " -I" + dir + "/" + model + "/include";
+  }
+  const auto cc = [&](const std::string& text) {
+    std::ofstream(dir + "/use.c") << text;
+    return padfold::testing::run_command("cc -fsyntax-only -std=c11" + includes + " " + dir +
+                                         "/use.c");
+  };
+  EXPECT_EQ(cc("#include \"padfold_case_m.h\"\nchar a[PADFOLD_CASE_M_ARENA_BYTES + 1];\n").status,
+            0);
+  EXPECT_EQ(cc("#include \"padfold_Case_M.h\"\nchar a[PADFOLD_CASE_M_ARENA_BYTES + 1];\n").status,
+            0);
+  const auto both = cc("#include \"padfold_case_m.h\"\n#include \"padfold_Case_M.h\"\n");
+  EXPECT_NE(both.status, 0);
+  EXPECT_TRUE(has(both.output,
+                  "padfold_Case_M.h: PADFOLD_CASE_M_ARENA_BYTES is defined already, by the header "
+                  "of another model whose name differs from 'Case_M' only by case; rename one of "
+                  "the models"))
+      << both.output;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliCompile, ErrorsNameWhatIsWrong) {
   const std::string tiny = std::string(PADFOLD_EXAMPLES_DIR) + "/tiny.json";
   const std::string out = testing::TempDir() + std::to_string(getpid()) + "_padfold_cli_bad";
