@@ -19,11 +19,12 @@ class AllocationSizes : public IRVisitor {
     const int64_t elements = Allocate::constant_allocation_size(op->extents, op->name);
     const int64_t bytes =
         elements > 0 ? (elements + op->padding) * op->type.bytes() : 0;  // 0: not constant
-    // As Halide's CodeGen_Posix decides: only Register memory goes on the stack whatever its
-    // size; Stack and Auto do when small enough.
-    const bool heap = op->new_expr.defined() || op->memory_type == Halide::MemoryType::Heap ||
-                      (op->memory_type != Halide::MemoryType::Register &&
-                       (bytes == 0 || !can_allocation_fit_on_stack(bytes)));
+    // As Halide's CodeGen_Posix decides: a size known only at run time goes to the heap; a
+    // constant one goes on the stack for Register memory whatever its size, for Stack and Auto
+    // when small enough.
+    const bool heap =
+        op->new_expr.defined() || op->memory_type == Halide::MemoryType::Heap || bytes == 0 ||
+        (op->memory_type != Halide::MemoryType::Register && !can_allocation_fit_on_stack(bytes));
     if (heap) {
       memory.heap_bytes += bytes;
       memory.heap_buffers.push_back(op->name);
@@ -34,7 +35,27 @@ class AllocationSizes : public IRVisitor {
   }
 };
 
+class RegisterSizes : public IRVisitor {
+ public:
+  bool fixed = true;
+
+ private:
+  using IRVisitor::visit;
+  void visit(const Allocate* op) override {
+    if (op->memory_type == Halide::MemoryType::Register &&
+        Allocate::constant_allocation_size(op->extents, op->name) <= 0)
+      fixed = false;
+    IRVisitor::visit(op);
+  }
+};
+
 }  // namespace
+
+bool registers_have_fixed_sizes(const Halide::Module& module) {
+  RegisterSizes sizes;
+  for (const LoweredFunc& f : module.functions()) f.body.accept(&sizes);
+  return sizes.fixed;
+}
 
 // The host code only: a GPU target's device kernels (submodules) allocate on the device.
 HalideMemory halide_memory(const Halide::Module& module) {

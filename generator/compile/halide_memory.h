@@ -27,6 +27,10 @@ struct HalideMemory {
 // halide_malloc too); everything else goes to halide_malloc.
 HalideMemory halide_memory(const Halide::Module& module);
 
+// Whether every Register allocation of the lowered module has a constant size (Halide's code
+// generator refuses one whose size it knows only at run time).
+bool registers_have_fixed_sizes(const Halide::Module& module);
+
 // "stack_bytes heap_bytes buffer..." and back: a compile worker hands the figures to padfold
 // compile in a file beside the kernel's object.
 std::string memory_line(const HalideMemory& m);

@@ -55,8 +55,10 @@ ScheduleParams resolved_schedule(const Block& block, const Halide::Target& targe
   return resolve_block_schedule(block.layers, target, requested);
 }
 
-Kernel lower(const Block& block, const Halide::Target& target, const ScheduleParams& requested) {
-  if (!block.fused()) return lower(block.last(), target, requested);
+namespace {
+
+Kernel lower_block(const Block& block, const Halide::Target& target,
+                   const ScheduleParams& requested, bool in_registers) {
   std::vector<Algorithm> chain;
   Halide::Func source;
   for (const Layer* L : block.layers) {
@@ -66,7 +68,7 @@ Kernel lower(const Block& block, const Halide::Target& target, const SchedulePar
   }
   Kernel k;
   k.name = block.last().name;
-  k.schedule = apply_block_schedule(chain, requested, target).resolved;
+  k.schedule = apply_block_schedule(chain, requested, target, in_registers).resolved;
   // Buffers in block_buffers order: the parameters of every layer, renamed as the block names them.
   const std::vector<BufferInfo> infos = block_buffers(block);
   for (const BufferInfo& info : infos) {
@@ -78,6 +80,22 @@ Kernel lower(const Block& block, const Halide::Target& target, const SchedulePar
   }
   k.pipeline = Halide::Pipeline(chain.back().output);
   return k;
+}
+
+}  // namespace
+
+// Producers' buffers in Register memory (on the stack) where Halide bounds every one of them by a
+// constant; otherwise where Halide chooses (its heap above 16 KB), as halide_scratch then states.
+Kernel lower(const Block& block, const Halide::Target& target, const ScheduleParams& requested) {
+  if (!block.fused()) return lower(block.last(), target, requested);
+  Kernel k = lower_block(block, target, requested, true);
+  try {
+    Halide::Pipeline p = k.pipeline;
+    const Halide::Module m = p.compile_to_module(k.arguments(), k.name, codegen_target(target));
+    if (registers_have_fixed_sizes(m)) return k;
+  } catch (const Halide::CompileError&) {
+  }
+  return lower_block(block, target, requested, false);
 }
 
 HalideMemory compile_kernel_files(const Kernel& kernel, const Halide::Target& target,
