@@ -219,8 +219,9 @@ size_t pf_model_arena_bytes(const pf_model* m);
  * pf_model_run checks them) are checked before anything runs: PF_ERR_NULL_DATA, PF_ERR_ALIGNMENT,
  * PF_ERR_SIZE for the arena; PF_ERR_UNSUPPORTED for a bundle of format 2. Nothing is allocated by
  * padfold or through the pf_model_options hooks. A kernel's own Halide scratch is stack use, not
- * in the arena: padfold's CPU schedules keep every Halide buffer on the stack (the manifest's
- * halide_scratch states the bytes; see runtime/README.md). Thread-safe for different arenas;
+ * in the arena: padfold's CPU schedules keep their Halide buffers on the stack where Halide can
+ * bound them (the manifest's halide_scratch states the bytes and names any kernel that allocates
+ * on Halide's heap instead; see runtime/README.md). Thread-safe for different arenas;
  * between runs the arena is scratch. */
 pf_status pf_model_run_static(const pf_model* m, void* arena, size_t arena_bytes,
                               const pf_tensor* inputs, int n_in, const pf_tensor* outputs,
