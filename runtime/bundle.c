@@ -146,13 +146,33 @@ static pf_status compare_kernel(const pf_kernel_desc* a, const pf_kernel_desc* b
   return PF_OK;
 }
 
+/* Format 3 on: the arena's size and every kernel's offset in it (alignments are checked on both
+ * sides against PF_ARENA_ALIGNMENT). */
+static pf_status compare_memory_plan(const pf_manifest* m, const pf_registry* reg, const char* lib,
+                                     const char* file, char* err, size_t errlen) {
+  const pf_memory_plan* p = &reg->memory_plan;
+  int i;
+  if (p->arena_bytes != m->arena_bytes) {
+    return DIFFER("memory_plan.arena_bytes: manifest has %lld, library has %lld",
+                  (long long)m->arena_bytes, (long long)p->arena_bytes);
+  }
+  for (i = 0; i < m->num_kernels; i++) {
+    if (p->offsets[i] != m->arena_offsets[i]) {
+      return DIFFER("kernel '%s' arena_offset: manifest has %lld, library has %lld",
+                    reg->kernels[i].layer, (long long)m->arena_offsets[i],
+                    (long long)p->offsets[i]);
+    }
+  }
+  return PF_OK;
+}
+
 static pf_status compare(const pf_manifest* m, const pf_manifest_target* t, const pf_registry* reg,
                          const char* lib, char* err, size_t errlen) {
   const char* file = m->file;
   int i;
   pf_status s;
-  if (reg->format_version != PF_FORMAT_VERSION) {
-    return DIFFER("format_version: manifest has %d, library has %d", PF_FORMAT_VERSION,
+  if (reg->format_version != m->format_version) {
+    return DIFFER("format_version: manifest has %d, library has %d", m->format_version,
                   reg->format_version);
   }
   if ((s = pf_registry_validate(reg, err, errlen)) != PF_OK) return s;
@@ -170,7 +190,8 @@ static pf_status compare(const pf_manifest* m, const pf_manifest_target* t, cons
     }
     if ((s = compare_kernel(&m->kernels[i], &reg->kernels[i], lib, file, err, errlen))) return s;
   }
-  return compare_graph(m, reg, lib, file, err, errlen);
+  if ((s = compare_graph(m, reg, lib, file, err, errlen)) != PF_OK) return s;
+  return m->format_version >= 3 ? compare_memory_plan(m, reg, lib, file, err, errlen) : PF_OK;
 }
 
 /* ---- loading ---- */

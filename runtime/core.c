@@ -123,14 +123,40 @@ static pf_status check_graph(const pf_registry* reg, char* err, size_t errlen) {
   return PF_OK;
 }
 
+/* Format 3 on: an arena of aligned size, and each kernel's offset -1 or aligned inside it (where
+ * each intermediate ends, and that live ones do not overlap, pf_model_open checks). */
+static pf_status check_memory_plan(const pf_registry* reg, char* err, size_t errlen) {
+  const pf_memory_plan* p = &reg->memory_plan;
+  int i;
+  if (p->alignment != PF_ARENA_ALIGNMENT || p->arena_bytes < 0 ||
+      p->arena_bytes % PF_ARENA_ALIGNMENT || (reg->num_kernels && !p->offsets)) {
+    return pf_fail(err, errlen, PF_ERR_MISMATCH,
+                   "malformed registry: memory plan of alignment %lld and %lld bytes (expected "
+                   "alignment %d, a multiple of it, and offsets)",
+                   (long long)p->alignment, (long long)p->arena_bytes, PF_ARENA_ALIGNMENT);
+  }
+  for (i = 0; i < reg->num_kernels; i++) {
+    const int64_t o = p->offsets[i];
+    if (o != -1 && (o < 0 || o % PF_ARENA_ALIGNMENT || o > p->arena_bytes)) {
+      return pf_fail(err, errlen, PF_ERR_MISMATCH,
+                     "malformed registry: kernel '%s' arena offset %lld is neither -1 nor a "
+                     "multiple of %d inside the arena (%lld bytes)",
+                     reg->kernels[i].layer, (long long)o, PF_ARENA_ALIGNMENT,
+                     (long long)p->arena_bytes);
+    }
+  }
+  return PF_OK;
+}
+
 pf_status pf_registry_validate(const pf_registry* reg, char* err, size_t errlen) {
   int i, j;
   pf_status s;
   if (!reg) return pf_fail(err, errlen, PF_ERR_ARGUMENT, "registry is NULL");
-  if (reg->format_version != PF_FORMAT_VERSION) {
+  if (reg->format_version < PF_FORMAT_VERSION_MIN || reg->format_version > PF_FORMAT_VERSION) {
     return pf_fail(err, errlen, PF_ERR_VERSION,
-                   "registry format_version %d is not supported by this runtime (supports %d)",
-                   reg->format_version, PF_FORMAT_VERSION);
+                   "registry format_version %d is not supported by this runtime (supports %d to "
+                   "%d)",
+                   reg->format_version, PF_FORMAT_VERSION_MIN, PF_FORMAT_VERSION);
   }
   if (!reg->model || !reg->target || reg->num_kernels < 0 || (reg->num_kernels && !reg->kernels)) {
     return pf_fail(err, errlen, PF_ERR_MISMATCH,
@@ -155,6 +181,7 @@ pf_status pf_registry_validate(const pf_registry* reg, char* err, size_t errlen)
       if ((s = check_buffer(k, j, err, errlen)) != PF_OK) return s;
     }
   }
+  if (reg->format_version >= 3 && (s = check_memory_plan(reg, err, errlen)) != PF_OK) return s;
   return check_graph(reg, err, errlen);
 }
 
@@ -327,10 +354,17 @@ static void list_descs(const pf_buffer_desc* descs, int n, char* err, size_t err
   pf_append(err, errlen, "%s", n ? ")" : " (none)");
 }
 
-pf_status pf_bind_tensors(const char* kind, const char* owner, const char* noun,
-                          const pf_buffer_desc* descs, int n_descs, const pf_tensor* t, int n,
-                          const pf_tensor** bound, char* err, size_t errlen) {
-  int i, j;
+/* The description tensor i binds to: the one it names, or the one at its position; -1 if none. */
+static int desc_of(const pf_buffer_desc* descs, int n_descs, const pf_tensor* t, int i) {
+  return t[i].name ? find_desc(descs, n_descs, t[i].name) : i;
+}
+
+/* Binds and checks; with bound NULL (no memory) a tensor given twice is found by scanning the
+ * tensors before it, else through bound. */
+static pf_status bind(const char* kind, const char* owner, const char* noun,
+                      const pf_buffer_desc* descs, int n_descs, const pf_tensor* t, int n,
+                      const pf_tensor** bound, char* err, size_t errlen) {
+  int i, j, k, first;
   if (n != n_descs) {
     pf_fail(err, errlen, PF_ERR_TENSOR_COUNT, "%s '%s': expected %d %s%stensors, got %d", kind,
             owner, n_descs, strcmp(noun, "buffer") ? noun : "", strcmp(noun, "buffer") ? " " : "",
@@ -338,23 +372,53 @@ pf_status pf_bind_tensors(const char* kind, const char* owner, const char* noun,
     list_descs(descs, n_descs, err, errlen);
     return PF_ERR_TENSOR_COUNT;
   }
-  for (i = 0; i < n; i++) bound[i] = NULL;
+  for (i = 0; bound && i < n; i++) bound[i] = NULL;
   for (i = 0; i < n; i++) {
-    j = t[i].name ? find_desc(descs, n_descs, t[i].name) : i;
-    if (j < 0) {
+    if ((j = desc_of(descs, n_descs, t, i)) < 0) {
       pf_fail(err, errlen, PF_ERR_TENSOR_NAME, "%s '%s': tensor %d is named '%s', no %s is", kind,
               owner, i, t[i].name, noun);
       list_descs(descs, n_descs, err, errlen);
       return PF_ERR_TENSOR_NAME;
     }
-    if (bound[j]) {
+    first = -1;
+    if (bound) {
+      if (bound[j])
+        first = (int)(bound[j] - t);
+      else
+        bound[j] = &t[i];
+    } else {
+      for (k = 0; first < 0 && k < i; k++) {
+        if (desc_of(descs, n_descs, t, k) == j) first = k;
+      }
+    }
+    if (first >= 0) {
       return pf_fail(err, errlen, PF_ERR_TENSOR_NAME,
                      "%s '%s': %s '%s' is given twice (tensors %d and %d)", kind, owner, noun,
-                     descs[j].name, (int)(bound[j] - t), i);
+                     descs[j].name, first, i);
     }
-    bound[j] = &t[i];
   }
   return PF_OK;
+}
+
+pf_status pf_bind_check(const char* kind, const char* owner, const char* noun,
+                        const pf_buffer_desc* descs, int n_descs, const pf_tensor* t, int n,
+                        char* err, size_t errlen) {
+  return bind(kind, owner, noun, descs, n_descs, t, n, NULL, err, errlen);
+}
+
+const pf_tensor* pf_bound_tensor(const pf_buffer_desc* descs, int n_descs, const pf_tensor* t,
+                                 int n, int d) {
+  int i;
+  for (i = 0; i < n; i++) {
+    if (desc_of(descs, n_descs, t, i) == d) return &t[i];
+  }
+  return NULL;
+}
+
+pf_status pf_bind_tensors(const char* kind, const char* owner, const char* noun,
+                          const pf_buffer_desc* descs, int n_descs, const pf_tensor* t, int n,
+                          const pf_tensor** bound, char* err, size_t errlen) {
+  return bind(kind, owner, noun, descs, n_descs, t, n, bound, err, errlen);
 }
 
 static char axis(const pf_buffer_desc* b, int d) {

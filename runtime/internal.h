@@ -68,6 +68,14 @@ pf_status pf_bind_tensors(const char* kind, const char* owner, const char* noun,
                           const pf_buffer_desc* descs, int n_descs, const pf_tensor* t, int n,
                           const pf_tensor** bound, char* err, size_t errlen);
 
+/* pf_bind_tensors' checks (count, names, nothing given twice) with no memory: then
+ * pf_bound_tensor(..., d) is the tensor bound to description d. */
+pf_status pf_bind_check(const char* kind, const char* owner, const char* noun,
+                        const pf_buffer_desc* descs, int n_descs, const pf_tensor* t, int n,
+                        char* err, size_t errlen);
+const pf_tensor* pf_bound_tensor(const pf_buffer_desc* descs, int n_descs, const pf_tensor* t,
+                                 int n, int d);
+
 /* Checks tensor t against description b (what pf_check checks for each buffer); messages start
  * "<kind> '<owner>': <noun> '<b->name>'". */
 pf_status pf_check_tensor(const char* kind, const char* owner, const char* noun,
@@ -114,6 +122,10 @@ typedef struct pf_manifest {
   pf_kernel_desc* kernels;
   pf_buffer_desc* buffers; /* PF_MAX_BUFFERS per kernel */
   int num_inputs, num_outputs, embedded_weights;
+  int format_version; /* PF_FORMAT_VERSION_MIN..PF_FORMAT_VERSION */
+  /* Format 3 on: memory_plan.arena_bytes, and per kernel its arena_offset (-1 for null). */
+  int64_t arena_bytes;
+  int64_t* arena_offsets;
   pf_buffer_desc* inputs; /* graph.inputs (source: produced_by) */
   const char** outputs;   /* graph.outputs */
   struct cJSON* json;

@@ -230,6 +230,52 @@ static pf_status parse_kernel(pf_manifest* m, const cJSON* j, int i) {
   return PF_OK;
 }
 
+/* Format 3 on: "memory_plan": {"alignment": PF_ARENA_ALIGNMENT, "arena_bytes": n, ...} and each
+ * kernel's "arena_offset" (an aligned offset inside the arena, or null). The other fields of
+ * memory_plan (lower_bound, intermediates_bytes) are for people and are not read. */
+static pf_status parse_memory_plan(pf_manifest* m, const cJSON* root, const cJSON* ks) {
+  const cJSON *plan = cJSON_GetObjectItemCaseSensitive(root, "memory_plan"), *k, *v;
+  char path[48];
+  int64_t alignment = 0;
+  int i = 0;
+  pf_status s;
+  if (!cJSON_IsObject(plan)) return bad(m, "", "memory_plan", "an object", plan);
+  if ((s = get_int(m, plan, "memory_plan", "alignment", &alignment)) ||
+      (s = get_int(m, plan, "memory_plan", "arena_bytes", &m->arena_bytes))) {
+    return s;
+  }
+  if (alignment != PF_ARENA_ALIGNMENT) {
+    return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST,
+                   "%s: memory_plan.alignment: expected %d, got %lld", m->file, PF_ARENA_ALIGNMENT,
+                   (long long)alignment);
+  }
+  if (m->arena_bytes < 0 || m->arena_bytes % PF_ARENA_ALIGNMENT) {
+    return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST,
+                   "%s: memory_plan.arena_bytes: expected a multiple of %d, got %lld", m->file,
+                   PF_ARENA_ALIGNMENT, (long long)m->arena_bytes);
+  }
+  cJSON_ArrayForEach(k, ks) {
+    snprintf(path, sizeof path, "kernels[%d]", i);
+    v = cJSON_GetObjectItemCaseSensitive(k, "arena_offset");
+    m->arena_offsets[i] = -1;
+    if (!cJSON_IsNull(v)) {
+      if (!as_int(v, &m->arena_offsets[i])) {
+        return bad(m, path, "arena_offset", "an integer or null", v);
+      }
+      if (m->arena_offsets[i] < 0 || m->arena_offsets[i] % PF_ARENA_ALIGNMENT ||
+          m->arena_offsets[i] > m->arena_bytes) {
+        return pf_fail(m->err, m->errlen, PF_ERR_MANIFEST,
+                       "%s: %s.arena_offset: %lld is not a multiple of %d inside the arena (%lld "
+                       "bytes)",
+                       m->file, path, (long long)m->arena_offsets[i], PF_ARENA_ALIGNMENT,
+                       (long long)m->arena_bytes);
+      }
+    }
+    i++;
+  }
+  return PF_OK;
+}
+
 static int has_layer(const pf_manifest* m, const char* name) {
   int i;
   for (i = 0; i < m->num_kernels; i++) {
@@ -320,12 +366,13 @@ static pf_status parse_manifest(pf_manifest* m, const cJSON* root) {
                    format, PF_FORMAT_NAME);
   }
   if ((s = get_int(m, root, "", "format_version", &version))) return s;
-  if (version != PF_FORMAT_VERSION) {
+  if (version < PF_FORMAT_VERSION_MIN || version > PF_FORMAT_VERSION) {
     return pf_fail(m->err, m->errlen, PF_ERR_VERSION,
-                   "%s: format_version %lld is not supported by this runtime (supports %d): use a "
-                   "padfold runtime matching the padfold that wrote the bundle",
-                   m->file, (long long)version, PF_FORMAT_VERSION);
+                   "%s: format_version %lld is not supported by this runtime (supports %d to %d): "
+                   "use a padfold runtime matching the padfold that wrote the bundle",
+                   m->file, (long long)version, PF_FORMAT_VERSION_MIN, PF_FORMAT_VERSION);
   }
+  m->format_version = (int)version;
   v = cJSON_GetObjectItemCaseSensitive(root, "embedded_weights");
   if (!cJSON_IsBool(v)) return bad(m, "", "embedded_weights", "a boolean", v);
   m->embedded_weights = cJSON_IsTrue(v);
@@ -343,7 +390,8 @@ static pf_status parse_manifest(pf_manifest* m, const cJSON* root) {
   m->kernels = (pf_kernel_desc*)calloc((size_t)m->num_kernels + 1, sizeof *m->kernels);
   m->buffers =
       (pf_buffer_desc*)calloc((size_t)m->num_kernels * PF_MAX_BUFFERS + 1, sizeof *m->buffers);
-  if (!m->targets || !m->kernels || !m->buffers) {
+  m->arena_offsets = (int64_t*)calloc((size_t)m->num_kernels + 1, sizeof *m->arena_offsets);
+  if (!m->targets || !m->kernels || !m->buffers || !m->arena_offsets) {
     return pf_fail(m->err, m->errlen, PF_ERR_NO_MEMORY, "out of memory");
   }
   cJSON_ArrayForEach(v, ts) {
@@ -354,6 +402,7 @@ static pf_status parse_manifest(pf_manifest* m, const cJSON* root) {
   cJSON_ArrayForEach(v, ks) {
     if ((s = parse_kernel(m, v, i++))) return s;
   }
+  if (m->format_version >= 3 && (s = parse_memory_plan(m, root, ks))) return s;
   return parse_graph(m, root);
 }
 
@@ -393,6 +442,7 @@ void pf_manifest_free(pf_manifest* m) {
   free(m->targets);
   free(m->kernels);
   free(m->buffers);
+  free(m->arena_offsets);
   free(m->inputs);
   free(m->outputs);
   memset(m, 0, sizeof *m);

@@ -1,6 +1,8 @@
 /* Whole-model runs (pf_model_*): a registry's graph is checked and planned once, at open; a run
  * binds the caller's tensors, then runs the kernels in registry order with each intermediate
- * allocated through the hooks right before its producer and freed right after its last reader.
+ * allocated through the hooks right before its producer and freed right after its last reader
+ * (pf_model_run), or at its offset in the caller's arena (pf_model_run_static: the registry's
+ * memory plan, checked at open; no allocation).
  * Core library: no filesystem. Weight files are read through the bundle's loader, which only
  * pf_bundle_open sets (npy_load.c). */
 #include <stdlib.h>
@@ -271,6 +273,47 @@ static pf_status plan_outputs(pf_model* m, char* err, size_t errlen) {
   return PF_OK;
 }
 
+/* The bytes of kernel i's output. */
+static size_t output_bytes(const pf_model* m, int i) {
+  return pf_buffer_bytes(&m->reg->kernels[i].buffers[m->steps[i].out]);
+}
+
+/* The step after which the output of kernel i is dead (its last reader, or itself). */
+static int last_step(const pf_model* m, int i) {
+  int r = m->last_reader[m->reg->num_inputs + i];
+  return r > i ? r : i;
+}
+
+/* The registry's memory plan (format 3) fits this graph: every intermediate, and only they, at an
+ * offset where it ends inside the arena and overlaps no intermediate live at the same time. */
+static pf_status check_memory_plan(const pf_model* m, char* err, size_t errlen) {
+  const pf_registry* reg = m->reg;
+  const int64_t* off = reg->memory_plan.offsets;
+  int i, j;
+  for (i = 0; i < reg->num_kernels; i++) {
+    int in_arena = m->output_index[reg->num_inputs + i] < 0;
+    if (in_arena != (off[i] >= 0) || (in_arena && (uint64_t)off[i] + output_bytes(m, i) >
+                                                      (uint64_t)reg->memory_plan.arena_bytes)) {
+      return pf_fail(err, errlen, PF_ERR_MISMATCH,
+                     "malformed registry: memory plan puts kernel '%s' (%s, %lu bytes) at offset "
+                     "%lld of an arena of %lld bytes",
+                     reg->kernels[i].layer, in_arena ? "an intermediate" : "a model output",
+                     (unsigned long)output_bytes(m, i), (long long)off[i],
+                     (long long)reg->memory_plan.arena_bytes);
+    }
+    for (j = 0; in_arena && j < i; j++) {
+      if (off[j] >= 0 && last_step(m, j) >= i && off[i] < off[j] + (int64_t)output_bytes(m, j) &&
+          off[j] < off[i] + (int64_t)output_bytes(m, i)) {
+        return pf_fail(err, errlen, PF_ERR_MISMATCH,
+                       "malformed registry: memory plan overlaps the outputs of kernels '%s' and "
+                       "'%s', which are live at the same time",
+                       reg->kernels[j].layer, reg->kernels[i].layer);
+      }
+    }
+  }
+  return PF_OK;
+}
+
 pf_status pf_model_open(pf_bundle* b, const pf_model_options* opts, pf_model** out, char* err,
                         size_t errlen) {
   const pf_registry* reg;
@@ -321,6 +364,7 @@ pf_status pf_model_open(pf_bundle* b, const pf_model_options* opts, pf_model** o
     s = plan_kernel(m, b, i, err, errlen);
   }
   if (s == PF_OK) s = plan_outputs(m, err, errlen);
+  if (s == PF_OK && reg->format_version >= 3) s = check_memory_plan(m, err, errlen);
   if (s != PF_OK) {
     pf_model_close(m);
     return s;
@@ -353,32 +397,29 @@ typedef struct pf_slot {
   size_t bytes;
 } pf_slot;
 
+/* Where tensor t of a run is (the run's context ctx). */
+typedef pf_slot (*pf_where_fn)(const void* ctx, int t);
+
 /* An intermediate: a kernel's output that is no model output. */
 static int intermediate(const pf_model* m, int t) {
   return t >= m->reg->num_inputs && m->output_index[t] < 0;
 }
 
-static pf_status run_kernel(const pf_model* m, pf_slot* slots, int i, char* err, size_t errlen) {
+/* Runs kernel i on the tensors where `where` puts them. */
+static pf_status run_step(const pf_model* m, int i, pf_where_fn where, const void* ctx, char* err,
+                          size_t errlen) {
   const pf_kernel_desc* k = &m->reg->kernels[i];
   const pf_step* st = &m->steps[i];
   pf_tensor ts[PF_MAX_BUFFERS];
   char msg[PF_ERRLEN];
-  int j, t = m->reg->num_inputs + i;
+  int j;
   pf_status s;
-  if (!slots[t].data) {
-    slots[t].bytes = pf_buffer_bytes(&k->buffers[st->out]);
-    if (!(slots[t].data = alloc(m, slots[t].bytes))) {
-      return pf_fail(err, errlen, PF_ERR_NO_MEMORY,
-                     "model '%s': out of memory for the output of kernel '%s' (%lu bytes)",
-                     m->reg->model, k->layer, (unsigned long)slots[t].bytes);
-    }
-  }
   for (j = 0; j < k->num_buffers; j++) {
     const pf_buffer_desc* b = &k->buffers[j];
-    if (j == st->out) {
-      ts[j] = pf_tensor_of(b, slots[t].data, slots[t].bytes);
-    } else if (st->feed[j] >= 0) {
-      ts[j] = pf_tensor_of(b, slots[st->feed[j]].data, slots[st->feed[j]].bytes);
+    pf_slot at;
+    if (j == st->out || st->feed[j] >= 0) {
+      at = where(ctx, j == st->out ? m->reg->num_inputs + i : st->feed[j]);
+      ts[j] = pf_tensor_of(b, at.data, at.bytes);
     } else {
       ts[j] = pf_tensor_of(b, (void*)st->data[j], pf_buffer_bytes(b));
     }
@@ -387,7 +428,53 @@ static pf_status run_kernel(const pf_model* m, pf_slot* slots, int i, char* err,
   if ((s = pf_run(k, ts, k->num_buffers, msg, sizeof msg)) != PF_OK) {
     return pf_fail(err, errlen, s, "model '%s': %s", m->reg->model, msg);
   }
-  for (j = 0; j < k->num_buffers; j++) { /* intermediates this kernel read last */
+  return PF_OK;
+}
+
+/* The caller's tensors bound to the model's inputs and outputs and checked, with no memory. */
+static pf_status check_io(const pf_model* m, const pf_tensor* inputs, int n_in,
+                          const pf_tensor* outputs, int n_out, char* err, size_t errlen) {
+  const pf_registry* reg = m->reg;
+  int i;
+  pf_status s = pf_bind_check("model", reg->model, "input", reg->inputs, reg->num_inputs, inputs,
+                              n_in, err, errlen);
+  if (s == PF_OK) {
+    s = pf_bind_check("model", reg->model, "output", m->outputs, reg->num_outputs, outputs, n_out,
+                      err, errlen);
+  }
+  for (i = 0; s == PF_OK && i < reg->num_inputs; i++) {
+    s = pf_check_tensor("model", reg->model, "input", &reg->inputs[i],
+                        pf_bound_tensor(reg->inputs, reg->num_inputs, inputs, n_in, i), err,
+                        errlen);
+  }
+  for (i = 0; s == PF_OK && i < reg->num_outputs; i++) {
+    s = pf_check_tensor("model", reg->model, "output", &m->outputs[i],
+                        pf_bound_tensor(m->outputs, reg->num_outputs, outputs, n_out, i), err,
+                        errlen);
+  }
+  return s;
+}
+
+static pf_slot slot_at(const void* slots, int t) {
+  return ((const pf_slot*)slots)[t];
+}
+
+/* pf_model_run's step: the output allocated, the kernel run, the intermediates read for the last
+ * time (or never) freed. */
+static pf_status run_kernel(const pf_model* m, pf_slot* slots, int i, char* err, size_t errlen) {
+  const pf_step* st = &m->steps[i];
+  int j, t = m->reg->num_inputs + i;
+  pf_status s;
+  if (!slots[t].data) {
+    slots[t].bytes = output_bytes(m, i);
+    if (!(slots[t].data = alloc(m, slots[t].bytes))) {
+      return pf_fail(err, errlen, PF_ERR_NO_MEMORY,
+                     "model '%s': out of memory for the output of kernel '%s' (%lu bytes)",
+                     m->reg->model, m->reg->kernels[i].layer, (unsigned long)slots[t].bytes);
+    }
+  }
+  if ((s = run_step(m, i, slot_at, slots, err, errlen)) != PF_OK) return s;
+  for (j = 0; j < m->reg->kernels[i].num_buffers; j++) { /* intermediates this kernel read last */
     int u = st->feed[j];
     if (u >= 0 && intermediate(m, u) && m->last_reader[u] == i && slots[u].data) {
       release(m, slots[u].data);
@@ -401,46 +488,111 @@ static pf_status run_kernel(const pf_model* m, pf_slot* slots, int i, char* err,
   return PF_OK;
 }
 
+static pf_slot tensor_slot(const pf_tensor* t) {
+  pf_slot s;
+  s.data = t->data;
+  s.bytes = t->bytes;
+  return s;
+}
+
 pf_status pf_model_run(const pf_model* m, const pf_tensor* inputs, int n_in,
                        const pf_tensor* outputs, int n_out, char* err, size_t errlen) {
   const pf_registry* reg;
-  const pf_tensor **in_bound, **out_bound;
   pf_slot* slots;
-  size_t block;
   int i;
   pf_status s;
   if (!m || n_in < 0 || n_out < 0 || (n_in && !inputs) || (n_out && !outputs)) {
     return pf_fail(err, errlen, PF_ERR_ARGUMENT, "NULL model or tensors, or bad count");
   }
   reg = m->reg;
-  block = sizeof(pf_slot) * (size_t)m->num_tensors +
-          sizeof(const pf_tensor*) * (size_t)(reg->num_inputs + reg->num_outputs);
-  if (!(slots = (pf_slot*)alloc_zeroed(m, 1, block))) {
+  if ((s = check_io(m, inputs, n_in, outputs, n_out, err, errlen)) != PF_OK) return s;
+  if (!(slots = (pf_slot*)alloc_zeroed(m, (size_t)m->num_tensors, sizeof *slots))) {
     return pf_fail(err, errlen, PF_ERR_NO_MEMORY, "model '%s': out of memory (%lu bytes)",
-                   reg->model, (unsigned long)block);
+                   reg->model, (unsigned long)(sizeof *slots * (size_t)m->num_tensors));
   }
-  in_bound = (const pf_tensor**)(slots + m->num_tensors);
-  out_bound = in_bound + reg->num_inputs;
-  s = pf_bind_tensors("model", reg->model, "input", reg->inputs, reg->num_inputs, inputs, n_in,
-                      in_bound, err, errlen);
-  if (s == PF_OK) {
-    s = pf_bind_tensors("model", reg->model, "output", m->outputs, reg->num_outputs, outputs, n_out,
-                        out_bound, err, errlen);
+  for (i = 0; i < reg->num_inputs; i++) {
+    slots[i] = tensor_slot(pf_bound_tensor(reg->inputs, reg->num_inputs, inputs, n_in, i));
   }
-  for (i = 0; s == PF_OK && i < reg->num_inputs; i++) {
-    s = pf_check_tensor("model", reg->model, "input", &reg->inputs[i], in_bound[i], err, errlen);
-    slots[i].data = in_bound[i]->data;
-    slots[i].bytes = in_bound[i]->bytes;
-  }
-  for (i = 0; s == PF_OK && i < reg->num_outputs; i++) {
-    s = pf_check_tensor("model", reg->model, "output", &m->outputs[i], out_bound[i], err, errlen);
-    slots[m->output_tensor[i]].data = out_bound[i]->data;
-    slots[m->output_tensor[i]].bytes = out_bound[i]->bytes;
+  for (i = 0; i < reg->num_outputs; i++) {
+    slots[m->output_tensor[i]] =
+        tensor_slot(pf_bound_tensor(m->outputs, reg->num_outputs, outputs, n_out, i));
   }
   for (i = 0; s == PF_OK && i < reg->num_kernels; i++) s = run_kernel(m, slots, i, err, errlen);
   for (i = reg->num_inputs; i < m->num_tensors; i++) { /* after an error */
     if (intermediate(m, i)) release(m, slots[i].data);
   }
   release(m, slots);
+  return s;
+}
+
+size_t pf_model_arena_bytes(const pf_model* m) {
+  return m && m->reg->format_version >= 3 ? (size_t)m->reg->memory_plan.arena_bytes : 0;
+}
+
+/* A static run: the caller's tensors and arena. */
+typedef struct pf_static_run {
+  const pf_model* m;
+  unsigned char* arena;
+  const pf_tensor *inputs, *outputs;
+  int n_in, n_out;
+} pf_static_run;
+
+static pf_slot static_slot(const void* ctx, int t) {
+  const pf_static_run* r = (const pf_static_run*)ctx;
+  const pf_model* m = r->m;
+  const pf_registry* reg = m->reg;
+  pf_slot s;
+  if (t < reg->num_inputs) {
+    return tensor_slot(pf_bound_tensor(reg->inputs, reg->num_inputs, r->inputs, r->n_in, t));
+  }
+  if (m->output_index[t] >= 0) {
+    return tensor_slot(
+        pf_bound_tensor(m->outputs, reg->num_outputs, r->outputs, r->n_out, m->output_index[t]));
+  }
+  s.data = r->arena + reg->memory_plan.offsets[t - reg->num_inputs];
+  s.bytes = output_bytes(m, t - reg->num_inputs);
+  return s;
+}
+
+pf_status pf_model_run_static(const pf_model* m, void* arena, size_t arena_bytes,
+                              const pf_tensor* inputs, int n_in, const pf_tensor* outputs,
+                              int n_out, char* err, size_t errlen) {
+  pf_static_run r;
+  size_t need;
+  int i;
+  pf_status s = PF_OK;
+  if (!m || n_in < 0 || n_out < 0 || (n_in && !inputs) || (n_out && !outputs)) {
+    return pf_fail(err, errlen, PF_ERR_ARGUMENT, "NULL model or tensors, or bad count");
+  }
+  if (m->reg->format_version < 3) {
+    return pf_fail(err, errlen, PF_ERR_UNSUPPORTED,
+                   "model '%s': the bundle (format %d) has no memory plan: recompile it with this "
+                   "padfold (format %d), or run it with pf_model_run",
+                   m->reg->model, m->reg->format_version, PF_FORMAT_VERSION);
+  }
+  need = pf_model_arena_bytes(m);
+  if (need && !arena)
+    return pf_fail(err, errlen, PF_ERR_NULL_DATA, "model '%s': arena is NULL", m->reg->model);
+  if ((uintptr_t)arena % PF_ARENA_ALIGNMENT) {
+    return pf_fail(err, errlen, PF_ERR_ALIGNMENT,
+                   "model '%s': arena %p is not aligned to %d bytes (PF_ARENA_ALIGNMENT)",
+                   m->reg->model, arena, PF_ARENA_ALIGNMENT);
+  }
+  if (arena_bytes < need) {
+    return pf_fail(err, errlen, PF_ERR_SIZE,
+                   "model '%s': arena of %lu bytes, the memory plan needs %lu "
+                   "(PADFOLD_<MODEL>_ARENA_BYTES, pf_model_arena_bytes)",
+                   m->reg->model, (unsigned long)arena_bytes, (unsigned long)need);
+  }
+  if ((s = check_io(m, inputs, n_in, outputs, n_out, err, errlen)) != PF_OK) return s;
+  r.m = m;
+  r.arena = (unsigned char*)arena;
+  r.inputs = inputs;
+  r.outputs = outputs;
+  r.n_in = n_in;
+  r.n_out = n_out;
+  for (i = 0; s == PF_OK && i < m->reg->num_kernels; i++) {
+    s = run_step(m, i, static_slot, &r, err, errlen);
+  }
   return s;
 }

@@ -45,7 +45,7 @@ ScheduleParams resolve_block_schedule(const std::vector<const Layer*>& chain,
 }
 
 ScheduleResult apply_block_schedule(std::vector<Algorithm>& chain, const ScheduleParams& requested,
-                                    const Halide::Target& target) {
+                                    const Halide::Target& target, bool in_registers) {
   std::vector<const Layer*> layers;
   for (const Algorithm& a : chain) layers.push_back(a.layer);
   const ScheduleParams resolved = resolve_block_schedule(layers, target, requested);
@@ -61,6 +61,7 @@ ScheduleResult apply_block_schedule(std::vector<Algorithm>& chain, const Schedul
     bool windowed = false;
     for (int64_t k : reader.kernel) windowed = windowed || k > 1;
     ProducerPlace where;
+    where.in_registers = in_registers;
     if (windowed && placed.strips) {
       // A whole row (the reader sees the producer through its border, clamped to the row).
       where.compute = placed.row_tile;

@@ -26,8 +26,9 @@ int max_block_strips(const std::vector<const Layer*>& chain);
 // Schedules the consumer with the resolved block knobs and every producer with its own layer's
 // knobs: a producer read through a window per row tile of the consumer, sliding along the rows of
 // its strip, when the consumer is computed in strips (fused_strips); the others per pixel tile of
-// the consumer. Returns the consumer's result (the block's knobs in effect).
+// the consumer. Returns the consumer's result (the block's knobs in effect). `in_registers`:
+// ProducerPlace::in_registers of every producer.
 ScheduleResult apply_block_schedule(std::vector<Algorithm>& chain, const ScheduleParams& requested,
-                                    const Halide::Target& target);
+                                    const Halide::Target& target, bool in_registers = true);
 
 }  // namespace padfold

@@ -31,6 +31,9 @@ struct ProducerPlace {
   int64_t columns = 0;
   // Rows of the producer's storage, folded (a ring of rows) when it slides along rows; 0 = none.
   int fold_rows = 0;
+  // The producer's buffers in Register memory: on the stack whatever their size (Halide puts
+  // Auto memory over 16 KB on its heap), which needs sizes Halide can bound by constants.
+  bool in_registers = true;
 };
 
 // What applying a schedule decided that later code reads: the knobs in effect and, for a fused

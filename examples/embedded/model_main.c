@@ -1,16 +1,22 @@
 /* padfold embedded example, whole model: runs the model graph of a bundle compiled with
  * `padfold compile --embed-weights` through the STATIC registry linked into this program
- * (pf_registry_open + pf_model_open + pf_model_run). The weights are in the program's read-only
- * data; every allocation (the model's plan and intermediates, the Halide runtime's scratch memory,
- * this program's input and output buffers) comes from one static arena, and parallel loops run
+ * (pf_registry_open + pf_model_open + pf_model_run_static). The weights are in the program's
+ * read-only data; the intermediates live in model_arena, a static array of the size the bundle's
+ * header states at compile time (PADFOLD_<MODEL>_ARENA_BYTES), and the run allocates nothing. The
+ * model is then run once more with pf_model_run, every allocation of which (and of pf_model_open,
+ * the Halide runtime and this program's input and output buffers) comes from a second static
+ * arena, a bump allocator, and both runs' outputs must be equal bit for bit. Parallel loops run
  * serially on the calling thread: no filesystem, no malloc from the model, no threads. Model
  * inputs are filled deterministically (lcg.h: model input "x" from the seed of "x/input").
  *
  *   usage: model_app [OUTDIR]
  *     OUTDIR  also write each model output as OUTDIR/<layer>.bin (raw float32, native byte order,
  *             in the layout the registry lists, e.g. NHWC), after the model is closed
- * Prints a checksum line per output and the arena's counts:
- *   memory model: <allocs> allocs, <frees> frees   (pf_model_options hooks)
+ * Prints a checksum line per output (of the static run) and the memory used:
+ *   memory static arena: <bytes> bytes (PADFOLD_<MODEL>_ARENA_BYTES)
+ *   memory static run: <n> model allocs, <n> halide allocs   (during pf_model_run_static)
+ *   static run equals pf_model_run: yes
+ *   memory model: <allocs> allocs, <frees> frees   (pf_model_options hooks, open and pf_model_run)
  *   memory halide: <allocs> allocs, <frees> frees  (pf_bundle_set_allocator hooks)
  *   memory peak: <bytes> of <arena bytes> bytes
  * Exit status: 0 on success, 1 if padfold fails, 2 on bad usage, I/O errors or leaked blocks. */
@@ -30,7 +36,24 @@
 #endif
 extern const pf_registry PF_REGISTRY;
 
-/* ---- the arena: a bump allocator over static memory ----
+/* The bundle's umbrella header padfold_<model>.h, which defines PADFOLD_<MODEL>_ARENA_BYTES: the
+ * CMake project sets PF_MODEL_HEADER and PF_MODEL_ARENA_BYTES from PADFOLD_MODEL. */
+#ifndef PF_MODEL_HEADER
+#define PF_MODEL_HEADER "padfold_embedded_graph.h"
+#define PF_MODEL_ARENA_BYTES PADFOLD_EMBEDDED_GRAPH_ARENA_BYTES
+#endif
+#include PF_MODEL_HEADER
+
+/* ---- the static run's arena: exactly the planned size, aligned to PF_ARENA_ALIGNMENT (C99 has no
+ * _Alignas: the array has room to align its start) ---- */
+static unsigned char model_arena_space[PF_MODEL_ARENA_BYTES + PF_ARENA_ALIGNMENT];
+
+static void* model_arena(void) {
+  const uintptr_t p = (uintptr_t)model_arena_space;
+  return (void*)((p + PF_ARENA_ALIGNMENT - 1) & ~(uintptr_t)(PF_ARENA_ALIGNMENT - 1));
+}
+
+/* ---- the other arena: a bump allocator over static memory ----
  * Blocks are 128-byte aligned (Halide's halide_malloc alignment, more than any tensor needs). A
  * free only counts; the arena starts over when no block is live. A firmware sizes ARENA_BYTES from
  * the "memory peak" line. Single-threaded: parallel loops run on this thread (serial_par_for). */
@@ -105,8 +128,9 @@ int main(int argc, char** argv) {
   pf_bundle* bundle = NULL;
   pf_model* model = NULL;
   pf_model_options options;
-  pf_tensor in[MAX_TENSORS], out[MAX_TENSORS];
+  pf_tensor in[MAX_TENSORS], out[MAX_TENSORS], again[MAX_TENSORS];
   size_t out_bytes[MAX_TENSORS];
+  unsigned long model_allocs, halide_allocs;
   int i, n_in = 0, n_out = 0, rc = 0;
   if (argc > 2 || (outdir && outdir[0] == '-')) {
     fprintf(stderr, "usage: %s [OUTDIR]\n", argv[0]);
@@ -163,21 +187,52 @@ int main(int argc, char** argv) {
   for (n_out = 0; n_out < pf_model_num_outputs(model); n_out++) {
     const pf_buffer_desc* b = pf_model_output(model, n_out);
     float* y = (float*)arena_alloc(&app_mem, out_bytes[n_out] = pf_buffer_bytes(b));
-    if (!y) {
+    float* y2 = (float*)arena_alloc(&app_mem, out_bytes[n_out]);
+    if (!y || !y2) {
       fprintf(stderr, "output '%s': arena full\n", b->name);
       rc = 2;
       goto done;
     }
     memset(y, 0, out_bytes[n_out]);
+    memset(y2, 0xff, out_bytes[n_out]);
     out[n_out] = pf_tensor_of(b, y, out_bytes[n_out]); /* bound by the output layer's name */
+    again[n_out] = pf_tensor_of(b, y2, out_bytes[n_out]);
     out_names[n_out] = b->name;
   }
 
-  if (pf_model_run(model, in, n_in, out, n_out, err, sizeof err) != PF_OK) {
+  /* The static run: the intermediates in model_arena, nothing allocated. */
+  printf("memory static arena: %lu bytes (PADFOLD_<MODEL>_ARENA_BYTES)\n",
+         (unsigned long)PF_MODEL_ARENA_BYTES);
+  if (pf_model_arena_bytes(model) != PF_MODEL_ARENA_BYTES) {
+    fprintf(stderr, "the registry's plan needs %lu bytes, the header says %lu\n",
+            (unsigned long)pf_model_arena_bytes(model), (unsigned long)PF_MODEL_ARENA_BYTES);
+    rc = 1;
+    goto done;
+  }
+  model_allocs = model_mem.allocs;
+  halide_allocs = halide_mem.allocs;
+  if (pf_model_run_static(model, model_arena(), PF_MODEL_ARENA_BYTES, in, n_in, out, n_out, err,
+                          sizeof err) != PF_OK) {
     fprintf(stderr, "padfold: %s\n", err);
     rc = 1;
     goto done;
   }
+  printf("memory static run: %lu model allocs, %lu halide allocs\n",
+         model_mem.allocs - model_allocs, halide_mem.allocs - halide_allocs);
+  /* The same model with every intermediate allocated through the hooks. */
+  if (pf_model_run(model, in, n_in, again, n_out, err, sizeof err) != PF_OK) {
+    fprintf(stderr, "padfold: %s\n", err);
+    rc = 1;
+    goto done;
+  }
+  for (i = 0; i < n_out; i++) {
+    if (memcmp(out[i].data, again[i].data, out_bytes[i]) != 0) {
+      fprintf(stderr, "output '%s': pf_model_run_static and pf_model_run differ\n", out_names[i]);
+      rc = 1;
+      goto done;
+    }
+  }
+  printf("static run equals pf_model_run: yes\n");
   for (i = 0; i < n_out; i++) {
     const float* y = (const float*)out[i].data;
     const size_t n = out_bytes[i] / sizeof(float);
@@ -201,6 +256,7 @@ done:
   }
   for (i = 0; i < n_in; i++) arena_free(&app_mem, in[i].data);
   for (i = 0; i < n_out; i++) arena_free(&app_mem, out[i].data);
+  for (i = 0; i < n_out; i++) arena_free(&app_mem, again[i].data);
   printf("memory model: %lu allocs, %lu frees\n", model_mem.allocs, model_mem.frees);
   printf("memory halide: %lu allocs, %lu frees\n", halide_mem.allocs, halide_mem.frees);
   printf("memory peak: %lu of %lu bytes\n", (unsigned long)arena_peak, (unsigned long)ARENA_BYTES);

@@ -40,6 +40,12 @@ inline std::string ascii_lower(std::string s) {
 // as every string padfold writes into JSON must be (nlohmann's dump throws on any other).
 bool valid_utf8(const std::string& s);
 
+// ASCII upper case; other bytes unchanged (macro names from C identifiers).
+inline std::string ascii_upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
 inline bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }

@@ -10,6 +10,7 @@
 #include "emit/bundle.h"
 #include "emit/bundle_dir.h"
 #include "emit/bundle_plan.h"
+#include "emit/size_report.h"
 #include "frontend/spec.h"
 #include "tune/db_schedules.h"
 
@@ -21,12 +22,47 @@ struct CompileArgs {
   bool emit_stmt = false;
   bool emit_device_code = false;
   bool embed_weights = false;
+  bool report_size = false;
   std::string fuse = "auto";
   int jobs = 0;
   double kernel_timeout = 600;
   std::string db;
   bool db_any_machine = false;
 };
+
+std::string size_row(const std::string& what, const padfold::SectionSizes& s) {
+  return fmt::format("  {:<30} {:>10} {:>10} {:>10}\n", what, s.text, s.data, s.bss);
+}
+
+// Per target a line of totals, and with `full` (--report-size) the table of every kernel.
+void print_sizes(const padfold::SizeReport& r, bool full) {
+  const std::string weights =
+      fmt::format("weights {} bytes ({} buffers{})", r.weights_bytes, r.weight_buffers,
+                  r.weight_buffers == 0 ? ""
+                  : r.weights_embedded  ? ", embedded: read-only data of registry.c"
+                                        : ", files in weights/");
+  const std::string arena = fmt::format("arena {} bytes (pf_model_run_static, lower bound {})",
+                                        r.arena.arena_bytes, r.arena.lower_bound);
+  for (const padfold::TargetSizes& t : r.targets) {
+    fmt::print(
+        "size {}: kernels {} text + {} data, Halide runtime {} text + {} data + {} bss, {}, "
+        "{}\n",
+        t.target, t.kernels_total.text, t.kernels_total.data, t.halide_runtime.text,
+        t.halide_runtime.data, t.halide_runtime.bss, weights, arena);
+    if (!full) continue;
+    fmt::print("size report, target {} (bytes; text: code and read-only data)\n", t.target);
+    fmt::print("  {:<30} {:>10} {:>10} {:>10}\n", "", "text", "data", "bss");
+    for (const padfold::KernelSize& k : t.kernels) fmt::print("{}", size_row(k.kernel, k.sizes));
+    fmt::print("{}", size_row("all kernels", t.kernels_total));
+    fmt::print("{}", size_row("Halide runtime", t.halide_runtime));
+    fmt::print("  {}\n  {}\n", weights, arena);
+    if (t.runtime_core)
+      fmt::print("{}    ({} -O2 of runtime/status.c core.c cpu.c model.c)\n",
+                 size_row("padfold runtime core", *t.runtime_core), t.runtime_core_compiler);
+    else
+      fmt::print("  padfold runtime core: not measured (no C compiler for the target here)\n");
+  }
+}
 
 nlohmann::json read_schedules(const std::string& path) {
   std::ifstream f(path);
@@ -51,6 +87,26 @@ std::vector<std::string> target_list(const std::string& text) {
                                "single commas, e.g. host-cuda,host");
     if (end == std::string::npos) return targets;
     start = end + 1;
+  }
+}
+
+// Per target: the largest kernel's Halide stack (one kernel runs at a time) and the kernels that
+// would allocate on Halide's heap during pf_model_run_static.
+void print_halide_scratch(const std::vector<padfold::KernelReport>& reports) {
+  for (size_t i = 0; i < reports.size();) {
+    const std::string& target = reports[i].target;
+    int64_t stack = 0;
+    std::string heap;
+    for (; i < reports.size() && reports[i].target == target; ++i) {
+      stack = std::max(stack, reports[i].memory.stack_bytes);
+      if (!reports[i].memory.heap_buffers.empty())
+        heap += fmt::format("{}{} ({} bytes)", heap.empty() ? "" : ", ", reports[i].layer,
+                            reports[i].memory.heap_bytes);
+    }
+    fmt::print("halide scratch {}: stack up to {} bytes per thread, {}\n", target, stack,
+               heap.empty() ? std::string("no heap (pf_model_run_static allocates nothing)")
+                            : "heap in " + heap +
+                                  " (pf_model_run_static allocates through Halide for them)");
   }
 }
 
@@ -119,6 +175,13 @@ void run_compile(const CompileArgs& a) {
   }
   for (const padfold::KernelPlan& k : plan.kernels)
     if (k.block.fused()) fmt::print("fused {}: {}\n", k.block.names(), k.block.reason);
+  print_sizes(padfold::bundle_size_report(plan, a.out, a.report_size), a.report_size);
+  fmt::print(
+      "memory plan: arena {} bytes for pf_model_run_static (lower bound {}, all intermediates {}; "
+      "{}-byte aligned)\n",
+      plan.arena.arena_bytes, plan.arena.lower_bound, plan.arena.total_bytes,
+      padfold::kArenaAlignment);
+  print_halide_scratch(reports);
   fmt::print("{} kernels in {:.1f}s of compile time; bundle written to {} (manifest.json, {})\n",
              reports.size(), total_seconds, a.out, plan.consumer_cmake);
 }
@@ -169,5 +232,8 @@ void add_compile_command(CLI::App& app) {
   cmd->add_flag("--embed-weights", args->embed_weights,
                 "bake the spec's weight_files into every target's library (for embedded builds "
                 "with no file system) instead of copying them into the bundle's weights/");
+  cmd->add_flag("--report-size", args->report_size,
+                "print each target's size report: every kernel's text, data and bss, the Halide "
+                "runtime's, the weights and the whole-model arena");
   cmd->callback([args] { run_compile(*args); });
 }

@@ -55,8 +55,10 @@ ScheduleParams resolved_schedule(const Block& block, const Halide::Target& targe
   return resolve_block_schedule(block.layers, target, requested);
 }
 
-Kernel lower(const Block& block, const Halide::Target& target, const ScheduleParams& requested) {
-  if (!block.fused()) return lower(block.last(), target, requested);
+namespace {
+
+Kernel lower_block(const Block& block, const Halide::Target& target,
+                   const ScheduleParams& requested, bool in_registers) {
   std::vector<Algorithm> chain;
   Halide::Func source;
   for (const Layer* L : block.layers) {
@@ -66,7 +68,7 @@ Kernel lower(const Block& block, const Halide::Target& target, const SchedulePar
   }
   Kernel k;
   k.name = block.last().name;
-  k.schedule = apply_block_schedule(chain, requested, target).resolved;
+  k.schedule = apply_block_schedule(chain, requested, target, in_registers).resolved;
   // Buffers in block_buffers order: the parameters of every layer, renamed as the block names them.
   const std::vector<BufferInfo> infos = block_buffers(block);
   for (const BufferInfo& info : infos) {
@@ -80,14 +82,31 @@ Kernel lower(const Block& block, const Halide::Target& target, const SchedulePar
   return k;
 }
 
-void compile_kernel_files(const Kernel& kernel, const Halide::Target& target,
-                          const std::map<Halide::OutputFileType, std::string>& outputs,
-                          const std::string& function, const std::string& device_code) {
+}  // namespace
+
+// Producers' buffers in Register memory (on the stack) where Halide bounds every one of them by a
+// constant; otherwise where Halide chooses (its heap above 16 KB), as halide_scratch then states.
+Kernel lower(const Block& block, const Halide::Target& target, const ScheduleParams& requested) {
+  if (!block.fused()) return lower(block.last(), target, requested);
+  Kernel k = lower_block(block, target, requested, true);
+  try {
+    Halide::Pipeline p = k.pipeline;
+    const Halide::Module m = p.compile_to_module(k.arguments(), k.name, codegen_target(target));
+    if (registers_have_fixed_sizes(m)) return k;
+  } catch (const Halide::CompileError&) {
+  }
+  return lower_block(block, target, requested, false);
+}
+
+HalideMemory compile_kernel_files(const Kernel& kernel, const Halide::Target& target,
+                                  const std::map<Halide::OutputFileType, std::string>& outputs,
+                                  const std::string& function, const std::string& device_code) {
   Halide::Pipeline pipeline = kernel.pipeline;
   const Halide::Module module = pipeline.compile_to_module(
       kernel.arguments(), function, codegen_target(target).with_feature(Halide::Target::NoRuntime));
   module.compile(outputs);
-  if (device_code.empty() || !target.has_gpu_feature()) return;
+  const HalideMemory memory = halide_memory(module);
+  if (device_code.empty() || !target.has_gpu_feature()) return memory;
   // Halide embeds the kernels' device source (PTX, OpenCL C) as a buffer of the module.
   for (const Halide::Buffer<void>& b : module.buffers()) {
     if (b.name().find("_gpu_source_kernels") == std::string::npos) continue;
@@ -95,7 +114,7 @@ void compile_kernel_files(const Kernel& kernel, const Halide::Target& target,
     std::ofstream f(device_code, std::ios::binary);
     f.write(text, static_cast<std::streamsize>(strnlen(text, b.size_in_bytes())));
     if (!f) throw std::runtime_error("cannot write " + device_code);
-    return;
+    return memory;
   }
   throw std::runtime_error("kernel '" + kernel.name + "': Halide's module holds no device code");
 }

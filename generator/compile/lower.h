@@ -11,6 +11,7 @@
 
 #include "algorithm/algorithm.h"
 #include "compile/block.h"
+#include "compile/halide_memory.h"
 #include "schedules/schedule.h"
 
 namespace padfold {
@@ -51,9 +52,9 @@ Kernel lower(const Block& block, const Halide::Target& target, const SchedulePar
 // Writes the kernel's AOT outputs (object, header, statement ...) as `function`, without the
 // Halide runtime (a bundle carries one per target), with padfold's code generation options. For
 // a GPU target and a non-empty `device_code`, also the kernels' device source there (PTX for
-// CUDA, OpenCL C for OpenCL).
-void compile_kernel_files(const Kernel& kernel, const Halide::Target& target,
-                          const std::map<Halide::OutputFileType, std::string>& outputs,
-                          const std::string& function, const std::string& device_code = "");
+// CUDA, OpenCL C for OpenCL). Returns the kernel's own scratch (halide_memory).
+HalideMemory compile_kernel_files(const Kernel& kernel, const Halide::Target& target,
+                                  const std::map<Halide::OutputFileType, std::string>& outputs,
+                                  const std::string& function, const std::string& device_code = "");
 
 }  // namespace padfold

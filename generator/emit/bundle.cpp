@@ -40,7 +40,8 @@ KernelReport report_of(const BundlePlan& plan, const KernelBuild& b, const fs::p
           b.fallback_from,
           b.fallback_reason,
           k.block.fused() ? k.block.names() : "",
-          k.schedules[b.target].source};
+          k.schedules[b.target].source,
+          b.memory};
 }
 
 }  // namespace

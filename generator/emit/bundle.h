@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "compile/halide_memory.h"
 #include "emit/bundle_plan.h"
 #include "frontend/spec.h"
 
@@ -19,6 +20,7 @@ struct KernelReport {
   std::string fallback_reason;  // why it failed
   std::string fused;            // "a+b" when the kernel is a fused block (layer is its last)
   std::string source = "default";  // where the knobs came from: default, overrides, tuned (db)
+  HalideMemory memory;             // the kernel's own Halide scratch (stack, heap)
 };
 
 // Writes the planned bundle (plan_bundle) and returns one report per (target, kernel), in that

@@ -2,6 +2,7 @@
 #include "emit/bundle_plan.h"
 
 #include <algorithm>
+#include <map>
 
 #include "base/identifiers.h"
 #include "compile/lower.h"
@@ -134,6 +135,40 @@ KernelSchedule plan_schedule(const Block& b, const TargetPlan& t, const CompileO
   return s;
 }
 
+// The kernels' intermediates in one arena: kernel i writes its output at step i, and it lives
+// until the last kernel reading it (through an input buffer's source) has run.
+void plan_arena(BundlePlan& plan) {
+  const Model& model = *plan.model;
+  std::map<std::string, size_t> producer;  // a kernel's output tensor is named after its layer
+  for (size_t i = 0; i < plan.kernels.size(); ++i) producer[plan.kernels[i].block.last().name] = i;
+  std::vector<Lifetime> lives(plan.kernels.size());
+  for (size_t i = 0; i < plan.kernels.size(); ++i) {
+    lives[i].first = lives[i].last = i;
+    for (const BufferPlan& b : plan.kernels[i].buffers) {
+      if (b.role == PF_ROLE_OUTPUT) {
+        int64_t elements = 1;
+        for (int64_t d : b.shape) elements *= d;
+        lives[i].bytes = elements * static_cast<int64_t>(sizeof(float));
+      } else if (b.role == PF_ROLE_INPUT && b.source) {
+        if (const auto it = producer.find(*b.source); it != producer.end())
+          lives[it->second].last = std::max(lives[it->second].last, i);
+      }
+    }
+  }
+  std::vector<Lifetime> intermediates;
+  std::vector<size_t> kernel_of;
+  for (size_t i = 0; i < plan.kernels.size(); ++i) {
+    const std::string& name = plan.kernels[i].block.last().name;
+    if (std::find(model.outputs.begin(), model.outputs.end(), name) != model.outputs.end())
+      continue;
+    intermediates.push_back(lives[i]);
+    kernel_of.push_back(i);
+  }
+  plan.arena = plan_memory(intermediates);
+  for (size_t t = 0; t < kernel_of.size(); ++t)
+    plan.kernels[kernel_of[t]].arena_offset = plan.arena.offsets[t];
+}
+
 }  // namespace
 
 std::string kernel_function_name(const Model& model, const Layer& layer) {
@@ -162,11 +197,12 @@ BundlePlan plan_bundle(const Model& model, const CompileOptions& opt) {
   plan.weight_files = weight_files(model);
   plan.embedded_weights = opt.embed_weights;
   for (const Block& b : blocks) {
-    KernelPlan k{b, kernel_function_name(model, b.last()), {}, {}};
+    KernelPlan k{b, kernel_function_name(model, b.last()), {}, {}, std::nullopt};
     k.buffers = plan_buffers(b, plan.weight_files, plan.embedded_weights);
     for (const TargetPlan& t : plan.targets) k.schedules.push_back(plan_schedule(b, t, opt));
     plan.kernels.push_back(std::move(k));
   }
+  plan_arena(plan);
   plan.model_id = c_identifier(model.name);
   plan.static_library = "libpadfold_" + plan.model_id + ".a";
   plan.shared_library = "libpadfold_" + plan.model_id + ".so";

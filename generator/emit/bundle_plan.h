@@ -16,6 +16,7 @@
 
 #include "compile/block.h"
 #include "compile/fusion.h"
+#include "emit/memory_plan.h"
 #include "emit/weights.h"
 #include "frontend/spec.h"
 #include "padfold_registry.h"
@@ -89,6 +90,9 @@ struct KernelPlan {
   std::string function;                   // the C symbol (kernel_function_name)
   std::vector<BufferPlan> buffers;        // manifest order (block_buffers)
   std::vector<KernelSchedule> schedules;  // per target, in BundlePlan::targets order
+  // Where its output lives in pf_model_run_static's arena; none for a model output (the caller's
+  // buffer).
+  std::optional<int64_t> arena_offset;
 };
 
 struct BundlePlan {
@@ -98,6 +102,9 @@ struct BundlePlan {
   std::vector<KernelPlan> kernels;       // in model order, each layer in exactly one
   std::vector<WeightFile> weight_files;  // every file the spec names, in layer order
   bool embedded_weights = false;
+  // The arena of a whole-model run: every intermediate (a kernel's output that is no model
+  // output) from the step its kernel runs to its last reader; offsets in KernelPlan::arena_offset.
+  MemoryPlan arena;
 
   // Names inside the bundle directory.
   std::string model_id;         // c_identifier(model name)
@@ -113,10 +120,10 @@ struct BundlePlan {
 
 // Plans the bundle: checks the overrides, resolves every target, plans the fusion (none with a GPU
 // target), reads each kernel's knobs (overrides, else the tuning database, else the default) and
-// resolves them, and lays out every kernel's buffers. Nothing is read from the weight files or
-// written. Throws ScheduleOverrideError, FuseListError, or another std::exception for anything
-// else (an unknown target, --fuse blocks with a GPU target, overrides of a fused-away layer, bad
-// knobs from the tuning database).
+// resolves them, lays out every kernel's buffers and plans the intermediates' arena. Nothing is
+// read from the weight files or written. Throws ScheduleOverrideError, FuseListError, or another
+// std::exception for anything else (an unknown target, --fuse blocks with a GPU target, overrides
+// of a fused-away layer, bad knobs from the tuning database).
 BundlePlan plan_bundle(const Model& model, const CompileOptions& options);
 
 std::string kernel_function_name(const Model& model, const Layer& layer);

@@ -41,6 +41,13 @@ void name_include_guard(const std::string& header, const std::string& function) 
   write_file_replacing(header, text);
 }
 
+// Where the worker leaves the kernel's Halide scratch figures for the parent (in obj/, which goes
+// once the libraries are built).
+fs::path memory_path(const fs::path& root, const TargetPlan& t, const KernelPlan& k) {
+  fs::path p = object_path(root, t, k);
+  return p.replace_extension(".memory");
+}
+
 // What a compile worker does for one kernel: lower, then emit object, header and statement.
 void compile_kernel(const BundlePlan& plan, const KernelBuild& build, const fs::path& root) {
   const KernelPlan& k = plan.kernels[build.kernel];
@@ -58,7 +65,9 @@ void compile_kernel(const BundlePlan& plan, const KernelBuild& build, const fs::
       plan.options.emit_device_code && !device.empty()
           ? (dir / (layer + (device == "cuda" ? ".ptx" : ".cl"))).string()
           : "";
-  compile_kernel_files(kernel, t.target, outputs, k.function, device_code);
+  const HalideMemory memory =
+      compile_kernel_files(kernel, t.target, outputs, k.function, device_code);
+  write_file_replacing(memory_path(root, t, k).string(), memory_line(memory) + "\n");
   if (build.target == 0) name_include_guard(outputs[OutputFileType::c_header], k.function);
 }
 
@@ -103,7 +112,15 @@ std::vector<KernelBuild> compile_kernels(
     b.result = r;
     if (!r.output.empty())  // Halide's warnings, or a crash's last words
       std::fprintf(stderr, "%s:\n%s", build_label(plan, b).c_str(), r.output.c_str());
-    if (r.ok) on_compiled(b);
+    if (r.ok) {
+      std::ifstream f(memory_path(root, plan.targets[b.target], plan.kernels[b.kernel]));
+      std::string line;
+      if (!std::getline(f, line))
+        throw std::runtime_error(build_label(plan, b) +
+                                 ": the worker left no Halide memory figures");
+      b.memory = parse_memory_line(line);
+      on_compiled(b);
+    }
   };
   options.retry = [&](size_t i, const WorkerResult& r) -> std::optional<CompileJob> {
     KernelBuild& b = builds[i];

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/process.h"
+#include "compile/halide_memory.h"
 #include "emit/bundle_plan.h"
 
 namespace padfold {
@@ -20,6 +21,7 @@ struct KernelBuild {
   bool fallback = false;
   std::string fallback_from, fallback_reason;  // the schedule that failed, and why
   WorkerResult result;
+  HalideMemory memory;  // the kernel's own Halide scratch, once compiled
 };
 
 // Compiles every kernel of the plan on every target, each in a worker, into the bundle directory

@@ -1,4 +1,4 @@
-// build_target_libraries, link_bundle_library and the choice of linker for a target.
+// build_target_libraries, link_bundle_library and the choice of C compiler for a target.
 #include "emit/libraries.h"
 
 #include <algorithm>
@@ -13,9 +13,6 @@ namespace padfold {
 namespace fs = std::filesystem;
 using Halide::OutputFileType;
 
-namespace {
-
-// The C compiler that can link a shared library for `t` on this machine, or "" if none.
 std::string linker_for(const Halide::Target& t) {
   const Halide::Target cpu = Halide::get_host_target();
   std::string cc;
@@ -29,8 +26,6 @@ std::string linker_for(const Halide::Target& t) {
     cc = "riscv64-linux-gnu-gcc";
   return !cc.empty() && program_on_path(cc) ? cc : "";
 }
-
-}  // namespace
 
 std::string arch_name(const Halide::Target& t) {
   switch (t.arch) {

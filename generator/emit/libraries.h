@@ -21,6 +21,10 @@ void build_target_libraries(const BundlePlan& plan, const std::filesystem::path&
 std::optional<std::string> link_bundle_library(const BundlePlan& plan, const TargetPlan& t,
                                                const std::filesystem::path& root);
 
+// The C compiler that compiles and links for `t` on this machine (cc, aarch64-linux-gnu-gcc,
+// arm-linux-gnueabihf-gcc, riscv64-linux-gnu-gcc), or "" if none is on $PATH.
+std::string linker_for(const Halide::Target& t);
+
 // The manifest's name of the target's architecture: x86-64, arm-64, riscv-64, ... or "other".
 std::string arch_name(const Halide::Target& t);
 

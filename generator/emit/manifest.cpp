@@ -43,6 +43,9 @@ json target_schedules(const BundlePlan& plan, const std::vector<KernelBuild>& bu
     if (b.fallback) s["fallback"] = {{"from", b.fallback_from}, {"reason", b.fallback_reason}};
     s["source"] = planned.source;
     if (!planned.tuning.is_null()) s["tuning"] = planned.tuning;
+    s["halide_scratch"] = {{"stack_bytes", b.memory.stack_bytes},
+                           {"heap_bytes", b.memory.heap_bytes},
+                           {"heap_buffers", b.memory.heap_buffers}};
     schedules[k.block.last().name] = s;
   }
   return schedules;
@@ -57,6 +60,17 @@ json target_manifest(const BundlePlan& plan, const std::vector<KernelBuild>& bui
   int max_registers = 0;
   for (const KernelBuild& b : builds)
     if (b.target == index) max_registers = std::max(max_registers, b.resolved.gpu_max_registers);
+  // The kernels' own scratch besides the arena: one kernel runs at a time, so a thread's stack
+  // needs the largest kernel's; heap scratch (none with padfold's CPU schedules) makes a static
+  // run allocate.
+  int64_t stack_bytes = 0;
+  json heap_kernels = json::array();
+  for (const KernelBuild& b : builds) {
+    if (b.target != index) continue;
+    stack_bytes = std::max(stack_bytes, b.memory.stack_bytes);
+    if (b.memory.heap_bytes > 0 || !b.memory.heap_buffers.empty())
+      heap_kernels.push_back(plan.kernels[b.kernel].block.last().name);
+  }
   return {{"target", t.name},
           {"device_api", device.empty() ? json(nullptr) : json(device)},
           {"cuda_arch", device == "cuda" ? json(cuda_arch_name(t.target)) : json(nullptr)},
@@ -73,6 +87,7 @@ json target_manifest(const BundlePlan& plan, const std::vector<KernelBuild>& bui
           {"registry_source", t.name + "/registry.c"},
           {"registry_symbol", plan.registry_symbol},
           {"shared_library", shared_library ? json(*shared_library) : json(nullptr)},
+          {"halide_scratch", {{"stack_bytes", stack_bytes}, {"heap_kernels", heap_kernels}}},
           {"schedules", target_schedules(plan, builds, index)}};
 }
 
@@ -110,6 +125,7 @@ json kernel_manifest(const KernelPlan& k) {
   json j = layer_pads_json(block.last());
   j["function"] = k.function;
   j["buffers"] = buffers_json(k);
+  j["arena_offset"] = k.arena_offset ? json(*k.arena_offset) : json(nullptr);
   if (block.fused()) {
     j["op"] = block.kind();
     double flops = 0;
@@ -133,6 +149,10 @@ json bundle_manifest(const BundlePlan& plan, const std::vector<KernelBuild>& bui
                    {"targets", json::array()},           {"kernels", json::array()}};
   manifest["graph"] = graph_json(*plan.model);
   manifest["embedded_weights"] = plan.embedded_weights;
+  manifest["memory_plan"] = {{"alignment", kArenaAlignment},
+                             {"arena_bytes", plan.arena.arena_bytes},
+                             {"lower_bound", plan.arena.lower_bound},
+                             {"intermediates_bytes", plan.arena.total_bytes}};
   for (size_t t = 0; t < plan.targets.size(); ++t)
     manifest["targets"].push_back(target_manifest(plan, builds, t, shared_libraries.at(t)));
   for (const KernelPlan& k : plan.kernels) manifest["kernels"].push_back(kernel_manifest(k));

@@ -110,6 +110,10 @@ void write_registry_sources(const BundlePlan& plan, const TargetPlan& t, const f
   d.set("outputs", outputs);
   d.set("num_outputs", std::to_string(model.outputs.size()));
   d.set("embedded_weights", embedded_data);
+  std::vector<int64_t> offsets;
+  for (const KernelPlan& k : plan.kernels) offsets.push_back(k.arena_offset.value_or(-1));
+  d.set("arena_offsets", offsets.empty() ? "-1" : join(offsets));
+  d.set("arena_bytes", std::to_string(plan.arena.arena_bytes));
   const std::string device = device_api_name(t.target);
   d.set("device", device.empty()
                       ? data(false)
@@ -126,6 +130,10 @@ void write_consumer_files(const BundlePlan& plan, const fs::path& root) {
   for (const KernelPlan& k : plan.kernels) kernels.push_back(object{{"function", k.function}});
   data umbrella;
   umbrella.set("kernels", kernels);
+  umbrella.set("MODEL", ascii_upper(plan.model_id));
+  umbrella.set("model", plan.model_id);
+  umbrella.set("arena_bytes", std::to_string(plan.arena.arena_bytes));
+  umbrella.set("alignment", std::to_string(kArenaAlignment));
   write_file(root / "include" / plan.umbrella_header, render(templates::umbrella_h, umbrella));
 
   list targets;

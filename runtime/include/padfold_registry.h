@@ -11,10 +11,20 @@
 extern "C" {
 #endif
 
-#define PF_FORMAT_VERSION 2
+#define PF_FORMAT_VERSION 3
+/* The oldest format this runtime still opens: format 2 has no memory plan (pf_registry.memory_plan
+ * and the manifest's memory_plan are new in 3), so its models run with pf_model_run only. */
+#define PF_FORMAT_VERSION_MIN 2
 /* The "format" of a bundle's manifest.json (format_version: PF_FORMAT_VERSION). */
 #define PF_FORMAT_NAME "padfold-bundle"
 #define PF_MAX_RANK 8
+/* The static arena of a whole-model run (pf_model_run_static): its start, every intermediate's
+ * offset in it and every intermediate's size in it are multiples of this. 64 bytes is the widest
+ * alignment Halide's own allocator gives any target (HalideRuntime.h: halide_malloc aligns to 32
+ * bytes on arm, 64 on x86), a cache line, and one AVX-512 vector: a tensor in the arena is at
+ * least as aligned as one Halide or malloc (16 bytes) would allocate, and no two tensors share a
+ * cache line. */
+#define PF_ARENA_ALIGNMENT 64
 
 typedef enum pf_dtype { PF_F32 = 0, PF_F16 = 1, PF_I8 = 2 } pf_dtype;
 typedef enum pf_role {
@@ -98,6 +108,17 @@ typedef struct pf_runtime_hooks {
   pf_error_handler_fn (*set_error_handler)(pf_error_handler_fn fn);
 } pf_runtime_hooks;
 
+/* Where a whole-model run keeps its intermediates in one caller's arena (pf_model_run_static),
+ * planned by `padfold compile`: each intermediate (a kernel's output that is no model output)
+ * from the start of its kernel's run to the end of its last reader's. */
+typedef struct pf_memory_plan {
+  int64_t arena_bytes; /* the arena's size: every intermediate ends at or before it */
+  int64_t alignment;   /* PF_ARENA_ALIGNMENT: of the arena's start and every offset */
+  /* Per kernel, in registry order: its output's offset in the arena; -1 for a model output,
+   * written straight into the caller's output tensor. */
+  const int64_t* offsets;
+} pf_memory_plan;
+
 typedef struct pf_registry {
   int format_version; /* PF_FORMAT_VERSION */
   const char* model;
@@ -111,6 +132,9 @@ typedef struct pf_registry {
   const pf_buffer_desc* inputs; /* model inputs (role input; source: see pf_buffer_desc) */
   int num_outputs;
   const char* const* outputs; /* names of the layers whose outputs are the model's outputs */
+  /* Format 3 on: the registry of an older library ends before this field, which must not be
+   * read when format_version < 3. */
+  pf_memory_plan memory_plan;
 } pf_registry;
 
 /* Every bundle shared object exports this symbol, returning its registry. */

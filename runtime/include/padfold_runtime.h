@@ -6,7 +6,9 @@
  *   pf_registry_open()  a registry compiled into the application (embedded builds; the core library
  *                       padfold_runtime_core needs neither a filesystem nor libdl nor cJSON).
  *   pf_model_open()     the whole model of an open bundle: pf_model_run runs every kernel in order
- *                       on the model's inputs, intermediates allocated through hooks.
+ *                       on the model's inputs, intermediates allocated through hooks;
+ *                       pf_model_run_static keeps them in one caller's arena of a size known at
+ *                       compile time, allocating nothing.
  *
  * Errors: every fallible call returns a pf_status and writes a NUL-terminated message into the
  * caller's buffer `err` of `errlen` bytes (truncated if needed; err may be NULL). The runtime keeps
@@ -205,6 +207,25 @@ const char* pf_model_output_name(const pf_model* m, int i); /* == pf_model_outpu
  * error everything the run allocated is freed and the message names the kernel or tensor. */
 pf_status pf_model_run(const pf_model* m, const pf_tensor* inputs, int n_in,
                        const pf_tensor* outputs, int n_out, char* err, size_t errlen);
+
+/* The arena pf_model_run_static needs: the registry's memory plan (`padfold compile` plans it,
+ * PADFOLD_<MODEL>_ARENA_BYTES in the bundle's header says the same); 0 for a bundle of format 2,
+ * which has no plan, and for a model without intermediates. */
+size_t pf_model_arena_bytes(const pf_model* m);
+
+/* pf_model_run with no allocation: every intermediate at its planned offset in the caller's
+ * arena, which must start at a multiple of PF_ARENA_ALIGNMENT (64) bytes and hold at least
+ * pf_model_arena_bytes(m) bytes (NULL only when that is 0). The arena, then the tensors (as
+ * pf_model_run checks them) are checked before anything runs: PF_ERR_NULL_DATA, PF_ERR_ALIGNMENT,
+ * PF_ERR_SIZE for the arena; PF_ERR_UNSUPPORTED for a bundle of format 2. Nothing is allocated by
+ * padfold or through the pf_model_options hooks. A kernel's own Halide scratch is stack use, not
+ * in the arena: padfold's CPU schedules keep their Halide buffers on the stack where Halide can
+ * bound them (the manifest's halide_scratch states the bytes and names any kernel that allocates
+ * on Halide's heap instead; see runtime/README.md). Thread-safe for different arenas;
+ * between runs the arena is scratch. */
+pf_status pf_model_run_static(const pf_model* m, void* arena, size_t arena_bytes,
+                              const pf_tensor* inputs, int n_in, const pf_tensor* outputs,
+                              int n_out, char* err, size_t errlen);
 
 #ifdef __cplusplus
 }

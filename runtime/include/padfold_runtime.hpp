@@ -107,7 +107,8 @@ class Bundle {
   std::unique_ptr<pf_bundle, Close> b_;
 };
 
-// The whole model of a Bundle (pf_model_open); the Bundle must outlive it. run() is thread-safe.
+// The whole model of a Bundle (pf_model_open); the Bundle must outlive it. run() is thread-safe,
+// run_static() too for different arenas.
 class Model {
  public:
   static Model open(const Bundle& bundle, const pf_model_options* opts = nullptr) {
@@ -129,6 +130,16 @@ class Model {
     char err[PF_ERRLEN];
     detail::check(pf_model_run(get(), inputs.data(), static_cast<int>(inputs.size()),
                                outputs.data(), static_cast<int>(outputs.size()), err, sizeof err),
+                  err);
+  }
+  // pf_model_run_static: intermediates in the caller's arena, nothing allocated.
+  size_t arena_bytes() const { return pf_model_arena_bytes(get()); }
+  void run_static(void* arena, size_t arena_bytes, const std::vector<pf_tensor>& inputs,
+                  const std::vector<pf_tensor>& outputs) const {
+    char err[PF_ERRLEN];
+    detail::check(pf_model_run_static(get(), arena, arena_bytes, inputs.data(),
+                                      static_cast<int>(inputs.size()), outputs.data(),
+                                      static_cast<int>(outputs.size()), err, sizeof err),
                   err);
   }
 

@@ -313,7 +313,12 @@ void apply_producer(Algorithm& a, const ScheduleParams& p, const ProducerPlace& 
   for (Func h : a.helpers) h.compute_root();
   const bool cl = L.layout.channels_last;
   const int D = L.spatial_dims;
-  a.output.compute_at(where.compute).store_at(where.store);
+  // On the stack, not Halide's heap (where.in_registers): the window exceeds the 16 KB up to which
+  // Halide puts Auto and Stack memory on the stack; Register memory goes there whatever its size
+  // (an alloca at the task's entry). A whole-model static run so allocates nothing; each thread
+  // holds its task's window in its frame, as the manifest states (halide_scratch).
+  const MemoryType memory = where.in_registers ? MemoryType::Register : MemoryType::Auto;
+  a.output.compute_at(where.compute).store_at(where.store).store_in(memory);
   if (where.fold_rows > 0 && D >= 2 && where.fold_rows < L.out_spatial[D - 2])
     a.output.fold_storage(a.spatial[1], where.fold_rows);
   if (!cl || !a.reduce.defined()) {
@@ -323,7 +328,7 @@ void apply_producer(Algorithm& a, const ScheduleParams& p, const ProducerPlace& 
     // Channels: the consumer reads all of them, so the region is never narrower than the vector;
     // columns: a tile may be, so those are guarded.
     const TailStrategy tail = cl ? TailStrategy::ShiftInwards : TailStrategy::GuardWithIf;
-    if (a.reduce.defined()) a.reduce.compute_at(where.compute);
+    if (a.reduce.defined()) a.reduce.compute_at(where.compute).store_in(memory);
     if (lanes > 1) {
       a.output.vectorize(vec, lanes, tail);
       if (a.reduce.defined()) {

@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 #include <string>
 
 #include "bundle_util.h"
@@ -259,6 +262,80 @@ TEST(CliCheck, BadSpecFails) {
   EXPECT_TRUE(has(missing.out, "/nonexistent.json: cannot open")) << missing.out;
 }
 
+// "  <label>  <text> <data> <bss>" rows of a size report or of binutils' `size` ("<text> <data>
+// <bss> <dec> <hex> <name> (ex <archive>)"), keyed by label or member name.
+using Sizes = std::map<std::string, std::array<long, 3>>;
+
+Sizes ReportRows(const std::string& out) {
+  static const std::regex row(R"(^  (\S.*?)\s+(\d+)\s+(\d+)\s+(\d+)$)");
+  Sizes rows;
+  std::istringstream lines(out);
+  for (std::string l; std::getline(lines, l);)
+    if (std::smatch m; std::regex_match(l, m, row))
+      rows[m[1]] = {std::stol(m[2]), std::stol(m[3]), std::stol(m[4])};
+  return rows;
+}
+
+Sizes BinutilsSize(const std::string& files) {
+  static const std::regex row(R"(^\s*(\d+)\s+(\d+)\s+(\d+)\s+\d+\s+[0-9a-f]+\s+(\S+).*$)");
+  const auto r = padfold::testing::run_command("size " + files);
+  EXPECT_EQ(r.status, 0) << r.output;
+  Sizes rows;
+  std::istringstream lines(r.output);
+  for (std::string l; std::getline(lines, l);)
+    if (std::smatch m; std::regex_match(l, m, row))
+      rows[m[4]] = {std::stol(m[1]), std::stol(m[2]), std::stol(m[3])};
+  return rows;
+}
+
+// --report-size: each kernel's, the Halide runtime's and the runtime core's text, data and bss are
+// what binutils' size says of the bundle's objects (the core compiled here the same way).
+TEST(CliCompile, ReportSizeAgreesWithBinutilsSize) {
+  const std::string out = testing::TempDir() + std::to_string(getpid()) + "_padfold_cli_size";
+  const Result r = run(std::string("compile ") + PADFOLD_EXAMPLES_DIR + "/tiny.json -o " + out +
+                       " --target host --report-size");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const json m = json::parse(std::ifstream(out + "/manifest.json"));
+  const std::string dir = out + "/" + m.at("targets")[0].at("dir").get<std::string>();
+  EXPECT_TRUE(
+      has(r.out, "size report, target " + m.at("targets")[0].at("target").get<std::string>()))
+      << r.out;
+  const Sizes report = ReportRows(r.out);
+  const Sizes kernels = BinutilsSize(dir + "/libpadfold_tiny.a");
+  const Sizes runtime = BinutilsSize(dir + "/halide_runtime.a");
+  std::array<long, 3> all{};
+  for (const char* layer : {"stem", "dw", "pool", "avg"}) {
+    const std::string member = std::string("pf_4_tiny_") + layer + ".o";
+    ASSERT_EQ(kernels.count(member), 1u) << member;
+    ASSERT_EQ(report.count(layer), 1u) << r.out;
+    EXPECT_EQ(report.at(layer), kernels.at(member)) << layer;
+    EXPECT_GT(kernels.at(member)[0], 0) << layer;
+    for (int i = 0; i < 3; i++) all[i] += kernels.at(member)[i];
+  }
+  EXPECT_EQ(report.at("all kernels"), all);
+  ASSERT_EQ(runtime.size(), 1u);
+  EXPECT_EQ(report.at("Halide runtime"), runtime.begin()->second);
+  std::array<long, 3> core{};
+  for (const char* source : {"status.c", "core.c", "cpu.c", "model.c"}) {
+    const std::string object = out + "/" + source + ".o";
+    const auto c =
+        padfold::testing::run_command("cc -c -O2 -std=c99 -I" + out + "/runtime/include -I" + out +
+                                      "/include -o " + object + " " + out + "/runtime/" + source);
+    ASSERT_EQ(c.status, 0) << c.output;
+    const Sizes s = BinutilsSize(object);
+    ASSERT_EQ(s.size(), 1u);
+    for (int i = 0; i < 3; i++) core[i] += s.begin()->second[i];
+    std::filesystem::remove(object);
+  }
+  EXPECT_EQ(report.at("padfold runtime core"), core) << r.out;
+  EXPECT_TRUE(has(r.out, "  weights 0 bytes (0 buffers)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "  arena 1024 bytes (pf_model_run_static, lower bound 1024)\n")) << r.out;
+  // The line of the normal output.
+  EXPECT_TRUE(has(r.out, ": kernels " + std::to_string(report.at("all kernels")[0]) + " text + "))
+      << r.out;
+  std::filesystem::remove_all(out);
+}
+
 TEST(CliCompile, WritesBundleAndReportsEachKernel) {
   const std::string out = testing::TempDir() + std::to_string(getpid()) + "_padfold_cli_bundle";
   const Result r = run(std::string("compile ") + PADFOLD_EXAMPLES_DIR + "/tiny.json -o " + out +
@@ -270,7 +347,21 @@ TEST(CliCompile, WritesBundleAndReportsEachKernel) {
   std::ifstream manifest(out + "/manifest.json");
   ASSERT_TRUE(manifest) << "no manifest.json";
   const json m = json::parse(manifest);
-  EXPECT_EQ(m.at("format_version"), 2);
+  EXPECT_EQ(m.at("format_version"), 3);
+  // The arena of the chain: stem and dw ([1, 4, 4, 8] float32, 512 bytes each) are live together
+  // while dw runs; pool ([1, 3, 3, 8], 288 bytes, 320 aligned) then takes stem's place; avg is the
+  // model output, the caller's buffer. 1024 bytes, the lower bound.
+  EXPECT_EQ(m.at("memory_plan").at("arena_bytes"), 1024);
+  EXPECT_EQ(m.at("memory_plan").at("lower_bound"), 1024);
+  EXPECT_EQ(m.at("memory_plan").at("intermediates_bytes"), 1344);
+  EXPECT_EQ(m.at("kernels")[0].at("arena_offset"), 0);
+  EXPECT_EQ(m.at("kernels")[1].at("arena_offset"), 512);
+  EXPECT_EQ(m.at("kernels")[2].at("arena_offset"), 0);
+  EXPECT_TRUE(m.at("kernels")[3].at("arena_offset").is_null());
+  EXPECT_TRUE(has(r.out,
+                  "memory plan: arena 1024 bytes for pf_model_run_static (lower bound 1024, "
+                  "all intermediates 1344; 64-byte aligned)"))
+      << r.out;
   EXPECT_EQ(m.at("targets").size(), 1u);
   EXPECT_EQ(m.at("kernels").size(), 4u);
   EXPECT_EQ(m.at("kernels")[0].at("buffers")[0].at("shape"), json({1, 7, 7, 3}));
@@ -282,6 +373,39 @@ TEST(CliCompile, WritesBundleAndReportsEachKernel) {
   EXPECT_EQ(m.at("kernels")[2].at("buffers")[0].at("source"), "dw");
   EXPECT_EQ(m.at("kernels")[0].at("buffers")[1].at("source"), nullptr);  // no weight_files
   EXPECT_EQ(m.at("embedded_weights"), false);
+}
+
+// Models named "case_m" and "Case_M" get the same macro names (PADFOLD_CASE_M_ARENA_BYTES): each
+// umbrella header compiles alone, the second one included refuses by name.
+TEST(CliCompile, ModelsDifferingOnlyByCaseRefuseInOneTranslationUnit) {
+  const std::string dir = testing::TempDir() + std::to_string(getpid()) + "_padfold_case";
+  std::filesystem::create_directories(dir);
+  std::string includes;
+  for (const std::string model : {"case_m", "Case_M"}) {
+    const std::string spec = dir + "/" + model + ".json";
+    std::ofstream(spec) << R"({"model": ")" << model << R"(", "layers": [{"name": "p",
+        "op": "max_pool", "input_shape": [1, 4, 4, 8], "layout": "NHWC", "kernel": 2}]})";
+    const Result r = run("compile " + spec + " -o " + dir + "/" + model + " --target host");
+    ASSERT_EQ(r.status, 0) << r.out;
+    includes += " -I" + dir + "/" + model + "/include";
+  }
+  const auto cc = [&](const std::string& text) {
+    std::ofstream(dir + "/use.c") << text;
+    return padfold::testing::run_command("cc -fsyntax-only -std=c11" + includes + " " + dir +
+                                         "/use.c");
+  };
+  EXPECT_EQ(cc("#include \"padfold_case_m.h\"\nchar a[PADFOLD_CASE_M_ARENA_BYTES + 1];\n").status,
+            0);
+  EXPECT_EQ(cc("#include \"padfold_Case_M.h\"\nchar a[PADFOLD_CASE_M_ARENA_BYTES + 1];\n").status,
+            0);
+  const auto both = cc("#include \"padfold_case_m.h\"\n#include \"padfold_Case_M.h\"\n");
+  EXPECT_NE(both.status, 0);
+  EXPECT_TRUE(has(both.output,
+                  "padfold_Case_M.h: PADFOLD_CASE_M_ARENA_BYTES is defined already, by the header "
+                  "of another model whose name differs from 'Case_M' only by case; rename one of "
+                  "the models"))
+      << both.output;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliCompile, ErrorsNameWhatIsWrong) {

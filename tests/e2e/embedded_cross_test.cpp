@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -319,8 +320,22 @@ TEST_P(EmbeddedCross, WholeModelWithEmbeddedWeightsUnderQemuMatchesReference) {
       << printed;
   EXPECT_TRUE(contains(printed, "\nok\n")) << printed;
 
+  // The static run: the intermediates in an array of the size the bundle's header states, which
+  // is the manifest's plan; not one allocation through the model's or Halide's hooks during it,
+  // and the output equal to pf_model_run's bit for bit.
+  const nlohmann::json manifest = nlohmann::json::parse(std::ifstream(bundle / "manifest.json"));
+  const long arena_bytes = manifest.at("memory_plan").at("arena_bytes").get<long>();
+  // stem, dw, pool and join are [1, 8, 7, 8] float32 (1792 bytes each), cat [1, 8, 7, 16] (3584):
+  // while join runs, stem (read again by cat), dw, pool and join are live, and while cat runs
+  // stem, join and cat: 7168 bytes either way, the lower bound, which the plan reaches.
+  EXPECT_EQ(arena_bytes, 7168);
+  EXPECT_EQ(manifest.at("memory_plan").at("lower_bound"), 7168);
+  EXPECT_EQ(number_after(printed, "memory static arena: "), arena_bytes) << printed;
+  EXPECT_TRUE(contains(printed, "memory static run: 0 model allocs, 0 halide allocs\n")) << printed;
+  EXPECT_TRUE(contains(printed, "static run equals pf_model_run: yes\n")) << printed;
+
   // Allocations: every one through the arena's hooks, each freed. pf_model_open allocates the
-  // model and its plan (6 blocks) and no weights (embedded: used in place); the run one
+  // model and its plan (6 blocks) and no weights (embedded: used in place); pf_model_run one
   // bookkeeping block and the 5 intermediates (stem, dw, pool, join, cat; head is the output).
   const long model_allocs = number_after(printed, "memory model: ");
   EXPECT_EQ(model_allocs, 6 + 1 + 5) << printed;

@@ -4,8 +4,12 @@
 // running each kernel with pf_run by hand, and run with `padfold run --model`; plus the graphs
 // that cannot run whole.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -17,6 +21,43 @@
 #include "base/npy.h"
 #include "bundle_util.h"
 #include "padfold_runtime.h"
+
+// While g_no_allocation is set, every allocation aborts the test: the C library's malloc, calloc,
+// realloc and free as the objects linked into this program call them (the padfold runtime among
+// them: the test links with -Wl,--wrap for each), the model's pf_model_options hooks and the
+// bundle's Halide runtime allocator (pf_bundle_set_allocator).
+std::atomic<bool> g_no_allocation{false};
+
+[[noreturn]] void AllocationDuringStaticRun(const char* what) {
+  const char head[] = "allocation during pf_model_run_static: ";
+  (void)!write(2, head, sizeof head - 1);
+  (void)!write(2, what, std::strlen(what));
+  (void)!write(2, "\n", 1);
+  std::abort();
+}
+
+extern "C" {
+void* __real_malloc(size_t n);
+void* __real_calloc(size_t n, size_t size);
+void* __real_realloc(void* p, size_t n);
+void __real_free(void* p);
+void* __wrap_malloc(size_t n) {
+  if (g_no_allocation) AllocationDuringStaticRun("malloc");
+  return __real_malloc(n);
+}
+void* __wrap_calloc(size_t n, size_t size) {
+  if (g_no_allocation) AllocationDuringStaticRun("calloc");
+  return __real_calloc(n, size);
+}
+void* __wrap_realloc(void* p, size_t n) {
+  if (g_no_allocation) AllocationDuringStaticRun("realloc");
+  return __real_realloc(p, n);
+}
+void __wrap_free(void* p) {
+  if (g_no_allocation) AllocationDuringStaticRun("free");
+  __real_free(p);
+}
+}
 
 namespace {
 
@@ -75,22 +116,33 @@ const std::map<std::string, std::vector<int64_t>> kWeightFiles = {{"w/stem_w.npy
 
 struct Compiled {
   fs::path spec, bundle;
+  std::string output;  // what padfold compile printed
 };
+
+// The line padfold compile prints of the weights: every file's float32 values.
+std::string WeightsLine(const char* where) {
+  size_t bytes = 0;
+  for (const auto& [file, shape] : kWeightFiles) bytes += Elements(shape) * sizeof(float);
+  return ", weights " + std::to_string(bytes) + " bytes (" + std::to_string(kWeightFiles.size()) +
+         " buffers, " + where + "), arena ";
+}
 
 // Writes the spec and its weight files under kWork/name and compiles it (each test its own name:
 // ctest runs them in parallel processes).
-Compiled Compile(const std::string& name, const json& spec, const std::string& flags = "") {
+Compiled Compile(const std::string& name, const json& spec, const std::string& flags = "",
+                 const std::map<std::string, std::vector<int64_t>>& weight_files = kWeightFiles) {
   const fs::path dir = kWork / name;
   fs::remove_all(dir);
   fs::create_directories(dir / "w");
   unsigned seed = 1;
-  for (const auto& [file, shape] : kWeightFiles)
+  for (const auto& [file, shape] : weight_files)
     padfold::write_npy_f32((dir / file).string(), shape, Random(Elements(shape), seed++).data());
-  Compiled c{dir / (name + ".json"), dir / "bundle"};
+  Compiled c{dir / (name + ".json"), dir / "bundle", ""};
   std::ofstream(c.spec) << spec.dump(2);
   const auto r = run_command(std::string(PADFOLD_BIN) + " compile " + shell_quote(c.spec.string()) +
                              " -o " + shell_quote(c.bundle.string()) + " --target host " + flags);
   EXPECT_EQ(r.status, 0) << r.output;
+  c.output = r.output;
   return c;
 }
 
@@ -163,18 +215,202 @@ void ExpectModelMatchesKernels(const Compiled& c) {
   EXPECT_GT(max_abs, 0.0f);  // not all zeros
 }
 
+void* GuardedMalloc(void* uc, size_t n) {
+  if (g_no_allocation)
+    AllocationDuringStaticRun(uc ? "pf_model_options malloc_fn" : "halide_malloc");
+  return std::malloc(n);
+}
+void GuardedFree(void* uc, void* p) {
+  if (g_no_allocation) AllocationDuringStaticRun(uc ? "pf_model_options free_fn" : "halide_free");
+  std::free(p);
+}
+
+// An arena of n bytes at a PF_ARENA_ALIGNMENT boundary (plus `misalign` bytes), filled with a
+// pattern so that a kernel reading a place no kernel wrote reads garbage.
+struct Arena {
+  explicit Arena(size_t n) : bytes(n), mem(n + 2 * PF_ARENA_ALIGNMENT, 0xA5) {}
+  void* At(size_t misalign = 0) {
+    uintptr_t p = reinterpret_cast<uintptr_t>(mem.data());
+    p = (p + PF_ARENA_ALIGNMENT - 1) / PF_ARENA_ALIGNMENT * PF_ARENA_ALIGNMENT;
+    return reinterpret_cast<void*>(p + misalign);
+  }
+  size_t bytes;
+  std::vector<unsigned char> mem;
+};
+
+// pf_model_run_static on the bundle equals pf_model_run bit for bit, allocating nothing (any
+// allocation aborts: g_no_allocation), in an arena of exactly the size the header states; an
+// arena one byte too small or misaligned is refused before any kernel runs.
+void ExpectStaticRunMatches(const Compiled& c) {
+  Bundle h;
+  int hooks_context = 0;  // non-null: tells the model's hooks from Halide's in messages
+  const pf_model_options opts = {GuardedMalloc, GuardedFree, &hooks_context};
+  ASSERT_EQ(pf_bundle_open(c.bundle.c_str(), nullptr, &h.b, h.err, sizeof h.err), PF_OK) << h.err;
+  pf_malloc_fn old_malloc;
+  pf_free_fn old_free;
+  ASSERT_EQ(pf_bundle_set_allocator(h.b, GuardedMalloc, GuardedFree, &old_malloc, &old_free, h.err,
+                                    sizeof h.err),
+            PF_OK)
+      << h.err;
+  ASSERT_EQ(pf_model_open(h.b, &opts, &h.m, h.err, sizeof h.err), PF_OK) << h.err;
+  const json manifest = json::parse(std::ifstream(c.bundle / "manifest.json"));
+  const size_t need = pf_model_arena_bytes(h.m);
+  EXPECT_EQ(need, manifest.at("memory_plan").at("arena_bytes").get<size_t>());
+  const std::string header = ReadText(
+      c.bundle / "include" / ("padfold_" + manifest.at("model").get<std::string>() + ".h"));
+  EXPECT_TRUE(contains(header, "_ARENA_BYTES " + std::to_string(need) + "u")) << header;
+
+  const pf_buffer_desc* in = pf_model_input(h.m, 0);
+  const pf_buffer_desc* out = pf_model_output(h.m, 0);
+  std::vector<float> x = Random(pf_buffer_bytes(in) / sizeof(float), 9);
+  std::vector<float> want(pf_buffer_bytes(out) / sizeof(float), -1.0f), got(want.size(), -2.0f);
+  pf_tensor ti = pf_tensor_of(in, x.data(), pf_buffer_bytes(in));
+  pf_tensor to = pf_tensor_of(out, want.data(), want.size() * sizeof(float));
+  ASSERT_EQ(pf_model_run(h.m, &ti, 1, &to, 1, h.err, sizeof h.err), PF_OK) << h.err;
+
+  Arena arena(need);
+  to = pf_tensor_of(out, got.data(), got.size() * sizeof(float));
+  EXPECT_EQ(pf_model_run_static(h.m, arena.At(), need - 1, &ti, 1, &to, 1, h.err, sizeof h.err),
+            PF_ERR_SIZE);
+  EXPECT_TRUE(contains(h.err, "arena of " + std::to_string(need - 1) +
+                                  " bytes, the memory plan needs " + std::to_string(need)))
+      << h.err;
+  EXPECT_EQ(pf_model_run_static(h.m, arena.At(8), need, &ti, 1, &to, 1, h.err, sizeof h.err),
+            PF_ERR_ALIGNMENT);
+  EXPECT_TRUE(contains(h.err, "is not aligned to 64 bytes")) << h.err;
+  EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float v) { return v == -2.0f; }))
+      << "a refused run wrote the output";
+
+  g_no_allocation = true;
+  const pf_status s =
+      pf_model_run_static(h.m, arena.At(), need, &ti, 1, &to, 1, h.err, sizeof h.err);
+  g_no_allocation = false;
+  ASSERT_EQ(s, PF_OK) << h.err;
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), got.size() * sizeof(float)), 0);
+  pf_model_close(h.m);
+  h.m = nullptr;
+  ASSERT_EQ(
+      pf_bundle_set_allocator(h.b, old_malloc, old_free, nullptr, nullptr, h.err, sizeof h.err),
+      PF_OK)
+      << h.err;
+}
+
 TEST(ModelRun, WeightFilesCopiedIntoTheBundle) {
   const Compiled c = Compile("files", GraphSpec("graph"));
   for (const auto& [layer, buffer] : std::vector<std::pair<std::string, std::string>>{
            {"stem", "weights"}, {"stem", "bias"}, {"dw", "weights"}, {"dw", "bias"}})
     EXPECT_TRUE(fs::is_regular_file(c.bundle / "weights" / (layer + "_" + buffer + ".npy")));
+  EXPECT_TRUE(contains(c.output, WeightsLine("files in weights/"))) << c.output;
   ExpectModelMatchesKernels(c);
+  ExpectStaticRunMatches(c);
 }
 
 TEST(ModelRun, EmbeddedWeights) {
   const Compiled c = Compile("embedded", GraphSpec("graph_embedded"), "--embed-weights");
   EXPECT_FALSE(fs::exists(c.bundle / "weights"));
+  EXPECT_TRUE(contains(c.output, WeightsLine("embedded: read-only data of registry.c")))
+      << c.output;
   ExpectModelMatchesKernels(c);
+  ExpectStaticRunMatches(c);
+}
+
+// examples/inverted_residual_blocks.json's b2a block (1x1 expand, 3x3 depthwise stride 2, 1x1
+// project) and its ResNet-50 stem (7x7 conv, 3x3 max pool), with weight files, as two models,
+// each block's output doubled by an add (so that it is an intermediate in the arena). --fuse auto
+// fuses each block into one kernel whose producer window (344064 and 229376 bytes: more
+// than Halide's 16 KB stack limit for its own choice) the schedule keeps on the stack: the static
+// run allocates nothing in Halide either.
+json FusedSpec(const std::string& model) {
+  const bool stem = model == "fused_stem";
+  json spec = json::parse(R"({
+    "defaults": {"layout": "NHWC", "weight_layout": "HWIO", "dtype": "float32", "border": "zeros"},
+    "layers": []})");
+  spec["model"] = model;
+  const auto files = [](const std::string& layer) {
+    return json{{"weights", "w/" + layer + "_w.npy"}, {"bias", "w/" + layer + "_b.npy"}};
+  };
+  if (stem) {
+    spec["inputs"] = json::parse(R"([{"name": "stem_in", "shape": [1, 224, 224, 3]}])");
+    spec["layers"] = json::parse(R"([
+      {"name": "stem_conv", "op": "conv2d", "input": "stem_in", "out_channels": 64, "kernel": 7,
+       "stride": 2, "padding": 3, "bias": true, "activation": "relu"},
+      {"name": "stem_pool", "op": "max_pool", "kernel": 3, "stride": 2, "padding": 1},
+      {"name": "twice", "op": "add", "input": ["stem_pool", "stem_pool"]}])");
+    spec["layers"][0]["weight_files"] = files("stem_conv");
+  } else {
+    spec["inputs"] = json::parse(R"([{"name": "b2a_in", "shape": [1, 112, 112, 16]}])");
+    spec["layers"] = json::parse(R"([
+      {"name": "b2a_expand", "op": "conv2d", "input": "b2a_in", "out_channels": 96, "kernel": 1,
+       "bias": true, "activation": "relu6"},
+      {"name": "b2a_dw", "op": "conv2d", "depth_multiplier": 1, "kernel": 3, "stride": 2,
+       "padding": "same_upper", "bias": true, "activation": "relu6"},
+      {"name": "b2a_project", "op": "conv2d", "out_channels": 24, "kernel": 1, "bias": true},
+      {"name": "twice", "op": "add", "input": ["b2a_project", "b2a_project"]}])");
+    for (int i = 0; i < 3; ++i)
+      spec["layers"][i]["weight_files"] = files(spec["layers"][i]["name"]);
+  }
+  return spec;
+}
+
+const std::map<std::string, std::vector<int64_t>> kFusedWeightFiles = {
+    {"w/stem_conv_w.npy", {7, 7, 3, 64}},    {"w/stem_conv_b.npy", {64}},
+    {"w/b2a_expand_w.npy", {1, 1, 16, 96}},  {"w/b2a_expand_b.npy", {96}},
+    {"w/b2a_dw_w.npy", {3, 3, 1, 96}},       {"w/b2a_dw_b.npy", {96}},
+    {"w/b2a_project_w.npy", {1, 1, 96, 24}}, {"w/b2a_project_b.npy", {24}}};
+
+// The fused kernel's Halide scratch as the manifest states it: on the stack, none on the heap.
+void ExpectScratchOnTheStack(const Compiled& c, const std::string& layer, const std::string& op) {
+  const json m = json::parse(std::ifstream(c.bundle / "manifest.json"));
+  ASSERT_EQ(m.at("kernels").size(), 2u);
+  EXPECT_EQ(m["kernels"][0]["layer"], layer);
+  EXPECT_EQ(m["kernels"][1]["layer"], "twice");
+  EXPECT_EQ(m["kernels"][0]["op"], op);
+  const json& t = m.at("targets").at(0);
+  EXPECT_EQ(t.at("halide_scratch").at("heap_kernels"), json::array());
+  const json& k = t.at("schedules").at(layer).at("halide_scratch");
+  EXPECT_EQ(k.at("heap_bytes"), 0);
+  EXPECT_EQ(k.at("heap_buffers"), json::array());
+  EXPECT_GT(k.at("stack_bytes").get<int64_t>(), 16 * 1024);  // the window is on the stack
+  EXPECT_GE(t.at("halide_scratch").at("stack_bytes"), k.at("stack_bytes"));
+  EXPECT_TRUE(contains(
+      c.output, "stack up to " + std::to_string(t["halide_scratch"]["stack_bytes"].get<int64_t>()) +
+                    " bytes per thread, no heap"))
+      << c.output;
+}
+
+TEST(ModelRun, FusedInvertedResidualRunsStaticWithoutAllocation) {
+  const Compiled c = Compile("fused_ir", FusedSpec("fused_ir"), "--fuse auto", kFusedWeightFiles);
+  ExpectScratchOnTheStack(c, "b2a_project", "pw->dw->pw");
+  ExpectStaticRunMatches(c);
+}
+
+TEST(ModelRun, FusedStemRunsStaticWithoutAllocation) {
+  const Compiled c =
+      Compile("fused_stem", FusedSpec("fused_stem"), "--fuse auto", kFusedWeightFiles);
+  ExpectScratchOnTheStack(c, "stem_pool", "conv2d->max_pool");
+  ExpectStaticRunMatches(c);
+}
+
+// The graph's arena: stem, dw and pool are [1, 4, 4, 8] float32 (512 bytes each), and all three
+// are live while pool runs (stem is read by dw and pool, dw by join), so the plan needs them side
+// by side: 1536 bytes, the lower bound; join is the model output, the caller's.
+TEST(ModelRun, ArenaOfTheGraphIsThreeTensors) {
+  const Compiled c = Compile("arena", GraphSpec("graph_arena"));
+  const json m = json::parse(std::ifstream(c.bundle / "manifest.json"));
+  EXPECT_EQ(m.at("format_version"), PF_FORMAT_VERSION);
+  EXPECT_EQ(m.at("memory_plan"), json({{"alignment", 64},
+                                       {"arena_bytes", 1536},
+                                       {"lower_bound", 1536},
+                                       {"intermediates_bytes", 1536}}));
+  std::vector<int64_t> offsets;
+  for (const json& k : m.at("kernels"))
+    offsets.push_back(k.at("arena_offset").is_null() ? -1 : k.at("arena_offset").get<int64_t>());
+  std::vector<int64_t> placed(offsets.begin(), offsets.end() - 1);
+  std::sort(placed.begin(), placed.end());
+  EXPECT_EQ(placed, (std::vector<int64_t>{0, 512, 1024}));
+  EXPECT_EQ(offsets.back(), -1);
+  EXPECT_TRUE(contains(ReadText(c.bundle / "include" / "padfold_graph_arena.h"),
+                       "#define PADFOLD_GRAPH_ARENA_ARENA_BYTES 1536u"));
 }
 
 TEST(ModelRun, CliRunsTheModel) {

@@ -171,6 +171,9 @@ static const pf_buffer_desc inputs[] = {NCHW_BUF("x", PF_ROLE_INPUT, NULL),
                                         {"c", PF_ROLE_INPUT, PF_F32, "C", 1, {2}, {1}, NULL, NULL}};
 static const char* const outputs[] = {"add_bias", "checked"};
 
+/* scale is the only intermediate: 240 bytes, 256 in the arena. */
+static const int64_t arena_offsets[] = {0, -1, -1};
+
 static const pf_registry registry = {
     PF_FORMAT_VERSION,
     "fake",
@@ -181,7 +184,8 @@ static const pf_registry registry = {
     2,
     inputs,
     2,
-    outputs};
+    outputs,
+    {256, PF_ARENA_ALIGNMENT, arena_offsets}};
 
 #ifndef FAKE_NO_ENTRY
 const pf_registry* FAKE_ENTRY(void);

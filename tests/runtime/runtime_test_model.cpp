@@ -5,6 +5,7 @@
 #include <HalideRuntime.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <deque>
@@ -99,7 +100,19 @@ class Graph {
       kernels_[i].num_buffers = static_cast<int>(bufs_[i].size());
       kernels_[i].buffers = bufs_[i].data();
     }
-    reg_ = pf_registry{PF_FORMAT_VERSION,
+    int64_t arena = plan_arena_;
+    if (plan_arena_ < 0) {  // no plan given: each intermediate in an aligned place of its own
+      arena = 0;
+      arena_offsets_.clear();
+      for (const pf_kernel_desc& k : kernels_) {
+        const bool output = std::any_of(outputs_.begin(), outputs_.end(), [&](const char* o) {
+          return std::strcmp(o, k.layer) == 0;
+        });
+        arena_offsets_.push_back(output ? -1 : arena);
+        if (!output) arena += PF_ARENA_ALIGNMENT;  // every output here is float32 [4] or less
+      }
+    }
+    reg_ = pf_registry{format_,
                        model_,
                        FAKE_TARGET,
                        static_cast<int>(kernels_.size()),
@@ -108,8 +121,20 @@ class Graph {
                        static_cast<int>(inputs_.size()),
                        inputs_.data(),
                        static_cast<int>(outputs_.size()),
-                       outputs_.data()};
+                       outputs_.data(),
+                       {arena, PF_ARENA_ALIGNMENT, arena_offsets_.data()}};
     return &reg_;
+  }
+  // The registry's format (PF_FORMAT_VERSION_MIN: no memory plan).
+  Graph& Format(int version) {
+    format_ = version;
+    return *this;
+  }
+  // The memory plan: per kernel its output's offset (-1: a model output), and the arena's size.
+  Graph& Plan(std::vector<int64_t> offsets, int64_t arena) {
+    arena_offsets_ = std::move(offsets);
+    plan_arena_ = arena;
+    return *this;
   }
 
  private:
@@ -133,6 +158,9 @@ class Graph {
   std::vector<std::vector<pf_buffer_desc>> bufs_;
   std::vector<pf_kernel_desc> kernels_;
   std::vector<const char*> outputs_;
+  std::vector<int64_t> arena_offsets_;
+  int64_t plan_arena_ = -1;  // -1: no plan given
+  int format_ = PF_FORMAT_VERSION;
   pf_registry reg_{};
 };
 
@@ -356,6 +384,208 @@ TEST_F(Model, KernelErrorFreesEverythingAndNamesTheKernel) {
   EXPECT_EQ(calls, (std::vector<std::string>{"run scale", "run fail"}));
   EXPECT_EQ(h.live, 6);
   EXPECT_EQ(y[0], -1);
+}
+
+// ---- pf_model_run_static ----
+
+// An arena of PF_ARENA_ALIGNMENT-aligned memory, filled with a pattern before each run so that a
+// kernel reading a place nobody wrote reads garbage rather than zeros.
+struct Arena {
+  explicit Arena(size_t n) : bytes(n), mem(n + 2 * PF_ARENA_ALIGNMENT, 0xA5) {}
+  void* At(size_t misalign = 0) {
+    uintptr_t p = reinterpret_cast<uintptr_t>(mem.data());
+    p = (p + PF_ARENA_ALIGNMENT - 1) / PF_ARENA_ALIGNMENT * PF_ARENA_ALIGNMENT;
+    return reinterpret_cast<void*>(p + misalign);
+  }
+  size_t bytes;
+  std::vector<unsigned char> mem;
+};
+
+// Both runs on the same inputs write the same outputs, bit for bit, and the static run allocates
+// nothing through the hooks.
+TEST_F(Model, StaticRunEqualsTheAllocatingRun) {
+  Graph g;  // a branch, a join, a dead end, an output read by a later kernel
+  g.Input("x").Input("z").Kernel("a", "scale", {"x"}).Kernel("dead", "scale", {"z"});
+  g.Kernel("b", "bias", {"a"}, kOne).Kernel("j", "add", {"a", "b"});
+  g.Kernel("k", "add", {"j", "z"}).Outputs({"k", "j"});
+  Hooks& h = hooks_;
+  pf_model_options opts = h.Options();
+  ASSERT_EQ(Open(g, &opts), PF_OK) << err_;
+  ASSERT_EQ(pf_model_arena_bytes(model_), 3u * PF_ARENA_ALIGNMENT);  // a, dead, b
+  float x[4] = {1.5f, -2, 3, 0.25f}, z[4] = {10, 20, 30, 40};
+  float k1[4] = {}, j1[4] = {}, k2[4] = {-1, -1, -1, -1}, j2[4] = {-1, -1, -1, -1};
+  ASSERT_EQ(Run({T("x", x), T("z", z)}, {T("k", k1), T("j", j1)}), PF_OK) << err_;
+  Arena arena(pf_model_arena_bytes(model_));
+  h.Reset();
+  std::vector<pf_tensor> in = {T("z", z), T("x", x)}, out = {T("j", j2), T("k", k2)};
+  ASSERT_EQ(pf_model_run_static(model_, arena.At(), arena.bytes, in.data(), 2, out.data(), 2, err_,
+                                sizeof err_),
+            PF_OK)
+      << err_;
+  EXPECT_EQ(h.allocs, 0);
+  EXPECT_EQ(h.frees, 0);
+  EXPECT_EQ(std::memcmp(k1, k2, sizeof k1), 0);
+  EXPECT_EQ(std::memcmp(j1, j2, sizeof j1), 0);
+  for (int i = 0; i < 4; i++) EXPECT_EQ(k2[i], 4 * x[i] + 1 + z[i]) << i;
+}
+
+// A plan that reuses memory: s1 and s3 share offset 0, s2 is at 64; every run reads each
+// intermediate before its place is written again.
+TEST_F(Model, StaticRunReusesTheArenaAsPlanned) {
+  Graph g;
+  g.Input("x").Kernel("s1", "scale", {"x"}).Kernel("s2", "scale", {"s1"});
+  g.Kernel("s3", "scale", {"s2"}).Kernel("s4", "scale", {"s3"}).Outputs({"s4"});
+  g.Plan({0, 64, 0, -1}, 128);
+  ASSERT_EQ(Open(g), PF_OK) << err_;
+  Arena arena(128);
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  std::vector<pf_tensor> in = {T("x", x)}, out = {T("s4", y)};
+  ASSERT_EQ(pf_model_run_static(model_, arena.At(), arena.bytes, in.data(), 1, out.data(), 1, err_,
+                                sizeof err_),
+            PF_OK)
+      << err_;
+  for (int i = 0; i < 4; i++) EXPECT_EQ(y[i], 16 * x[i]) << i;
+}
+
+// The arena is checked before any kernel runs: NULL, misaligned, one byte too small.
+TEST_F(Model, StaticRunRefusesABadArenaBeforeRunning) {
+  Graph g = BranchAndJoin();
+  ASSERT_EQ(Open(g), PF_OK) << err_;
+  const size_t need = pf_model_arena_bytes(model_);
+  ASSERT_EQ(need, 2u * PF_ARENA_ALIGNMENT);
+  Arena arena(need);
+  float x[4] = {1, 2, 3, 4}, y[4] = {-1, -1, -1, -1};
+  std::vector<pf_tensor> in = {T("x", x)}, out = {T("j", y)};
+  std::vector<std::string> calls;
+  g_calls = &calls;
+  auto run = [&](void* at, size_t bytes) {
+    return pf_model_run_static(model_, at, bytes, in.data(), 1, out.data(), 1, err_, sizeof err_);
+  };
+  EXPECT_EQ(run(arena.At(), need - 1), PF_ERR_SIZE);
+  EXPECT_STREQ(err_,
+               "model 'g': arena of 127 bytes, the memory plan needs 128 "
+               "(PADFOLD_<MODEL>_ARENA_BYTES, pf_model_arena_bytes)");
+  for (size_t misalign : {1, 4, 32}) {
+    EXPECT_EQ(run(arena.At(misalign), need + PF_ARENA_ALIGNMENT), PF_ERR_ALIGNMENT) << misalign;
+    EXPECT_HAS(err_, "is not aligned to 64 bytes (PF_ARENA_ALIGNMENT)");
+  }
+  EXPECT_EQ(run(nullptr, need), PF_ERR_NULL_DATA);
+  EXPECT_STREQ(err_, "model 'g': arena is NULL");
+  out[0].name = "nope";  // the tensors too
+  EXPECT_EQ(run(arena.At(), need), PF_ERR_TENSOR_NAME);
+  EXPECT_HAS(err_, "model 'g': tensor 0 is named 'nope', no output is");
+  g_calls = nullptr;
+  EXPECT_TRUE(calls.empty());
+  EXPECT_EQ(y[0], -1);
+  out[0].name = "j";
+  ASSERT_EQ(run(arena.At(), need), PF_OK) << err_;
+  EXPECT_EQ(y[0], 5);
+}
+
+// A model without intermediates needs no arena: NULL and 0 run it.
+TEST_F(Model, StaticRunWithoutIntermediatesTakesNoArena) {
+  Graph g;
+  g.Input("x").Kernel("a", "scale", {"x"}).Outputs({"a"});
+  ASSERT_EQ(Open(g), PF_OK) << err_;
+  EXPECT_EQ(pf_model_arena_bytes(model_), 0u);
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  std::vector<pf_tensor> in = {T("x", x)}, out = {T("a", y)};
+  ASSERT_EQ(pf_model_run_static(model_, nullptr, 0, in.data(), 1, out.data(), 1, err_, sizeof err_),
+            PF_OK)
+      << err_;
+  EXPECT_EQ(y[3], 8);
+}
+
+TEST_F(Model, StaticRunStopsAtAKernelError) {
+  Graph g;
+  g.Input("x").Kernel("a", "scale", {"x"}).Kernel("f", "fail", {"a"});
+  g.Kernel("c", "scale", {"f"}).Outputs({"c"});
+  ASSERT_EQ(Open(g), PF_OK) << err_;
+  Arena arena(pf_model_arena_bytes(model_));
+  float x[4] = {}, y[4] = {-1, -1, -1, -1};
+  std::vector<pf_tensor> in = {T("x", x)}, out = {T("c", y)};
+  EXPECT_EQ(pf_model_run_static(model_, arena.At(), arena.bytes, in.data(), 1, out.data(), 1, err_,
+                                sizeof err_),
+            PF_ERR_KERNEL);
+  EXPECT_STREQ(err_, "model 'g': kernel 'f' (pf_f) failed with Halide error -7");
+  EXPECT_EQ(y[0], -1);
+}
+
+// A registry of format 2 has no plan: it opens and runs with pf_model_run, not statically.
+TEST_F(Model, FormatTwoRegistryRunsOnlyWithAllocation) {
+  Graph g = BranchAndJoin();
+  g.Format(PF_FORMAT_VERSION_MIN);
+  ASSERT_EQ(PF_FORMAT_VERSION_MIN, 2);
+  ASSERT_EQ(Open(g), PF_OK) << err_;
+  EXPECT_EQ(pf_model_arena_bytes(model_), 0u);
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  ASSERT_EQ(Run({T("x", x)}, {T("j", y)}), PF_OK) << err_;
+  EXPECT_EQ(y[0], 5);
+  Arena arena(1024);
+  std::vector<pf_tensor> in = {T("x", x)}, out = {T("j", y)};
+  EXPECT_EQ(pf_model_run_static(model_, arena.At(), arena.bytes, in.data(), 1, out.data(), 1, err_,
+                                sizeof err_),
+            PF_ERR_UNSUPPORTED);
+  EXPECT_STREQ(err_,
+               "model 'g': the bundle (format 2) has no memory plan: recompile it with this "
+               "padfold (format 3), or run it with pf_model_run");
+}
+
+// pf_model_open checks the registry's plan against the graph.
+TEST_F(Model, OpenRefusesAPlanThatDoesNotFit) {
+  struct Case {
+    std::vector<int64_t> offsets;
+    int64_t arena;
+    const char* message;
+  };
+  const Case cases[] = {
+      {{0, 0, -1},
+       128,  // a and b are live together (j reads both)
+       "malformed registry: memory plan overlaps the outputs of kernels 'a' and 'b', which are "
+       "live at the same time"},
+      {{0, -1, -1},
+       128,
+       "malformed registry: memory plan puts kernel 'b' (an intermediate, 16 bytes) at offset -1 "
+       "of an arena of 128 bytes"},
+      {{0, 64, 64},
+       128,
+       "malformed registry: memory plan puts kernel 'j' (a model output, 16 bytes) at offset 64"},
+      {{0, 128, -1},
+       128,
+       "malformed registry: memory plan puts kernel 'b' (an intermediate, 16 bytes) at offset 128 "
+       "of an arena of 128 bytes"},
+  };
+  for (const Case& c : cases) {
+    Graph g = BranchAndJoin();
+    g.Plan(c.offsets, c.arena);
+    EXPECT_EQ(Open(g), PF_ERR_MISMATCH) << c.message;
+    EXPECT_HAS(err_, c.message);
+    EXPECT_EQ(model_, nullptr);
+  }
+}
+
+// Different arenas in different threads at once, each run's result right.
+TEST_F(Model, StaticRunsInThreadsWithTheirOwnArenas) {
+  Graph g = BranchAndJoin();
+  ASSERT_EQ(Open(g), PF_OK) << err_;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; t++) {
+    threads.emplace_back([&, t] {
+      Arena arena(pf_model_arena_bytes(model_));
+      char err[PF_ERRLEN];
+      for (int r = 0; r < 200; r++) {
+        float x[4] = {float(t), float(r), 1, 2}, y[4] = {};
+        std::vector<pf_tensor> in = {T("x", x)}, out = {T("j", y)};
+        if (pf_model_run_static(model_, arena.At(), arena.bytes, in.data(), 1, out.data(), 1, err,
+                                sizeof err) != PF_OK)
+          wrong++;
+        for (int i = 0; i < 4; i++) wrong += y[i] != 4 * x[i] + 1;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong, 0);
 }
 
 struct BadGraph {
@@ -601,6 +831,17 @@ TEST_F(Model, CppWrapper) {
   model.run({pf_tensor_of(&model.input(0), x, sizeof x)},
             {pf_tensor_of(&model.output(0), y, sizeof y)});
   EXPECT_EQ(y[2], 5);
+  ASSERT_EQ(model.arena_bytes(), 2u * PF_ARENA_ALIGNMENT);
+  Arena arena(model.arena_bytes());
+  float y2[4] = {};
+  model.run_static(arena.At(), arena.bytes, {T("x", x)}, {T("j", y2)});
+  EXPECT_EQ(std::memcmp(y, y2, sizeof y), 0);
+  try {
+    model.run_static(arena.At(), arena.bytes - 1, {T("x", x)}, {T("j", y2)});
+    FAIL() << "no exception";
+  } catch (const padfold::rt::Error& e) {
+    EXPECT_EQ(e.status(), PF_ERR_SIZE);
+  }
   try {
     model.run({T("nope", x)}, {T("j", y)});
     FAIL() << "no exception";
@@ -687,6 +928,33 @@ TEST_F(BundleModel, RunsWithTheWeightsFile) {
   pf_model_close(model_);
   model_ = nullptr;
   EXPECT_EQ(h.live, 0);
+}
+
+// The bundle directory's plan (manifest and library: scale, the one intermediate, at 0 of 256
+// bytes) runs statically, equal to the allocating run and allocating nothing.
+TEST_F(BundleModel, RunsStaticallyInTheManifestsArena) {
+  Hooks& h = hooks_;
+  pf_model_options opts = h.Options();
+  ASSERT_EQ(OpenModel(&opts), PF_OK) << err_;
+  ASSERT_EQ(pf_model_arena_bytes(model_), 256u);
+  float x[60], c[2] = {1.5f, 2.5f}, y[60] = {}, cy[2] = {}, y2[60] = {}, cy2[2] = {};
+  for (int i = 0; i < 60; i++) x[i] = 0.25f * i - 3;
+  static const int64_t kNCHW[4] = {1, 3, 4, 5}, kTwo[1] = {2};
+  pf_tensor in[2] = {{"x", x, PF_F32, 4, kNCHW, nullptr, sizeof x},
+                     {"c", c, PF_F32, 1, kTwo, nullptr, sizeof c}};
+  pf_tensor out[2] = {{"checked", cy, PF_F32, 1, kTwo, nullptr, sizeof cy},
+                      {"add_bias", y, PF_F32, 4, kNCHW, nullptr, sizeof y}};
+  ASSERT_EQ(pf_model_run(model_, in, 2, out, 2, err_, sizeof err_), PF_OK) << err_;
+  out[0].data = cy2;
+  out[1].data = y2;
+  Arena arena(256);
+  h.Reset();
+  ASSERT_EQ(pf_model_run_static(model_, arena.At(), arena.bytes, in, 2, out, 2, err_, sizeof err_),
+            PF_OK)
+      << err_;
+  EXPECT_EQ(h.allocs, 0);
+  EXPECT_EQ(std::memcmp(y, y2, sizeof y), 0);
+  EXPECT_EQ(std::memcmp(cy, cy2, sizeof cy), 0);
 }
 
 TEST_F(BundleModel, NpyVersion2And3HeadersAreRead) {

@@ -158,11 +158,34 @@ INSTANTIATE_TEST_SUITE_P(
                      "kernels[2]: expected an object, got a string"},
         ManifestEdit{"wrong_format", "/format", "tflite", false, PF_ERR_VERSION,
                      "format is 'tflite', expected 'padfold-bundle'"},
-        ManifestEdit{"wrong_version", "/format_version", 3, false, PF_ERR_VERSION,
-                     "format_version 3 is not supported by this runtime (supports 2)"},
+        ManifestEdit{"wrong_version", "/format_version", 4, false, PF_ERR_VERSION,
+                     "format_version 4 is not supported by this runtime (supports 2 to 3)"},
         ManifestEdit{"version_1", "/format_version", 1, false, PF_ERR_VERSION,
-                     "format_version 1 is not supported by this runtime (supports 2): use a "
+                     "format_version 1 is not supported by this runtime (supports 2 to 3): use a "
                      "padfold runtime matching the padfold that wrote the bundle"},
+        // Format 3: the memory plan.
+        ManifestEdit{"missing_memory_plan", "/memory_plan", nullptr, true, PF_ERR_MANIFEST,
+                     "missing field memory_plan"},
+        ManifestEdit{"memory_plan_alignment", "/memory_plan/alignment", 16, false, PF_ERR_MANIFEST,
+                     "memory_plan.alignment: expected 64, got 16"},
+        ManifestEdit{"arena_bytes_unaligned", "/memory_plan/arena_bytes", 250, false,
+                     PF_ERR_MANIFEST,
+                     "memory_plan.arena_bytes: expected a multiple of 64, got 250"},
+        ManifestEdit{"missing_arena_offset", "/kernels/0/arena_offset", nullptr, true,
+                     PF_ERR_MANIFEST, "missing field kernels[0].arena_offset"},
+        ManifestEdit{"arena_offset_string", "/kernels/0/arena_offset", "0", false, PF_ERR_MANIFEST,
+                     "kernels[0].arena_offset: expected an integer or null, got a string"},
+        ManifestEdit{"arena_offset_outside", "/kernels/0/arena_offset", 320, false, PF_ERR_MANIFEST,
+                     "kernels[0].arena_offset: 320 is not a multiple of 64 inside the arena (256 "
+                     "bytes)"},
+        // The library's plan differs from the manifest's; a format 2 manifest with a format 3
+        // library.
+        ManifestEdit{"arena_offset_differs", "/kernels/1/arena_offset", 0, false, PF_ERR_MISMATCH,
+                     "kernel 'add_bias' arena_offset: manifest has 0, library has -1"},
+        ManifestEdit{"arena_bytes_differs", "/memory_plan/arena_bytes", 512, false, PF_ERR_MISMATCH,
+                     "memory_plan.arena_bytes: manifest has 512, library has 256"},
+        ManifestEdit{"format_2_manifest", "/format_version", 2, false, PF_ERR_MISMATCH,
+                     "format_version: manifest has 2, library has 3"},
         // Format 2: buffer sources, the graph, embedded_weights.
         ManifestEdit{"missing_source", "/kernels/0/buffers/0/source", nullptr, true,
                      PF_ERR_MANIFEST, "missing field kernels[0].buffers[0].source"},
@@ -454,7 +477,25 @@ class BadRegistry : public ScratchBundle {
 TEST_F(BadRegistry, FormatVersion) {
   reg_.format_version = 1;
   EXPECT_EQ(OpenRegistry(), PF_ERR_VERSION);
-  EXPECT_HAS(err_, "registry format_version 1 is not supported by this runtime (supports 2)");
+  EXPECT_HAS(err_, "registry format_version 1 is not supported by this runtime (supports 2 to 3)");
+}
+
+TEST_F(BadRegistry, MemoryPlan) {
+  const pf_registry good = reg_;
+  reg_.memory_plan.alignment = 16;
+  EXPECT_EQ(OpenRegistry(), PF_ERR_MISMATCH);
+  EXPECT_HAS(err_, "malformed registry: memory plan of alignment 16 and 256 bytes");
+  reg_ = good;
+  reg_.memory_plan.offsets = nullptr;
+  EXPECT_EQ(OpenRegistry(), PF_ERR_MISMATCH);
+  EXPECT_HAS(err_, "malformed registry: memory plan of alignment 64 and 256 bytes");
+  const int64_t unaligned[] = {32, -1, -1};
+  reg_ = good;
+  reg_.memory_plan.offsets = unaligned;
+  EXPECT_EQ(OpenRegistry(), PF_ERR_MISMATCH);
+  EXPECT_HAS(err_,
+             "malformed registry: kernel 'scale' arena offset 32 is neither -1 nor a multiple of "
+             "64 inside the arena (256 bytes)");
 }
 
 TEST_F(BadRegistry, GraphFields) {
