@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -98,6 +99,33 @@ const Matrix& matrix() {
   return m;
 }
 
+// Every layer of `model` from the OpenCL bundle in `dir`, run on PoCL on random data and compared
+// element-wise with the reference; `what` says which case a layer is. Returns how many ran.
+int run_every_layer_on_pocl(const Model& model, const fs::path& dir,
+                            const std::function<std::string(const Layer&)>& what) {
+  char err[PF_ERRLEN] = "";
+  pf_bundle* bundle = nullptr;
+  EXPECT_EQ(pf_bundle_open(dir.c_str(), nullptr, &bundle, err, sizeof err), PF_OK) << err;
+  if (!bundle) return 0;
+  EXPECT_TRUE(contains(pf_bundle_target(bundle), "opencl")) << pf_bundle_target(bundle);
+  unsigned seed = 1;
+  int ran = 0;
+  for (const Layer& L : model.layers) {
+    const pf_kernel_desc* k = nullptr;
+    EXPECT_EQ(pf_bundle_find(bundle, L.name.c_str(), &k, err, sizeof err), PF_OK) << err;
+    if (!k) break;
+    EXPECT_NE(k->device, nullptr) << L.name;
+    const LayerCase c = make_layer_case(L, seed++);
+    std::vector<float> out;
+    std::string msg;
+    EXPECT_EQ(run_case(k, c, out, msg), PF_OK) << L.name << ": " << msg;
+    EXPECT_TRUE(matches_reference(c.reference, out.data(), out.size(), L.name)) << what(L);
+    ++ran;
+  }
+  pf_bundle_close(bundle);
+  return ran;
+}
+
 TEST(GpuMatrix, OpenClKernelsOnPoclMatchTheReference) {
   const Model model = parse_spec(matrix().spec, "gpu_matrix.json");
   // One tail case with the conservative family's knobs (what a failed compile falls back to).
@@ -110,29 +138,12 @@ TEST(GpuMatrix, OpenClKernelsOnPoclMatchTheReference) {
                                {"gpu_stage_kb", 0}}}};
   const fs::path dir =
       compile_test_bundle("opencl", matrix().spec, {"host-opencl"}, false, conservative);
-  char err[PF_ERRLEN] = "";
-  pf_bundle* bundle = nullptr;
-  ASSERT_EQ(pf_bundle_open(dir.c_str(), nullptr, &bundle, err, sizeof err), PF_OK) << err;
-  EXPECT_TRUE(contains(pf_bundle_target(bundle), "opencl")) << pf_bundle_target(bundle);
   std::cout << matrix().cases << " matrix cases + " << matrix().tails
-            << " tile-tail cases + 4 joins on " << pf_bundle_target(bundle) << "\n";
-  unsigned seed = 1;
-  int ran = 0;
-  for (const Layer& L : model.layers) {
-    const pf_kernel_desc* k = nullptr;
-    ASSERT_EQ(pf_bundle_find(bundle, L.name.c_str(), &k, err, sizeof err), PF_OK) << err;
-    ASSERT_NE(k->device, nullptr) << L.name;
-    const LayerCase c = make_layer_case(L, seed++);
-    std::vector<float> out;
-    std::string msg;
-    ASSERT_EQ(run_case(k, c, out, msg), PF_OK) << L.name << ": " << msg;
-    EXPECT_TRUE(matches_reference(
-        c.reference, out.data(), out.size(),
-        L.name + " (" + L.op_name + ", " + to_string(L.border) + ", " + L.layout.name() + ")"));
-    ++ran;
-  }
+            << " tile-tail cases + 4 joins on host-opencl\n";
+  const int ran = run_every_layer_on_pocl(model, dir, [](const Layer& L) {
+    return L.op_name + ", " + to_string(L.border) + ", " + L.layout.name();
+  });
   EXPECT_EQ(ran, matrix().layers());
-  pf_bundle_close(bundle);
 }
 
 // Layers whose window is wider than the input on at least one axis (kernels and dilations up to
@@ -211,21 +222,11 @@ TEST(GpuMatrix, WindowsWiderThanTheInputOnPoclMatchTheReference) {
   const std::string spec = wide_window_spec(48, 2026);
   const Model model = parse_spec(spec, "wide.json");
   const fs::path dir = compile_test_bundle("wide", spec, {"host-opencl"});
-  char err[PF_ERRLEN] = "";
-  pf_bundle* bundle = nullptr;
-  ASSERT_EQ(pf_bundle_open(dir.c_str(), nullptr, &bundle, err, sizeof err), PF_OK) << err;
-  unsigned seed = 1;
-  for (const Layer& L : model.layers) {
-    const pf_kernel_desc* k = nullptr;
-    ASSERT_EQ(pf_bundle_find(bundle, L.name.c_str(), &k, err, sizeof err), PF_OK) << err;
-    const LayerCase c = make_layer_case(L, seed++);
-    std::vector<float> out;
-    std::string msg;
-    ASSERT_EQ(run_case(k, c, out, msg), PF_OK) << L.name << ": " << msg;
-    EXPECT_TRUE(matches_reference(c.reference, out.data(), out.size(), L.name))
-        << json::parse(spec)["layers"][std::stoi(L.name.substr(1))].dump();
-  }
-  pf_bundle_close(bundle);
+  const json layers = json::parse(spec)["layers"];
+  EXPECT_EQ(
+      run_every_layer_on_pocl(
+          model, dir, [&](const Layer& L) { return layers[std::stoi(L.name.substr(1))].dump(); }),
+      static_cast<int>(layers.size()));
 }
 
 // Every GPU knob at a random value of its range (search values: powers of two for the thread
@@ -249,21 +250,12 @@ TEST(GpuMatrix, RandomInRangeKnobsOnPoclMatchTheReference) {
   const std::string spec = json{{"model", "knobs"}, {"layers", layers}}.dump();
   const Model model = parse_spec(spec, "knobs.json");
   const fs::path dir = compile_test_bundle("knobs", spec, {"host-opencl"}, false, knobs);
-  char err[PF_ERRLEN] = "";
-  pf_bundle* bundle = nullptr;
-  ASSERT_EQ(pf_bundle_open(dir.c_str(), nullptr, &bundle, err, sizeof err), PF_OK) << err;
-  unsigned seed = 1;
-  for (const Layer& L : model.layers) {
-    const pf_kernel_desc* k = nullptr;
-    ASSERT_EQ(pf_bundle_find(bundle, L.name.c_str(), &k, err, sizeof err), PF_OK) << err;
-    const LayerCase c = make_layer_case(L, seed++);
-    std::vector<float> out;
-    std::string msg;
-    ASSERT_EQ(run_case(k, c, out, msg), PF_OK) << L.name << ": " << msg;
-    EXPECT_TRUE(matches_reference(c.reference, out.data(), out.size(), L.name))
-        << layers[std::stoi(L.name.substr(1))].dump() << "\nknobs " << knobs[L.name].dump();
-  }
-  pf_bundle_close(bundle);
+  EXPECT_EQ(run_every_layer_on_pocl(model, dir,
+                                    [&](const Layer& L) {
+                                      return layers[std::stoi(L.name.substr(1))].dump() +
+                                             "\nknobs " + knobs[L.name].dump();
+                                    }),
+            static_cast<int>(layers.size()));
 }
 
 #ifdef PADFOLD_PTXAS
