@@ -570,6 +570,13 @@ pf_status pf_model_run_static(const pf_model* m, void* arena, size_t arena_bytes
                    "padfold (format %d), or run it with pf_model_run",
                    m->reg->model, m->reg->format_version, PF_FORMAT_VERSION);
   }
+  if (m->reg->memory_plan.heap_scratch_kernel) {
+    return pf_fail(err, errlen, PF_ERR_UNSUPPORTED,
+                   "model '%s': kernel '%s' keeps Halide scratch on the heap, so a static run "
+                   "would allocate (padfold compile's halide scratch line): run it with "
+                   "pf_model_run, or compile with --fuse none",
+                   m->reg->model, m->reg->memory_plan.heap_scratch_kernel);
+  }
   need = pf_model_arena_bytes(m);
   if (need && !arena)
     return pf_fail(err, errlen, PF_ERR_NULL_DATA, "model '%s': arena is NULL", m->reg->model);

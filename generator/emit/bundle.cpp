@@ -74,8 +74,10 @@ std::vector<KernelReport> compile_bundle(const BundlePlan& plan,
 
   const std::string embedded_data = plan.embedded_weights ? embedded_weights_c(plan, weights) : "";
   std::vector<std::optional<std::string>> shared_libraries;
-  for (const TargetPlan& t : plan.targets) {
-    write_registry_sources(plan, t, root, embedded_data);
+  for (size_t i = 0; i < plan.targets.size(); ++i) {
+    const TargetPlan& t = plan.targets[i];
+    const std::vector<std::string> heap = heap_scratch_kernels(plan, builds, i);
+    write_registry_sources(plan, t, root, embedded_data, heap.empty() ? "" : heap.front());
     shared_libraries.push_back(link_bundle_library(plan, t, root));
     fs::remove_all(target_dir(root, t) / "obj");
   }

@@ -83,6 +83,16 @@ std::string build_label(const BundlePlan& plan, const KernelBuild& b) {
 
 }  // namespace
 
+std::vector<std::string> heap_scratch_kernels(const BundlePlan& plan,
+                                              const std::vector<KernelBuild>& builds,
+                                              size_t target) {
+  std::vector<std::string> names;
+  for (const KernelBuild& b : builds)
+    if (b.target == target && (b.memory.heap_bytes > 0 || !b.memory.heap_buffers.empty()))
+      names.push_back(plan.kernels[b.kernel].block.last().name);
+  return names;
+}
+
 std::vector<KernelBuild> compile_kernels(
     const BundlePlan& plan, const fs::path& root,
     const std::function<void(const KernelBuild&)>& on_compiled) {

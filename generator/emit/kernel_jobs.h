@@ -24,6 +24,12 @@ struct KernelBuild {
   HalideMemory memory;  // the kernel's own Halide scratch, once compiled
 };
 
+// The kernels of target `target` whose own Halide scratch is on the heap, in plan order: a static
+// run of the model would allocate.
+std::vector<std::string> heap_scratch_kernels(const BundlePlan& plan,
+                                              const std::vector<KernelBuild>& builds,
+                                              size_t target);
+
 // Compiles every kernel of the plan on every target, each in a worker, into the bundle directory
 // `root`: objects in <target>/obj, headers (from the first target) in include/, and statements
 // and device code where the options ask. A kernel whose schedule fails (a crash, a hang, an

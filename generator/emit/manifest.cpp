@@ -64,13 +64,9 @@ json target_manifest(const BundlePlan& plan, const std::vector<KernelBuild>& bui
   // needs the largest kernel's; heap scratch (none with padfold's CPU schedules) makes a static
   // run allocate.
   int64_t stack_bytes = 0;
-  json heap_kernels = json::array();
-  for (const KernelBuild& b : builds) {
-    if (b.target != index) continue;
-    stack_bytes = std::max(stack_bytes, b.memory.stack_bytes);
-    if (b.memory.heap_bytes > 0 || !b.memory.heap_buffers.empty())
-      heap_kernels.push_back(plan.kernels[b.kernel].block.last().name);
-  }
+  for (const KernelBuild& b : builds)
+    if (b.target == index) stack_bytes = std::max(stack_bytes, b.memory.stack_bytes);
+  const json heap_kernels = heap_scratch_kernels(plan, builds, index);
   return {{"target", t.name},
           {"device_api", device.empty() ? json(nullptr) : json(device)},
           {"cuda_arch", device == "cuda" ? json(cuda_arch_name(t.target)) : json(nullptr)},

@@ -90,7 +90,8 @@ std::string embedded_weights_c(const BundlePlan& plan,
 }
 
 void write_registry_sources(const BundlePlan& plan, const TargetPlan& t, const fs::path& root,
-                            const std::string& embedded_data) {
+                            const std::string& embedded_data,
+                            const std::string& heap_scratch_kernel) {
   const Model& model = *plan.model;
   data d;
   d.set("version", PADFOLD_VERSION);
@@ -114,6 +115,9 @@ void write_registry_sources(const BundlePlan& plan, const TargetPlan& t, const f
   for (const KernelPlan& k : plan.kernels) offsets.push_back(k.arena_offset.value_or(-1));
   d.set("arena_offsets", offsets.empty() ? "-1" : join(offsets));
   d.set("arena_bytes", std::to_string(plan.arena.arena_bytes));
+  // A layer name: a C identifier, safe in a string literal.
+  d.set("heap_scratch_kernel",
+        heap_scratch_kernel.empty() ? "NULL" : "\"" + heap_scratch_kernel + "\"");
   const std::string device = device_api_name(t.target);
   d.set("device", device.empty()
                       ? data(false)

@@ -17,8 +17,10 @@ std::string embedded_weights_c(const BundlePlan& plan, const std::vector<std::ve
 
 // <target>/registry.c and <target>/bundle_entry.c, with `embedded_data` (embedded_weights_c, or
 // "") in registry.c.
+// heap_scratch_kernel: "", or the first kernel whose Halide scratch is on the heap.
 void write_registry_sources(const BundlePlan& plan, const TargetPlan& t,
-                            const std::filesystem::path& root, const std::string& embedded_data);
+                            const std::filesystem::path& root, const std::string& embedded_data,
+                            const std::string& heap_scratch_kernel);
 
 // include/padfold_<model>.h (every kernel's header) and padfold_<model>.cmake.
 void write_consumer_files(const BundlePlan& plan, const std::filesystem::path& root);

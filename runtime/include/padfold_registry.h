@@ -117,6 +117,10 @@ typedef struct pf_memory_plan {
   /* Per kernel, in registry order: its output's offset in the arena; -1 for a model output,
    * written straight into the caller's output tensor. */
   const int64_t* offsets;
+  /* NULL, or the first kernel whose own Halide scratch is on the heap (a fused block's window
+   * Halide cannot bound by a constant): a static run would allocate, so pf_model_run_static
+   * refuses the model. */
+  const char* heap_scratch_kernel;
 } pf_memory_plan;
 
 typedef struct pf_registry {

@@ -122,12 +122,17 @@ class Graph {
                        inputs_.data(),
                        static_cast<int>(outputs_.size()),
                        outputs_.data(),
-                       {arena, PF_ARENA_ALIGNMENT, arena_offsets_.data()}};
+                       {arena, PF_ARENA_ALIGNMENT, arena_offsets_.data(), heap_kernel_}};
     return &reg_;
   }
   // The registry's format (PF_FORMAT_VERSION_MIN: no memory plan).
   Graph& Format(int version) {
     format_ = version;
+    return *this;
+  }
+  // A kernel whose Halide scratch is on the heap (the registry's heap_scratch_kernel).
+  Graph& HeapScratch(const char* kernel) {
+    heap_kernel_ = kernel;
     return *this;
   }
   // The memory plan: per kernel its output's offset (-1: a model output), and the arena's size.
@@ -161,6 +166,7 @@ class Graph {
   std::vector<int64_t> arena_offsets_;
   int64_t plan_arena_ = -1;  // -1: no plan given
   int format_ = PF_FORMAT_VERSION;
+  const char* heap_kernel_ = nullptr;
   pf_registry reg_{};
 };
 
@@ -529,6 +535,27 @@ TEST_F(Model, FormatTwoRegistryRunsOnlyWithAllocation) {
   EXPECT_STREQ(err_,
                "model 'g': the bundle (format 2) has no memory plan: recompile it with this "
                "padfold (format 3), or run it with pf_model_run");
+}
+
+// A kernel keeping Halide scratch on the heap would allocate in a static run: refused before
+// anything runs; pf_model_run still runs the model.
+TEST_F(Model, StaticRunRefusesAKernelWithHeapScratch) {
+  Graph g = BranchAndJoin();
+  g.HeapScratch("j");
+  ASSERT_EQ(Open(g), PF_OK) << err_;
+  float x[4] = {1, 2, 3, 4}, y[4] = {-1, -1, -1, -1};
+  Arena arena(1024);
+  std::vector<pf_tensor> in = {T("x", x)}, out = {T("j", y)};
+  EXPECT_EQ(pf_model_run_static(model_, arena.At(), arena.bytes, in.data(), 1, out.data(), 1, err_,
+                                sizeof err_),
+            PF_ERR_UNSUPPORTED);
+  EXPECT_STREQ(err_,
+               "model 'g': kernel 'j' keeps Halide scratch on the heap, so a static run would "
+               "allocate (padfold compile's halide scratch line): run it with pf_model_run, or "
+               "compile with --fuse none");
+  EXPECT_EQ(y[0], -1);
+  ASSERT_EQ(Run({T("x", x)}, {T("j", y)}), PF_OK) << err_;
+  EXPECT_EQ(y[0], 5);
 }
 
 // pf_model_open checks the registry's plan against the graph.
