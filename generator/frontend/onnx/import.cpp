@@ -218,6 +218,25 @@ class Importer {
       "input the layers read and every output has one (it computes in one layout and runs no "
       "transpose kernel)";
 
+  // padfold's shape for a layer's output, and for what elementwise ops make of it (activations,
+  // affine ops, Identity: fused, folded or left, their output has the input's shape), so that
+  // layers reading through them are drafted with it even where ONNX's shape inference differs.
+  void set_shape_onwards(const std::string& t, const std::vector<int64_t>& shape) {
+    c_.set_layer_shape(t, shape);
+    const auto onnx_shape = g_.type(t);
+    for (int r : g_.consumers(t)) {
+      const onnx::NodeProto& n = g_.node(r);
+      if (!default_domain(n) || n.output_size() < 1 || n.output(0).empty()) continue;
+      const bool unary = one_of(n.op_type(), kActivationOps) || n.op_type() == "Identity" ||
+                         n.op_type() == "Dropout" || n.op_type() == "BatchNormalization";
+      // A binary op keeps the shape where ONNX says it does (no broadcasting past it).
+      const auto out = g_.type(n.output(0));
+      const bool same = one_of(n.op_type(), kAffineOps) && onnx_shape && out &&
+                        onnx_shape->has_shape && out->has_shape && onnx_shape->shape == out->shape;
+      if (unary || same) set_shape_onwards(n.output(0), shape);
+    }
+  }
+
   void classify_layer(int i) {
     const onnx::NodeProto& node = g_.node(i);
     if (!default_domain(node) || !one_of(node.op_type(), kLayerOps)) return;
@@ -229,7 +248,7 @@ class Importer {
     role_[i] = Role::Layer;
     // Layers reading this one get the shape padfold computes, which can differ from ONNX shape
     // inference's (check_inferred_shape warns).
-    c_.set_layer_shape(node.output(0), std::get<Draft>(r).layer.output_shape_full());
+    set_shape_onwards(node.output(0), std::get<Draft>(r).layer.output_shape_full());
     Draft& d = drafts_.emplace(i, std::move(std::get<Draft>(r))).first->second;
     draft_by_output_[d.output] = i;
   }
