@@ -2,17 +2,10 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
+#include "api/compile_spec.h"
 #include "commands.h"
-#include "compile/fusion.h"
-#include "emit/bundle.h"
-#include "emit/bundle_dir.h"
-#include "emit/bundle_plan.h"
 #include "emit/size_report.h"
-#include "frontend/spec.h"
-#include "tune/db_schedules.h"
 
 namespace {
 
@@ -64,32 +57,6 @@ void print_sizes(const padfold::SizeReport& r, bool full) {
   }
 }
 
-nlohmann::json read_schedules(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw std::runtime_error("cannot read schedule file " + path);
-  try {
-    return nlohmann::json::parse(f);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(path + ": not valid JSON: " + e.what());
-  }
-}
-
-// --target's value split at its commas. It is one value, split here rather than by CLI11, which
-// took the next argument (`--target ,, -j1`: target '-j1') when the value split into nothing.
-std::vector<std::string> target_list(const std::string& text) {
-  std::vector<std::string> targets;
-  for (size_t start = 0;;) {
-    const size_t end = text.find(',', start);
-    targets.push_back(text.substr(start, end == std::string::npos ? end : end - start));
-    if (targets.back().empty())
-      throw std::runtime_error("--target '" + text +
-                               "': an empty target name; expected target names separated by "
-                               "single commas, e.g. host-cuda,host");
-    if (end == std::string::npos) return targets;
-    start = end + 1;
-  }
-}
-
 // Per target: the largest kernel's Halide stack (one kernel runs at a time) and the kernels that
 // would allocate on Halide's heap during pf_model_run_static.
 void print_halide_scratch(const std::vector<padfold::KernelReport>& reports) {
@@ -111,52 +78,35 @@ void print_halide_scratch(const std::vector<padfold::KernelReport>& reports) {
 }
 
 void run_compile(const CompileArgs& a) {
-  if (a.out.empty()) throw std::runtime_error("no output directory given");
-  const padfold::Model model = padfold::load_spec(a.spec);
-  // The old bundle is removed after the inputs are read: none of them may live inside it.
-  std::vector<std::pair<std::string, std::string>> inputs{
-      {"spec", a.spec}, {"--schedules", a.schedules}, {"--db", a.db}};
-  for (const padfold::WeightFile& w : padfold::weight_files(model))
-    inputs.push_back({"weight file of layer '" + w.layer->name + "' (" + w.buffer + ")", w.path});
-  padfold::refuse_inputs_inside(a.out, inputs);
-  padfold::CompileOptions opt;
-  opt.out_dir = a.out;
-  opt.targets = target_list(a.targets);
-  opt.emit_stmt = a.emit_stmt;
-  opt.emit_device_code = a.emit_device_code;
-  opt.embed_weights = a.embed_weights;
-  opt.jobs = a.jobs;
-  opt.kernel_timeout_s = a.kernel_timeout;
-  opt.fuse = padfold::parse_fuse_option(a.fuse);
-  if (!a.db.empty()) opt.tuned = padfold::tuned_schedules_from(a.db, a.db_any_machine);
-  if (!a.schedules.empty()) opt.schedule_overrides = read_schedules(a.schedules);
-  const auto no_bundle = [&](const std::exception& e) {
-    return std::runtime_error(std::string(e.what()) + "\nno bundle written; " + a.out +
-                              " is as it was");
-  };
-  padfold::BundlePlan plan;
-  try {
-    plan = padfold::plan_bundle(model, opt);
-  } catch (const padfold::ScheduleOverrideError& e) {
-    throw std::runtime_error(a.schedules + ": " + e.what() + " (see padfold knobs)");
-  } catch (const padfold::FuseListError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw no_bundle(e);
-  }
+  padfold::CompileRequest request;
+  request.spec_path = a.spec;
+  request.out = a.out;
+  request.targets = padfold::target_list(a.targets);
+  request.schedules = a.schedules;
+  request.db = a.db;
+  request.db_any_machine = a.db_any_machine;
+  request.emit_stmt = a.emit_stmt;
+  request.emit_device_code = a.emit_device_code;
+  request.embed_weights = a.embed_weights;
+  request.fuse = a.fuse;
+  request.jobs = a.jobs;
+  request.kernel_timeout_s = a.kernel_timeout;
   const bool live = isatty(fileno(stderr)) != 0;
   size_t done = 0;
-  std::vector<padfold::KernelReport> reports;
+  padfold::CompiledBundle compiled;
   try {
-    reports = padfold::compile_bundle(plan, [&](const padfold::KernelReport& r) {
+    compiled = padfold::compile_spec(request, [&](const padfold::BundlePlan& plan,
+                                                  const padfold::KernelReport& r) {
       if (live)
         fmt::print(stderr, "\r[{}/{}] {} {}\x1b[K", ++done, plan.kernel_count(), r.target, r.layer);
     });
-  } catch (const std::exception& e) {
-    if (live) fmt::print(stderr, "\r\x1b[K");
-    throw no_bundle(e);
+  } catch (const std::exception&) {
+    if (live && done) fmt::print(stderr, "\r\x1b[K");
+    throw;
   }
-  if (live) fmt::print(stderr, "\r\x1b[K");
+  if (live && done) fmt::print(stderr, "\r\x1b[K");
+  const padfold::BundlePlan& plan = compiled.plan;
+  const std::vector<padfold::KernelReport>& reports = compiled.reports;
   double total_seconds = 0;
   std::string current_target;
   for (const padfold::KernelReport& r : reports) {

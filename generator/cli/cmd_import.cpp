@@ -1,54 +1,20 @@
 // padfold import: an ONNX model -> a padfold spec, its weights and the list of nodes left to the
-// caller (generator/frontend/onnx), written into a directory that appears only when complete;
-// --emit-onnx also writes the model with every auto_pad rewritten to explicit pads.
+// caller (api/import_model, generator/frontend/onnx); --emit-onnx also writes the model with every
+// auto_pad rewritten to explicit pads.
 #include <fmt/format.h>
 
-#include <filesystem>
-#include <fstream>
 #include <memory>
 
-#include "base/atomic_file.h"
-#include "base/npy.h"
+#include "api/import_model.h"
 #include "commands.h"
-#include "emit/bundle_dir.h"
-#include "frontend/onnx/import.h"
 
 namespace {
 
-namespace fs = std::filesystem;
 namespace oi = padfold::onnx_import;
 
-struct ImportArgs {
-  std::string model, out, emit_onnx, name;
-  std::vector<std::string> inputs;
-};
-
-void run_import(const ImportArgs& a) {
-  if (a.out.empty()) throw std::runtime_error("no output directory given");
-  padfold::refuse_inputs_inside(a.out, {{"model", a.model}, {"--emit-onnx", a.emit_onnx}});
-  oi::ImportOptions options;
-  options.model_name = a.name;
-  const oi::ImportOutput out =
-      oi::import_onnx(oi::read_model(a.model), a.inputs, a.model, options, !a.emit_onnx.empty());
+void run_import(const padfold::ImportRequest& a) {
+  const oi::ImportOutput out = padfold::import_model(a);
   const oi::ImportResult& result = out.result;
-
-  // Everything is known: write the directory aside, then the normalized model, then move the
-  // directory into place. A failure before the move leaves -o as it was.
-  try {
-    padfold::StagedDirectory staged(a.out, padfold::kImportDirectory);
-    fs::create_directory(staged.path() / "weights");
-    for (const oi::WeightFile& w : result.weights)
-      padfold::write_npy_f32((staged.path() / w.path).string(), w.shape, w.data.data());
-    padfold::write_file_replacing((staged.path() / (result.model_name + ".json")).string(),
-                                  out.spec_text);
-    padfold::write_file_replacing((staged.path() / "import-report.json").string(), out.report_text);
-    if (out.normalized) padfold::write_file_replacing(a.emit_onnx, out.onnx_bytes);
-    staged.commit();
-  } catch (const std::exception& e) {
-    throw std::runtime_error(std::string(e.what()) + "\nnothing imported; " + a.out +
-                             " is as it was");
-  }
-
   fmt::print("{}", oi::summary_text(result));
   fmt::print("wrote {}: {}.json, import-report.json, {} weight file(s) in weights/\n", a.out,
              result.model_name, result.weights.size());
@@ -62,7 +28,7 @@ void run_import(const ImportArgs& a) {
 }  // namespace
 
 void add_import_command(CLI::App& app) {
-  auto args = std::make_shared<ImportArgs>();
+  auto args = std::make_shared<padfold::ImportRequest>();
   CLI::App* cmd = app.add_subcommand(
       "import",
       "Turn an ONNX model into a padfold spec, its weights and the list of nodes left to the "

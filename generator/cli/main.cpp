@@ -2,6 +2,7 @@
 
 #include <exception>
 
+#include "api/version.h"
 #include "commands.h"
 
 int main(int argc, char** argv) {
@@ -9,6 +10,7 @@ int main(int argc, char** argv) {
       "padfold: generates conv/pool kernels with exact, framework-matching padding.\n"
       "Example: padfold pads --input 7x7 --kernel 4x4 --stride 2 --padding same --compare",
       "padfold"};
+  app.set_version_flag("--version", std::string("padfold ") + padfold::version());
   app.require_subcommand(1);
   add_pads_command(app);
   add_check_command(app);

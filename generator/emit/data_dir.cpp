@@ -8,10 +8,23 @@ namespace padfold {
 
 namespace fs = std::filesystem;
 
+namespace {
+fs::path& library_data_dir() {
+  static fs::path dir;
+  return dir;
+}
+}  // namespace
+
+void set_data_dir(const fs::path& dir) {
+  library_data_dir() = dir;
+}
+
 fs::path data_dir() {
   fs::path dir;
   if (const char* env = std::getenv(kDataDirVariable); env && *env) {
     dir = env;
+  } else if (!library_data_dir().empty()) {
+    dir = library_data_dir();
   } else {
     std::error_code ec;
     const fs::path exe = fs::read_symlink("/proc/self/exe", ec);

@@ -1,0 +1,45 @@
+#include "api/import_model.h"
+
+#include <filesystem>
+
+#include "base/atomic_file.h"
+#include "base/npy.h"
+#include "emit/bundle_dir.h"
+
+namespace padfold {
+
+namespace fs = std::filesystem;
+namespace oi = onnx_import;
+
+oi::ImportOutput import_model(const ImportRequest& a) {
+  if (a.out.empty()) throw std::runtime_error("no output directory given");
+  refuse_inputs_inside(a.out, {{"model", a.model}, {"--emit-onnx", a.emit_onnx}});
+  oi::ImportOptions options;
+  options.model_name = a.name;
+  oi::ImportOutput out =
+      oi::import_onnx(oi::read_model(a.model), a.inputs, a.model, options, !a.emit_onnx.empty());
+  const oi::ImportResult& result = out.result;
+
+  // Everything is known: write the directory aside, then the normalized model, then move the
+  // directory into place. A failure before the move leaves -o as it was.
+  try {
+    StagedDirectory staged(a.out, kImportDirectory);
+    fs::create_directory(staged.path() / "weights");
+    for (const oi::WeightFile& w : result.weights)
+      write_npy_f32((staged.path() / w.path).string(), w.shape, w.data.data());
+    write_file_replacing((staged.path() / (result.model_name + ".json")).string(), out.spec_text);
+    write_file_replacing((staged.path() / "import-report.json").string(), out.report_text);
+    if (out.normalized) write_file_replacing(a.emit_onnx, out.onnx_bytes);
+    staged.commit();
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string(e.what()) + "\nnothing imported; " + a.out +
+                             " is as it was");
+  }
+  return out;
+}
+
+std::string imported_spec_path(const ImportRequest& request, const oi::ImportOutput& imported) {
+  return (fs::path(request.out) / (imported.result.model_name + ".json")).string();
+}
+
+}  // namespace padfold
