@@ -9,6 +9,7 @@ packages=(
   build-essential ninja-build pkg-config clang-format
   clang libclang-rt-14-dev     # scripts/sanitize.sh: ASan + UBSan build, libFuzzer targets
   python3 python3-venv         # the project-local venv holding Halide and CMake
+  python3-dev python3-numpy    # the Python package's extension module (headers) and its tests
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev libonnx-testdata libprotobuf-dev   # ONNX node tests, read with protobuf

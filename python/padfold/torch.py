@@ -1,0 +1,329 @@
+"""padfold for PyTorch: nn.Module layers whose padding follows the convention you name
+(TensorFlow/Keras SAME by default), resolved once at construction from the fixed input size, and
+run by a padfold kernel with the border folded in (no F.pad copy).
+
+    conv = padfold.torch.Conv2d(3, 8, 3, stride=2, padding="same", convention="tensorflow",
+                                input_size=(9, 11))
+    y = conv(x)                      # x: (N, 3, 9, 11) float32 on the CPU
+
+The weights are ordinary nn.Parameters named and shaped as nn.Conv2d's, so a state_dict moves
+between the two. The kernel of each batch size is compiled on first use and kept in
+$PADFOLD_CACHE_DIR (default ~/.cache/padfold). It runs as the custom op padfold::window, one op in
+traces. Where it cannot run (another device, another dtype) the same result comes from F.pad and
+the PyTorch op, with a warning; gradients always come from that path.
+Tested with PyTorch 1.13 (Debian 12); newer versions from PyPI on an opt-in basis.
+"""
+import hashlib
+import json
+import os
+import pathlib
+import threading
+import warnings
+from typing import Optional, Sequence, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import padfold
+
+Size = Union[int, Sequence[int]]
+_LETTERS = {1: "W", 2: "HW", 3: "DHW"}
+_TORCH_MODES = {"reflect": "reflect", "replicate": "replicate", "circular": "circular"}
+
+_lib = torch.library.Library("padfold", "DEF")
+_lib.define("window(Tensor x, Tensor? weight, Tensor? bias, str bundle, str layer) -> Tensor")
+
+_bundles = {}
+_bundles_lock = threading.Lock()
+
+
+def _bundle(path: str) -> "padfold.Bundle":
+    with _bundles_lock:
+        b = _bundles.get(path)
+        if b is None or b.closed:
+            b = _bundles[path] = padfold.load(path)
+        return b
+
+
+def _window_cpu(x, weight, bias, bundle, layer):
+    buffers = {}
+    if weight is not None:
+        buffers["weights"] = weight.contiguous()
+    if bias is not None:
+        buffers["bias"] = bias.contiguous()
+    return _bundle(bundle).layer(layer)(x.contiguous(), **buffers)
+
+
+_lib.impl("window", _window_cpu, "CPU")
+
+
+def _tuple(v: Size, dims: int, name: str) -> Tuple[int, ...]:
+    t = (v,) * dims if isinstance(v, int) else tuple(int(i) for i in v)
+    if len(t) != dims:
+        raise ValueError(f"{name}: expected {dims} value(s), got {v!r}")
+    return t
+
+
+def _cache_dir() -> pathlib.Path:
+    root = os.environ.get("PADFOLD_CACHE_DIR")
+    return pathlib.Path(root) if root else pathlib.Path.home() / ".cache" / "padfold"
+
+
+def _pad_index(n: int, before: int, after: int, mode: str, device) -> torch.Tensor:
+    i = torch.arange(-before, n + after, device=device)
+    if mode == "replicate":
+        return i.clamp(0, n - 1)
+    if mode == "circular":
+        return i.remainder(n)
+    period = 2 * n - 2 if mode == "reflect" else 2 * n
+    if period == 0:
+        return torch.zeros_like(i)
+    j = i.remainder(period)
+    return torch.where(j < n, j, period - j - (0 if mode == "reflect" else 1))
+
+
+class _Window(nn.Module):
+    """A padfold layer of one op over `dims` spatial axes, channels first (N, C, ...)."""
+
+    def __init__(self, op: str, dims: int, channels: int, kernel_size: Size, stride: Size,
+                 padding, dilation: Size, convention: Optional[str], input_size: Size,
+                 border: str, border_value: float, target: str):
+        super().__init__()
+        if input_size is None:
+            raise ValueError("input_size: padfold resolves the padding for a fixed input size; "
+                             f"give the {dims} spatial size(s), e.g. input_size=(224, 224)")
+        self.op, self.dims, self.channels = op, dims, channels
+        self.kernel_size = _tuple(kernel_size, dims, "kernel_size")
+        self.stride = _tuple(stride, dims, "stride")
+        self.dilation = _tuple(dilation, dims, "dilation")
+        self.input_size = _tuple(input_size, dims, "input_size")
+        self.padding, self.convention = padding, convention
+        self.border, self.border_value, self.target = border, float(border_value), target
+        pads = padfold.pads(self.input_size, self.kernel_size, self.stride, self.dilation,
+                            padding, convention if padding == "same" else None,
+                            ceil_mode=getattr(self, "ceil_mode", False))
+        self.pads_before, self.pads_after, self.output_size = pads.before, pads.after, pads.output
+        self._kernels = {}
+
+    def _layer(self) -> dict:
+        layer = {"name": "layer", "op": self.op, "kernel": list(self.kernel_size),
+                 "stride": list(self.stride), "dilation": list(self.dilation),
+                 "padding": [*self.pads_before, *self.pads_after]}
+        if self.border == "constant":
+            layer["border"] = {"mode": "constant", "value": self.border_value}
+        else:
+            layer["border"] = self.border
+        return layer
+
+    def spec(self, batch: int) -> dict:
+        """The padfold spec of this layer for a batch size (padfold.compile takes it)."""
+        layer = self._layer()
+        layer["input_shape"] = [batch, self.channels, *self.input_size]
+        layout = "NC" + _LETTERS[self.dims]
+        return {"model": f"torch_{self.op}", "defaults": {"layout": layout,
+                                                          "weight_layout": "OI" + _LETTERS[self.dims]},
+                "layers": [layer]}
+
+    def kernel(self, batch: int) -> str:
+        """Compiles (or finds in the cache) the bundle of a batch size; returns its directory."""
+        path = self._kernels.get(batch)
+        if path:
+            return path
+        spec = self.spec(batch)
+        key = json.dumps([spec, self.target, padfold.__version__], sort_keys=True)
+        out = _cache_dir() / "torch" / hashlib.sha256(key.encode()).hexdigest()[:24]
+        if not (out / "manifest.json").is_file():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            padfold.compile(spec, self.target, out, fuse="none").close()
+        self._kernels[batch] = str(out)
+        return str(out)
+
+    def _check_input(self, x: torch.Tensor):
+        want = (self.channels, *self.input_size)
+        if x.dim() != self.dims + 2 or tuple(x.shape[1:]) != want:
+            raise ValueError(f"{type(self).__name__}: input of shape {tuple(x.shape)}; this layer "
+                             f"was built for (N, {', '.join(map(str, want))}) (input_size is fixed: "
+                             "the pads were resolved for it)")
+
+    def _padded(self, x: torch.Tensor, fill: float) -> torch.Tensor:
+        if self.border in ("zeros", "constant"):
+            pad = []
+            for b, a in zip(reversed(self.pads_before), reversed(self.pads_after)):
+                pad += [b, a]
+            value = self.border_value if self.border == "constant" else fill
+            return F.pad(x, pad, value=value)
+        for axis in range(self.dims):
+            n = x.shape[2 + axis]
+            idx = _pad_index(n, self.pads_before[axis], self.pads_after[axis], self.border,
+                             x.device)
+            x = x.index_select(2 + axis, idx)
+        return x
+
+    def _run(self, x, weight=None, bias=None):
+        self._check_input(x)
+        differentiable = torch.is_grad_enabled() and any(
+            t is not None and t.requires_grad for t in (x, weight, bias))
+        if x.device.type != "cpu" or x.dtype != torch.float32:
+            warnings.warn(f"padfold.torch: no padfold kernel for a {x.dtype} tensor on "
+                          f"{x.device}; computing the same result with F.pad and PyTorch")
+            return self.reference(x, weight, bias)
+        if differentiable:
+            return _WithReferenceGradient.apply(self, x, weight, bias)
+        return torch.ops.padfold.window(x, weight, bias, self.kernel(int(x.shape[0])), "layer")
+
+    def reference(self, x, weight=None, bias=None):
+        """The same layer through F.pad and PyTorch's own op (the fallback and the gradient)."""
+        raise NotImplementedError
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding!r}, "
+                f"convention={self.convention!r}, input_size={self.input_size}, pads_before="
+                f"{self.pads_before}, pads_after={self.pads_after}, border={self.border!r}")
+
+
+class _WithReferenceGradient(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, module, x, weight, bias):
+        ctx.module = module
+        ctx.save_for_backward(x, weight, bias)
+        return torch.ops.padfold.window(x.detach(), None if weight is None else weight.detach(),
+                                        None if bias is None else bias.detach(),
+                                        module.kernel(int(x.shape[0])), "layer")
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, bias = ctx.saved_tensors
+        with torch.enable_grad():
+            args = [t.detach().requires_grad_(t.requires_grad) if t is not None else None
+                    for t in (x, weight, bias)]
+            y = ctx.module.reference(*args)
+            wrt = [t for t in args if t is not None and t.requires_grad]
+            grads = iter(torch.autograd.grad(y, wrt, grad))
+        return (None,) + tuple(next(grads) if t is not None and t.requires_grad else None
+                               for t in args)
+
+
+class _ConvNd(_Window):
+    def __init__(self, dims, in_channels, out_channels, kernel_size, stride=1, padding="same",
+                 dilation=1, groups=1, bias=True, *, convention="tensorflow", input_size=None,
+                 border="zeros", border_value=0.0, target="host"):
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"groups={groups} must divide in_channels={in_channels} and "
+                             f"out_channels={out_channels}")
+        super().__init__(f"conv{dims}d", dims, in_channels, kernel_size, stride, padding,
+                         dilation, convention, input_size, border, border_value, target)
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.weight = nn.Parameter(torch.empty(out_channels, in_channels // groups,
+                                               *self.kernel_size))
+        self.bias = nn.Parameter(torch.empty(out_channels)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        # As nn.ConvNd initializes its parameters.
+        nn.init.kaiming_uniform_(self.weight, a=5 ** 0.5)
+        if self.bias is not None:
+            fan_in = self.weight[0].numel()
+            bound = 1 / fan_in ** 0.5 if fan_in else 0
+            nn.init.uniform_(self.bias, -bound, bound)
+
+    def _layer(self):
+        layer = super()._layer()
+        layer.update(out_channels=self.out_channels, groups=self.groups,
+                     bias=self.bias is not None)
+        return layer
+
+    def forward(self, x):
+        return self._run(x, self.weight, self.bias)
+
+    def reference(self, x, weight=None, bias=None):
+        conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[self.dims]
+        return conv(self._padded(x, 0.0), weight, bias, self.stride, 0, self.dilation,
+                    self.groups)
+
+
+class Conv1d(_ConvNd):
+    """nn.Conv1d with padfold's padding: padding='same' (with convention=...), 'valid', 'causal',
+    or explicit pads; input_size=(L,) fixed; border zeros, constant (border_value), reflect,
+    symmetric, replicate or circular."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(1, *args, **kwargs)
+
+
+class Conv2d(_ConvNd):
+    """nn.Conv2d with padfold's padding: padding='same' with convention='tensorflow' (Keras
+    SAME: the odd pixel after, for any stride), 'onnx_lower', 'pytorch', ...; 'valid'; or
+    explicit pads. input_size=(H, W) is fixed. border: zeros, constant (border_value), reflect,
+    symmetric, replicate, circular. Parameters as nn.Conv2d's (state_dict compatible)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(2, *args, **kwargs)
+
+
+class Conv3d(_ConvNd):
+    """nn.Conv3d with padfold's padding; input_size=(D, H, W) fixed (see Conv2d)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(3, *args, **kwargs)
+
+
+class _PoolNd(_Window):
+    def __init__(self, op, dims, channels, kernel_size, stride=None, padding="same", *,
+                 convention="tensorflow", input_size=None, ceil_mode=False, border="zeros",
+                 border_value=0.0, count_include_pad=False):
+        self.ceil_mode = ceil_mode
+        super().__init__(op, dims, channels, kernel_size,
+                         kernel_size if stride is None else stride, padding, 1, convention,
+                         input_size, border, border_value, "host")
+        self.count_include_pad = count_include_pad
+
+    def _layer(self):
+        layer = super()._layer()
+        layer.pop("dilation")
+        layer["ceil_mode"] = self.ceil_mode
+        if self.op == "avg_pool":
+            layer["count_include_pad"] = self.count_include_pad
+        return layer
+
+    def forward(self, x):
+        return self._run(x)
+
+
+class MaxPool2d(_PoolNd):
+    """A max pool with padfold's padding (TensorFlow SAME by default): padded taps never win;
+    input_size=(H, W) fixed; channels is C of the (N, C, H, W) input."""
+
+    def __init__(self, channels, kernel_size, stride=None, padding="same", **kwargs):
+        super().__init__("max_pool", 2, channels, kernel_size, stride, padding, **kwargs)
+
+    def reference(self, x, weight=None, bias=None):
+        fill = float("-inf") if self.border == "zeros" else 0.0
+        return F.max_pool2d(self._padded(x, fill), self.kernel_size, self.stride, 0,
+                            ceil_mode=self.ceil_mode)
+
+
+class AvgPool2d(_PoolNd):
+    """An average pool with padfold's padding (TensorFlow SAME by default); count_include_pad
+    False averages the real taps only, as Keras does; input_size=(H, W) fixed."""
+
+    def __init__(self, channels, kernel_size, stride=None, padding="same", **kwargs):
+        super().__init__("avg_pool", 2, channels, kernel_size, stride, padding, **kwargs)
+
+    def reference(self, x, weight=None, bias=None):
+        total = F.avg_pool2d(self._padded(x, 0.0), self.kernel_size, self.stride, 0,
+                             ceil_mode=self.ceil_mode, divisor_override=1)
+        if self.count_include_pad or self.border not in ("zeros",):
+            count = F.avg_pool2d(torch.ones_like(self._padded(x, 0.0)), self.kernel_size,
+                                 self.stride, 0, ceil_mode=self.ceil_mode, divisor_override=1)
+        else:
+            ones = torch.ones_like(x)
+            count = F.avg_pool2d(F.pad(ones, [p for b, a in zip(reversed(self.pads_before),
+                                                                reversed(self.pads_after))
+                                              for p in (b, a)]),
+                                 self.kernel_size, self.stride, 0, ceil_mode=self.ceil_mode,
+                                 divisor_override=1)
+        return total / count
+
+
+__all__ = ["AvgPool2d", "Conv1d", "Conv2d", "Conv3d", "MaxPool2d"]
