@@ -9,18 +9,11 @@
 
 namespace {
 
+// The request as the options fill it, and what only the CLI takes.
 struct CompileArgs {
-  std::string spec, out, schedules;
+  padfold::CompileRequest request;
   std::string targets = "host";  // comma-separated
-  bool emit_stmt = false;
-  bool emit_device_code = false;
-  bool embed_weights = false;
   bool report_size = false;
-  std::string fuse = "auto";
-  int jobs = 0;
-  double kernel_timeout = 600;
-  std::string db;
-  bool db_any_machine = false;
 };
 
 std::string size_row(const std::string& what, const padfold::SectionSizes& s) {
@@ -78,19 +71,8 @@ void print_halide_scratch(const std::vector<padfold::KernelReport>& reports) {
 }
 
 void run_compile(const CompileArgs& a) {
-  padfold::CompileRequest request;
-  request.spec_path = a.spec;
-  request.out = a.out;
+  padfold::CompileRequest request = a.request;
   request.targets = padfold::target_list(a.targets);
-  request.schedules = a.schedules;
-  request.db = a.db;
-  request.db_any_machine = a.db_any_machine;
-  request.emit_stmt = a.emit_stmt;
-  request.emit_device_code = a.emit_device_code;
-  request.embed_weights = a.embed_weights;
-  request.fuse = a.fuse;
-  request.jobs = a.jobs;
-  request.kernel_timeout_s = a.kernel_timeout;
   const bool live = isatty(fileno(stderr)) != 0;
   size_t done = 0;
   padfold::CompiledBundle compiled;
@@ -125,7 +107,7 @@ void run_compile(const CompileArgs& a) {
   }
   for (const padfold::KernelPlan& k : plan.kernels)
     if (k.block.fused()) fmt::print("fused {}: {}\n", k.block.names(), k.block.reason);
-  print_sizes(padfold::bundle_size_report(plan, a.out, a.report_size), a.report_size);
+  print_sizes(padfold::bundle_size_report(plan, request.out, a.report_size), a.report_size);
   fmt::print(
       "memory plan: arena {} bytes for pf_model_run_static (lower bound {}, all intermediates {}; "
       "{}-byte aligned)\n",
@@ -133,7 +115,7 @@ void run_compile(const CompileArgs& a) {
       padfold::kArenaAlignment);
   print_halide_scratch(reports);
   fmt::print("{} kernels in {:.1f}s of compile time; bundle written to {} (manifest.json, {})\n",
-             reports.size(), total_seconds, a.out, plan.consumer_cmake);
+             reports.size(), total_seconds, request.out, plan.consumer_cmake);
 }
 
 }  // namespace
@@ -144,42 +126,44 @@ void add_compile_command(CLI::App& app) {
                                      "Generate ahead-of-time kernels for every layer of a spec.\n"
                                      "Example: padfold compile examples/tiny.json -o out/tiny "
                                      "--target host,x86-64-linux-avx2-fma");
-  cmd->add_option("spec", args->spec, "layer spec (JSON)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("-o,--out", args->out, "bundle directory to write")->required();
+  cmd->add_option("spec", args->request.spec_path, "layer spec (JSON)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-o,--out", args->request.out, "bundle directory to write")->required();
   cmd->add_option("--target", args->targets,
                   "comma-separated Halide targets, best first: host, x86-64-linux-avx2-fma, "
                   "x86-64-linux-avx512_skylake, arm-64-linux, arm-32-linux ...; GPUs: "
                   "host-cuda (sm_86 PTX), host-cuda-cuda_capability_<N>, host-opencl, with a CPU "
                   "fallback after them (host-cuda,host)")
       ->capture_default_str();
-  cmd->add_option("--schedules", args->schedules,
+  cmd->add_option("--schedules", args->request.schedules,
                   "JSON file: {layer: {knob: value}} overriding the default knobs (padfold knobs "
                   "lists them)");
-  cmd->add_option("-j,--jobs", args->jobs,
+  cmd->add_option("-j,--jobs", args->request.jobs,
                   "kernels compiled at once, each in its own worker process (default: one per "
                   "core)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--kernel-timeout", args->kernel_timeout,
+  cmd->add_option("--kernel-timeout", args->request.kernel_timeout_s,
                   "seconds one kernel may take to compile before its worker is killed")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--db", args->db,
+  cmd->add_option("--db", args->request.db,
                   "tuning database (padfold tune): each layer's best record for its signature on "
                   "the target, measured with this toolchain on this machine")
       ->check(CLI::ExistingFile);
-  cmd->add_flag("--db-any-machine", args->db_any_machine,
+  cmd->add_flag("--db-any-machine", args->request.db_any_machine,
                 "with --db, also use records of other machines or toolchains (the manifest "
                 "records whose)");
-  cmd->add_flag("--emit-stmt", args->emit_stmt,
+  cmd->add_flag("--emit-stmt", args->request.emit_stmt,
                 "also write each kernel's lowered Halide statement (<target>/<layer>.stmt)");
-  cmd->add_flag("--emit-device-code", args->emit_device_code,
+  cmd->add_flag("--emit-device-code", args->request.emit_device_code,
                 "GPU targets: also write each kernel's device code (<target>/<layer>.ptx for "
                 "CUDA, .cl for OpenCL), e.g. to check the PTX with ptxas");
-  cmd->add_option("--fuse", args->fuse,
+  cmd->add_option("--fuse", args->request.fuse,
                   "auto (fuse dw->pw, pw->dw->pw and conv->pool chains where the cost model says "
                   "it pays; padfold check shows the choice), none, or blocks such as dw1+pw1,c2+p2")
       ->capture_default_str();
-  cmd->add_flag("--embed-weights", args->embed_weights,
+  cmd->add_flag("--embed-weights", args->request.embed_weights,
                 "bake the spec's weight_files into every target's library (for embedded builds "
                 "with no file system) instead of copying them into the bundle's weights/");
   cmd->add_flag("--report-size", args->report_size,
