@@ -13,3 +13,4 @@ void add_stmt_check_command(CLI::App& app);
 void add_import_command(CLI::App& app);
 void add_tune_command(CLI::App& app);
 void add_db_command(CLI::App& app);
+void add_bench_command(CLI::App& app);

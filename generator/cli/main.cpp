@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   add_import_command(app);
   add_tune_command(app);
   add_db_command(app);
+  add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

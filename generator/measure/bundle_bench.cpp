@@ -1,0 +1,236 @@
+#include "measure/bundle_bench.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <stdexcept>
+
+#include "padfold_runtime.h"
+
+namespace padfold::measure {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// 64-byte aligned memory of a buffer, filled with uniform [-1, 1) values of its dtype.
+struct Memory {
+  std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};
+  size_t bytes = 0;
+  Memory(const pf_buffer_desc& b, std::mt19937& rng) : bytes(pf_buffer_bytes(&b)) {
+    data.reset(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    if (!data) throw std::runtime_error("out of memory for buffer " + std::string(b.name));
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    if (b.dtype == PF_F32)
+      for (size_t i = 0; i < bytes / 4; ++i) static_cast<float*>(data.get())[i] = dist(rng);
+    else
+      for (size_t i = 0; i < bytes; ++i) static_cast<int8_t*>(data.get())[i] = int8_t(rng() & 63);
+  }
+};
+
+struct Bundle {
+  pf_bundle* b = nullptr;
+  pf_model* m = nullptr;
+  ~Bundle() {
+    pf_model_close(m);
+    pf_bundle_close(b);
+  }
+};
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+std::string host_text() {
+  std::string text(pf_host_describe(nullptr, 0) + 1, '\0');
+  pf_host_describe(text.data(), text.size());
+  text.pop_back();
+  return text;
+}
+
+double manifest_flops(const json& manifest, const std::string& layer) {
+  for (const json& k : manifest.value("kernels", json::array()))
+    if (k.value("layer", "") == layer && k.contains("flops") && k["flops"].is_number())
+      return k["flops"].get<double>();
+  return 0;
+}
+
+void check(pf_status s, const char* err, const std::string& what) {
+  if (s != PF_OK) throw std::runtime_error(what + ": " + err);
+}
+
+}  // namespace
+
+BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
+  BenchResult r;
+  r.bundle = dir;
+  r.cpu = cpu_model();
+  r.host = host_text();
+  char err[PF_ERRLEN];
+  Bundle h;
+  check(pf_bundle_open(dir.c_str(), nullptr, &h.b, err, sizeof err), err, "bundle " + dir);
+  r.target = pf_bundle_target(h.b);
+  json manifest;
+  {
+    std::ifstream f(dir + "/manifest.json");
+    manifest = json::parse(f, nullptr, false);
+  }
+  r.peak = fma_peak(r.target);
+
+  std::mt19937 rng(1);
+  std::vector<std::unique_ptr<Memory>> memory;
+  auto tensor_of = [&](const pf_buffer_desc& b) {
+    memory.push_back(std::make_unique<Memory>(b, rng));
+    return pf_tensor_of(&b, memory.back()->data.get(), memory.back()->bytes);
+  };
+
+  std::vector<Method> methods;
+  std::vector<KernelTiming> kernels;
+  std::vector<std::vector<pf_tensor>> bound;
+  const int n = pf_bundle_num_kernels(h.b);
+  bool found = false;
+  for (int i = 0; i < n; ++i) {
+    const pf_kernel_desc* k = pf_bundle_kernel(h.b, i);
+    if (!o.layer.empty() && o.layer != k->layer) continue;
+    found = true;
+    std::vector<pf_tensor> t;
+    for (int j = 0; j < k->num_buffers; ++j) t.push_back(tensor_of(k->buffers[j]));
+    bound.push_back(std::move(t));
+    kernels.push_back({k->layer, k->op, manifest_flops(manifest, k->layer), 0});
+  }
+  if (!o.layer.empty() && !found) {
+    std::string names;
+    for (int i = 0; i < n; ++i)
+      names += std::string(i ? ", " : "") + pf_bundle_kernel(h.b, i)->layer;
+    throw std::runtime_error("bundle " + dir + " has no kernel '" + o.layer + "'; it has " + names);
+  }
+  for (size_t i = 0, k = 0; i < static_cast<size_t>(n); ++i) {
+    const pf_kernel_desc* d = pf_bundle_kernel(h.b, static_cast<int>(i));
+    if (!o.layer.empty() && o.layer != d->layer) continue;
+    const std::vector<pf_tensor>* t = &bound[k++];
+    // A first run names a kernel that fails before anything is timed.
+    check(pf_run(d, t->data(), static_cast<int>(t->size()), err, sizeof err), err,
+          std::string("kernel '") + d->layer + "'");
+    methods.push_back({d->layer,
+                       [d, t] {
+                         char e[PF_ERRLEN];
+                         pf_run(d, t->data(), static_cast<int>(t->size()), e, sizeof e);
+                       },
+                       {},
+                       0});
+  }
+
+  std::vector<pf_tensor> model_in, model_out;
+  if (o.layer.empty()) {
+    if (pf_model_open(h.b, nullptr, &h.m, err, sizeof err) != PF_OK) {
+      r.model_note = err;
+    } else {
+      for (int i = 0; i < pf_model_num_inputs(h.m); ++i)
+        model_in.push_back(tensor_of(*pf_model_input(h.m, i)));
+      for (int i = 0; i < pf_model_num_outputs(h.m); ++i)
+        model_out.push_back(tensor_of(*pf_model_output(h.m, i)));
+      check(pf_model_run(h.m, model_in.data(), static_cast<int>(model_in.size()), model_out.data(),
+                         static_cast<int>(model_out.size()), err, sizeof err),
+            err, "model of bundle " + dir);
+      const pf_model* m = h.m;
+      methods.push_back({"(model)",
+                         [m, &model_in, &model_out] {
+                           char e[PF_ERRLEN];
+                           pf_model_run(m, model_in.data(), static_cast<int>(model_in.size()),
+                                        model_out.data(), static_cast<int>(model_out.size()), e,
+                                        sizeof e);
+                         },
+                         {},
+                         0});
+    }
+  }
+
+  std::vector<Method*> order;
+  for (Method& m : methods) order.push_back(&m);
+  QuietLimits limits = o.limits;
+  limits.min_time = o.min_time_s;
+  for (int threads : o.threads) {
+    int old = 0;
+    check(pf_bundle_set_num_threads(h.b, threads, &old, err, sizeof err), err, "threads");
+    ThreadRun run;
+    run.threads = threads;
+    run.quiet = time_while_quiet(order, threads, limits, dir);
+    run.kernels = kernels;
+    for (size_t i = 0; i < kernels.size(); ++i)
+      run.kernels[i].median_s = median(methods[i].samples);
+    if (h.m) run.model_median_s = median(methods.back().samples);
+    r.runs.push_back(std::move(run));
+  }
+  return r;
+}
+
+namespace {
+double gflops(const KernelTiming& k) {
+  return k.median_s > 0 ? k.flops / k.median_s / 1e9 : 0;
+}
+double peak_share(const BenchResult& r, const ThreadRun& run, const KernelTiming& k) {
+  const double peak = r.peak.gflops * run.threads;
+  return peak > 0 ? gflops(k) / peak : 0;
+}
+}  // namespace
+
+json to_json(const BenchResult& r) {
+  json j = {{"bundle", r.bundle},
+            {"target", r.target},
+            {"cpu", r.cpu},
+            {"host", r.host},
+            {"fma_peak", {{"isa", r.peak.isa}, {"gflops_per_core", r.peak.gflops}}}};
+  if (!r.model_note.empty()) j["model_not_timed"] = r.model_note;
+  j["runs"] = json::array();
+  for (const ThreadRun& run : r.runs) {
+    json t = {{"threads", run.threads},
+              {"quiet", run.quiet.met},
+              {"other_load_cores", run.quiet.load},
+              {"probe_speed", run.quiet.seen.speed},
+              {"probe_cores", run.quiet.seen.cores}};
+    t["model_median_ms"] = run.model_median_s ? json(*run.model_median_s * 1e3) : json(nullptr);
+    t["kernels"] = json::array();
+    for (const KernelTiming& k : run.kernels)
+      t["kernels"].push_back({{"layer", k.layer},
+                              {"op", k.op},
+                              {"mflops", k.flops / 1e6},
+                              {"median_ms", k.median_s * 1e3},
+                              {"gflops", gflops(k)},
+                              {"peak_share", peak_share(r, run, k)}});
+    j["runs"].push_back(t);
+  }
+  return j;
+}
+
+std::string to_text(const BenchResult& r) {
+  std::string s =
+      fmt::format("bundle {} (target {})\nCPU: {} ({})\nFMA peak ({}): {:.1f} GFLOP/s per core\n",
+                  r.bundle, r.target, r.cpu, r.host, r.peak.isa, r.peak.gflops);
+  if (!r.model_note.empty()) s += fmt::format("whole model not timed: {}\n", r.model_note);
+  for (const ThreadRun& run : r.runs) {
+    s += fmt::format(
+        "\n{} thread(s): other processes {:.2f} cores, probe {:.2f} of best speed, {:.2f} "
+        "cores{}\n",
+        run.threads, run.quiet.load, run.quiet.seen.speed, run.quiet.seen.cores,
+        run.quiet.met ? "" : " (NOT QUIET: the machine stayed busy; compare with care)");
+    if (run.model_median_s)
+      s += fmt::format("  model: median {:.3f} ms per run\n", *run.model_median_s * 1e3);
+    s += fmt::format("  {:<32} {:<18} {:>9} {:>11} {:>9} {:>7}\n", "kernel", "op", "MFLOP",
+                     "median ms", "GFLOP/s", "% peak");
+    double total = 0;
+    for (const KernelTiming& k : run.kernels) {
+      total += k.median_s;
+      s += fmt::format("  {:<32} {:<18} {:>9.2f} {:>11.4f} {:>9.1f} {:>7.1f}\n", k.layer, k.op,
+                       k.flops / 1e6, k.median_s * 1e3, gflops(k), 100 * peak_share(r, run, k));
+    }
+    s += fmt::format("  {:<32} {:<18} {:>9} {:>11.4f}\n", "(sum of kernels)", "", "", total * 1e3);
+  }
+  return s;
+}
+
+}  // namespace padfold::measure

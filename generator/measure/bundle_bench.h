@@ -1,0 +1,50 @@
+// padfold bench: a compiled bundle timed as a user's run would be: the whole model (pf_model_run)
+// and each kernel (pf_run) on random data, at each thread count, after warm-up, in interleaved
+// blocks with medians, timed again while the machine was not quiet (measure/timing.h); each
+// kernel's GFLOP/s (the manifest's flops) and its share of the measured FMA peak.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "measure/fma_peak.h"
+#include "measure/timing.h"
+
+namespace padfold::measure {
+
+struct BenchOptions {
+  std::string layer;  // one kernel (its layer or block name); empty: the model and every kernel
+  std::vector<int> threads{1};
+  double min_time_s = 0.3;  // timed per method and thread count
+  QuietLimits limits;
+};
+
+struct KernelTiming {
+  std::string layer, op;
+  double flops = 0;     // per call, from the manifest
+  double median_s = 0;  // per call
+};
+
+struct ThreadRun {
+  int threads = 1;
+  std::optional<double> model_median_s;  // when the bundle's graph runs whole
+  std::vector<KernelTiming> kernels;
+  Quietness quiet;
+};
+
+struct BenchResult {
+  std::string bundle, target, cpu, host;
+  FmaPeak peak;
+  std::string model_note;  // why the whole model was not timed, if it was not
+  std::vector<ThreadRun> runs;
+};
+
+// Throws std::runtime_error naming the bundle, layer or buffer for what cannot be opened or run.
+BenchResult bench_bundle(const std::string& dir, const BenchOptions& options);
+
+nlohmann::ordered_json to_json(const BenchResult& r);
+std::string to_text(const BenchResult& r);
+
+}  // namespace padfold::measure

@@ -1,0 +1,135 @@
+// `padfold bench`: what it measures and reports (not how fast): the whole model and every kernel
+// at each thread count, GFLOP/s and peak shares consistent with the manifest's flops and the
+// measured FMA peak, one kernel with --layer, and clear errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "bundle_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using padfold::testing::contains;
+using padfold::testing::run_command;
+using padfold::testing::shell_quote;
+
+const fs::path kWork = PF_WORK_DIR;
+
+std::string padfold_cmd(const std::string& args) {
+  return shell_quote(PADFOLD_BIN) + " " + args;
+}
+
+class BenchCli : public ::testing::Test {
+ protected:
+  // A Keras model as tf2onnx converts it (weights in files): imported and compiled once.
+  static void SetUpTestSuite() {
+    fs::remove_all(kWork);
+    fs::create_directories(kWork);
+    const std::string onnx = std::string(PADFOLD_REPO_DIR) + "/tests/data/keras/conv_pool.onnx";
+    auto r = run_command(padfold_cmd("import " + shell_quote(onnx) + " -o " +
+                                     shell_quote((kWork / "imported").string())));
+    ASSERT_EQ(r.status, 0) << r.output;
+    r = run_command(padfold_cmd("compile " +
+                                shell_quote((kWork / "imported/conv_pool.json").string()) + " -o " +
+                                shell_quote(bundle())));
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  static std::string bundle() { return (kWork / "bundle").string(); }
+
+  static json bench_json(const std::string& args) {
+    const auto r =
+        run_command(padfold_cmd("bench " + shell_quote(bundle()) +
+                                " --min-time 0.01 --retries 0 --json " + args + " 2>/dev/null"));
+    EXPECT_EQ(r.status, 0) << r.output;
+    return json::parse(r.output);
+  }
+  static json manifest() {
+    std::ifstream f(bundle() + "/manifest.json");
+    return json::parse(f);
+  }
+};
+
+TEST_F(BenchCli, TimesTheModelAndEveryKernelAtEachThreadCount) {
+  const json j = bench_json("--threads 1,2");
+  const json m = manifest();
+  const double peak = j["fma_peak"]["gflops_per_core"].get<double>();
+  EXPECT_GT(peak, 0);
+  EXPECT_FALSE(j["fma_peak"]["isa"].get<std::string>().empty());
+  EXPECT_FALSE(j["cpu"].get<std::string>().empty());
+  ASSERT_EQ(j["runs"].size(), 2u);
+  for (size_t t = 0; t < 2; ++t) {
+    const json& run = j["runs"][t];
+    EXPECT_EQ(run["threads"], static_cast<int>(t + 1));
+    EXPECT_GT(run["model_median_ms"].get<double>(), 0);
+    ASSERT_EQ(run["kernels"].size(), m["kernels"].size());
+    for (size_t i = 0; i < m["kernels"].size(); ++i) {
+      const json& k = run["kernels"][i];
+      const json& mk = m["kernels"][i];
+      EXPECT_EQ(k["layer"], mk["layer"]);
+      EXPECT_EQ(k["op"], mk["op"]);
+      EXPECT_DOUBLE_EQ(k["mflops"].get<double>(), mk["flops"].get<double>() / 1e6);
+      const double ms = k["median_ms"].get<double>();
+      ASSERT_GT(ms, 0);
+      // MFLOP per ms is GFLOP/s; the share is of the peak of as many cores as threads.
+      EXPECT_NEAR(k["gflops"].get<double>(), k["mflops"].get<double>() / ms, 1e-9);
+      EXPECT_NEAR(k["peak_share"].get<double>(),
+                  k["gflops"].get<double>() / (peak * static_cast<double>(t + 1)), 1e-9);
+    }
+  }
+}
+
+TEST_F(BenchCli, LayerTimesOneKernelAndNotTheModel) {
+  const std::string layer = manifest()["kernels"][0]["layer"];
+  const json j = bench_json("--layer " + layer);
+  ASSERT_EQ(j["runs"].size(), 1u);
+  ASSERT_EQ(j["runs"][0]["kernels"].size(), 1u);
+  EXPECT_EQ(j["runs"][0]["kernels"][0]["layer"], layer);
+  EXPECT_TRUE(j["runs"][0]["model_median_ms"].is_null());
+}
+
+TEST_F(BenchCli, TheTableNamesEveryKernelAndThePeak) {
+  const auto r = run_command(
+      padfold_cmd("bench " + shell_quote(bundle()) + " --min-time 0.01 --retries 0 2>/dev/null"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "FMA peak")) << r.output;
+  EXPECT_TRUE(contains(r.output, "model: median")) << r.output;
+  for (const json& k : manifest()["kernels"])
+    EXPECT_TRUE(contains(r.output, k["layer"].get<std::string>())) << r.output;
+}
+
+TEST_F(BenchCli, AModelWithoutWeightsIsTimedKernelByKernelAndSaysWhy) {
+  const std::string tiny = (kWork / "tiny").string();
+  auto r = run_command(
+      padfold_cmd("compile " + shell_quote(std::string(PADFOLD_REPO_DIR) + "/examples/tiny.json") +
+                  " -o " + shell_quote(tiny)));
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(padfold_cmd("bench " + shell_quote(tiny) +
+                              " --min-time 0.01 --retries 0 --json 2>/dev/null"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json j = json::parse(r.output);
+  EXPECT_TRUE(contains(j["model_not_timed"].get<std::string>(), "weights")) << j.dump();
+  EXPECT_EQ(j["runs"][0]["kernels"].size(), 4u);
+}
+
+TEST_F(BenchCli, BadRequestsAreErrorsThatSayWhat) {
+  struct Case {
+    std::string args, message;
+  } cases[] = {
+      {shell_quote(bundle()) + " --layer nope", "has no kernel 'nope'; it has"},
+      {shell_quote(bundle()) + " --threads 0", "--threads '0'"},
+      {shell_quote(bundle()) + " --threads 1,,2", "--threads '1,,2'"},
+      {shell_quote((kWork / "missing").string()), "cannot be opened"},
+      {shell_quote(bundle()) + " --layer x --model", "excludes"},
+  };
+  for (const Case& c : cases) {
+    const auto r = run_command(padfold_cmd("bench " + c.args + " 2>&1"));
+    EXPECT_NE(r.status, 0) << c.args;
+    EXPECT_TRUE(contains(r.output, c.message)) << c.args << "\n" << r.output;
+  }
+}
+
+}  // namespace
