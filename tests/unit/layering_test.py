@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """The generator's stages include only the stages below them, and no production file includes
-from tests/. Floors (docs: README "Where things are"): base, padding, frontend (with onnx/),
-reference, algorithm, schedules, compile, emit, tune, cli. The runtime's public headers and the
+from tests/. Floors (docs: README "Where things are"): base, measure, padding, frontend (with
+onnx/), reference, algorithm, schedules, compile, emit, tune, api, cli. The runtime's public headers and the
 generated template header are contracts every floor may include."""
 import pathlib
 import re
 import sys
 
-FLOORS = ["base", "padding", "frontend", "reference", "algorithm", "schedules", "compile", "emit",
-          "tune", "cli"]
+FLOORS = ["base", "measure", "padding", "frontend", "reference", "algorithm", "schedules",
+          "compile", "emit", "tune", "api", "cli"]
 CONTRACTS = {"padfold_registry.h", "padfold_runtime.h", "padfold_templates.h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
