@@ -16,6 +16,7 @@ oi::ImportOutput import_model(const ImportRequest& a) {
   refuse_inputs_inside(a.out, {{"model", a.model}, {"--emit-onnx", a.emit_onnx}});
   oi::ImportOptions options;
   options.model_name = a.name;
+  options.layout = onnx_import::parse_import_layout(a.layout);
   oi::ImportOutput out =
       oi::import_onnx(oi::read_model(a.model), a.inputs, a.model, options, !a.emit_onnx.empty());
   const oi::ImportResult& result = out.result;

@@ -16,6 +16,7 @@ void run_import(const padfold::ImportRequest& a) {
   const oi::ImportOutput out = padfold::import_model(a);
   const oi::ImportResult& result = out.result;
   fmt::print("{}", oi::summary_text(result));
+  for (const std::string& w : result.warnings) fmt::print(stderr, "warning: {}\n", w);
   fmt::print("wrote {}: {}.json, import-report.json, {} weight file(s) in weights/\n", a.out,
              result.model_name, result.weights.size());
   if (out.normalized) {
@@ -45,5 +46,10 @@ void add_import_command(CLI::App& app) {
   cmd->add_option("--emit-onnx", args->emit_onnx,
                   "also write the model with every auto_pad rewritten to explicit pads");
   cmd->add_option("--name", args->name, "the spec's model name (default: from the file name)");
+  cmd->add_option("--layout", args->layout,
+                  "the layout the layers compute in: auto (the model's; channels last where "
+                  "tf2onnx's layout Transposes fold), nchw, or nhwc (a channels-first model's "
+                  "inputs and outputs then become channels last too)")
+      ->capture_default_str();
   cmd->callback([args] { run_import(*args); });
 }

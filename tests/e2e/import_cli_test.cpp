@@ -248,6 +248,24 @@ TEST_F(ImportCli, ModelInsideTheOutputIsRefusedAndKept) {
   EXPECT_TRUE(fs::exists(work_ / "out" / "model.json"));
 }
 
+// --layout nhwc relays a channels-first model out (its input too) and says so; a bad value is an
+// error naming the valid ones, and nothing is written.
+TEST_F(ImportCli, LayoutNhwcMakesTheInputChannelsLastAndBadLayoutsAreRefused) {
+  auto r = import(small_model(), "-o " + shell_quote(out()) + " --layout nhwc");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "warning: --layout nhwc: the model file computes channels first"))
+      << r.output;
+  const json spec = read_json(work_ / "out" / "model.json");
+  EXPECT_EQ(spec["inputs"][0]["shape"], json({1, 8, 8, 2}));
+  EXPECT_EQ(spec["inputs"][0]["layout"], "NHWC");
+  EXPECT_EQ(read_json(work_ / "out" / "import-report.json")["warnings"].size(), 1u);
+  r = import(small_model(), "-o " + shell_quote(out("other")) + " --layout nwhc");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--layout 'nwhc': expected auto, nchw (channels_first) or nhwc"))
+      << r.output;
+  EXPECT_FALSE(fs::exists(work_ / "other"));
+}
+
 // An import directory is replaced only when it holds nothing but what import writes.
 TEST_F(ImportCli, FilesAddedToAnImportDirectoryAreKept) {
   ASSERT_EQ(import(small_model(), "-o " + shell_quote(out())).status, 0);

@@ -285,14 +285,24 @@ def run(cmd):
     return r.stdout
 
 
-def check(padfold, work, name):
-    d = work / name
+# Channels-first models imported with --layout nhwc: the layers, inputs and outputs channels last.
+RELAID = ["same_upper_even_strided", "pools_same", "mobilenet_v2_block", "residual_block",
+          "conv1d_dilated", "conv3d_same", "conv_batchnorm"]
+
+
+def channels_last(a):
+    return np.ascontiguousarray(np.moveaxis(a, 1, -1))
+
+
+def check(padfold, work, name, layout=None):
+    d = work / (name if layout is None else f"{name}-{layout}")
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
     m = MODELS[name]()
     path = d / "model.onnx"
     onnx.save(m, path)
-    run([padfold, "import", path, "-o", d / "imported", "--emit-onnx", d / "normalized.onnx"])
+    run([padfold, "import", path, "-o", d / "imported", "--emit-onnx", d / "normalized.onnx"] +
+        (["--layout", layout] if layout else []))
     specs = list((d / "imported").glob("*.json"))
     spec_file = next(p for p in specs if p.name != "import-report.json")
     spec = json.loads(spec_file.read_text())
@@ -300,11 +310,13 @@ def check(padfold, work, name):
     manifest = json.loads((d / "bundle" / "manifest.json").read_text())
     blocks = ["+".join(layer["layer"] for layer in k["fused"]["layers"])
               for k in manifest["kernels"] if "fused" in k]
-    if blocks != EXPECTED_BLOCKS.get(name, []):
+    if layout is None and blocks != EXPECTED_BLOCKS.get(name, []):
         return f"{name}: fused blocks {blocks}, expected {EXPECTED_BLOCKS.get(name, [])}"
     shape = [dim.dim_value for dim in m.graph.input[0].type.tensor_type.shape.dim]
     x = RNG.uniform(-1, 1, shape).astype(np.float32)
-    np.save(d / "x.npy", x)
+    np.save(d / "x.npy", channels_last(x) if layout else x)
+    if layout and spec["inputs"][0]["shape"] != list(channels_last(x).shape):
+        return f"{name}: --layout {layout}: the spec's input is {spec['inputs'][0]['shape']}"
     input_name = spec["inputs"][0]["name"]
     output_name = spec["outputs"][0]
     run([padfold, "run", d / "bundle", "--model", "--input", f"{input_name}={d / 'x.npy'}",
@@ -322,13 +334,15 @@ def check(padfold, work, name):
                                                 providers=["CPUExecutionProvider"])
     if not np.allclose(norm_session.run(None, {"x": x})[0], want, rtol=1e-5, atol=1e-6):
         return f"{name}: ONNX Runtime differs on the normalized model"
+    if layout:
+        want = channels_last(want)
     if got.shape != want.shape:
         return f"{name}: shape {got.shape}, ONNX Runtime {want.shape}"
     err = np.abs(got - want).max()
     tol = 1e-4 * (1 + np.abs(want).max())
     if not np.allclose(got, want, rtol=1e-4, atol=tol):
         return f"{name}: max |padfold - ONNX Runtime| = {err:.3g} (tolerance {tol:.3g})"
-    print(f"{name}: {len(manifest['kernels'])} kernel(s) {blocks or ''}, output {list(want.shape)}, "
+    print(f"{name}{' --layout ' + layout if layout else ''}: {len(manifest['kernels'])} kernel(s) {blocks or ''}, output {list(want.shape)}, "
           f"max |error| {err:.2g}: OK")
     return None
 
@@ -338,15 +352,16 @@ def main():
     names = sys.argv[3:] or list(MODELS)
     print(f"onnx {onnx.__version__}, onnxruntime {onnxruntime.__version__}")
     failures = []
-    for name in names:
+    cases = [(n, None) for n in names] + [(n, "nhwc") for n in RELAID if n in names]
+    for name, layout in cases:
         try:
-            failure = check(padfold, work, name)
+            failure = check(padfold, work, name, layout)
         except RuntimeError as e:
             failure = f"{name}: {e}"
         if failure:
-            failures.append(failure)
-            print("FAIL:", failure)
-    print(f"{len(names)} model(s), {len(failures)} failure(s)")
+            failures.append(failure + (f" (--layout {layout})" if layout else ""))
+            print("FAIL:", failures[-1])
+    print(f"{len(cases)} case(s), {len(failures)} failure(s)")
     return 1 if failures else 0
 
 

@@ -99,7 +99,11 @@ class Importer {
     for (int i = 0; i < n; ++i)
       if (default_domain(g_.node(i)) && one_of(g_.node(i).op_type(), kActivationOps))
         fuse_activation(i);
-    fold_layout_edges();
+    if (o_.layout != ImportLayout::ChannelsFirst) fold_layout_edges();
+    if (o_.layout == ImportLayout::ChannelsLast && !channels_last_) {
+      channels_last_ = true;
+      relaid_out_ = true;
+    }
     for (int i = 0; i < n; ++i) classify_rest(i);
     if (drafts_.empty()) {
       std::string why;
@@ -554,6 +558,11 @@ class Importer {
     settle_bypassed();
     ImportResult res;
     res.model_name = model_name();
+    if (relaid_out_)
+      res.warnings.push_back(
+          "--layout nhwc: the model file computes channels first; the layers, the spec's inputs "
+          "and its outputs compute channels last: give each input with its channels last "
+          "(x.transpose(0, 2, 3, 1) for NCHW) and read each output so (y.transpose(0, 3, 1, 2))");
     NameAllocator names;
     // Names: graph inputs the layers read first (the user's names), then the layers, then the
     // tensors computed by nodes left to the caller.
@@ -778,9 +787,20 @@ class Importer {
   std::map<int, int> folded_into_;  // a Pad or affine folded into a conv's input -> the conv
   std::map<std::string, std::string> edge_input_;  // layout Transpose's output -> graph input
   bool channels_last_ = false;                     // the layers compute channels last
+  bool relaid_out_ = false;  // --layout nhwc on a channels-first model: its inputs and outputs too
 };
 
 }  // namespace
+
+ImportLayout parse_import_layout(const std::string& text) {
+  std::string t = text;
+  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (t == "auto") return ImportLayout::Auto;
+  if (t == "nchw" || t == "channels_first") return ImportLayout::ChannelsFirst;
+  if (t == "nhwc" || t == "channels_last") return ImportLayout::ChannelsLast;
+  throw std::runtime_error("--layout '" + text +
+                           "': expected auto, nchw (channels_first) or nhwc (channels_last)");
+}
 
 ImportResult import_model(const PreparedModel& prepared, const ImportOptions& options) {
   return Importer(prepared, options).run();

@@ -21,9 +21,23 @@
 
 namespace padfold::onnx_import {
 
+// The layout the layers compute in (padfold import --layout).
+enum class ImportLayout {
+  Auto,           // the model's: channels first, or channels last where tf2onnx's layout
+                  // Transposes at every edge fold away (the user's NHWC arrays in and out)
+  ChannelsFirst,  // channels first; layout Transposes at the edges are left to the caller
+  ChannelsLast,   // channels last; a channels-first model's inputs and outputs become channels
+                  // last too (padfold runs no transpose): the caller feeds NHWC-style arrays
+};
+
 struct ImportOptions {
   std::string model_name;  // the spec's `model`; empty: from the file name (sanitized)
+  ImportLayout layout = ImportLayout::Auto;
 };
+
+// "auto", "nchw"/"channels_first", "nhwc"/"channels_last" (any case); throws std::runtime_error
+// naming the valid values.
+ImportLayout parse_import_layout(const std::string& text);
 
 // A .npy file to write, path relative to the spec's directory.
 struct WeightFile {
