@@ -200,6 +200,17 @@ def test_whole_keras_model_from_onnx_matches_keras(name, tmp_path):
         np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-5)
 
 
+def test_an_onnx_model_relaid_out_channels_last(tmp_path):
+    """layout="nhwc" (padfold import --layout): the Keras model's NHWC edges are its layout
+    already, and the same output comes back."""
+    x = np.load(DATA / "keras" / "x_conv_pool.npy")
+    want = np.load(DATA / "keras" / "y_conv_pool.npy")
+    with padfold.compile(DATA / "keras" / "conv_pool.onnx", layout="nhwc") as b:
+        np.testing.assert_allclose(b.model()(x), want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(padfold.Error, match="--layout 'sideways'"):
+        padfold.compile(DATA / "keras" / "conv_pool.onnx", layout="sideways")
+
+
 def test_threads_are_settable(rng):
     spec = {"model": "py_threads", "defaults": {"layout": "NCHW", "weight_layout": "OIHW"},
             "layers": [dict(CONVS["tf_same_even_kernel"][0], name="c")]}
