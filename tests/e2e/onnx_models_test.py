@@ -146,6 +146,17 @@ def pools_ceil_dilated():
     ], [("x", [1, 3, 9, 8])], "y", [])
 
 
+# Global pools (a classifier's and squeeze-excite's): one window over the whole input.
+def global_pools():
+    return model("global_pools", [
+        conv("c", "x", "c_pre", "w", "b", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c_pre"], ["c"], name="relu"),
+        helper.make_node("GlobalAveragePool", ["c"], ["gap"], name="gap"),
+        helper.make_node("GlobalMaxPool", ["c"], ["gmp"], name="gmp"),
+        helper.make_node("Concat", ["gap", "gmp"], ["y"], name="cat", axis=1),
+    ], [("x", [1, 3, 7, 9])], "y", [weights("w", [5, 3, 3, 3]), weights("b", [5])])
+
+
 def conv3d_same():
     return model("conv3d_same", [
         conv("c3d", "x", "c", "w", "b", kernel_shape=[2, 3, 3], strides=[2, 2, 1],
@@ -275,7 +286,7 @@ MODELS = {f.__name__: f for f in [
     same_upper_even_strided, same_lower_stride3, pools_same, depthwise_clip, residual_block,
     pad_reflect_conv, pad_edge_and_constant, conv_transpose_same, conv_transpose_lower_and_shape,
     pools_ceil_dilated, conv3d_same, conv1d_dilated, mobilenet_v2_block, nhwc_edges,
-    conv_batchnorm, affine_before_convs, activations]}
+    conv_batchnorm, affine_before_convs, activations, global_pools]}
 
 
 def run(cmd):
@@ -287,7 +298,7 @@ def run(cmd):
 
 # Channels-first models imported with --layout nhwc: the layers, inputs and outputs channels last.
 RELAID = ["same_upper_even_strided", "pools_same", "mobilenet_v2_block", "residual_block",
-          "conv1d_dilated", "conv3d_same", "conv_batchnorm"]
+          "conv1d_dilated", "conv3d_same", "conv_batchnorm", "global_pools"]
 
 
 def channels_last(a):

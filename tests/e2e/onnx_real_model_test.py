@@ -16,7 +16,7 @@ import sys
 import onnx
 from onnx import numpy_helper
 
-NEVER_GENERATED = {"GlobalAveragePool", "Resize"}
+NEVER_GENERATED = {"Resize"}
 ACTIVATIONS = {"Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish"}
 AFFINE = {"BatchNormalization", "Mul", "Add", "Sub", "Div"}
 SIZE = [1, 3, 160, 160]
@@ -76,7 +76,8 @@ def expected_left(model):
 
     layers = {}  # layer node -> the tensor it produces now
     for i, n in enumerate(g.node):
-        if n.op_type in ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "Concat"):
+        if n.op_type in ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
+                         "GlobalMaxPool", "Concat"):
             layers[i] = n.output[0]
         elif n.op_type == "Add":
             a, b = n.input

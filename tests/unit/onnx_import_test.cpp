@@ -444,7 +444,8 @@ TEST(OnnxImport, LeftoverInTheMiddle) {
   EXPECT_EQ(r.left_to_caller[0].op_type, "Erf");
   EXPECT_EQ(r.left_to_caller[0].reason,
             "padfold does not generate Erf (it generates Conv, ConvTranspose, MaxPool, "
-            "AveragePool, Add and Concat, folds Pad, BatchNormalization and per-channel affine "
+            "AveragePool, GlobalAveragePool, GlobalMaxPool, Add and Concat, folds Pad, "
+            "BatchNormalization and per-channel affine "
             "ops and fuses Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish and x * "
             "Sigmoid(x) into them)");
   const std::string text = onnx_import::summary_text(r);
@@ -789,10 +790,11 @@ TEST(OnnxImport, NothingSupportedIsAnError) {
   ModelBuilder b;
   b.input("x", {1, 2, 5, 5}).output("y");
   b.node("Erf", {"x"}, {"y"}, "hs");
-  EXPECT_TRUE(has(import_error(b),
-                  "no node of m.onnx is supported: padfold generates Conv, "
-                  "ConvTranspose, MaxPool, AveragePool, Add and Concat; 'hs' "
-                  "(Erf): padfold does not generate Erf"))
+  EXPECT_TRUE(has(
+      import_error(b),
+      "no node of m.onnx is supported: padfold generates Conv, "
+      "ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Add and Concat; 'hs' "
+      "(Erf): padfold does not generate Erf"))
       << import_error(b);
 }
 

@@ -38,8 +38,12 @@ enum class Role {
   LayoutEdge
 };
 
-const char* const kLayerOps[] = {"Conv",        "ConvTranspose", "MaxPool",
-                                 "AveragePool", "Add",           "Concat"};
+const char* const kLayerOps[] = {
+    "Conv",          "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
+    "GlobalMaxPool", "Add",           "Concat"};
+// kLayerOps as messages list them.
+constexpr const char* kGeneratedOps =
+    "Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Add and Concat";
 const char* const kActivationOps[] = {"Relu", "Clip",        "LeakyRelu", "Sigmoid",
                                       "Tanh", "HardSigmoid", "HardSwish"};
 const char* const kAffineOps[] = {"BatchNormalization", "Mul", "Add", "Sub", "Div"};
@@ -114,10 +118,9 @@ class Importer {
             role_[i] == Role::Bypassed ? "bypassed (its output stands for its input)" : reason_[i];
         why += std::string(shown++ ? "; " : "") + quoted_node(g_.node(i)) + ": " + reason;
       }
-      throw ImportError("no node of " + p_.label +
-                        " is supported: padfold generates Conv, ConvTranspose, MaxPool, "
-                        "AveragePool, Add and Concat; " +
-                        why + (n > shown ? fmt::format(" ({} node(s) in all)", n) : ""));
+      throw ImportError("no node of " + p_.label + " is supported: padfold generates " +
+                        kGeneratedOps + "; " + why +
+                        (n > shown ? fmt::format(" ({} node(s) in all)", n) : ""));
     }
     return assemble();
   }
@@ -481,9 +484,9 @@ class Importer {
       return;
     }
     reason_[i] = default_domain(node)
-                     ? "padfold does not generate " + node.op_type() +
-                           " (it generates Conv, ConvTranspose, MaxPool, AveragePool, Add and "
-                           "Concat, folds Pad, BatchNormalization and per-channel affine ops and "
+                     ? "padfold does not generate " + node.op_type() + " (it generates " +
+                           kGeneratedOps +
+                           ", folds Pad, BatchNormalization and per-channel affine ops and "
                            "fuses Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish "
                            "and x * Sigmoid(x) into them)"
                      : "op " + node.op_type() + " of domain '" + node.domain() +

@@ -186,9 +186,12 @@ std::variant<Draft, Left> draft_conv(const Context& c, int i) {
   return d;
 }
 
+// MaxPool and AveragePool; GlobalMaxPool and GlobalAveragePool as the pool whose one window is the
+// whole input (VALID, stride 1).
 std::variant<Draft, Left> draft_pool(const Context& c, int i) {
   const onnx::NodeProto& n = c.graph().node(i);
-  const bool max = n.op_type() == "MaxPool";
+  const bool max = n.op_type() == "MaxPool" || n.op_type() == "GlobalMaxPool";
+  const bool global = n.op_type().rfind("Global", 0) == 0;
   if (input_of(n, 0).empty()) c.fail(i, "expected input X");
   Draft d;
   d.node = i;
@@ -210,10 +213,18 @@ std::variant<Draft, Left> draft_pool(const Context& c, int i) {
   // storage_order (row- or column-major) only says how Indices are counted: with Indices unused,
   // any order gives the same output.
   c.at_node(i, [&] { return a.get_int("storage_order", 0); });
+  l.op_name = std::string(max ? "max_pool" : "avg_pool") + std::to_string(dims) + "d";
+  if (global) {
+    l.kernel.assign(xt.shape.begin() + 2, xt.shape.end());
+    l.stride.assign(static_cast<size_t>(dims), 1);
+    l.dilation.assign(static_cast<size_t>(dims), 1);
+    l.padding.mode = PadMode::Valid;
+    l.padding.written = "valid (" + n.op_type() + ")";
+    return d;
+  }
   if (!a.has("kernel_shape"))
     c.fail(i, "attribute 'kernel_shape' is missing; expected one size per spatial dim");
   l.padding = read_padding(c, i, a, dims);
-  l.op_name = std::string(max ? "max_pool" : "avg_pool") + std::to_string(dims) + "d";
   l.kernel = per_dim(c, i, a, "kernel_shape", dims, 1, 1);
   l.stride = per_dim(c, i, a, "strides", dims, 1, 1);
   l.dilation = per_dim(c, i, a, "dilations", dims, 1, 1);
@@ -372,7 +383,7 @@ std::variant<Draft, Left> draft_layer(const Context& c, int i) {
   std::variant<Draft, Left> r;
   if (n.op_type() == "Conv" || n.op_type() == "ConvTranspose")
     r = draft_conv(c, i);
-  else if (n.op_type() == "MaxPool" || n.op_type() == "AveragePool")
+  else if (n.op_type().find("Pool") != std::string::npos)
     r = draft_pool(c, i);
   else
     r = draft_join(c, i);
