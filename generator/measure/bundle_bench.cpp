@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -75,6 +76,13 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
   Bundle h;
   check(pf_bundle_open(dir.c_str(), nullptr, &h.b, err, sizeof err), err, "bundle " + dir);
   r.target = pf_bundle_target(h.b);
+  // Halide's thread pool keeps the workers it has started (a pool set back from 2 threads to 1
+  // still runs on 2): the counts go in increasing order, the first set before anything runs.
+  std::vector<int> threads = o.threads;
+  std::sort(threads.begin(), threads.end());
+  threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+  if (threads.empty()) throw std::runtime_error("no thread count given");
+  check(pf_bundle_set_num_threads(h.b, threads.front(), nullptr, err, sizeof err), err, "threads");
   json manifest;
   {
     std::ifstream f(dir + "/manifest.json");
@@ -154,12 +162,11 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
   for (Method& m : methods) order.push_back(&m);
   QuietLimits limits = o.limits;
   limits.min_time = o.min_time_s;
-  for (int threads : o.threads) {
-    int old = 0;
-    check(pf_bundle_set_num_threads(h.b, threads, &old, err, sizeof err), err, "threads");
+  for (int n : threads) {
+    check(pf_bundle_set_num_threads(h.b, n, nullptr, err, sizeof err), err, "threads");
     ThreadRun run;
-    run.threads = threads;
-    run.quiet = time_while_quiet(order, threads, limits, dir);
+    run.threads = n;
+    run.quiet = time_while_quiet(order, n, limits, dir);
     run.kernels = kernels;
     for (size_t i = 0; i < kernels.size(); ++i)
       run.kernels[i].median_s = median(methods[i].samples);
