@@ -251,6 +251,7 @@ TEST_F(ImportCli, ModelInsideTheOutputIsRefusedAndKept) {
 // --layout nhwc relays a channels-first model out (its input too) and says so; a bad value is an
 // error naming the valid ones, and nothing is written.
 TEST_F(ImportCli, LayoutNhwcMakesTheInputChannelsLastAndBadLayoutsAreRefused) {
+  ASSERT_EQ(import(small_model(), "-o " + shell_quote(out("plain"))).status, 0);
   auto r = import(small_model(), "-o " + shell_quote(out()) + " --layout nhwc");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "warning: --layout nhwc: the model file computes channels first"))
@@ -259,6 +260,16 @@ TEST_F(ImportCli, LayoutNhwcMakesTheInputChannelsLastAndBadLayoutsAreRefused) {
   EXPECT_EQ(spec["inputs"][0]["shape"], json({1, 8, 8, 2}));
   EXPECT_EQ(spec["inputs"][0]["layout"], "NHWC");
   EXPECT_EQ(read_json(work_ / "out" / "import-report.json")["warnings"].size(), 1u);
+  // Channels last, the weights are spatial..., I, O: what the channels-last schedules read best.
+  EXPECT_EQ(spec["layers"][0]["weight_layout"], "HWIO");
+  const NpyArray plain = read_npy_f32(out("plain") + "/weights/conv1_weights.npy");
+  const NpyArray hwio = read_npy_f32(out() + "/weights/conv1_weights.npy");
+  ASSERT_EQ(hwio.shape, (std::vector<int64_t>{3, 3, 2, 4}));
+  for (int o = 0; o < 4; ++o)
+    for (int i = 0; i < 2; ++i)
+      for (int t = 0; t < 9; ++t)
+        EXPECT_EQ(hwio.data[static_cast<size_t>((t * 2 + i) * 4 + o)],
+                  plain.data[static_cast<size_t>((o * 2 + i) * 9 + t)]);
   r = import(small_model(), "-o " + shell_quote(out("other")) + " --layout nwhc");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "--layout 'nwhc': expected auto, nchw (channels_first) or nhwc"))
