@@ -6,7 +6,8 @@
 #   BUILD=dir (default build: its bin/padfold), MIN_TIME=s (per kernel and method, default 0.3),
 #   MODELS="mobilenet_v2 ..." (default all three), LAYOUTS="nchw nhwc",
 #   TARGETS="host x86-64-linux-avx2-fma" (the families measured; default host, plus the AVX2
-#   target where host is AVX-512), RESULTS=file (default bench/results-models.md).
+#   target where host is AVX-512), RETRIES=n (padfold bench --retries, default 5),
+#   RESULTS=file (default bench/results-models.md).
 set -eu
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$repo/build}
@@ -78,6 +79,7 @@ for m in $MODELS; do
     for layout in $LAYOUTS; do
       for t in $TARGETS; do
         "$padfold" bench "$work/$m-$layout/bundle-$t" --threads "$n" --min-time "$MIN_TIME" \
+          --retries "${RETRIES:-5}" \
           --json >"$work/$m-$layout-$t-$n.json"
       done
     done
