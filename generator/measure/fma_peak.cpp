@@ -23,10 +23,26 @@ volatile float sink = 0;
 volatile float seed = 0.999999f;  // read at run time: the chains cannot be folded
 
 // Twelve chains per run (two FMA ports of four cycles' latency need eight; Zen 5 has four ports
-// for 256-bit halves), written out so that each stays in its own register.
+// for 256-bit halves), written out so that each stays in its own register. One body for every
+// ISA: PF_VEC, PF_SET1 and PF_FMA name its vector type and operations where it is used.
 #define PF_CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 constexpr int kChains = 12;
 constexpr long kIterations = 4000000;
+#define PF_DECLARE(i) PF_VEC acc##i = PF_SET1(static_cast<float>(i));
+#define PF_STEP(i) acc##i = PF_FMA(acc##i, a, b);
+#define PF_SUM(i) total += lanes(acc##i);
+#define PF_PEAK_BODY(width)                           \
+  const PF_VEC a = PF_SET1(seed), b = PF_SET1(1e-7f); \
+  PF_CHAINS(PF_DECLARE)                               \
+  const double t0 = thread_seconds();                 \
+  for (long i = 0; i < kIterations; ++i) {            \
+    PF_CHAINS(PF_STEP)                                \
+  }                                                   \
+  const double t = thread_seconds() - t0;             \
+  float total = 0;                                    \
+  PF_CHAINS(PF_SUM)                                   \
+  sink = total;                                       \
+  return 2.0 * (width)*kChains * kIterations / t;
 
 #if defined(__x86_64__)
 // Sums through memory: GCC 12 warns inside _mm512_reduce_add_ps in a target("avx512f") function.
@@ -37,27 +53,6 @@ __attribute__((target("avx512f"))) float lanes(__m512 v) {
   for (float x : f) s += x;
   return s;
 }
-
-__attribute__((target("avx512f"))) double run_avx512() {
-  const __m512 a = _mm512_set1_ps(seed), b = _mm512_set1_ps(1e-7f);
-#define PF_DECLARE(i) __m512 acc##i = _mm512_set1_ps(static_cast<float>(i));
-#define PF_STEP(i) acc##i = _mm512_fmadd_ps(acc##i, a, b);
-#define PF_SUM(i) total += lanes(acc##i);
-  PF_CHAINS(PF_DECLARE)
-  const double t0 = thread_seconds();
-  for (long i = 0; i < kIterations; ++i) {
-    PF_CHAINS(PF_STEP)
-  }
-  const double t = thread_seconds() - t0;
-  float total = 0;
-  PF_CHAINS(PF_SUM)
-  sink = total;
-  return 2.0 * 16 * kChains * kIterations / t;
-#undef PF_DECLARE
-#undef PF_STEP
-#undef PF_SUM
-}
-
 __attribute__((target("avx2,fma"))) float lanes(__m256 v) {
   alignas(32) float f[8];
   _mm256_store_ps(f, v);
@@ -65,67 +60,53 @@ __attribute__((target("avx2,fma"))) float lanes(__m256 v) {
   for (float x : f) s += x;
   return s;
 }
+float lanes(__m128 v) {
+  return _mm_cvtss_f32(v);
+}
 
+#define PF_VEC __m512
+#define PF_SET1 _mm512_set1_ps
+#define PF_FMA _mm512_fmadd_ps
+__attribute__((target("avx512f"))) double run_avx512() {
+  PF_PEAK_BODY(16)
+}
+#undef PF_VEC
+#undef PF_SET1
+#undef PF_FMA
+
+#define PF_VEC __m256
+#define PF_SET1 _mm256_set1_ps
+#define PF_FMA _mm256_fmadd_ps
 __attribute__((target("avx2,fma"))) double run_avx2() {
-  const __m256 a = _mm256_set1_ps(seed), b = _mm256_set1_ps(1e-7f);
-#define PF_DECLARE(i) __m256 acc##i = _mm256_set1_ps(static_cast<float>(i));
-#define PF_STEP(i) acc##i = _mm256_fmadd_ps(acc##i, a, b);
-#define PF_SUM(i) total += lanes(acc##i);
-
-  PF_CHAINS(PF_DECLARE)
-  const double t0 = thread_seconds();
-  for (long i = 0; i < kIterations; ++i) {
-    PF_CHAINS(PF_STEP)
-  }
-  const double t = thread_seconds() - t0;
-  float total = 0;
-  PF_CHAINS(PF_SUM)
-  sink = total;
-  return 2.0 * 8 * kChains * kIterations / t;
-#undef PF_DECLARE
-#undef PF_STEP
-#undef PF_SUM
+  PF_PEAK_BODY(8)
 }
+#undef PF_VEC
+#undef PF_SET1
+#undef PF_FMA
 
+// No FMA: a multiply and an add per step, counted as two flops as an FMA is.
+#define PF_VEC __m128
+#define PF_SET1 _mm_set1_ps
+#define PF_FMA(x, a, b) _mm_add_ps(_mm_mul_ps(x, a), b)
 double run_sse() {
-  const __m128 a = _mm_set1_ps(seed), b = _mm_set1_ps(1e-7f);
-#define PF_DECLARE(i) __m128 acc##i = _mm_set1_ps(static_cast<float>(i));
-#define PF_STEP(i) acc##i = _mm_add_ps(_mm_mul_ps(acc##i, a), b);
-#define PF_SUM(i) total += _mm_cvtss_f32(acc##i);
-  PF_CHAINS(PF_DECLARE)
-  const double t0 = thread_seconds();
-  for (long i = 0; i < kIterations; ++i) {
-    PF_CHAINS(PF_STEP)
-  }
-  const double t = thread_seconds() - t0;
-  float total = 0;
-  PF_CHAINS(PF_SUM)
-  sink = total;
-  return 2.0 * 4 * kChains * kIterations / t;
-#undef PF_DECLARE
-#undef PF_STEP
-#undef PF_SUM
+  PF_PEAK_BODY(4)
 }
+#undef PF_VEC
+#undef PF_SET1
+#undef PF_FMA
 #elif defined(__aarch64__)
-double run_neon() {
-  const float32x4_t a = vdupq_n_f32(seed), b = vdupq_n_f32(1e-7f);
-#define PF_DECLARE(i) float32x4_t acc##i = vdupq_n_f32(static_cast<float>(i));
-#define PF_STEP(i) acc##i = vfmaq_f32(b, acc##i, a);
-#define PF_SUM(i) total += vaddvq_f32(acc##i);
-  PF_CHAINS(PF_DECLARE)
-  const double t0 = thread_seconds();
-  for (long i = 0; i < kIterations; ++i) {
-    PF_CHAINS(PF_STEP)
-  }
-  const double t = thread_seconds() - t0;
-  float total = 0;
-  PF_CHAINS(PF_SUM)
-  sink = total;
-  return 2.0 * 4 * kChains * kIterations / t;
-#undef PF_DECLARE
-#undef PF_STEP
-#undef PF_SUM
+float lanes(float32x4_t v) {
+  return vaddvq_f32(v);
 }
+#define PF_VEC float32x4_t
+#define PF_SET1 vdupq_n_f32
+#define PF_FMA(x, a, b) vfmaq_f32(b, x, a)
+double run_neon() {
+  PF_PEAK_BODY(4)
+}
+#undef PF_VEC
+#undef PF_SET1
+#undef PF_FMA
 #endif
 
 double best_of(double (*run)()) {
