@@ -7,8 +7,8 @@
 #      each bundle against oneDNN (1 thread);
 #   3. the search against random search at an equal budget (CMP_BUDGET candidates and 4 minutes
 #      per strategy) on CMP_LAYERS;
-#   4. bench/fma_peak.c measures one core's FMA peak, and bench/tune_report.py writes
-#      bench/results-tune.md.
+#   4. padfold bench measures one core's FMA peak (on the default bundle), and
+#      bench/tune_report.py writes bench/results-tune.md.
 # Work files (databases, bundles, JSON) go to $BUILD/bench/tune; nothing there is committed.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -46,8 +46,9 @@ for s in neighbourhood random; do
     --report "$work/cmp_$s.json"
 done
 
-cc -O2 -mavx512f "$root/bench/fma_peak.c" -o "$work/fma_peak"
-taskset -c "$(( $(nproc) - 1 ))" "$work/fma_peak" > "$work/fma_peak.txt"
+"$pf" bench "$work/default" --layer effnet_stem --min-time 0.01 --retries 0 --json |
+  python3 -c "import json, sys; print(json.load(sys.stdin)['fma_peak']['gflops_per_core'])" \
+  > "$work/fma_peak.txt"
 python3 "$root/bench/tune_report.py" --work "$work" --budget "$budget" --cmp-budget "$cmp_budget" \
   --fma-peak "$work/fma_peak.txt" \
   --command "bench/run_tune.sh (BUDGET=$budget TIME=$time_limit CMP_BUDGET=$cmp_budget)" \

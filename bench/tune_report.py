@@ -62,7 +62,7 @@ def main():
     ap.add_argument("--budget", required=True)
     ap.add_argument("--cmp-budget", required=True)
     ap.add_argument("--command", required=True)
-    ap.add_argument("--fma-peak", help="file with one core's FMA peak in GFLOP/s (fma_peak.c)")
+    ap.add_argument("--fma-peak", help="file with one core's FMA peak in GFLOP/s (padfold bench's fma_peak)")
     a = ap.parse_args()
     w = lambda name: os.path.join(a.work, name)
     tune = json.load(open(w("tune.json")))
@@ -83,7 +83,7 @@ def main():
     p(f"CPU (`lscpu`): **{model}**; flags: `{flags}`")
     if peak:
         p("")
-        p(f"One core's float32 FMA peak: **{peak:.1f} GFLOP/s** (`bench/fma_peak.c`, a "
+        p(f"One core's float32 FMA peak: **{peak:.1f} GFLOP/s** (`padfold bench`'s, a "
           "register-only AVX-512 FMA loop, best of 5).")
     p("")
     p("Ratios are speedups of the tuned kernel (above 1: tuned is faster). tuned/default and "
