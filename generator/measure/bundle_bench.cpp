@@ -99,38 +99,32 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
 
   std::vector<Method> methods;
   std::vector<KernelTiming> kernels;
-  std::vector<std::vector<pf_tensor>> bound;
+  std::vector<std::vector<pf_tensor>> bound;  // each kernel's tensors; methods point into it
   const int n = pf_bundle_num_kernels(h.b);
-  bool found = false;
+  bound.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     const pf_kernel_desc* k = pf_bundle_kernel(h.b, i);
     if (!o.layer.empty() && o.layer != k->layer) continue;
-    found = true;
-    std::vector<pf_tensor> t;
+    std::vector<pf_tensor>& t = bound.emplace_back();
     for (int j = 0; j < k->num_buffers; ++j) t.push_back(tensor_of(k->buffers[j]));
-    bound.push_back(std::move(t));
+    // A first run names a kernel that fails before anything is timed.
+    check(pf_run(k, t.data(), static_cast<int>(t.size()), err, sizeof err), err,
+          std::string("kernel '") + k->layer + "'");
     kernels.push_back({k->layer, k->op, manifest_flops(manifest, k->layer), 0});
+    const std::vector<pf_tensor>* tp = &t;
+    methods.push_back({k->layer,
+                       [k, tp] {
+                         char e[PF_ERRLEN];
+                         pf_run(k, tp->data(), static_cast<int>(tp->size()), e, sizeof e);
+                       },
+                       {},
+                       0});
   }
-  if (!o.layer.empty() && !found) {
+  if (!o.layer.empty() && kernels.empty()) {
     std::string names;
     for (int i = 0; i < n; ++i)
       names += std::string(i ? ", " : "") + pf_bundle_kernel(h.b, i)->layer;
     throw std::runtime_error("bundle " + dir + " has no kernel '" + o.layer + "'; it has " + names);
-  }
-  for (size_t i = 0, k = 0; i < static_cast<size_t>(n); ++i) {
-    const pf_kernel_desc* d = pf_bundle_kernel(h.b, static_cast<int>(i));
-    if (!o.layer.empty() && o.layer != d->layer) continue;
-    const std::vector<pf_tensor>* t = &bound[k++];
-    // A first run names a kernel that fails before anything is timed.
-    check(pf_run(d, t->data(), static_cast<int>(t->size()), err, sizeof err), err,
-          std::string("kernel '") + d->layer + "'");
-    methods.push_back({d->layer,
-                       [d, t] {
-                         char e[PF_ERRLEN];
-                         pf_run(d, t->data(), static_cast<int>(t->size()), e, sizeof e);
-                       },
-                       {},
-                       0});
   }
 
   std::vector<pf_tensor> model_in, model_out;
