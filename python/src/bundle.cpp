@@ -213,14 +213,10 @@ nb::dict Bundle::kernel(int index) const {
 int Bundle::find(const std::string& layer) const {
   std::shared_lock guard(lock_);
   pf_bundle* b = bundle();
-  for (int i = 0; i < pf_bundle_num_kernels(b); ++i)
-    if (layer == pf_bundle_kernel(b, i)->layer) return i;
   char err[PF_ERRLEN];
   const pf_kernel_desc* k = nullptr;
   check(pf_bundle_find(b, layer.c_str(), &k, err, sizeof err), err);
-  for (int i = 0; i < pf_bundle_num_kernels(b); ++i)
-    if (pf_bundle_kernel(b, i) == k) return i;
-  throw Error("bundle " + dir_ + " has no kernel for layer '" + layer + "'");
+  return static_cast<int>(k - pf_bundle_kernel(b, 0));  // the registry's kernels are an array
 }
 
 void Bundle::run_kernel(int index, const NamedArrays& inputs, const NamedArrays& outputs) const {
