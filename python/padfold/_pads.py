@@ -32,9 +32,6 @@ def _report(input, kernel, stride, dilation, padding, convention, ceil_mode, tra
         padding_text = padding
     else:
         padding_text = _sizes(padding, "padding").replace("x", ",")
-        if convention:
-            raise ValueError("convention applies to a padding mode such as 'same', not to "
-                             f"explicit pads {padding!r}")
     text = _core.pads_json(_sizes(input, "input"), _sizes(kernel, "kernel"),
                            _sizes(stride, "stride"), _sizes(dilation, "dilation"), padding_text,
                            convention or "", bool(ceil_mode), bool(transposed),

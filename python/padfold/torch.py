@@ -29,7 +29,7 @@ import padfold
 
 Size = Union[int, Sequence[int]]
 _LETTERS = {1: "W", 2: "HW", 3: "DHW"}
-_TORCH_MODES = {"reflect": "reflect", "replicate": "replicate", "circular": "circular"}
+_TORCH_MODES = ("reflect", "replicate", "circular")  # F.pad has these borders
 
 _lib = torch.library.Library("padfold", "DEF")
 _lib.define("window(Tensor x, Tensor? weight, Tensor? bias, str bundle, str layer) -> Tensor")
@@ -70,17 +70,11 @@ def _cache_dir() -> pathlib.Path:
     return pathlib.Path(root) if root else pathlib.Path.home() / ".cache" / "padfold"
 
 
-def _pad_index(n: int, before: int, after: int, mode: str, device) -> torch.Tensor:
+def _symmetric_index(n: int, before: int, after: int, device) -> torch.Tensor:
+    """The input index of each padded position for numpy's 'symmetric' (edge repeated), which
+    F.pad lacks; before and after are at most n (padfold's validate_border)."""
     i = torch.arange(-before, n + after, device=device)
-    if mode == "replicate":
-        return i.clamp(0, n - 1)
-    if mode == "circular":
-        return i.remainder(n)
-    period = 2 * n - 2 if mode == "reflect" else 2 * n
-    if period == 0:
-        return torch.zeros_like(i)
-    j = i.remainder(period)
-    return torch.where(j < n, j, period - j - (0 if mode == "reflect" else 1))
+    return torch.where(i < 0, -1 - i, torch.where(i >= n, 2 * n - 1 - i, i))
 
 
 class _Window(nn.Module):
@@ -147,18 +141,17 @@ class _Window(nn.Module):
                              "the pads were resolved for it)")
 
     def _padded(self, x: torch.Tensor, fill: float) -> torch.Tensor:
-        if self.border in ("zeros", "constant"):
-            pad = []
-            for b, a in zip(reversed(self.pads_before), reversed(self.pads_after)):
-                pad += [b, a]
-            value = self.border_value if self.border == "constant" else fill
-            return F.pad(x, pad, value=value)
-        for axis in range(self.dims):
-            n = x.shape[2 + axis]
-            idx = _pad_index(n, self.pads_before[axis], self.pads_after[axis], self.border,
-                             x.device)
-            x = x.index_select(2 + axis, idx)
-        return x
+        if self.border == "symmetric":
+            for axis in range(self.dims):
+                idx = _symmetric_index(x.shape[2 + axis], self.pads_before[axis],
+                                       self.pads_after[axis], x.device)
+                x = x.index_select(2 + axis, idx)
+            return x
+        pad = [p for b, a in zip(reversed(self.pads_before), reversed(self.pads_after))
+               for p in (b, a)]  # F.pad's order: last dim first
+        if self.border in _TORCH_MODES:
+            return F.pad(x, pad, mode=self.border)
+        return F.pad(x, pad, value=self.border_value if self.border == "constant" else fill)
 
     def _run(self, x, weight=None, bias=None):
         self._check_input(x)
@@ -311,19 +304,14 @@ class AvgPool2d(_PoolNd):
         super().__init__("avg_pool", 2, channels, kernel_size, stride, padding, **kwargs)
 
     def reference(self, x, weight=None, bias=None):
-        total = F.avg_pool2d(self._padded(x, 0.0), self.kernel_size, self.stride, 0,
-                             ceil_mode=self.ceil_mode, divisor_override=1)
-        if self.count_include_pad or self.border not in ("zeros",):
-            count = F.avg_pool2d(torch.ones_like(self._padded(x, 0.0)), self.kernel_size,
-                                 self.stride, 0, ceil_mode=self.ceil_mode, divisor_override=1)
-        else:
-            ones = torch.ones_like(x)
-            count = F.avg_pool2d(F.pad(ones, [p for b, a in zip(reversed(self.pads_before),
-                                                                reversed(self.pads_after))
-                                              for p in (b, a)]),
-                                 self.kernel_size, self.stride, 0, ceil_mode=self.ceil_mode,
-                                 divisor_override=1)
-        return total / count
+        pool = lambda t: F.avg_pool2d(t, self.kernel_size, self.stride, 0,
+                                      ceil_mode=self.ceil_mode, divisor_override=1)
+        ones = torch.ones_like(x)
+        # Zero padding without count_include_pad averages the real taps; every other pool counts
+        # the padded ones too.
+        real_only = self.border == "zeros" and not self.count_include_pad
+        count = pool(self._padded(ones, 0.0) if real_only else torch.ones_like(self._padded(x, 0.0)))
+        return pool(self._padded(x, 0.0)) / count
 
 
 __all__ = ["AvgPool2d", "Conv1d", "Conv2d", "Conv3d", "MaxPool2d"]
