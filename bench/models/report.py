@@ -16,12 +16,9 @@ NAMES = {"mobilenet_v2": "MobileNetV2", "efficientnet_b0_like": "EfficientNet-B0
 GOAL = {"mobilenet_v2": 1.25, "efficientnet_b0_like": 1.25, "resnet50": 1.0}
 
 
-NOT_CONV = {"add", "concat", "max_pool", "avg_pool"}
-
-
 def is_conv(k):
     """A convolution kernel: a conv layer or a fused block of them (pw->dw->pw, ...)."""
-    return k["op"] not in NOT_CONV and not k["op"].endswith("pool")
+    return k["op"] not in ("add", "concat") and not k["op"].endswith("pool")
 
 
 def load(name):
