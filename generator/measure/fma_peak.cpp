@@ -22,8 +22,8 @@ double thread_seconds() {
 volatile float sink = 0;
 volatile float seed = 0.999999f;  // read at run time: the chains cannot be folded
 
-// Twelve chains per run (two FMA ports of four cycles' latency need eight; Zen 5 has four ports
-// for 256-bit halves), written out so that each stays in its own register. One body for every
+// Twelve chains per run (two FMA ports of four cycles' latency need eight, with room to spare),
+// written out so that each stays in its own register. One body for every
 // ISA: PF_VEC, PF_SET1 and PF_FMA name its vector type and operations where it is used.
 #define PF_CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 constexpr int kChains = 12;
