@@ -75,7 +75,7 @@ TargetFamily target_family(const Halide::Target& t) {
 OpClass classify(const Layer& L) {
   if (L.op == Op::ConvTranspose) return OpClass::Transposed;
   if (L.op == Op::MaxPool || L.op == Op::AvgPool) return OpClass::Pooling;
-  if (L.is_join()) return OpClass::Elementwise;
+  if (!L.has_window()) return OpClass::Elementwise;
   const int64_t in_per_group = L.in_channels / L.groups;
   if (in_per_group == 1 && L.groups > 1) return OpClass::Depthwise;
   bool pointwise = true;

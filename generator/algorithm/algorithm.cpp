@@ -342,6 +342,36 @@ void build_add(Algorithm& a) {
   a.output(a.vars) = activate(sum, *a.layer);
 }
 
+// Input 1 may hold one value per channel: read at spatial index 0 (squeeze-and-excite's scale).
+void build_mul(Algorithm& a) {
+  const Layer& L = *a.layer;
+  std::vector<Expr> scale_args(a.vars.begin(), a.vars.end());
+  if (L.channel_broadcast)
+    scale_args = tensor_args(L.layout, a.c, std::vector<Expr>(a.spatial.size(), 0), a.n);
+  a.output(a.vars) = activate(a.inputs[0](a.vars) * a.inputs[1](scale_args), L);
+}
+
+// exp(x - max) / sum exp(x - max) over channels; the max and the sum are per pixel, helpers a
+// schedule computes at root.
+void build_softmax(Algorithm& a) {
+  const Layer& L = *a.layer;
+  const size_t ch = L.layout.channels_last ? 0 : a.vars.size() - 2;  // Halide order
+  std::vector<Var> pixel(a.vars.begin(), a.vars.end());
+  pixel.erase(pixel.begin() + static_cast<std::ptrdiff_t>(ch));
+  RDom k(0, static_cast<int>(L.in_channels), "k");
+  auto at_channel = [&](Expr e) {
+    std::vector<Expr> args(a.vars.begin(), a.vars.end());
+    args[ch] = std::move(e);
+    return args;
+  };
+  Func peak(L.name + "_max"), total(L.name + "_sum");
+  peak(pixel) = maximum(a.input(at_channel(k)));
+  const std::vector<Expr> pixel_args(pixel.begin(), pixel.end());
+  total(pixel) = sum(exp(a.input(at_channel(k)) - peak(pixel_args)));
+  a.helpers = {peak, total};
+  a.output(a.vars) = exp(a.input(a.vars) - peak(pixel_args)) / total(pixel_args);
+}
+
 // Input i holds channels [offset_i, offset_i + channels_i) of the output. Each read is clamped to
 // its input's channels, so bounds inference asks no input for channels it does not have.
 void build_concat(Algorithm& a) {
@@ -398,7 +428,7 @@ Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_bord
   if (L.dtype != DType::F32)
     throw std::runtime_error("layer '" + L.name + "': only float32 kernels are generated");
   if (source.defined() && L.is_join())
-    throw std::logic_error("layer '" + L.name + "': add and concat are not fused");
+    throw std::logic_error("layer '" + L.name + "': add, mul and concat are not fused");
   Algorithm a;
   a.layer = &L;
   a.source = source;
@@ -426,7 +456,7 @@ Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_bord
   if (!L.layout.channels_last) a.vars.push_back(a.c);
   a.vars.push_back(a.n);
 
-  if (!L.is_join()) a.reduce = Func(L.name + "_reduce");
+  if (L.has_window()) a.reduce = Func(L.name + "_reduce");
   a.output = Func(L.name);
   switch (L.op) {
     case Op::Conv:
@@ -443,6 +473,12 @@ Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_bord
       break;
     case Op::Add:
       build_add(a);
+      break;
+    case Op::Mul:
+      build_mul(a);
+      break;
+    case Op::Softmax:
+      build_softmax(a);
       break;
     case Op::Concat:
       build_concat(a);

@@ -262,20 +262,30 @@ std::vector<std::string> bind_all(const std::string& flag, const std::vector<std
   return paths;
 }
 
-// The model outputs that ops outside padfold read (manifest graph.read_by: output -> the ops).
-std::map<std::string, std::string> outputs_read_by(const std::string& bundle) {
+// What the manifest's graph says of the model outputs beyond the runtime's buffers: the ops
+// outside padfold that read them (graph.read_by) and the shape each is read in where it is not
+// its buffer's (graph.output_shapes).
+struct OutputNotes {
+  std::map<std::string, std::string> read_by;
+  std::map<std::string, std::vector<int64_t>> shapes;
+};
+OutputNotes output_notes(const std::string& bundle) {
   const std::string path = (fs::path(bundle) / "manifest.json").string();
   try {
     std::ifstream f(path);
     const nlohmann::json m = nlohmann::json::parse(f);
-    std::map<std::string, std::string> read_by;
+    OutputNotes notes;
     const auto graph = m.find("graph");
-    if (graph == m.end() || !graph->contains("read_by")) return read_by;
-    for (const auto& [name, ops] : graph->at("read_by").items())
-      read_by[name] = ops.get<std::string>();
-    return read_by;
+    if (graph == m.end()) return notes;
+    if (graph->contains("read_by"))
+      for (const auto& [name, ops] : graph->at("read_by").items())
+        notes.read_by[name] = ops.get<std::string>();
+    if (graph->contains("output_shapes"))
+      for (const auto& [name, shape] : graph->at("output_shapes").items())
+        notes.shapes[name] = shape.get<std::vector<int64_t>>();
+    return notes;
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(fmt::format("{}: graph.read_by: {}", path, e.what()));
+    throw std::runtime_error(fmt::format("{}: graph: {}", path, e.what()));
   }
 }
 
@@ -306,7 +316,8 @@ void run_model(const RunArgs& a) {
   const std::vector<std::string> out_paths =
       bind_all("--output", a.outputs, out_names, "output", layers);
   // An output that a tail left to the caller reads is not the model's result.
-  const std::map<std::string, std::string> read_by = outputs_read_by(a.bundle);
+  const OutputNotes notes = output_notes(a.bundle);
+  const std::map<std::string, std::string>& read_by = notes.read_by;
   if (!read_by.empty() && !a.partial) {
     const auto& [name, ops] = *read_by.begin();
     throw std::runtime_error(
@@ -343,6 +354,16 @@ void run_model(const RunArgs& a) {
     std::vector<float>& arr = arrays[in_names.size() + i];
     arr.assign(elements(b, out_names[i]), 0.0f);
     out_shapes.emplace_back(b.shape, b.shape + b.rank);
+    if (const auto view = notes.shapes.find(out_names[i]); view != notes.shapes.end()) {
+      int64_t n = 1;
+      for (int64_t d : view->second) n *= d;
+      if (n != static_cast<int64_t>(arr.size()))
+        throw std::runtime_error(fmt::format(
+            "{}: graph.output_shapes: output '{}' as {} has {} values; its buffer ({}) has {}",
+            (fs::path(a.bundle) / "manifest.json").string(), out_names[i], shape_str(view->second),
+            n, desc_str(b), arr.size()));
+      out_shapes.back() = view->second;
+    }
     outs.push_back(pf_tensor_of(&b, arr.data(), arr.size() * sizeof(float)));
   }
   if (pf_model_run(model.get(), ins.data(), static_cast<int>(ins.size()), outs.data(),

@@ -28,7 +28,14 @@ json graph_json(const Model& model) {
   for (const std::string& name : model.outputs)
     if (const Layer* l = model.find_layer(name); l && !l->read_by.empty())
       read_by[name] = l->read_by;
-  return {{"inputs", inputs}, {"outputs", model.outputs}, {"read_by", read_by}};
+  // The shape each output is read in where it is not its buffer's (the CLI and the Python package
+  // write and return it; the runtime's buffers keep the layer's shape, the same values).
+  json output_shapes = json::object();
+  for (const auto& [name, shape] : model.output_shapes) output_shapes[name] = shape;
+  return {{"inputs", inputs},
+          {"outputs", model.outputs},
+          {"read_by", read_by},
+          {"output_shapes", output_shapes}};
 }
 
 // The knobs in effect for each of the target's kernels, with the fallback where there was one.

@@ -60,6 +60,8 @@ std::vector<AxisParams> Layer::axes() const {
 }
 
 std::vector<int64_t> Layer::input_shape(size_t i) const {
+  if (op == Op::Mul && channel_broadcast && i == 1)
+    return with_n_c(*this, in_channels, std::vector<int64_t>(in_spatial.size(), 1));
   return with_n_c(*this, i < input_channels.size() ? input_channels[i] : in_channels, in_spatial);
 }
 
@@ -93,10 +95,13 @@ double Layer::flops() const {
     case Op::MaxPool:
     case Op::AvgPool:
       return n * in_channels * product(out_spatial) * k;
-    case Op::Add:  // one add per output for each input after the first
+    case Op::Add:  // one add (multiply) per output for each input after the first
+    case Op::Mul:
       return n * out_channels * product(out_spatial) * static_cast<double>(inputs.size() - 1);
     case Op::Concat:
       return 0;
+    case Op::Softmax:  // a max, an exp, a sum and a divide per output, as multiply-adds
+      return 4 * n * out_channels * product(out_spatial);
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -13,8 +14,9 @@
 
 namespace padfold {
 
-// Add and Concat join branches of a model graph: no weights, no padding, several inputs.
-enum class Op { Conv, ConvTranspose, MaxPool, AvgPool, Add, Concat };
+// Add, Mul and Concat join branches of a model graph: no weights, no padding, several inputs.
+// Softmax normalizes over channels: one input, no window (a classifier's probabilities).
+enum class Op { Conv, ConvTranspose, MaxPool, AvgPool, Add, Mul, Concat, Softmax };
 enum class Activation { None, Relu, Relu6, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Silu };
 enum class DType { F32, F16, I8 };  // only F32 is generated today
 
@@ -58,6 +60,9 @@ struct Layer {
   std::optional<std::vector<int64_t>> output_shape;  // conv_transpose: requested spatial output
 
   PaddingSpec padding;
+  // mul: input 1 holds one value per channel ([N, C, 1..], squeeze-and-excite's scale),
+  // broadcast over the spatial dims. Set by resolution, from the inputs' shapes.
+  bool channel_broadcast = false;
   bool ceil_mode = false;          // pooling
   bool count_include_pad = false;  // avg_pool
   Border border = Border::Zeros;
@@ -69,7 +74,7 @@ struct Layer {
   float activation_beta = 0.f;
 
   // The tensors this layer reads, in order: model inputs' names (ModelInput) or earlier layers'
-  // names (a layer's output tensor is named after it). One, except for add and concat.
+  // names (a layer's output tensor is named after it). One, except for add, mul and concat.
   std::vector<std::string> inputs;
   std::vector<int64_t> input_channels;  // per input: in_channels, or concat's parts
 
@@ -86,7 +91,11 @@ struct Layer {
   std::vector<int64_t> output_shape_full() const;        // in layout order, with N and C
   std::vector<int64_t> weight_shape() const;  // in weight layout order; empty for pooling
   bool has_weights() const { return op == Op::Conv || op == Op::ConvTranspose; }
-  bool is_join() const { return op == Op::Add || op == Op::Concat; }
+  bool is_join() const { return op == Op::Add || op == Op::Mul || op == Op::Concat; }
+  // Convolutions and pools: a kernel window, strides, padding and a border.
+  bool has_window() const {
+    return op == Op::Conv || op == Op::ConvTranspose || op == Op::MaxPool || op == Op::AvgPool;
+  }
   // A pool that ignores its padding (padding.h's pool_ignores_padding): padded taps are left out.
   bool ignores_padding() const;
   double flops() const;  // 2*MACs over every output, taps in the padding included
@@ -111,6 +120,9 @@ struct Model {
   std::vector<ModelInput> inputs;
   std::vector<Layer> layers;
   std::vector<std::string> outputs;  // layer names: the spec's, or every layer no layer reads
+  // The shape an output is read in where it is not its layer's: the same values with unit dims
+  // dropped or added (an ONNX classifier's [N, K] for padfold's [N, K, 1, 1]). Spec output_shapes.
+  std::map<std::string, std::vector<int64_t>> output_shapes;
 
   const Layer* find_layer(const std::string& name) const;
   const ModelInput* find_input(const std::string& name) const;

@@ -12,7 +12,8 @@ namespace padfold {
 inline constexpr EnumName<Op> kOpNames[] = {
     {Op::Conv, "conv"},        {Op::ConvTranspose, "conv_transpose"},
     {Op::MaxPool, "max_pool"}, {Op::AvgPool, "avg_pool"},
-    {Op::Add, "add"},          {Op::Concat, "concat"},
+    {Op::Add, "add"},          {Op::Mul, "mul"},
+    {Op::Concat, "concat"},    {Op::Softmax, "softmax"},
 };
 
 inline constexpr EnumName<Activation> kActivationNames[] = {

@@ -16,25 +16,41 @@ namespace {
   throw LayerError(field, found + "; expected " + expected);
 }
 
-// Add: every input of one shape; concat: the same but for channels, which add up.
+// Whether `s` holds one value per channel of `first` ([N, C, 1..]).
+bool per_channel_of(const TensorSource& s, const TensorSource& first, size_t ch) {
+  if (s.shape.size() != first.shape.size() || s.shape == first.shape) return false;
+  for (size_t d = 0; d < s.shape.size(); ++d)
+    if (s.shape[d] != (d == 0 || d == ch ? first.shape[d] : 1)) return false;
+  return true;
+}
+
+// Add: every input of one shape; mul: two, the second of one shape or one value per channel;
+// concat: the same but for channels, which add up.
 void join_shapes(const std::vector<TensorSource>& sources, Layer& l) {
   const TensorSource& first = sources[0];
   const size_t rank = first.shape.size(), ch = l.layout.channels_last ? rank - 1 : 1;
   int64_t channels = 0;
   l.input_channels.clear();
+  if (l.op == Op::Mul && sources.size() != 2)
+    fail("input", fmt::format("{} inputs", sources.size()),
+         "two: a tensor and what it is multiplied by");
+  l.channel_broadcast = l.op == Op::Mul && per_channel_of(sources[1], first, ch);
   for (const TensorSource& s : sources) {
     if (s.layout.channels_last != l.layout.channels_last || s.layout.spatial_dims != l.spatial_dims)
       fail("input",
            fmt::format("{} produces {}, but {} produces {}", s.what, s.layout.name(), first.what,
                        first.layout.name()),
            "inputs of one layout (padfold does not transpose between layers)");
-    for (size_t d = 0; d < rank; ++d)
-      if (s.shape[d] != first.shape[d] && (l.op == Op::Add || d != ch))
+    const bool broadcast = l.channel_broadcast && &s == &sources[1];
+    for (size_t d = 0; d < rank && !broadcast; ++d)
+      if (s.shape[d] != first.shape[d] && (l.op != Op::Concat || d != ch))
         fail("input",
              fmt::format("{} produces {} but {} produces {}", s.what, shape_text(s.shape),
                          first.what, shape_text(first.shape)),
-             l.op == Op::Add ? "inputs of one shape (add does not broadcast)"
-                             : "inputs that differ only in channels");
+             l.op == Op::Add   ? "inputs of one shape (add does not broadcast)"
+             : l.op == Op::Mul ? "inputs of one shape, or a second input of one value per "
+                                 "channel (batch and channels of the first, spatial sizes 1)"
+                               : "inputs that differ only in channels");
     l.input_channels.push_back(s.shape[ch]);
     channels += s.shape[ch];
   }
@@ -42,7 +58,7 @@ void join_shapes(const std::vector<TensorSource>& sources, Layer& l) {
     fail("input", fmt::format("{} channels in all", channels),
          fmt::format("at most {} (the int32 limit)", kMaxSize));
   l.batch = first.shape[0];
-  l.in_channels = l.op == Op::Add ? first.shape[ch] : channels;
+  l.in_channels = l.op == Op::Concat ? channels : first.shape[ch];
   l.out_channels = l.in_channels;
   l.in_spatial.clear();
   for (size_t d = 1; d < rank; ++d)
@@ -160,11 +176,13 @@ void check_buffers(const Layer& l) {
 }  // namespace
 
 void take_input_shapes(Layer& l, const std::vector<TensorSource>& inputs) {
-  if (l.is_join()) {
-    if (inputs.size() < 2)
+  if (!l.has_window()) {
+    if (l.is_join() && inputs.size() < 2)
       fail("input", fmt::format("{} input(s)", inputs.size()),
            "two or more earlier layers or model inputs");
-    join_shapes(inputs, l);
+    if (!l.is_join() && inputs.size() != 1)
+      fail("input", fmt::format("{} inputs", inputs.size()), "one input tensor");
+    join_shapes(inputs, l);  // softmax: the one input's shape, as a join of one
     return;
   }
   if (inputs.size() != 1)

@@ -25,7 +25,8 @@ namespace padfold {
 const SpecKeys& spec_keys() {
   // clang-format off
   static const SpecKeys keys{
-      {"$schema", "description", "model", "defaults", "inputs", "layers", "outputs"},
+      {"$schema", "description", "model", "defaults", "inputs", "layers", "outputs",
+       "output_shapes"},
       {"name", "description", "shape", "layout", "dtype", "produced_by"},
       {"layout", "weight_layout", "dtype", "border"},
       {"name", "description", "op", "input", "input_shape", "layout", "dtype", "weight_layout",
@@ -66,7 +67,7 @@ const std::vector<OpOnly> kOpOnly = {
     {"groups", {Op::Conv, Op::ConvTranspose}, "convolutions"},
     {"weight_layout", {Op::Conv, Op::ConvTranspose}, "convolutions (pools have no weights)"},
     {"bias", {Op::Conv, Op::ConvTranspose}, "convolutions"},
-    {"activation", {Op::Conv, Op::ConvTranspose, Op::Add}, "convolutions and add"},
+    {"activation", {Op::Conv, Op::ConvTranspose, Op::Add, Op::Mul}, "convolutions, add and mul"},
     {"weight_files", {Op::Conv, Op::ConvTranspose}, "convolutions"},
     {"depth_multiplier", {Op::Conv}, "conv1d/conv2d/conv3d"},
     {"output_padding", {Op::ConvTranspose}, "conv_transpose layers"},
@@ -79,6 +80,12 @@ struct OpInfo {
   Op op;
   int dims;  // 0: taken from the kernel or the input
 };
+
+bool has_window_op(Op op) {
+  Layer l;
+  l.op = op;
+  return l.has_window();
+}
 
 // Only conv must be written with its dims (conv2d); the other ops may take them from elsewhere.
 bool op_needs_dims(Op op) {
@@ -96,7 +103,7 @@ std::optional<OpInfo> parse_op(const std::string& name) {
   }
   const auto op = value_of(kOpNames, base);
   if (!op || (dims == 0 && op_needs_dims(*op))) return std::nullopt;
-  if (dims != 0 && (*op == Op::Add || *op == Op::Concat)) return std::nullopt;  // dims of inputs
+  if (dims != 0 && !has_window_op(*op)) return std::nullopt;  // dims of inputs
   return OpInfo{*op, dims};
 }
 
@@ -106,7 +113,7 @@ std::string op_names() {
   for (const auto& e : kOpNames) {
     if (op_needs_dims(e.value))
       for (int d = 1; d <= 3; ++d) names.push_back(fmt::format("{}{}d", e.name, d));
-    else if (e.value == Op::Add || e.value == Op::Concat)
+    else if (!has_window_op(e.value))
       names.push_back(e.name);
     else
       names.push_back(std::string(e.name) + "[1d|2d|3d]");
@@ -284,11 +291,36 @@ class Parser {
       }
     }
     const std::unordered_set<std::string> outputs(m.outputs.begin(), m.outputs.end());
+    if (root.contains("output_shapes")) parse_output_shapes(root["output_shapes"], outputs, m);
     for (size_t i = 0; i < m.layers.size(); ++i)
       if (!m.layers[i].read_by.empty() && !outputs.count(m.layers[i].name))
         Ctx{top_.file, m.layers[i].name, i}.fail(
             "read_by", "given, but the layer is not among the model's outputs",
             "the layer in 'outputs' (ops outside padfold read its output)");
+  }
+
+  // output_shapes: {layer: shape}, each the layer's output shape with unit dims dropped or added.
+  void parse_output_shapes(const json& j, const std::unordered_set<std::string>& outputs,
+                           Model& m) const {
+    if (!j.is_object()) top_.fail("output_shapes", describe(j), "an object {output: shape}");
+    for (const auto& [name, shape_json] : j.items()) {
+      const std::string at = "output_shapes." + shorten(name);
+      if (!outputs.count(name))
+        top_.fail(at, "'" + shorten(name) + "' is not a model output", "names of outputs");
+      if (!shape_json.is_array() || shape_json.empty() || shape_json.size() > 5)
+        top_.fail(at, describe(shape_json), "a list of 1 to 5 positive sizes");
+      std::vector<int64_t> shape;
+      for (const auto& e : shape_json) shape.push_back(top_.get_positive(e, at));
+      const std::vector<int64_t> full = m.find_layer(name)->output_shape_full();
+      auto squeezed = [](std::vector<int64_t> s) {
+        s.erase(std::remove(s.begin(), s.end(), 1), s.end());
+        return s;
+      };
+      if (squeezed(shape) != squeezed(full))
+        top_.fail(at, shape_text(shape) + " for the layer's output " + shape_text(full),
+                  "the same sizes with unit dims dropped or added (the same values in memory)");
+      m.output_shapes[name] = shape;
+    }
   }
 
   void parse_defaults(const json& d) {
@@ -331,12 +363,12 @@ class Parser {
     std::vector<TensorSource> sources = parse_sources(j, c, m, l);
     const TensorSource* src = sources.empty() ? nullptr : &sources[0];
     parse_layout_and_dims(j, c, src, l);
-    if (!l.is_join()) {
+    if (l.has_window()) {
       sources = {parse_input_shape(j, c, src, l)};
       if (l.inputs.empty()) l.inputs = {implicit_input_name(l.name)};
     }
     resolving(j, c, [&] { take_input_shapes(l, sources); });
-    if (!l.is_join()) {
+    if (l.has_window()) {
       parse_kernel(j, c, l);
       parse_channels(j, c, l);
       parse_padding(j, c, l);
@@ -676,7 +708,7 @@ class Parser {
     if (j.contains("bias")) l.bias = c.get_bool(j["bias"], "bias");
     if (j.contains("border"))
       parse_border(j["border"], "border", c, l);
-    else if (!defaults_.border.is_null() && !l.is_join())
+    else if (!defaults_.border.is_null() && l.has_window())
       parse_border(defaults_.border, "defaults.border", c, l);
     if (j.contains("activation")) parse_activation(j["activation"], c, l);
     if (!l.has_weights()) return;

@@ -49,14 +49,14 @@ ojson layer_json(const Model& m, const Layer& l) {
     j["input"] = l.inputs;
   else if (!reads_implicit_input(l))
     j["input"] = l.inputs[0];
-  if (!l.is_join()) j["input_shape"] = l.input_shape();
+  if (l.has_window()) j["input_shape"] = l.input_shape();
   j["layout"] = l.layout.name();
   if (l.has_weights()) {
     j["weight_layout"] = l.weight_layout.order;
     j["out_channels"] = l.out_channels;
     j["groups"] = l.groups;
   }
-  if (!l.is_join()) {
+  if (l.has_window()) {
     j["kernel"] = l.kernel;
     j["stride"] = l.stride;
     j["dilation"] = l.dilation;
@@ -65,8 +65,8 @@ ojson layer_json(const Model& m, const Layer& l) {
   if (l.output_shape) j["output_shape"] = *l.output_shape;
   if (l.op == Op::MaxPool || l.op == Op::AvgPool) j["ceil_mode"] = l.ceil_mode;
   if (l.op == Op::AvgPool) j["count_include_pad"] = l.count_include_pad;
-  if (!l.is_join()) j["padding"] = padding_json(l);
-  if (!l.is_join() && l.border != Border::Zeros) j["border"] = border_json(l);
+  if (l.has_window()) j["padding"] = padding_json(l);
+  if (l.has_window() && l.border != Border::Zeros) j["border"] = border_json(l);
   if (l.has_weights()) j["bias"] = l.bias;
   if (l.activation != Activation::None) j["activation"] = activation_json(l);
   if (!l.weights_file.empty()) {
@@ -100,6 +100,13 @@ ojson to_spec_json(const Model& m) {
   }
   if (!inputs.empty()) spec["inputs"] = inputs;
   spec["outputs"] = m.outputs;
+  if (!m.output_shapes.empty()) {
+    ojson shapes = ojson::object();
+    for (const std::string& name : m.outputs)
+      if (const auto it = m.output_shapes.find(name); it != m.output_shapes.end())
+        shapes[name] = it->second;
+    spec["output_shapes"] = shapes;
+  }
   ojson layers = ojson::array();
   for (const Layer& l : m.layers) layers.push_back(layer_json(m, l));
   spec["layers"] = layers;

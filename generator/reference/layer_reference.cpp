@@ -101,7 +101,11 @@ ref::Tensor reference_output(const Layer& L, const LayerData& d) {
                               : ref::avg_pool(x, p, L.out_spatial);
       break;
     }
+    case Op::Softmax:
+      y = ref::softmax_channels(x);
+      break;
     case Op::Add:
+    case Op::Mul:
     case Op::Concat:  // several inputs: join_kernels_test has their reference
       throw std::invalid_argument("reference_output: layer '" + L.name + "' joins several inputs");
   }

@@ -375,6 +375,23 @@ Tensor activation(const Tensor& t, ActivationKind kind, float alpha, float beta)
   return y;
 }
 
+Tensor softmax_channels(const Tensor& x) {
+  require(x.shape.size() >= 2, "softmax over channels needs N and C");
+  const size_t n = static_cast<size_t>(x.shape[0]), c = static_cast<size_t>(x.shape[1]);
+  const size_t pixels = n * c == 0 ? 0 : x.data.size() / (n * c);
+  Tensor y = x;
+  for (size_t b = 0; b < n; ++b)
+    for (size_t p = 0; p < pixels; ++p) {
+      auto at = [&](size_t ch) { return (b * c + ch) * pixels + p; };
+      double peak = -std::numeric_limits<double>::infinity(), total = 0;
+      for (size_t ch = 0; ch < c; ++ch) peak = std::max(peak, double{x.data[at(ch)]});
+      for (size_t ch = 0; ch < c; ++ch) total += std::exp(double{x.data[at(ch)]} - peak);
+      for (size_t ch = 0; ch < c; ++ch)
+        y.data[at(ch)] = static_cast<float>(std::exp(double{x.data[at(ch)]} - peak) / total);
+    }
+  return y;
+}
+
 Tensor permute(const Tensor& t, const std::string& from, const std::string& to) {
   require(from.size() == t.shape.size(),
           "layout '" + from + "' does not match the tensor rank " + std::to_string(t.shape.size()));

@@ -108,6 +108,8 @@ enum class ActivationKind {
 };
 float activation(float v, ActivationKind kind, float alpha = 0.f, float beta = 0.f);
 Tensor activation(const Tensor& t, ActivationKind kind, float alpha = 0.f, float beta = 0.f);
+// Softmax over axis 1 (channels) of an N C s... tensor, in double.
+Tensor softmax_channels(const Tensor& x);
 
 // Layout helpers. Letters name axes; `from` and `to` must be permutations of each other, e.g.
 // permute(w, "OIHW", "HWIO"). Spatial letters are D, H, W; N, C, O, I as usual.

@@ -185,14 +185,14 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
       throw std::invalid_argument("--layers: no layer '" + name + "' in " + opt.spec +
                                   " (its layers: " + names + ")");
     }
-    if (L->is_join())
+    if (!L->has_window())
       throw std::invalid_argument("--layers: layer '" + name + "' (" + L->op_name +
                                   ") has no knobs to tune");
     layers.push_back(L);
   }
   if (opt.layers.empty())
     for (const Layer& L : model.layers)
-      if (!L.is_join()) layers.push_back(&L);
+      if (L.has_window()) layers.push_back(&L);
   // One tuning per signature: layers computing the same thing share it.
   std::map<std::string, const Layer*> by_signature;
   for (const Layer* L : layers) by_signature.emplace(layer_signature(*L), L);

@@ -30,6 +30,26 @@ def _empty(desc: dict, like):
     return np.empty(shape, dtype=desc["dtype"])
 
 
+def _viewed(x, shape):
+    """x seen in `shape` without a copy (the runtime writes through it), or x when that cannot
+    be (then the runtime names what does not match)."""
+    if tuple(getattr(x, "shape", ())) == shape:
+        return x
+    if _is_torch(x):
+        try:
+            return x.view(shape)
+        except RuntimeError:
+            return x
+    if isinstance(x, np.ndarray):
+        v = x.view()
+        try:
+            v.shape = shape  # raises where only a copy could reshape
+        except (AttributeError, ValueError):
+            return x
+        return v
+    return x
+
+
 def _describe(desc: dict) -> str:
     return f"{desc['name']} ({desc['dtype']} {desc['layout']} {list(desc['shape'])})"
 
@@ -103,8 +123,13 @@ class Model:
         self._bundle = bundle
         info = bundle._handle.model()
         self.inputs = info["inputs"]
-        self.outputs = info["outputs"]
         self.arena_bytes: int = info["arena_bytes"]
+        # An output read in another shape than its buffer's (an ONNX classifier's [N, K] for the
+        # layer's [N, K, 1, 1]: the same values) is returned in that shape.
+        manifest = json.loads((bundle.dir / "manifest.json").read_text())
+        views = manifest.get("graph", {}).get("output_shapes", {})
+        self._buffer_shapes = [tuple(b["shape"]) for b in info["outputs"]]
+        self.outputs = [dict(b, shape=views.get(b["name"], b["shape"])) for b in info["outputs"]]
 
     def __repr__(self):
         return (f"<padfold.Model {self._bundle.model_name}: inputs " +
@@ -124,7 +149,8 @@ class Model:
         outputs = _outputs(self.outputs, out, first, f"model '{self._bundle.model_name}'")
         self._bundle._handle.run_model(
             [(k, _as_arg(v)) for k, v in given.items()],
-            [(b["name"], _as_arg(o)) for b, o in zip(self.outputs, outputs)])
+            [(b["name"], _as_arg(_viewed(o, shape)))
+             for b, o, shape in zip(self.outputs, outputs, self._buffer_shapes)])
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 

@@ -1,6 +1,6 @@
-// CPU schedule of add and concat: memory-bound copies and sums with no reduction. The innermost
-// axis is vectorized (channels when channels-last, else x) and rows go over threads; the register
-// tile knobs of schedule.cpp do not apply.
+// CPU schedule of add, mul, concat and softmax: memory-bound copies and sums with no reduction. The
+// innermost axis is vectorized (channels when channels-last, else x) and rows go over threads; the
+// register tile knobs of schedule.cpp do not apply.
 #include <algorithm>
 
 #include "schedules/cpu/cpu.h"
@@ -38,6 +38,7 @@ ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParam
 
 ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   const Layer& L = *a.layer;
+  for (Func h : a.helpers) h.compute_root();  // softmax's per-pixel max and sum
   Func out = a.output;
   const Var inner = a.vars.front();
   const int64_t extent = innermost_extent(L);

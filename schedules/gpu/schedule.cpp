@@ -58,7 +58,7 @@ ScheduleParams resolve(const Layer& L, const Target&, const ScheduleParams& p) {
 }  // namespace
 
 int64_t staged_bytes(const Layer& L, const ScheduleParams& p) {
-  if (L.is_join()) return 0;
+  if (!L.has_window()) return 0;
   const int rank = L.spatial_dims + 2;
   const int64_t per_group = reduced_channels(L);
   const int64_t out_per_group = L.has_weights() ? L.out_channels / L.groups : 1;

@@ -282,11 +282,114 @@ def activations():
     return model("activations", nodes, [("x", [1, 3, 7, 6])], "y", inits, opset=14)  # HardSwish
 
 
+def classifier_gemm():
+    """A torchvision-style head: GlobalAveragePool, Flatten, Gemm (transB, alpha, beta and a C):
+    a 1x1 conv on the pooled [N, C, 1, 1], its [N, K] output returned as ONNX shapes it."""
+    t = helper.make_node
+    return model("classifier_gemm", [
+        conv("c", "x", "c_pre", "w", "b", kernel_shape=[3, 3], strides=[2, 2],
+             auto_pad="SAME_UPPER"),
+        t("Relu", ["c_pre"], ["c_out"], name="relu"),
+        t("GlobalAveragePool", ["c_out"], ["gap"], name="gap"),
+        t("Flatten", ["gap"], ["flat"], name="flatten", axis=1),
+        t("Gemm", ["flat", "fc_w", "fc_b"], ["y"], name="fc", transB=1, alpha=0.5, beta=2.0),
+    ], [("x", [2, 3, 9, 10])], "y", [weights("w", [6, 3, 3, 3]), bias_of("b", 6),
+                                     weights("fc_w", [7, 6]), bias_of("fc_b", 7)])
+
+
+def classifier_nhwc_matmul():
+    """As tf2onnx writes a Keras classifier: an NHWC input behind a layout Transpose, no Transpose
+    at the [N, K] output, GlobalAveragePooling2D as ReduceMean over the spatial axes (keepdims 0)
+    and Dense as MatMul + Add, its activation fused, then Softmax over the [N, K] scores."""
+    t = helper.make_node
+    return model("classifier_nhwc_matmul", [
+        t("Transpose", ["x"], ["xt"], name="in_t", perm=[0, 3, 1, 2]),
+        conv("c", "xt", "c_pre", "w", "b", kernel_shape=[3, 3], strides=[2, 2],
+             auto_pad="SAME_UPPER"),
+        t("Relu", ["c_pre"], ["c_out"], name="relu"),
+        t("ReduceMean", ["c_out"], ["gap"], name="gap", axes=[2, 3], keepdims=0),
+        t("MatMul", ["gap", "fc_w"], ["fc"], name="dense"),
+        t("Add", ["fc", "fc_b"], ["fc_biased"], name="dense_bias"),
+        t("Sigmoid", ["fc_biased"], ["fc_sig"], name="dense_sigmoid"),
+        t("Softmax", ["fc_sig"], ["y"], name="predictions"),
+    ], [("x", [1, 11, 8, 3])], "y", [weights("w", [5, 3, 3, 3]), bias_of("b", 5),
+                                     weights("fc_w", [5, 4]), bias_of("fc_b", 4)])
+
+
+def reduce_max_squeeze():
+    """ReduceMax over the spatial axes (keepdims 1, negative axes), Squeeze to [N, C], and a Gemm
+    with B as [C, K] and a scalar C."""
+    t = helper.make_node
+    return model("reduce_max_squeeze", [
+        conv("c", "x", "c_out", "w", kernel_shape=[2, 2], pads=[0, 1, 1, 0]),
+        t("ReduceMax", ["c_out"], ["gmp"], name="gmp", axes=[-1, -2], keepdims=1),
+        t("Squeeze", ["gmp", "axes"], ["sq"], name="squeeze"),
+        t("Gemm", ["sq", "fc_w", "fc_b"], ["y"], name="fc"),
+    ], [("x", [3, 2, 6, 5])], "y", [weights("w", [4, 2, 2, 2]),
+                                    tensor("axes", np.array([2, 3], dtype=np.int64)),
+                                    weights("fc_w", [4, 3]), tensor("fc_b", np.float32(0.25))])
+
+
+def squeeze_excite():
+    """An EfficientNet-style block: SiLU depthwise conv, squeeze-and-excite (GlobalAveragePool,
+    1x1 conv + Relu, 1x1 conv + Sigmoid, the Mul by the [N, C, 1, 1] scale, scale first), 1x1
+    projection, then the classifier head."""
+    t = helper.make_node
+    return model("squeeze_excite", [
+        conv("dw", "x", "dw_pre", "w_dw", "b_dw", kernel_shape=[3, 3], strides=[2, 2], group=4,
+             auto_pad="SAME_UPPER"),
+        t("Sigmoid", ["dw_pre"], ["dw_sig"], name="dw_sig"),
+        t("Mul", ["dw_pre", "dw_sig"], ["dw_out"], name="dw_silu"),
+        t("GlobalAveragePool", ["dw_out"], ["sq"], name="squeeze"),
+        conv("se_reduce", "sq", "se_r", "w_r", "b_r", kernel_shape=[1, 1]),
+        t("Relu", ["se_r"], ["se_a"], name="se_relu"),
+        conv("se_expand", "se_a", "se_e", "w_e", "b_e", kernel_shape=[1, 1]),
+        t("Sigmoid", ["se_e"], ["scale"], name="se_gate"),
+        t("Mul", ["scale", "dw_out"], ["excited"], name="excite"),
+        conv("project", "excited", "p", "w_p", "b_p", kernel_shape=[1, 1]),
+        t("GlobalAveragePool", ["p"], ["gap"], name="gap"),
+        t("Flatten", ["gap"], ["flat"], name="flatten"),
+        t("Gemm", ["flat", "fc_w", "fc_b"], ["y"], name="fc", transB=1),
+    ], [("x", [1, 4, 9, 8])], "y", [
+        weights("w_dw", [4, 1, 3, 3]), bias_of("b_dw", 4), weights("w_r", [2, 4, 1, 1]),
+        bias_of("b_r", 2), weights("w_e", [4, 2, 1, 1]), bias_of("b_e", 4),
+        weights("w_p", [6, 4, 1, 1]), bias_of("b_p", 6), weights("fc_w", [5, 6]),
+        bias_of("fc_b", 5)])
+
+
+def softmax_channels():
+    """Softmax over the channels of a spatial tensor (axis 1), after a SAME conv."""
+    return model("softmax_channels", [
+        conv("c", "x", "c_out", "w", "b", kernel_shape=[3, 3], auto_pad="SAME_UPPER"),
+        helper.make_node("Softmax", ["c_out"], ["y"], name="softmax", axis=1),
+    ], [("x", [2, 3, 6, 7])], "y", [weights("w", [5, 3, 3, 3]), bias_of("b", 5)])
+
+
+def input_normalization():
+    """Keras EfficientNet's stem: Rescaling and Normalization (Mul, Sub, Div per channel), then
+    ZeroPadding2D and a VALID strided conv. The shifts cannot fold into the zero-padded conv (its
+    border would be shifted too): they run as a depthwise 1x1 conv of their own."""
+    t = helper.make_node
+    return model("input_normalization", [
+        t("Mul", ["x", "rescale"], ["r"], name="rescaling"),
+        t("Sub", ["r", "mean"], ["c"], name="center"),
+        t("Div", ["c", "std"], ["nrm"], name="normalize"),
+        t("Pad", ["nrm", "pads"], ["p"], name="zero_padding"),
+        conv("stem", "p", "y", "w", "b", kernel_shape=[3, 3], strides=[2, 2]),
+    ], [("x", [1, 3, 10, 11])], "y", [
+        tensor("rescale", np.float32(1 / 255)), per_channel("mean", 3, 0.3, 0.6),
+        per_channel("std", 3, 0.2, 0.3),
+        tensor("pads", np.array([0, 0, 0, 0, 0, 0, 1, 1], dtype=np.int64)),
+        weights("w", [4, 3, 3, 3]), bias_of("b", 4)])
+
+
 MODELS = {f.__name__: f for f in [
     same_upper_even_strided, same_lower_stride3, pools_same, depthwise_clip, residual_block,
     pad_reflect_conv, pad_edge_and_constant, conv_transpose_same, conv_transpose_lower_and_shape,
     pools_ceil_dilated, conv3d_same, conv1d_dilated, mobilenet_v2_block, nhwc_edges,
-    conv_batchnorm, affine_before_convs, activations, global_pools]}
+    conv_batchnorm, affine_before_convs, activations, global_pools, classifier_gemm,
+    classifier_nhwc_matmul, reduce_max_squeeze, squeeze_excite, input_normalization,
+    softmax_channels]}
 
 
 def run(cmd):
@@ -298,7 +401,8 @@ def run(cmd):
 
 # Channels-first models imported with --layout nhwc: the layers, inputs and outputs channels last.
 RELAID = ["same_upper_even_strided", "pools_same", "mobilenet_v2_block", "residual_block",
-          "conv1d_dilated", "conv3d_same", "conv_batchnorm", "global_pools"]
+          "conv1d_dilated", "conv3d_same", "conv_batchnorm", "global_pools", "classifier_gemm",
+          "squeeze_excite", "input_normalization", "softmax_channels"]
 
 
 def channels_last(a):

@@ -30,10 +30,12 @@ def expected_left(model):
     """Node indices padfold must leave to the caller, worked out here from the import rules:
     - ops it never generates;
     - an Add that is no join (it reads a constant, or tensors of different shapes) and does not
-      fold as an affine op;
+      fold as an affine op; a Mul of two computed tensors is a layer where one is the other's
+      [N, C, 1, 1] (a channel scale: squeeze-and-excite);
     - affine ops (BatchNormalization; Mul/Add/Sub/Div by a scalar or per-channel constant) fold
       into the conv whose output they alone read, or (backwards) into the conv that alone reads
-      theirs when that is exact (no shift, or a conv without padding);
+      theirs when that is exact (no shift, or a conv without padding); the others become
+      depthwise 1x1 convs, into which the affine ops after them fold in turn;
     - activations fuse into the conv or add layer whose output (after its folds) they alone read,
       one per layer; Sigmoid with the Mul of x * Sigmoid(x) fuses as SiLU;
     - a Constant read by a node left to the caller."""
@@ -83,6 +85,12 @@ def expected_left(model):
             a, b = n.input
             if a not in constant_values and b not in constant_values and shapes.get(a) == shapes.get(b):
                 layers[i] = n.output[0]
+        elif n.op_type == "Mul":
+            a, b = (shapes.get(t) for t in n.input)
+            computed = all(t not in constant_values for t in n.input)
+            per_channel = lambda s, x: x and s == x[:2] + [1] * (len(x) - 2) and s != x
+            if computed and a and b and (per_channel(a, b) or per_channel(b, a)):
+                layers[i] = n.output[0]
     producing = lambda t: next((L for L, out in layers.items() if out == t), None)
     convs = {i for i in layers if g.node[i].op_type in ("Conv", "ConvTranspose")}
     handled = set()
@@ -107,13 +115,25 @@ def expected_left(model):
             continue
         into[i] = r
         handled.add(i)
+    affine_layers = set()  # affine ops that fold nowhere: depthwise 1x1 convs of their own
+    for i, n in enumerate(g.node):
+        a = affine(i) if n.op_type in AFFINE and i not in layers and i not in handled else None
+        if a is None or not 3 <= len(shapes.get(a[0], [])) <= 5:
+            continue
+        src = producing(a[0])
+        if src in affine_layers and single_reader(a[0]) == i:
+            layers[src] = n.output[0]
+            handled.add(i)
+        else:
+            layers[i] = n.output[0]
+            affine_layers.add(i)
     activated = set()
     for i, n in enumerate(g.node):
         if n.op_type not in ACTIVATIONS:
             continue
         src = producing(n.input[0])
-        ok = src is not None and g.node[src].op_type in ("Conv", "ConvTranspose", "Add") \
-            and src not in activated
+        ok = src is not None and (g.node[src].op_type in ("Conv", "ConvTranspose", "Add", "Mul")
+                                  or src in affine_layers) and src not in activated
         if n.op_type == "Clip":
             lo, hi = (constant_values.get(t) for t in n.input[1:3])
             ok = ok and lo is not None and hi is not None and lo == 0 and hi == 6

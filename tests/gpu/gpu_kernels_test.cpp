@@ -27,13 +27,14 @@ using json = nlohmann::json;
 const char* const kBorderNames[] = {"zeros",     "constant",  "reflect",
                                     "symmetric", "replicate", "circular"};
 
-// The matrix's cases as one spec: each case a layer of its own ("c<i>"), plus add and concat of
-// two graph inputs in both layouts. By default two cases per (op, convention): borders k and k+3
-// (mod 6) of the k-th pair, which make_kernel_cases draws in opposite layouts.
+// The matrix's cases as one spec: each case a layer of its own ("c<i>"), plus add, concat, mul
+// (by one value per channel) and softmax of graph inputs in both layouts. By default two cases per
+// (op, convention): borders k and k+3 (mod 6) of the k-th pair, which make_kernel_cases draws in
+// opposite layouts.
 struct Matrix {
   std::string spec;
   int cases = 0, tails = 0;
-  int layers() const { return cases + tails + 4; }
+  int layers() const { return cases + tails + 8; }
 };
 
 const Matrix& matrix() {
@@ -88,6 +89,11 @@ const Matrix& matrix() {
       inputs.push_back({{"name", "a_" + tag}, {"shape", a}, {"layout", cl ? "NHWC" : "NCHW"}});
       inputs.push_back({{"name", "b_" + tag}, {"shape", b}, {"layout", cl ? "NHWC" : "NCHW"}});
       inputs.push_back({{"name", "d_" + tag}, {"shape", a}, {"layout", cl ? "NHWC" : "NCHW"}});
+      const json s = cl ? json{2, 1, 1, 3} : json{2, 3, 1, 1};
+      inputs.push_back({{"name", "s_" + tag}, {"shape", s}, {"layout", cl ? "NHWC" : "NCHW"}});
+      layers.push_back(
+          {{"name", "mul_" + tag}, {"op", "mul"}, {"input", {"a_" + tag, "s_" + tag}}});
+      layers.push_back({{"name", "softmax_" + tag}, {"op", "softmax"}, {"input", "b_" + tag}});
       layers.push_back(
           {{"name", "add_" + tag}, {"op", "add"}, {"input", {"a_" + tag, "d_" + tag}}});
       layers.push_back(

@@ -93,6 +93,17 @@ LayerCase make_layer_case(const Layer& L, unsigned seed) {
     c.inputs.push_back(random_tensor(L.input_shape(i), rng));
   if (L.op == Op::Concat) {
     c.reference = concat_reference(L, c.inputs);
+  } else if (L.op == Op::Mul) {  // input 1: one value per (batch, channel)
+    const ref::Tensor& x = c.inputs[0];
+    c.reference = x;
+    const int64_t channels = L.in_channels;
+    const int64_t pixels = static_cast<int64_t>(x.data.size()) / (L.batch * channels);
+    for (int64_t k = 0; k < static_cast<int64_t>(x.data.size()); ++k) {
+      const int64_t n = k / (pixels * channels);
+      const int64_t ch = L.layout.channels_last ? k % channels : k / pixels % channels;
+      c.reference.data[static_cast<size_t>(k)] *=
+          c.inputs[1].data[static_cast<size_t>(n * channels + ch)];
+    }
   } else {
     c.reference = ref::Tensor(L.output_shape_full());
     for (const ref::Tensor& t : c.inputs)

@@ -22,6 +22,7 @@ inline std::string model_difference(const Model& a, const Model& b) {
   };
   check("model", a.name, b.name);
   check("outputs", a.outputs, b.outputs);
+  check("output_shapes", a.output_shapes, b.output_shapes);
   check("inputs", a.inputs.size(), b.inputs.size());
   for (size_t i = 0; d.empty() && i < a.inputs.size(); ++i) {
     const ModelInput &x = a.inputs[i], &y = b.inputs[i];

@@ -391,7 +391,7 @@ TEST(OnnxImport, ActivationsThatCannotFuseAreLeft) {
   EXPECT_EQ(r.left_to_caller[1].name, "clip");
   EXPECT_TRUE(has(r.left_to_caller[1].reason, "neither relu")) << r.left_to_caller[1].reason;
   EXPECT_EQ(r.left_to_caller[2].name, "relu3");
-  EXPECT_TRUE(has(r.left_to_caller[2].reason, "convolutions and add only"))
+  EXPECT_TRUE(has(r.left_to_caller[2].reason, "convolutions, add and mul only"))
       << r.left_to_caller[2].reason;
   EXPECT_EQ(spec(r)["outputs"], json::parse(R"j(["c1", "c2", "mp"])j"));
 }
@@ -444,7 +444,9 @@ TEST(OnnxImport, LeftoverInTheMiddle) {
   EXPECT_EQ(r.left_to_caller[0].op_type, "Erf");
   EXPECT_EQ(r.left_to_caller[0].reason,
             "padfold does not generate Erf (it generates Conv, ConvTranspose, MaxPool, "
-            "AveragePool, GlobalAveragePool, GlobalMaxPool, Add and Concat, folds Pad, "
+            "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean and ReduceMax over the "
+            "spatial axes, Gemm and MatMul on a global pool's output, Add, Mul by one value per "
+            "channel, Concat and Softmax over channels, folds Pad, "
             "BatchNormalization and per-channel affine "
             "ops and fuses Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish and x * "
             "Sigmoid(x) into them)");
@@ -535,7 +537,7 @@ TEST(OnnxImport, LayoutTransposesAreFoldedOnlyAtEveryEdge) {
 
 // A shift before a zero-padded conv is not its bias: the padded zeros were never shifted, so
 // the border pixels would differ. It is left; a scale alone, or a VALID conv, folds.
-TEST(OnnxImport, AShiftBeforeAZeroPaddedConvIsNotFolded) {
+TEST(OnnxImport, AShiftBeforeAZeroPaddedConvIsNotFoldedButAKernelOfItsOwn) {
   auto build = [](const char* op, const std::string& auto_pad) {
     ModelBuilder b;
     b.input("x", {1, 2, 6, 6});
@@ -545,12 +547,20 @@ TEST(OnnxImport, AShiftBeforeAZeroPaddedConvIsNotFolded) {
     b.output("y");
     return b;
   };
+  // The shift stays its own kernel, the depthwise 1x1 conv of its values, which the conv reads
+  // through its zero border: not the conv's bias.
   const ImportResult shifted = import(build("Add", "SAME_UPPER"));
-  ASSERT_EQ(shifted.left_to_caller.size(), 1u);
-  EXPECT_EQ(shifted.left_to_caller[0].name, "affine");
-  EXPECT_TRUE(has(shifted.left_to_caller[0].reason, "padded with zeros"))
-      << shifted.left_to_caller[0].reason;
-  EXPECT_EQ(layer(shifted, 0)["input"], "a");
+  EXPECT_TRUE(shifted.left_to_caller.empty());
+  ASSERT_EQ(spec(shifted)["layers"].size(), 2u);
+  const json shift = layer(shifted, 0);
+  EXPECT_EQ(shift["input"], "x");
+  EXPECT_EQ(shift["groups"], 2);
+  EXPECT_EQ(shift["kernel"], json::parse("[1, 1]"));
+  EXPECT_EQ(layer(shifted, 1)["input"], shift["name"]);
+  ASSERT_EQ(shifted.weights.size(), 4u);
+  EXPECT_EQ(shifted.weights[0].data, (std::vector<float>{1.f, 1.f}));
+  EXPECT_EQ(shifted.weights[1].data, (std::vector<float>{0.5f, -2.f}));
+  EXPECT_EQ(shifted.weights[3].data, test_values(3)) << "the conv's own bias, no shift in it";
   for (const auto& [op, pad] :
        {std::pair{"Mul", "SAME_UPPER"}, std::pair{"Add", "VALID"}, std::pair{"Sub", "VALID"}}) {
     SCOPED_TRACE(std::string(op) + " " + pad);
@@ -589,6 +599,174 @@ TEST(OnnxImport, SwishFusesAsSilu) {
   EXPECT_TRUE(r.left_to_caller.empty());
   EXPECT_EQ(layer(r, 0)["activation"], "silu");
   EXPECT_EQ(rep(r)["layers"][0]["onnx_nodes"].size(), 3u);
+}
+
+// GlobalAveragePool -> Flatten -> Gemm: a 1x1 conv on [N, C, 1, 1] whose weights are B as
+// [K, C, 1, 1] times alpha and whose bias is beta * C; the model output is read as ONNX's [N, K].
+TEST(OnnxImport, ClassifierGemmIsA1x1ConvWithTheOnnxOutputShape) {
+  ModelBuilder b;
+  b.input("x", {2, 3, 5, 5}).output("y");
+  add_conv(b, "c", "x", "c_out", 3, 4, 3);
+  b.node("GlobalAveragePool", {"c_out"}, {"gap"}, "gap");
+  b.node("Flatten", {"gap"}, {"flat"}, "flatten");
+  b.initializer("fc_w", {4, 6});  // [C, K]: transB 0
+  b.initializer("fc_c", {1, 6});
+  b.node("Gemm", {"flat", "fc_w", "fc_c"}, {"y"}, "fc").f("alpha", 2.f).f("beta", 0.5f);
+  const ImportResult r = import(b);
+  EXPECT_TRUE(r.left_to_caller.empty());
+  ASSERT_EQ(spec(r)["layers"].size(), 3u);
+  const json fc = layer(r, 2);
+  EXPECT_EQ(fc["op"], "conv2d");
+  EXPECT_EQ(fc["input"], "gap");
+  EXPECT_EQ(fc["kernel"], json::parse("[1, 1]"));
+  EXPECT_EQ(fc["out_channels"], 6);
+  EXPECT_EQ(spec(r)["output_shapes"], json::parse(R"j({"fc": [2, 6]})j"));
+  EXPECT_EQ(rep(r)["absorbed"][0]["op_type"], "Flatten");
+  const std::vector<float> w = test_values(24), c = test_values(6);
+  const auto& files = r.weights;
+  ASSERT_EQ(files.size(), 4u);
+  EXPECT_EQ(files[2].shape, (std::vector<int64_t>{6, 4, 1, 1}));
+  EXPECT_EQ(files[3].shape, (std::vector<int64_t>{6}));
+  for (size_t o = 0; o < 6; ++o) {
+    for (size_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(files[2].data[o * 4 + i], 2.f * w[i * 6 + o]);
+    EXPECT_FLOAT_EQ(files[3].data[o], 0.5f * c[o]);
+  }
+}
+
+// MatMul + Add after ReduceMean (keepdims 0): the Add of [K] broadcasts along ONNX's [N, K] axis 1,
+// so it folds as the bias, though padfold holds the tensor as [N, K, 1, 1].
+TEST(OnnxImport, MatMulAfterReduceMeanTakesItsAddAsBias) {
+  ModelBuilder b;
+  b.input("x", {1, 3, 4, 4}).output("y");
+  add_conv(b, "c", "x", "c_out", 3, 4, 3);
+  b.node("ReduceMean", {"c_out"}, {"gap"}, "gap").ints("axes", {3, 2}).i("keepdims", 0);
+  b.initializer("fc_w", {4, 5});
+  b.initializer("fc_b", {5});
+  b.node("MatMul", {"gap", "fc_w"}, {"fc"}, "dense");
+  b.node("Add", {"fc", "fc_b"}, {"y"}, "dense_bias");
+  const ImportResult r = import(b);
+  EXPECT_TRUE(r.left_to_caller.empty());
+  EXPECT_EQ(layer(r, 1)["op"], "avg_pool2d");
+  EXPECT_EQ(layer(r, 2)["bias"], true);
+  EXPECT_EQ(spec(r)["output_shapes"], json::parse(R"j({"dense": [1, 5]})j"));
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings[0];  // [1, 4] vs [1, 4, 1, 1] is no difference
+}
+
+TEST(OnnxImport, DenseAndReduceThatPadfoldCannotComputeAreLeft) {
+  auto left = [](const ModelBuilder& b, const std::string& node) {
+    const ImportResult r = import(b);
+    for (const auto& n : r.left_to_caller)
+      if (n.name == node) return n.reason;
+    return std::string("not left");
+  };
+  {  // A Gemm on a rank-2 graph input: no padfold layer holds it.
+    ModelBuilder b;
+    b.input("x", {1, 2, 4, 4}).input("v", {1, 4}).output("y").output("z");
+    add_conv(b, "c", "x", "y", 2, 2, 1);
+    b.initializer("w", {4, 3});
+    b.node("Gemm", {"v", "w"}, {"z"}, "fc");
+    EXPECT_TRUE(has(left(b, "fc"),
+                    "input A 'v' has the shape [1, 4]; padfold computes Gemm as a "
+                    "1x1 convolution"))
+        << left(b, "fc");
+  }
+  {  // A spatial tensor, not flattened; transA; a B computed at run time.
+    ModelBuilder b;
+    b.input("x", {1, 2, 4, 4}).input("v", {1, 2, 3}).output("y").output("z").output("u");
+    add_conv(b, "c", "x", "c_out", 2, 2, 1);
+    b.node("GlobalAveragePool", {"c_out"}, {"gap"}, "gap");
+    b.node("Flatten", {"gap"}, {"flat"}, "flatten");
+    b.initializer("w", {2, 3});
+    b.node("Gemm", {"flat", "w"}, {"z"}, "fc_t").i("transA", 1);
+    b.node("MatMul", {"flat", "v"}, {"u"}, "mm_runtime");
+    b.node("Relu", {"c_out"}, {"y"}, "relu");
+    EXPECT_TRUE(has(left(b, "fc_t"), "transA is set")) << left(b, "fc_t");
+    EXPECT_TRUE(has(left(b, "mm_runtime"), "B 'v' are computed at run time"))
+        << left(b, "mm_runtime");
+  }
+  {  // A ReduceMean over channels is no global pool; a Flatten of a spatial tensor is no view.
+    ModelBuilder b;
+    b.input("x", {1, 2, 4, 4}).output("m").output("f");
+    add_conv(b, "c", "x", "c_out", 2, 2, 1);
+    b.node("ReduceMean", {"c_out"}, {"m"}, "mean_c").ints("axes", {1});
+    b.node("Flatten", {"c_out"}, {"f"}, "flatten");
+    EXPECT_TRUE(has(left(b, "mean_c"), "its axes [1] are not the spatial axes [2, 3]"))
+        << left(b, "mean_c");
+    EXPECT_TRUE(has(left(b, "flatten"), "padfold does not generate Flatten")) << left(b, "flatten");
+  }
+}
+
+// Squeeze-and-excite: x * Sigmoid(conv(GlobalAveragePool(x))), the scale first or second, is a mul
+// layer whose second input is the [N, C, 1, 1] scale; x * Sigmoid(x) stays SiLU.
+TEST(OnnxImport, SqueezeExciteMulIsAChannelScale) {
+  for (bool scale_first : {false, true}) {
+    ModelBuilder b;
+    b.input("x", {1, 4, 5, 5}).output("y");
+    add_conv(b, "c", "x", "c_pre", 4, 4, 3);
+    b.node("Sigmoid", {"c_pre"}, {"sig"}, "sig");
+    b.node("Mul", {"c_pre", "sig"}, {"c_out"}, "silu");
+    b.node("GlobalAveragePool", {"c_out"}, {"gap"}, "gap");
+    add_conv(b, "se", "gap", "se_pre", 4, 4, 1);
+    b.node("Sigmoid", {"se_pre"}, {"scale"}, "se_sig");
+    b.node("Mul",
+           scale_first ? std::vector<std::string>{"scale", "c_out"}
+                       : std::vector<std::string>{"c_out", "scale"},
+           {"y"}, "excite");
+    const ImportResult r = import(b);
+    EXPECT_TRUE(r.left_to_caller.empty());
+    ASSERT_EQ(spec(r)["layers"].size(), 4u);
+    EXPECT_EQ(layer(r, 0)["activation"], "silu");
+    EXPECT_EQ(layer(r, 2)["activation"], "sigmoid");
+    EXPECT_EQ(layer(r, 3)["op"], "mul");
+    EXPECT_EQ(layer(r, 3)["input"], json::parse(R"j(["c", "se"])j"));
+    EXPECT_TRUE(r.model.layers[3].channel_broadcast);
+  }
+  ModelBuilder same;  // two tensors of one shape: no padfold mul
+  same.input("x", {1, 2, 4, 4}).input("z", {1, 2, 4, 4}).output("y");
+  same.node("Mul", {"x", "z"}, {"y"}, "product");
+  EXPECT_TRUE(has(import_error(same),
+                  "'product' (Mul): its inputs have the shapes [1, 2, 4, 4] and [1, 2, 4, 4]; "
+                  "padfold's mul scales a tensor by one value per channel [1, 2, 1, 1]"))
+      << import_error(same);
+}
+
+// Softmax over the channels: a classifier's [N, K] (axis -1 from opset 13, 1 before) or a
+// spatial tensor's axis 1; over another axis it is left.
+TEST(OnnxImport, SoftmaxOverChannelsIsALayer) {
+  for (int64_t opset : {11, 13}) {
+    ModelBuilder b(opset);
+    b.input("x", {1, 3, 4, 4}).output("y").output("z");
+    b.node("GlobalAveragePool", {"x"}, {"gap"}, "gap");
+    b.node("Flatten", {"gap"}, {"flat"}, "flatten");
+    b.initializer("w", {3, 5});
+    b.node("MatMul", {"flat", "w"}, {"fc"}, "dense");
+    b.node("Softmax", {"fc"}, {"y"}, "predictions");
+    b.node("Softmax", {"x"}, {"z"}, "over_w");  // opset 13: axis -1 is W; 11: C*H*W
+    const ImportResult r = import(b);
+    SCOPED_TRACE(opset);
+    ASSERT_EQ(spec(r)["layers"].size(), 3u);
+    EXPECT_EQ(layer(r, 2)["op"], "softmax");
+    EXPECT_EQ(layer(r, 2)["input"], "dense");
+    EXPECT_EQ(spec(r)["output_shapes"], json::parse(R"j({"predictions": [1, 5]})j"));
+    ASSERT_EQ(r.left_to_caller.size(), 1u);
+    EXPECT_EQ(r.left_to_caller[0].name, "over_w");
+    EXPECT_TRUE(
+        has(r.left_to_caller[0].reason, "padfold's softmax normalizes over the channels (axis 1"))
+        << r.left_to_caller[0].reason;
+  }
+}
+
+TEST(OnnxImport, GemmWithAWrongBShapeNamesTheNode) {
+  ModelBuilder b;
+  b.input("x", {1, 3, 4, 4}).output("y");
+  b.node("GlobalAveragePool", {"x"}, {"gap"}, "gap");
+  b.node("Flatten", {"gap"}, {"flat"}, "flatten");
+  b.initializer("w", {5, 4});
+  b.node("Gemm", {"flat", "w"}, {"y"}, "fc").i("transB", 1);
+  EXPECT_TRUE(has(import_error(b),
+                  "node 'fc' (Gemm, #2): input B 'w' has the shape [5, 4]; "
+                  "expected [K, 3] (transB 1) for A [1, 3, 1, 1]"))
+      << import_error(b);
 }
 
 TEST(OnnxImport, NamesAreUniqueIdentifiers) {
@@ -790,11 +968,13 @@ TEST(OnnxImport, NothingSupportedIsAnError) {
   ModelBuilder b;
   b.input("x", {1, 2, 5, 5}).output("y");
   b.node("Erf", {"x"}, {"y"}, "hs");
-  EXPECT_TRUE(has(
-      import_error(b),
-      "no node of m.onnx is supported: padfold generates Conv, "
-      "ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Add and Concat; 'hs' "
-      "(Erf): padfold does not generate Erf"))
+  EXPECT_TRUE(
+      has(import_error(b),
+          "no node of m.onnx is supported: padfold generates Conv, "
+          "ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean and "
+          "ReduceMax over the spatial axes, Gemm and MatMul on a global pool's output, Add, Mul by "
+          "one value per channel, Concat and Softmax over channels; 'hs' "
+          "(Erf): padfold does not generate Erf"))
       << import_error(b);
 }
 

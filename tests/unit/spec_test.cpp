@@ -807,10 +807,10 @@ TEST(Spec, NameTables) {
   }
   EXPECT_EQ(parse(one_layer({{"op", "max_pool"}, {"out_channels", nullptr}})).layers[0].op,
             Op::MaxPool);
-  EXPECT_EQ(
-      error_of(one_layer({{"op", "conv_2d"}})),
-      "t.json: layer 'c' (#0): field 'op': 'conv_2d'; expected one of conv1d, conv2d, "
-      "conv3d, conv_transpose[1d|2d|3d], max_pool[1d|2d|3d], avg_pool[1d|2d|3d], add, concat");
+  EXPECT_EQ(error_of(one_layer({{"op", "conv_2d"}})),
+            "t.json: layer 'c' (#0): field 'op': 'conv_2d'; expected one of conv1d, conv2d, "
+            "conv3d, conv_transpose[1d|2d|3d], max_pool[1d|2d|3d], avg_pool[1d|2d|3d], add, mul, "
+            "concat, softmax");
   for (Activation a :
        {Activation::None, Activation::Relu, Activation::Relu6, Activation::LeakyRelu})
     EXPECT_EQ(parse(one_layer({{"activation", to_string(a)}})).layers[0].activation, a);
@@ -896,6 +896,101 @@ TEST(SpecGraph, BranchesJoinAndOutputs) {
   json spec = graph_spec();
   spec["outputs"] = {"s", "cat"};
   EXPECT_EQ(parse(spec.dump()).outputs, (std::vector<std::string>{"s", "cat"}));
+}
+
+// output_shapes: an output read in another shape, the same values (unit dims dropped or added).
+TEST(SpecGraph, OutputShapes) {
+  const json head = {
+      {"model", "head"},
+      {"inputs", {{{"name", "x"}, {"shape", {2, 4, 3, 3}}}}},
+      {"layers",
+       {{{"name", "gap"}, {"op", "avg_pool2d"}, {"input", "x"}, {"kernel", 3}},
+        {{"name", "fc"}, {"op", "conv2d"}, {"input", "gap"}, {"out_channels", 5}, {"kernel", 1}}}},
+      {"outputs", {"fc"}}};
+  json ok = head;
+  ok["output_shapes"] = {{"fc", {2, 5}}};
+  const Model m = parse(ok.dump());
+  EXPECT_EQ(m.output_shapes.at("fc"), (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(parse(head.dump()).output_shapes.size(), 0u);
+  json other = head;
+  other["output_shapes"] = {{"fc", {2, 6}}};
+  EXPECT_NE(error_of(other.dump())
+                .find("field 'output_shapes.fc': [2, 6] for the layer's output [2, 5, 1, 1]; "
+                      "expected the same sizes with unit dims dropped or added"),
+            std::string::npos)
+      << error_of(other.dump());
+  json swapped = head;
+  swapped["output_shapes"] = {{"fc", {5, 2}}};  // the same count, not the same values
+  EXPECT_NE(error_of(swapped.dump()).find("field 'output_shapes.fc': [5, 2]"), std::string::npos);
+  json not_output = head;
+  not_output["output_shapes"] = {{"gap", {2, 4}}};
+  EXPECT_NE(
+      error_of(not_output.dump()).find("field 'output_shapes.gap': 'gap' is not a model output"),
+      std::string::npos)
+      << error_of(not_output.dump());
+  json not_object = head;
+  not_object["output_shapes"] = json::array({2, 5});
+  EXPECT_NE(error_of(not_object.dump()).find("field 'output_shapes'"), std::string::npos);
+}
+
+// mul: a tensor times one of its shape, or times one value per channel (broadcast).
+TEST(SpecGraph, MulScalesByATensorOrOneValuePerChannel) {
+  const json base = {{"model", "se"},
+                     {"defaults", {{"layout", "NHWC"}}},
+                     {"inputs",
+                      {{{"name", "x"}, {"shape", {2, 5, 6, 3}}},
+                       {{"name", "s"}, {"shape", {2, 1, 1, 3}}},
+                       {{"name", "t"}, {"shape", {2, 5, 6, 3}}}}},
+                     {"layers", {{{"name", "m"}, {"op", "mul"}, {"input", {"x", "s"}}}}}};
+  Model m = parse(base.dump());
+  EXPECT_TRUE(m.layers[0].channel_broadcast);
+  EXPECT_EQ(m.layers[0].input_shape(1), (std::vector<int64_t>{2, 1, 1, 3}));
+  EXPECT_EQ(m.layers[0].output_shape_full(), (std::vector<int64_t>{2, 5, 6, 3}));
+  json same = base;
+  same["layers"][0]["input"] = {"x", "t"};
+  same["layers"][0]["activation"] = "sigmoid";
+  m = parse(same.dump());
+  EXPECT_FALSE(m.layers[0].channel_broadcast);
+  EXPECT_EQ(m.layers[0].activation, Activation::Sigmoid);
+  json first = base;  // the scale must come second
+  first["layers"][0]["input"] = {"s", "x"};
+  EXPECT_NE(error_of(first.dump())
+                .find("expected inputs of one shape, or a second input of one value per channel"),
+            std::string::npos)
+      << error_of(first.dump());
+  json three = base;
+  three["layers"][0]["input"] = {"x", "s", "t"};
+  EXPECT_NE(
+      error_of(three.dump())
+          .find("field 'input': 3 inputs; expected two: a tensor and what it is multiplied by"),
+      std::string::npos)
+      << error_of(three.dump());
+}
+
+TEST(SpecGraph, SoftmaxReadsOneTensorAndTakesNoWindow) {
+  json spec = graph_spec();
+  spec["layers"].push_back({{"name", "p"}, {"op", "softmax"}, {"input", "cat"}});
+  const Model m = parse(spec.dump());
+  const Layer& p = m.layers.back();
+  EXPECT_EQ(p.op, Op::Softmax);
+  EXPECT_EQ(p.output_shape_full(), (std::vector<int64_t>{1, 6, 6, 12}));
+  EXPECT_EQ(m.outputs, (std::vector<std::string>{"p"}));
+  json kernel = spec;
+  kernel["layers"][4]["kernel"] = 3;
+  EXPECT_NE(error_of(kernel.dump()).find("field 'kernel': given on a softmax layer"),
+            std::string::npos)
+      << error_of(kernel.dump());
+  json act = spec;
+  act["layers"][4]["activation"] = "relu";
+  EXPECT_NE(error_of(act.dump()).find("field 'activation': given on a softmax layer"),
+            std::string::npos);
+  json two = spec;
+  two["layers"][4]["input"] = {"cat", "s"};
+  EXPECT_NE(error_of(two.dump())
+                .find("layer 'p' (#4): field 'input': array [\"cat\",\"s\"]; expected the name of "
+                      "an earlier layer"),
+            std::string::npos)
+      << error_of(two.dump());
 }
 
 TEST(SpecGraph, ChannelsFirstConcatAndProducedBy) {

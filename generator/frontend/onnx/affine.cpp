@@ -72,6 +72,10 @@ std::variant<AffineNode, Left> affine_node(const Context& c, int i) {
   if (std::string why = check_data_input(c, r.input, ty); !why.empty()) return Left{why};
   if (ty.elem_type != onnx::TensorProto::FLOAT) return Left{"its input is not float32"};
   const int64_t channels = ty.shape[1];
+  // A constant broadcasts against the operand as ONNX shapes it: [N, K] for a Gemm's output, which
+  // padfold holds as [N, K, 1, 1].
+  const auto onnx_ty = c.graph().type(input_of(n, data));
+  const size_t rank = onnx_ty && onnx_ty->has_shape ? onnx_ty->shape.size() : ty.shape.size();
   // BatchNormalization's operands are [C]; Mul's and the others' broadcast against the data.
   auto operand = [&](int k, const char* role, std::vector<double>& v) -> std::string {
     const onnx::TensorProto* t = c.constant(input_of(n, k));
@@ -82,7 +86,7 @@ std::variant<AffineNode, Left> affine_node(const Context& c, int i) {
     v = bn ? (f.shape == std::vector<int64_t>{channels}
                   ? std::vector<double>(f.data.begin(), f.data.end())
                   : std::vector<double>{})
-           : per_channel(f, ty.shape.size(), channels);
+           : per_channel(f, rank, channels);
     if (v.empty())
       return std::string(role) + " has the shape " + shape_text(f.shape) +
              (bn ? "; expected [" + std::to_string(channels) + "], one value per channel"

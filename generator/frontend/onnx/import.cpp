@@ -39,11 +39,16 @@ enum class Role {
 };
 
 const char* const kLayerOps[] = {
-    "Conv",          "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
-    "GlobalMaxPool", "Add",           "Concat"};
+    "Conv",          "ConvTranspose", "MaxPool",   "AveragePool", "GlobalAveragePool",
+    "GlobalMaxPool", "ReduceMean",    "ReduceMax", "Gemm",        "MatMul",
+    "Add",           "Mul",           "Concat",    "Softmax"};
 // kLayerOps as messages list them.
 constexpr const char* kGeneratedOps =
-    "Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Add and Concat";
+    "Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean and "
+    "ReduceMax over the spatial axes, Gemm and MatMul on a global pool's output, Add, Mul by one "
+    "value per channel, Concat and Softmax over channels";
+// Reshapes that are no op on a tensor with unit spatial dims (classify_unit_reshape).
+const char* const kReshapeOps[] = {"Flatten", "Reshape", "Squeeze", "Unsqueeze"};
 const char* const kActivationOps[] = {"Relu", "Clip",        "LeakyRelu", "Sigmoid",
                                       "Tanh", "HardSigmoid", "HardSwish"};
 const char* const kAffineOps[] = {"BatchNormalization", "Mul", "Add", "Sub", "Div"};
@@ -92,7 +97,10 @@ class Importer {
     reason_.assign(static_cast<size_t>(n), "");
     for (int i = 0; i < n; ++i) classify_bypass(i);
     for (int i = 0; i < n; ++i) cancel_transpose_pair(i);
-    for (int i = 0; i < n; ++i) classify_layer(i);
+    for (int i = 0; i < n; ++i) {  // in topological order: a layer reads through the reshapes
+      classify_unit_reshape(i);
+      classify_layer(i);
+    }
     for (int i = 0; i < n; ++i)
       if (default_domain(g_.node(i)) && g_.node(i).op_type() == "Pad") fold_pad(i);
     // Affine ops after a conv fold forwards; before one, backwards (a chain folds from the conv).
@@ -100,6 +108,8 @@ class Importer {
       if (affine_candidate(i)) fold_affine_after(i);
     for (int i = n - 1; i >= 0; --i)
       if (affine_candidate(i)) fold_affine_before(i);
+    for (int i = 0; i < n; ++i)
+      if (affine_candidate(i)) affine_as_layer(i);
     for (int i = 0; i < n; ++i)
       if (default_domain(g_.node(i)) && one_of(g_.node(i).op_type(), kActivationOps))
         fuse_activation(i);
@@ -134,6 +144,25 @@ class Importer {
       reason_[i] = left->reason;
       return;
     }
+    role_[i] = Role::Bypassed;
+    c_.add_alias(node.output(0), node.input(0));
+    c_.set_bypassed(i);
+  }
+
+  // Flatten, Reshape, Squeeze or Unsqueeze of a tensor with unit spatial dims into [N, C] (before a
+  // classifier's Gemm), or back into its own shape (tf2onnx's squeeze-and-excite: Squeeze, then
+  // Reshape to [N, C, 1, 1] for the 1x1 conv): the same memory in either layout, so its output
+  // stands for its input.
+  void classify_unit_reshape(int i) {
+    const onnx::NodeProto& node = g_.node(i);
+    if (!default_domain(node) || !one_of(node.op_type(), kReshapeOps) || node.input_size() < 1 ||
+        node.output_size() != 1 || node.input(0).empty() || node.output(0).empty())
+      return;
+    const auto in = c_.type(c_.canon(node.input(0)));
+    const auto out = g_.type(node.output(0));
+    if (!in || !in->is_static() || !detail::unit_spatial(in->shape) || !out || !out->is_static() ||
+        (out->shape != std::vector<int64_t>{in->shape[0], in->shape[1]} && out->shape != in->shape))
+      return;  // left to the caller, with classify_rest's reason
     role_[i] = Role::Bypassed;
     c_.add_alias(node.output(0), node.input(0));
     c_.set_bypassed(i);
@@ -198,12 +227,18 @@ class Importer {
     for (const std::string& x : edge_inputs)
       for (int r : c_.readers(x))
         if (std::find(ins.begin(), ins.end(), r) == ins.end()) all = false;
+    // An output with unit spatial dims (a classifier's scores) is the same in either layout.
     std::set<std::string> edge_outputs;
     for (int i : outs) edge_outputs.insert(g_.node(i).output(0));
     for (const auto& [i, d] : drafts_)
-      if (c_.reaches_graph_output(d.output)) all = false;
+      if (c_.reaches_graph_output(d.output)) {
+        if (detail::unit_spatial(d.layer.output_shape_full()))
+          edge_outputs.insert(d.output);
+        else
+          all = false;
+      }
     for (int k = 0; k < g_.graph().output_size(); ++k)
-      if (!edge_outputs.count(g_.graph().output(k).name())) all = false;
+      if (!edge_outputs.count(c_.canon(g_.graph().output(k).name()))) all = false;
     if (ins.empty() && outs.empty()) return;
     if (!all) {
       for (int i : ins) reason_[i] = kEdgeNotFolded;
@@ -404,6 +439,43 @@ class Importer {
     role_[i] = Role::FoldedAffine;
   }
 
+  // A per-channel affine op left by the folds (a shift before a zero-padded conv, an input's
+  // normalization before a Pad): the depthwise 1x1 conv with its scale as weights and its shift as
+  // bias, exact on every pixel. The affine ops after it fold into it as into any conv.
+  void affine_as_layer(int i) {
+    auto info = detail::affine_node(c_, i);
+    if (std::holds_alternative<Left>(info)) return;
+    const detail::AffineNode& a = std::get<detail::AffineNode>(info);
+    if (const Draft* d = draft_producing(a.input); d && d->affine_layer) {
+      fold_affine_after(i);
+      if (role_[i] == Role::FoldedAffine) return;
+    }
+    const auto ty = c_.type(a.input);
+    Draft d;
+    d.node = i;
+    d.output = g_.node(i).output(0);
+    d.affine_layer = true;
+    Layer& l = d.layer;
+    l.op = Op::Conv;
+    l.spatial_dims = static_cast<int>(ty->shape.size()) - 2;
+    l.op_name = "conv" + std::to_string(l.spatial_dims) + "d";
+    l.layout = {false, l.spatial_dims};
+    l.weight_layout.order = "OI" + spatial_letters(l.spatial_dims);
+    l.inputs = {a.input};
+    l.out_channels = l.groups = ty->shape[1];
+    l.kernel = l.stride = l.dilation = std::vector<int64_t>(static_cast<size_t>(l.spatial_dims), 1);
+    l.padding.mode = PadMode::Valid;
+    l.padding.written = "valid (" + g_.node(i).op_type() + " per channel)";
+    l.bias = true;
+    if (!detail::resolve_draft(c_, d).empty()) return;  // keeps the folds' reason
+    reason_[i].clear();
+    role_[i] = Role::Layer;
+    set_shape_onwards(d.output, l.output_shape_full());
+    after_[i] = a.affine;
+    draft_by_output_[d.output] = i;
+    drafts_.emplace(i, std::move(d));
+  }
+
   // The Mul that makes Sigmoid node `s` on tensor `x` a SiLU: x and the sigmoid are read by
   // nothing else, and the Mul multiplies the two. -1 when there is none.
   int silu_mul(int s, const std::string& x) const {
@@ -432,9 +504,10 @@ class Importer {
       reason_[i] = "not fused: its input '" + a.input + "' is not the output of a padfold layer";
       return;
     }
-    if (d->layer.op != Op::Conv && d->layer.op != Op::ConvTranspose && d->layer.op != Op::Add) {
+    if (d->layer.op != Op::Conv && d->layer.op != Op::ConvTranspose && d->layer.op != Op::Add &&
+        d->layer.op != Op::Mul) {
       reason_[i] = "not fused: its input comes from " + quoted_node(g_.node(d->node)) +
-                   "; padfold fuses activations into convolutions and add only";
+                   "; padfold fuses activations into convolutions, add and mul only";
       return;
     }
     if (d->act_node >= 0) {
@@ -636,7 +709,7 @@ class Importer {
                             ", which is later in the graph; expected the nodes in topological "
                             "order");
       }
-      if (d.weights) add_weight_files(d, name, l, res.weights);
+      if (l.has_weights()) add_weight_files(d, name, l, res.weights);
       l.description = layer_description(d);
       placed.insert(name);
 
@@ -674,6 +747,8 @@ class Importer {
       l.read_by = fmt::format("{}", fmt::join(caller_readers, ", "));
       if (graph_out || caller_reads || readers.empty()) {
         m.outputs.push_back(name);
+        if (const auto view = graph_output_view(d.output, l.output_shape_full()))
+          m.output_shapes[name] = *view;
         report_outputs.push_back({{"name", name},
                                   {"onnx_tensor", d.output},
                                   {"graph_output", graph_out},
@@ -725,6 +800,26 @@ class Importer {
     return res;
   }
 
+  // The shape ONNX gives the graph output that layer output `t` is, where its rank differs from
+  // padfold's `shape` by unit dims only ([N, K] after a Flatten or from a Gemm). Of one rank, the
+  // output keeps the layers' layout.
+  std::optional<std::vector<int64_t>> graph_output_view(const std::string& t,
+                                                        const std::vector<int64_t>& shape) const {
+    auto squeezed = [](std::vector<int64_t> s) {
+      s.erase(std::remove(s.begin(), s.end(), 1), s.end());
+      return s;
+    };
+    for (int k = 0; k < g_.graph().output_size(); ++k) {
+      const std::string& name = g_.graph().output(k).name();
+      if (c_.canon(name) != t) continue;
+      const auto ty = g_.type(name);
+      if (ty && ty->is_static() && ty->shape.size() != shape.size() &&
+          squeezed(ty->shape) == squeezed(shape))
+        return ty->shape;
+    }
+    return std::nullopt;
+  }
+
   // An ONNX (channels-first) shape in the layout the layers compute in.
   std::vector<int64_t> in_layout_order(std::vector<int64_t> shape) const {
     if (!channels_last_ || shape.size() < 3) return shape;
@@ -736,9 +831,15 @@ class Importer {
   void add_weight_files(const Draft& d, const std::string& name, Layer& l,
                         std::vector<WeightFile>& out) const {
     l.weights_file = "weights/" + name + "_weights.npy";
-    WeightFile w = weight_file(l.weights_file, *d.weights, d.node, 1);
+    WeightFile w = d.affine_layer ? WeightFile{l.weights_file, l.weight_shape(),
+                                               std::vector<float>(l.out_channels, 1.f)}
+                                  : weight_file(l.weights_file, *d.weights, d.node, 1);
     WeightFile b{"weights/" + name + "_bias.npy", {l.out_channels}, {}};
     if (d.bias) b = weight_file(b.path, *d.bias, d.node, 2);
+    if (d.dense) {
+      detail::dense_as_conv(*d.dense, d.layer, w.shape, w.data, b.data);
+      b.shape = {l.out_channels};
+    }
     const auto before = before_.find(d.node), after = after_.find(d.node);
     if (before != before_.end() || after != after_.end()) {
       detail::fold_into_conv(
@@ -791,6 +892,10 @@ class Importer {
     const auto ty = g_.type(out);
     const std::vector<int64_t> shape = d.layer.output_shape_full();
     if (!ty || !ty->is_static() || ty->shape == shape) return;
+    // [N, C] (a ReduceMean's keepdims 0, a Gemm's output) is padfold's [N, C, 1..]: the same
+    // values.
+    if (detail::unit_spatial(shape) && ty->shape == std::vector<int64_t>{shape[0], shape[1]})
+      return;
     warnings.push_back("layer '" + name + "' (" + node_label(g_.node(d.node), d.node) +
                        "): ONNX shape inference gives " + shape_text(ty->shape, true) + " for '" +
                        out + "', padfold computes " + shape_text(shape) + "; padfold's is used");

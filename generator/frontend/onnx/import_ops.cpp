@@ -186,12 +186,40 @@ std::variant<Draft, Left> draft_conv(const Context& c, int i) {
   return d;
 }
 
-// MaxPool and AveragePool; GlobalMaxPool and GlobalAveragePool as the pool whose one window is the
-// whole input (VALID, stride 1).
+// ReduceMean/ReduceMax's axes, or why they are not the spatial axes of a rank-`rank` tensor
+// (then the reduce is no global pool).
+std::string reduce_axes_are_spatial(const Context& c, int i, size_t rank) {
+  const onnx::NodeProto& n = c.graph().node(i);
+  const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
+  std::optional<std::vector<int64_t>> axes = c.at_node(i, [&] { return a.find_ints("axes"); });
+  if (!axes && !input_of(n, 1).empty()) {  // opset 18: an input
+    const onnx::TensorProto* t = c.constant(input_of(n, 1));
+    if (!t) return "its axes '" + input_of(n, 1) + "' are computed at run time";
+    axes = c.at_node(i, [&] { return to_int64s(*t, "input 1 (axes) '" + input_of(n, 1) + "'"); });
+  }
+  if (!axes || axes->empty())
+    return c.at_node(i, [&] { return a.get_int("noop_with_empty_axes", 0); }) != 0
+               ? "it has no axes and noop_with_empty_axes: an identity"
+               : "it reduces every axis, batch and channels included";
+  std::vector<int64_t> sorted;
+  for (int64_t x : *axes) sorted.push_back(x < 0 ? x + static_cast<int64_t>(rank) : x);
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> spatial;
+  for (size_t k = 2; k < rank; ++k) spatial.push_back(static_cast<int64_t>(k));
+  if (sorted != spatial)
+    return "its axes " + shape_text(*axes) + " are not the spatial axes " + shape_text(spatial) +
+           "; padfold computes a reduce over every spatial axis (a global pool)";
+  return "";
+}
+
+// MaxPool and AveragePool; GlobalMaxPool and GlobalAveragePool, and ReduceMax and ReduceMean over
+// the spatial axes, as the pool whose one window is the whole input (VALID, stride 1).
 std::variant<Draft, Left> draft_pool(const Context& c, int i) {
   const onnx::NodeProto& n = c.graph().node(i);
-  const bool max = n.op_type() == "MaxPool" || n.op_type() == "GlobalMaxPool";
-  const bool global = n.op_type().rfind("Global", 0) == 0;
+  const bool max =
+      n.op_type() == "MaxPool" || n.op_type() == "GlobalMaxPool" || n.op_type() == "ReduceMax";
+  const bool reduce = n.op_type().rfind("Reduce", 0) == 0;
+  const bool global = reduce || n.op_type().rfind("Global", 0) == 0;
   if (input_of(n, 0).empty()) c.fail(i, "expected input X");
   Draft d;
   d.node = i;
@@ -201,6 +229,9 @@ std::variant<Draft, Left> draft_pool(const Context& c, int i) {
   TensorType xt;
   if (std::string why = check_float_input(c, i, x, xt); !why.empty()) return Left{why};
   const int dims = static_cast<int>(xt.shape.size()) - 2;
+  if (reduce)
+    if (std::string why = reduce_axes_are_spatial(c, i, xt.shape.size()); !why.empty())
+      return Left{why};
   l.spatial_dims = dims;
   l.layout = layout_for(dims);
   l.inputs = {x};
@@ -234,15 +265,126 @@ std::variant<Draft, Left> draft_pool(const Context& c, int i) {
   return d;
 }
 
-// Add and Concat read two or more computed float32 tensors of rank 3 to 5.
+// Gemm (A * B * alpha + C * beta, transA 0) and MatMul with a constant 2-D B, on an A that
+// padfold holds as [N, C, 1..] (a global pool's output, seen as [N, C] through Flatten, Reshape,
+// Squeeze or ReduceMean's keepdims 0): the 1x1 conv with K output channels.
+std::variant<Draft, Left> draft_dense(const Context& c, int i) {
+  const onnx::NodeProto& n = c.graph().node(i);
+  const bool gemm = n.op_type() == "Gemm";
+  if (input_of(n, 0).empty() || input_of(n, 1).empty())
+    c.fail(i, "expected inputs A and B; found " + std::to_string(n.input_size()) + " input(s)");
+  Draft d;
+  d.node = i;
+  Draft::Dense dense;
+  const std::string x = c.canon(n.input(0));
+  if (c.constant(x)) return Left{"input A '" + x + "' is a constant"};
+  const auto xt = c.type(x);
+  if (!xt || !xt->is_static())
+    return Left{"the shape of input A '" + x + "' is not static after ONNX shape inference"};
+  if (!unit_spatial(xt->shape))
+    return Left{"input A '" + x + "' has the shape " + shape_text(xt->shape, true) +
+                "; padfold computes " + n.op_type() +
+                " as a 1x1 convolution of a padfold layer's output whose spatial dims are all 1 "
+                "(a global pool's, flattened)"};
+  if (xt->elem_type != kFloat)
+    c.fail(i, "input A '" + x + "' is " + elem_type_name(xt->elem_type) +
+                  "; expected float32 (padfold generates float32 kernels)");
+  if (gemm) {
+    const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
+    if (c.at_node(i, [&] { return a.get_int("transA", 0); }) != 0)
+      return Left{"transA is set; padfold computes Gemm with A as it is ([N, C])"};
+    dense.trans_b = c.at_node(i, [&] { return a.get_int("transB", 0); }) != 0;
+    dense.alpha = c.at_node(i, [&] { return a.get_float("alpha", 1.f); });
+    dense.beta = c.at_node(i, [&] { return a.get_float("beta", 1.f); });
+  } else if (n.input_size() != 2) {
+    c.fail(i, "expected inputs A and B; found " + std::to_string(n.input_size()) + " input(s)");
+  }
+  std::string why;
+  d.weights = float_constant(c, i, n.input(1), "B", why);
+  if (!d.weights) return Left{why};
+  const std::vector<int64_t> w = dims_of(*d.weights);
+  if (w.size() != 2)
+    return Left{"input B '" + n.input(1) + "' has the shape " + shape_text(w) +
+                "; padfold takes a 2-D B"};
+  const int64_t channels = xt->shape[1], k = dense.trans_b ? w[0] : w[1];
+  if ((dense.trans_b ? w[1] : w[0]) != channels)
+    c.fail(i, "input B '" + n.input(1) + "' has the shape " + shape_text(w) + "; expected " +
+                  (dense.trans_b ? "[K, " + std::to_string(channels) + "] (transB 1)"
+                                 : "[" + std::to_string(channels) + ", K]") +
+                  " for A " + shape_text(xt->shape, true));
+  if (const std::string b = input_of(n, 2); gemm && !b.empty() && dense.beta != 0) {
+    d.bias = float_constant(c, i, b, "C", why);
+    if (!d.bias) return Left{why};
+    const std::vector<int64_t> bs = dims_of(*d.bias);
+    int64_t values = 1;
+    for (int64_t v : bs) values *= v;
+    const bool per_output = !bs.empty() && bs.back() == values && (values == k || values == 1);
+    if (!(bs.empty() || per_output) || bs.size() > 2)
+      return Left{"input C '" + b + "' has the shape " + shape_text(bs) +
+                  "; padfold takes a C of one value per output ([" + std::to_string(k) +
+                  "]) or a scalar"};
+  }
+  Layer& l = d.layer;
+  const int dims = static_cast<int>(xt->shape.size()) - 2;
+  l.op = Op::Conv;
+  l.op_name = "conv" + std::to_string(dims) + "d";
+  l.spatial_dims = dims;
+  l.layout = layout_for(dims);
+  l.weight_layout.order = "OI" + spatial_letters(dims);
+  l.inputs = {x};
+  d.output = n.output(0);
+  l.out_channels = k;
+  l.kernel = l.stride = l.dilation = std::vector<int64_t>(static_cast<size_t>(dims), 1);
+  l.padding.mode = PadMode::Valid;
+  l.padding.written = "valid (" + n.op_type() + ")";
+  l.bias = d.bias != nullptr;
+  d.dense = dense;
+  return d;
+}
+
+// Softmax over the channel axis (axis 1, or -1 of a classifier's [N, K]); before opset 13 it
+// flattens from its axis, which is the channels alone only when the spatial dims are 1.
+std::variant<Draft, Left> draft_softmax(const Context& c, int i) {
+  const onnx::NodeProto& n = c.graph().node(i);
+  if (input_of(n, 0).empty()) c.fail(i, "expected input 'input'");
+  Draft d;
+  d.node = i;
+  const std::string x = c.canon(n.input(0));
+  TensorType xt;
+  if (std::string why = check_float_input(c, i, x, xt); !why.empty()) return Left{why};
+  const auto onnx_type = c.graph().type(n.input(0));
+  const int64_t rank = onnx_type && onnx_type->has_shape
+                           ? static_cast<int64_t>(onnx_type->shape.size())
+                           : static_cast<int64_t>(xt.shape.size());
+  const bool opset13 = c.graph().opset() >= 13;
+  const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
+  int64_t axis = c.at_node(i, [&] { return a.get_int("axis", opset13 ? -1 : 1); });
+  if (axis < 0) axis += rank;
+  if (axis != 1 || (!opset13 && !unit_spatial(xt.shape)))
+    return Left{
+        "axis " + std::to_string(axis) + " of a rank-" + std::to_string(rank) +
+        " tensor; padfold's softmax normalizes over the channels (axis 1" +
+        (opset13 ? std::string(")") : std::string(", with unit spatial dims before opset 13)"))};
+  Layer& l = d.layer;
+  l.op = Op::Softmax;
+  l.op_name = "softmax";
+  l.spatial_dims = static_cast<int>(xt.shape.size()) - 2;
+  l.layout = layout_for(l.spatial_dims);
+  l.inputs = {x};
+  d.output = n.output(0);
+  return d;
+}
+
+// Add and Concat read two or more computed float32 tensors of rank 3 to 5; Mul two, the second
+// (or, swapped, the first) of one value per channel: squeeze-and-excite's scale.
 std::variant<Draft, Left> draft_join(const Context& c, int i) {
   const onnx::NodeProto& n = c.graph().node(i);
-  const bool add = n.op_type() == "Add";
+  const bool add = n.op_type() == "Add", mul = n.op_type() == "Mul";
   Draft d;
   d.node = i;
   Layer& l = d.layer;
-  l.op = add ? Op::Add : Op::Concat;
-  l.op_name = add ? "add" : "concat";
+  l.op = add ? Op::Add : mul ? Op::Mul : Op::Concat;
+  l.op_name = add ? "add" : mul ? "mul" : "concat";
   d.output = n.output(0);
   std::vector<TensorType> types;
   for (int k = 0; k < n.input_size(); ++k) {
@@ -251,15 +393,31 @@ std::variant<Draft, Left> draft_join(const Context& c, int i) {
     if (std::string why = check_data_input(c, t, ty); !why.empty()) return Left{why};
     if (ty.elem_type != kFloat)
       return Left{"input '" + t + "' is " + elem_type_name(ty.elem_type) + "; padfold's " +
-                  (add ? "add" : "concat") + " is float32"};
+                  l.op_name + " is float32"};
     l.inputs.push_back(t);
     types.push_back(ty);
   }
   if (types.size() < 2) return Left{"it has a single input"};
   if (add && types.size() > 2) return Left{"it has " + std::to_string(types.size()) + " inputs"};
+  if (mul) {
+    if (unit_spatial(types[0].shape) && !unit_spatial(types[1].shape)) {
+      std::swap(l.inputs[0], l.inputs[1]);
+      std::swap(types[0], types[1]);
+    }
+    const std::vector<int64_t>& x = types[0].shape;
+    std::vector<int64_t> per_channel(x.size(), 1);
+    per_channel[0] = x[0];
+    per_channel[1] = x[1];
+    if (types[1].shape != per_channel || x == per_channel)
+      return Left{"its inputs have the shapes " + shape_text(x, true) + " and " +
+                  shape_text(types[1].shape, true) +
+                  "; padfold's mul scales a tensor by one value per channel " +
+                  shape_text(per_channel) + " (squeeze-and-excite)"};
+  }
   const std::vector<int64_t>& s0 = types[0].shape;
   l.spatial_dims = static_cast<int>(s0.size()) - 2;
   l.layout = layout_for(l.spatial_dims);
+  if (mul) return d;
   if (add) {
     if (types[1].shape != s0)
       return Left{"its inputs have the shapes " + shape_text(s0, true) + " and " +
@@ -309,6 +467,28 @@ std::optional<float> scalar_input(const Context& c, int node, int k, bool& ok) {
 }
 
 }  // namespace
+
+bool unit_spatial(const std::vector<int64_t>& shape) {
+  return shape.size() >= 3 && shape.size() <= 5 &&
+         std::all_of(shape.begin() + 2, shape.end(), [](int64_t d) { return d == 1; });
+}
+
+void dense_as_conv(const Draft::Dense& dense, const Layer& l, std::vector<int64_t>& weight_shape,
+                   std::vector<float>& weights, std::vector<float>& bias) {
+  const auto k = static_cast<size_t>(l.out_channels), ch = static_cast<size_t>(l.in_channels);
+  std::vector<float> w(k * ch);
+  for (size_t o = 0; o < k; ++o)
+    for (size_t i = 0; i < ch; ++i)
+      w[o * ch + i] =
+          static_cast<float>(dense.alpha * weights[dense.trans_b ? o * ch + i : i * k + o]);
+  weights = std::move(w);
+  weight_shape = l.weight_shape();
+  if (bias.empty()) return;
+  std::vector<float> b(k);
+  for (size_t o = 0; o < k; ++o)
+    b[o] = static_cast<float>(dense.beta * bias[bias.size() == 1 ? 0 : o]);
+  bias = std::move(b);
+}
 
 void Context::fail(int node, const std::string& what) const {
   throw ImportError(g_.label() + ": " + node_label(g_.node(node), node) + ": " + what);
@@ -383,8 +563,12 @@ std::variant<Draft, Left> draft_layer(const Context& c, int i) {
   std::variant<Draft, Left> r;
   if (n.op_type() == "Conv" || n.op_type() == "ConvTranspose")
     r = draft_conv(c, i);
-  else if (n.op_type().find("Pool") != std::string::npos)
+  else if (n.op_type().find("Pool") != std::string::npos || n.op_type().rfind("Reduce", 0) == 0)
     r = draft_pool(c, i);
+  else if (n.op_type() == "Gemm" || n.op_type() == "MatMul")
+    r = draft_dense(c, i);
+  else if (n.op_type() == "Softmax")
+    r = draft_softmax(c, i);
   else
     r = draft_join(c, i);
   if (std::holds_alternative<Left>(r)) return r;
@@ -392,7 +576,7 @@ std::variant<Draft, Left> draft_layer(const Context& c, int i) {
   if (std::string why = resolve_draft(c, d); !why.empty())
     return Left{"padfold refuses the layer: " + why};
   const Layer& l = d.layer;
-  if (l.is_join()) return r;
+  if (!l.has_window() || d.dense) return r;  // a dense draft's B and C are checked as B and C
   if (d.weights && l.weight_shape() != dims_of(*d.weights))
     c.fail(i, "input 1 (weights) '" + n.input(1) + "' has shape " +
                   shape_text(dims_of(*d.weights)) + "; expected " + shape_text(l.weight_shape()) +

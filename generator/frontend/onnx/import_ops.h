@@ -26,6 +26,16 @@ struct Draft {
   const onnx::TensorProto* bias = nullptr;
   int pad_node = -1;  // a folded Pad
   int act_node = -1;  // a fused activation
+  // Gemm or MatMul, drafted as a 1x1 conv of a tensor with unit spatial dims: `weights` is B,
+  // [C, K] or (trans_b) [K, C]; alpha scales it and beta the bias C (dense_as_conv).
+  struct Dense {
+    bool trans_b = false;
+    double alpha = 1.0, beta = 1.0;
+  };
+  std::optional<Dense> dense;
+  // A per-channel affine op that folds into no conv, as the depthwise 1x1 conv of its scale and
+  // shift (no weights tensor: ones, with the affine folded in).
+  bool affine_layer = false;
 };
 
 // Why a node is left to the caller.
@@ -102,10 +112,20 @@ PaddingSpec read_padding(const Context& c, int node, const NodeAttributes& a, in
 // Returns the reason it is not, or "" and sets `type`.
 std::string check_data_input(const Context& c, const std::string& t, TensorType& type);
 
+// Whether the spatial dims of a rank 3-5 shape are all 1: [N, C] as a padfold tensor holds it
+// (the same memory in either layout).
+bool unit_spatial(const std::vector<int64_t>& shape);
+
+// A Dense draft's B and C as a 1x1 conv's OI1.. weights (alpha applied) and [K] bias (beta
+// applied, a scalar C broadcast); `bias` is empty when the node has no C.
+void dense_as_conv(const Draft::Dense& dense, const Layer& l, std::vector<int64_t>& weight_shape,
+                   std::vector<float>& weights, std::vector<float>& bias);
+
 // Identity / Dropout: whether the node can be bypassed (output 0 stands for input 0).
 std::optional<Left> bypass_check(const Context& c, int node);
 
-// Conv, ConvTranspose, MaxPool, AveragePool, Add, Concat: a draft, or why not. Errors for a node
+// Conv, ConvTranspose, MaxPool, AveragePool, their Global forms, ReduceMean/ReduceMax over the
+// spatial axes, Gemm, MatMul, Add, Concat: a draft, or why not. Errors for a node
 // that breaks the ONNX spec in a way that matters (pads with auto_pad, a wrong weight shape...).
 std::variant<Draft, Left> draft_layer(const Context& c, int node);
 std::variant<PadInfo, Left> pad_info(const Context& c, int node);

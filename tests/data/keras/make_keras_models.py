@@ -4,7 +4,7 @@
 seeds). Needs TensorFlow and tf2onnx (PyPI), never CI: the suite reads the committed files.
 
   python3 -m venv /tmp/tfv && /tmp/tfv/bin/pip install tensorflow-cpu tf2onnx
-  /tmp/tfv/bin/python tests/data/keras/make_keras_models.py [OUT_DIR]
+  /tmp/tfv/bin/python tests/data/keras/make_keras_models.py [OUT_DIR [MODEL ...]]
 """
 import os
 import pathlib
@@ -65,22 +65,33 @@ MODELS = {
         L.Conv2D(8, 3, strides=2, padding="same", activation="swish"),
         L.DepthwiseConv2D(3, padding="same", activation="sigmoid"),
         L.Conv2D(6, 1, activation="tanh")]),
+    # keras.applications' MobileNetV2 whole, with its classifier head (GlobalAveragePooling2D,
+    # Dense, softmax): width 0.35, 64x64 (its last feature map 2x2), 10 classes.
+    "mobilenet_v2_app": lambda: keras.applications.MobileNetV2(
+        input_shape=(64, 64, 3), alpha=0.35, weights=None, classes=10),
 }
 
 
 def main():
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parent)
+    only = sys.argv[2:]  # model names; all when none
     out.mkdir(parents=True, exist_ok=True)
     for i, (name, make) in enumerate(MODELS.items()):
         keras.utils.set_random_seed(100 + i)
+        if only and name not in only:
+            continue
         m = make()
         rng = np.random.default_rng(i)
         for w in m.weights:  # biases and BatchNormalization's statistics too
             lo, hi = (0.2, 1.5) if "variance" in w.name else (-0.5, 0.5)
+            if name.endswith("_app") and len(w.shape) > 1:  # a deep net: keep activations O(1)
+                fan_in = np.prod(w.shape[:-1]) if "depthwise" not in w.name else np.prod(w.shape[:2])
+                lo, hi = -np.sqrt(3 / fan_in), np.sqrt(3 / fan_in)
             w.assign(rng.uniform(lo, hi, w.shape).astype(np.float32))
-        x = np.random.default_rng(50 + i).uniform(-1, 1, m.input_shape).astype(np.float32)
+        shape = (1,) + tuple(m.input_shape[1:])
+        x = np.random.default_rng(50 + i).uniform(-1, 1, shape).astype(np.float32)
         y = m(x, training=False).numpy()
-        spec = (tf.TensorSpec(m.input_shape, tf.float32, name="x"),)
+        spec = (tf.TensorSpec(shape, tf.float32, name="x"),)
         tf2onnx.convert.from_keras(m, input_signature=spec, opset=13,
                                    output_path=str(out / f"{name}.onnx"))
         np.save(out / f"x_{name}.npy", x)

@@ -1,0 +1,162 @@
+"""Whole PyTorch classifiers as torch.onnx.export writes them (Debian's torch 1.13: torchvision-
+style MobileNetV2, ResNet-50 bottlenecks, EfficientNet blocks with squeeze-and-excite): imported,
+compiled and run whole with padfold.compile, from the input image to the class scores, and
+compared with torch's own output in torch's shapes ([N, K] scores, not padfold's [N, K, 1, 1])."""
+import json
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import padfold
+
+
+def conv_bn(cin, cout, k, stride=1, groups=1, act=nn.ReLU6):
+    layers = [nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False),
+              nn.BatchNorm2d(cout)]
+    return nn.Sequential(*layers, act()) if act else nn.Sequential(*layers)
+
+
+class InvertedResidual(nn.Module):
+    """torchvision's MobileNetV2 block: 1x1 expand, 3x3 depthwise, 1x1 project, residual add."""
+
+    def __init__(self, cin, cout, stride, expand):
+        super().__init__()
+        hidden = cin * expand
+        self.residual = stride == 1 and cin == cout
+        self.body = nn.Sequential(conv_bn(cin, hidden, 1), conv_bn(hidden, hidden, 3, stride, hidden),
+                                  conv_bn(hidden, cout, 1, act=None))
+
+    def forward(self, x):
+        return x + self.body(x) if self.residual else self.body(x)
+
+
+class MobileNetV2Mini(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.features = nn.Sequential(conv_bn(3, 8, 3, 2), InvertedResidual(8, 8, 1, 1),
+                                      InvertedResidual(8, 12, 2, 6), InvertedResidual(12, 12, 1, 6),
+                                      conv_bn(12, 32, 1))
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(32, classes))
+
+    def forward(self, x):
+        x = nn.functional.adaptive_avg_pool2d(self.features(x), (1, 1))
+        return self.classifier(torch.flatten(x, 1))
+
+
+class Bottleneck(nn.Module):
+    """torchvision's ResNet-50 block, with the strided 1x1 downsample branch."""
+
+    def __init__(self, cin, width, stride):
+        super().__init__()
+        cout = width * 4
+        self.body = nn.Sequential(conv_bn(cin, width, 1, act=nn.ReLU),
+                                  conv_bn(width, width, 3, stride, act=nn.ReLU),
+                                  conv_bn(width, cout, 1, act=None))
+        self.down = conv_bn(cin, cout, 1, stride, act=None) if stride != 1 or cin != cout else None
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        return self.relu(self.body(x) + (self.down(x) if self.down else x))
+
+
+class ResNetMini(nn.Module):
+    def __init__(self, classes=7):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 7, 2, 3, bias=False), nn.BatchNorm2d(8),
+                                  nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        self.layers = nn.Sequential(Bottleneck(8, 4, 1), Bottleneck(16, 8, 2))
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(32, classes)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.avgpool(self.layers(self.stem(x))), 1))
+
+
+class SqueezeExcitation(nn.Module):
+    """torchvision's: GAP, 1x1 conv + SiLU, 1x1 conv + Sigmoid, times the input."""
+
+    def __init__(self, channels, squeezed):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Conv2d(channels, squeezed, 1), nn.Conv2d(squeezed, channels, 1)
+
+    def forward(self, x):
+        s = nn.functional.adaptive_avg_pool2d(x, 1)
+        return x * torch.sigmoid(self.fc2(nn.functional.silu(self.fc1(s))))
+
+
+class MBConv(nn.Module):
+    """EfficientNet's block: 1x1 expand, depthwise, squeeze-and-excite, 1x1 project, residual."""
+
+    def __init__(self, cin, cout, k, stride, expand):
+        super().__init__()
+        hidden = cin * expand
+        self.residual = stride == 1 and cin == cout
+        self.body = nn.Sequential(conv_bn(cin, hidden, 1, act=nn.SiLU),
+                                  conv_bn(hidden, hidden, k, stride, hidden, act=nn.SiLU),
+                                  SqueezeExcitation(hidden, max(1, cin // 4)),
+                                  conv_bn(hidden, cout, 1, act=None))
+
+    def forward(self, x):
+        return x + self.body(x) if self.residual else self.body(x)
+
+
+class EfficientNetMini(nn.Module):
+    def __init__(self, classes=6):
+        super().__init__()
+        self.features = nn.Sequential(conv_bn(3, 8, 3, 2, act=nn.SiLU), MBConv(8, 8, 3, 1, 1),
+                                      MBConv(8, 12, 5, 2, 4), MBConv(12, 12, 3, 1, 4),
+                                      conv_bn(12, 24, 1, act=nn.SiLU))
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(24, classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
+
+
+def randomized(model):
+    """Eval mode with BatchNorm statistics far from the identity, so folding them matters."""
+    torch.manual_seed(7)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 2.0)
+            m.weight.data.uniform_(0.5, 1.5)
+            m.bias.data.uniform_(-0.3, 0.3)
+    return model.eval()
+
+
+MODELS = {"mobilenet_v2": (MobileNetV2Mini, (2, 3, 32, 28)), "resnet": (ResNetMini, (1, 3, 29, 33)),
+          "efficientnet": (EfficientNetMini, (1, 3, 30, 31))}
+
+
+@pytest.mark.parametrize("layout", ["auto", "nhwc"])
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_torch_export_runs_whole_and_matches_torch(name, layout, tmp_path):
+    cls, shape = MODELS[name]
+    torch.manual_seed(0)
+    model = randomized(cls())
+    x = torch.randn(shape)
+    with torch.no_grad():
+        want = model(x).numpy()
+    path = tmp_path / f"{name}.onnx"
+    torch.onnx.export(model, x, str(path), opset_version=13, input_names=["image"],
+                      output_names=["scores"])
+    padfold.import_onnx(path, tmp_path / "imported", layout=layout)
+    report = json.loads((tmp_path / "imported" / "import-report.json").read_text())
+    assert report["left_to_caller"] == []
+    with padfold.compile(path, layout=layout) as b:
+        model_run = b.model()
+        assert [tuple(o["shape"]) for o in model_run.outputs] == [want.shape]
+        feed = x.numpy() if layout == "auto" else np.ascontiguousarray(x.permute(0, 2, 3, 1))
+        got = model_run(feed)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        # Written through out=, in torch's [N, K] and as the buffer's [N, K, 1, 1] (the same memory).
+        y = torch.zeros(want.shape)
+        assert model_run(torch.from_numpy(feed), out=y) is y
+        np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-5)
+        flat = np.zeros(want.shape + (1, 1), np.float32)
+        model_run(feed, out=flat)
+        np.testing.assert_allclose(flat.reshape(want.shape), want, rtol=1e-4, atol=1e-5)
