@@ -128,12 +128,12 @@ TEST(PadfoldRun, EveryLayerMatchesReference) {
   }
 }
 
-// A knob in range that the layer cannot take as given (two row tiles per task where stem's output
-// has one row tile) is resolved at compile time: the manifest records what the kernel does, and
-// the kernel runs and is right.
+// A knob in range that the layer cannot take as given (three row tiles per task, which divides
+// none of the 1, 2 or 4 row tiles stem's 4 output rows make on any host's tile height) is resolved
+// at compile time: the manifest records what the kernel does, and the kernel runs and is right.
 TEST(PadfoldRun, AKnobTheLayerCannotHonourIsResolvedAndRecorded) {
   const fs::path dir = work_dir();
-  const std::string knobs = write_file(dir / "knobs.json", R"({"stem": {"rows_per_task": 2}})");
+  const std::string knobs = write_file(dir / "knobs.json", R"({"stem": {"rows_per_task": 3}})");
   const fs::path bundle = dir / "bundle";
   const auto compiled = run_command(
       shell_quote(PADFOLD_BIN) + " compile " + shell_quote(PF_TINY_SPEC) + " -o " +
@@ -141,7 +141,7 @@ TEST(PadfoldRun, AKnobTheLayerCannotHonourIsResolvedAndRecorded) {
   ASSERT_EQ(compiled.status, 0) << compiled.output;
   const auto manifest = nlohmann::json::parse(read_file(bundle / "manifest.json"));
   const auto& stem = manifest.at("targets").at(0).at("schedules").at("stem");
-  EXPECT_EQ(stem.at("rows_per_task"), 1) << stem.dump();
+  EXPECT_LT(stem.at("rows_per_task").get<int>(), 3) << stem.dump();
   EXPECT_EQ(stem.at("source"), "overrides") << stem.dump();
 
   const padfold::Layer& L = tiny_layer("stem");

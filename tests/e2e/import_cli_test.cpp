@@ -93,7 +93,7 @@ TEST_F(ImportCli, WritesSpecWeightsAndReport) {
   const json report = read_json(fs::path(out()) / "import-report.json");
   EXPECT_EQ(report["format"], "padfold-import");
   EXPECT_EQ(report["left_to_caller"], json::parse(R"j([{"name": "hs", "op_type": "Erf", "index": 3,
-      "reason": "padfold does not generate Erf (it generates Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Add and Concat, folds Pad, BatchNormalization and per-channel affine ops and fuses Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish and x * Sigmoid(x) into them)"}])j"));
+      "reason": "padfold does not generate Erf (it generates Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean and ReduceMax over the spatial axes, Gemm and MatMul on a global pool's output, Add, Mul by one value per channel, Concat and Softmax over channels, folds Pad, BatchNormalization and per-channel affine ops and fuses Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish and x * Sigmoid(x) into them)"}])j"));
   const NpyArray w1 = read_npy_f32(out() + "/weights/conv1_weights.npy");
   EXPECT_EQ(w1.shape, (std::vector<int64_t>{4, 2, 3, 3}));
   EXPECT_EQ(w1.data, test_values(4 * 2 * 3 * 3));

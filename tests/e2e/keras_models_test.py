@@ -30,7 +30,11 @@ def check(padfold, data, work, name):
     report = json.loads((d / "imported" / "import-report.json").read_text())
     if report["left_to_caller"]:
         return f"{name}: nodes left to the caller: {report['left_to_caller']}"
-    layout = [n["name"] for n in report["absorbed"] if n["role"] == "layout"]
+    # Layout Transposes: absorbed, or the node of the layer that takes in the affine ops before
+    # one (a Keras Rescaling/Normalization on the NHWC input).
+    layout = [n["name"] for n in report["absorbed"] + [m for L in report["layers"]
+                                                       for m in L["onnx_nodes"]]
+              if n["role"] == "layout"]
     want = np.load(data / f"y_{name}.npy")
     # A classifier's [N, K] output needs no Transpose: tf2onnx writes none.
     edges = 1 if want.ndim == 2 else 2

@@ -357,6 +357,25 @@ def squeeze_excite():
         bias_of("fc_b", 5)])
 
 
+def nhwc_input_normalization():
+    """tf2onnx's Keras input: Rescaling and Normalization (per channel along the last axis) on the
+    NHWC input, before the layout Transpose: a depthwise 1x1 conv after the folded edge."""
+    t = helper.make_node
+    return model("nhwc_input_normalization", [
+        t("Mul", ["x", "rescale"], ["r"], name="rescaling"),
+        t("Add", ["r", "neg_mean"], ["c"], name="center"),
+        t("Mul", ["c", "inv_std"], ["nrm"], name="normalize"),
+        t("Transpose", ["nrm"], ["xt"], name="in_t", perm=[0, 3, 1, 2]),
+        conv("stem", "xt", "s", "w", "b", kernel_shape=[3, 3], strides=[2, 2],
+             auto_pad="SAME_UPPER"),
+        t("Transpose", ["s"], ["y"], name="out_t", perm=[0, 2, 3, 1]),
+    ], [("x", [1, 9, 10, 3])], "y", [
+        tensor("rescale", np.float32(1 / 255)),
+        tensor("neg_mean", RNG.uniform(-0.6, -0.3, [3]).astype(np.float32)),
+        tensor("inv_std", RNG.uniform(3, 5, [1, 1, 1, 3]).astype(np.float32)),
+        weights("w", [4, 3, 3, 3]), bias_of("b", 4)])
+
+
 def softmax_channels():
     """Softmax over the channels of a spatial tensor (axis 1), after a SAME conv."""
     return model("softmax_channels", [
@@ -389,7 +408,7 @@ MODELS = {f.__name__: f for f in [
     pools_ceil_dilated, conv3d_same, conv1d_dilated, mobilenet_v2_block, nhwc_edges,
     conv_batchnorm, affine_before_convs, activations, global_pools, classifier_gemm,
     classifier_nhwc_matmul, reduce_max_squeeze, squeeze_excite, input_normalization,
-    softmax_channels]}
+    softmax_channels, nhwc_input_normalization]}
 
 
 def run(cmd):

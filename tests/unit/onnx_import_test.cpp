@@ -756,6 +756,44 @@ TEST(OnnxImport, SoftmaxOverChannelsIsALayer) {
   }
 }
 
+// tf2onnx's Keras input: Mul and Add per channel along the last axis on the NHWC input, then the
+// layout Transpose: one depthwise 1x1 conv after the folded edge. With --layout nchw the edge and
+// the affine ops are left, saying why.
+TEST(OnnxImport, AffineOpsOnAnNhwcInputBecomeALayerAfterTheEdge) {
+  ModelBuilder b;
+  b.input("x", {1, 5, 6, 3}).output("y");
+  b.initializer("m", {3}, {2.f, 4.f, 8.f});
+  b.initializer("a", {1, 1, 1, 3}, {1.f, -1.f, 0.5f});
+  b.node("Mul", {"x", "m"}, {"xm"}, "scale");
+  b.node("Add", {"xm", "a"}, {"xa"}, "shift");
+  b.node("Transpose", {"xa"}, {"xt"}, "in_t").ints("perm", {0, 3, 1, 2});
+  add_conv(b, "c", "xt", "c_out", 3, 4, 3).str("auto_pad", "SAME_UPPER");
+  b.node("Transpose", {"c_out"}, {"y"}, "out_t").ints("perm", {0, 2, 3, 1});
+  const ImportResult r = import(b);
+  EXPECT_TRUE(r.left_to_caller.empty());
+  EXPECT_EQ(spec(r)["inputs"][0]["shape"], json::parse("[1, 5, 6, 3]"));
+  EXPECT_EQ(spec(r)["inputs"][0]["layout"], "NHWC");
+  ASSERT_EQ(spec(r)["layers"].size(), 2u);
+  EXPECT_EQ(layer(r, 0)["groups"], 3);
+  EXPECT_EQ(layer(r, 1)["input"], layer(r, 0)["name"]);
+  ASSERT_GE(r.weights.size(), 2u);
+  EXPECT_EQ(r.weights[0].data, (std::vector<float>{2.f, 4.f, 8.f}));
+  EXPECT_EQ(r.weights[1].data, (std::vector<float>{1.f, -1.f, 0.5f}));
+  std::vector<std::string> roles;
+  const json report = rep(r);
+  for (const auto& n : report["layers"][0]["onnx_nodes"]) roles.push_back(n["role"]);
+  EXPECT_EQ(roles, (std::vector<std::string>{"affine", "affine", "layout"}));
+
+  onnx_import::ImportOptions nchw;
+  nchw.layout = onnx_import::ImportLayout::ChannelsFirst;
+  const ImportResult left =
+      onnx_import::import_model(onnx_import::prepare_model(b.model_copy(), {}, "m.onnx"), nchw);
+  std::vector<std::string> names;
+  for (const auto& n : left.left_to_caller) names.push_back(n.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"scale", "shift", "in_t", "out_t"}));
+  EXPECT_TRUE(has(left.left_to_caller[0].reason, "--layout nchw")) << left.left_to_caller[0].reason;
+}
+
 TEST(OnnxImport, GemmWithAWrongBShapeNamesTheNode) {
   ModelBuilder b;
   b.input("x", {1, 3, 4, 4}).output("y");

@@ -13,15 +13,15 @@ std::string input_of(const onnx::NodeProto& n, int k) {
 }
 
 // A constant operand as one value per channel: a scalar, or a shape that broadcasts against the
-// data (rank `rank`, `channels` on axis 1) along axis 1 only. Empty when it is neither.
-std::vector<double> per_channel(const FloatTensor& t, size_t rank, int64_t channels) {
+// data (rank `rank`, `channels` on `axis`) along that axis only. Empty when it is neither.
+std::vector<double> per_channel(const FloatTensor& t, size_t rank, size_t axis, int64_t channels) {
   if (t.shape.size() > rank) return {};
   const size_t lead = rank - t.shape.size();
   bool along_channels = false;
   for (size_t k = 0; k < t.shape.size(); ++k) {
     const int64_t d = t.shape[k];
     if (d == 1) continue;
-    if (lead + k != 1 || d != channels) return {};
+    if (lead + k != axis || d != channels) return {};
     along_channels = true;
   }
   if (t.data.empty()) return {};
@@ -52,11 +52,12 @@ Affine Affine::then(const Affine& next) const {
   return r;
 }
 
-std::variant<AffineNode, Left> affine_node(const Context& c, int i) {
+std::variant<AffineNode, Left> affine_node(const Context& c, int i, bool channels_last) {
   const onnx::NodeProto& n = c.graph().node(i);
   const std::string& op = n.op_type();
   if (n.output_size() < 1 || n.output(0).empty()) return Left{"it has no output"};
   const bool bn = op == "BatchNormalization";
+  if (bn && channels_last) return Left{"BatchNormalization normalizes axis 1"};
   // The data input: BatchNormalization's X; else the operand that is not a constant.
   int data = 0;
   if (!bn) {
@@ -71,11 +72,12 @@ std::variant<AffineNode, Left> affine_node(const Context& c, int i) {
   TensorType ty;
   if (std::string why = check_data_input(c, r.input, ty); !why.empty()) return Left{why};
   if (ty.elem_type != onnx::TensorProto::FLOAT) return Left{"its input is not float32"};
-  const int64_t channels = ty.shape[1];
   // A constant broadcasts against the operand as ONNX shapes it: [N, K] for a Gemm's output, which
   // padfold holds as [N, K, 1, 1].
   const auto onnx_ty = c.graph().type(input_of(n, data));
   const size_t rank = onnx_ty && onnx_ty->has_shape ? onnx_ty->shape.size() : ty.shape.size();
+  const size_t axis = channels_last ? rank - 1 : 1;
+  const int64_t channels = ty.shape[channels_last ? ty.shape.size() - 1 : 1];
   // BatchNormalization's operands are [C]; Mul's and the others' broadcast against the data.
   auto operand = [&](int k, const char* role, std::vector<double>& v) -> std::string {
     const onnx::TensorProto* t = c.constant(input_of(n, k));
@@ -86,11 +88,12 @@ std::variant<AffineNode, Left> affine_node(const Context& c, int i) {
     v = bn ? (f.shape == std::vector<int64_t>{channels}
                   ? std::vector<double>(f.data.begin(), f.data.end())
                   : std::vector<double>{})
-           : per_channel(f, rank, channels);
+           : per_channel(f, rank, axis, channels);
     if (v.empty())
       return std::string(role) + " has the shape " + shape_text(f.shape) +
              (bn ? "; expected [" + std::to_string(channels) + "], one value per channel"
-                 : "; padfold folds a scalar or one value per channel (axis 1)");
+                 : "; padfold folds a scalar or one value per channel (axis " +
+                       std::to_string(axis) + ")");
     for (double x : v)
       if (!std::isfinite(x)) return std::string(role) + " is not finite";
     return "";

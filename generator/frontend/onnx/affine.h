@@ -23,13 +23,14 @@ struct Affine {
   Affine then(const Affine& next) const;
 };
 
-// A node that is an affine op on one computed float32 tensor, per channel (ONNX axis 1):
+// A node that is an affine op on one computed float32 tensor, per channel (ONNX axis 1, or the
+// last axis with `channels_last`: a Keras model's input before tf2onnx's layout Transpose):
 // the tensor it reads and the affine, or why it is not one.
 struct AffineNode {
   std::string input;
   Affine affine;
 };
-std::variant<AffineNode, Left> affine_node(const Context& c, int node);
+std::variant<AffineNode, Left> affine_node(const Context& c, int node, bool channels_last = false);
 
 // Why an affine on a conv's input cannot become part of it, or "": a shift is the bias only where
 // no tap reads the padding, or where the border copies input values (replicate, reflect,

@@ -97,6 +97,7 @@ class Importer {
     reason_.assign(static_cast<size_t>(n), "");
     for (int i = 0; i < n; ++i) classify_bypass(i);
     for (int i = 0; i < n; ++i) cancel_transpose_pair(i);
+    for (int i = 0; i < n; ++i) mark_edge_affine_chain(i);
     for (int i = 0; i < n; ++i) {  // in topological order: a layer reads through the reshapes
       classify_unit_reshape(i);
       classify_layer(i);
@@ -113,7 +114,10 @@ class Importer {
     for (int i = 0; i < n; ++i)
       if (default_domain(g_.node(i)) && one_of(g_.node(i).op_type(), kActivationOps))
         fuse_activation(i);
-    if (o_.layout != ImportLayout::ChannelsFirst) fold_layout_edges();
+    if (o_.layout != ImportLayout::ChannelsFirst)
+      fold_layout_edges();
+    else
+      release_edge_chains("--layout nchw leaves the layout Transpose after it to the caller");
     if (o_.layout == ImportLayout::ChannelsLast && !channels_last_) {
       channels_last_ = true;
       relaid_out_ = true;
@@ -213,20 +217,27 @@ class Importer {
       if (!perm || role_[i] != Role::Left) continue;
       const onnx::NodeProto& node = g_.node(i);
       const std::string x = c_.canon(node.input(0));
-      if (*perm == to_first(perm->size()) && g_.is_graph_input(x) && !c_.constant(x))
+      if (*perm == to_first(perm->size()) &&
+          ((g_.is_graph_input(x) && !c_.constant(x)) || edge_chain_.count(i)))
         ins.push_back(i);
       else if (*perm == to_last(perm->size()) && g_.is_graph_output(node.output(0)) &&
                draft_producing(x))
         outs.push_back(i);
     }
     std::set<std::string> edge_inputs;
-    for (int i : ins) edge_inputs.insert(c_.canon(g_.node(i).input(0)));
+    std::vector<int> edge_readers = ins;  // an affine chain's first node reads the input
+    for (int i : ins) {
+      edge_inputs.insert(edge_source(i));
+      if (const auto chain = edge_chain_.find(i); chain != edge_chain_.end())
+        edge_readers.push_back(chain->second.front());
+    }
     for (const auto& [i, d] : drafts_)
       for (const std::string& t : d.layer.inputs)
         if (g_.is_graph_input(t)) all = false;  // read as it is, channels first
     for (const std::string& x : edge_inputs)
       for (int r : c_.readers(x))
-        if (std::find(ins.begin(), ins.end(), r) == ins.end()) all = false;
+        if (std::find(edge_readers.begin(), edge_readers.end(), r) == edge_readers.end())
+          all = false;
     // An output with unit spatial dims (a classifier's scores) is the same in either layout.
     std::set<std::string> edge_outputs;
     for (int i : outs) edge_outputs.insert(g_.node(i).output(0));
@@ -243,9 +254,14 @@ class Importer {
     if (!all) {
       for (int i : ins) reason_[i] = kEdgeNotFolded;
       for (int i : outs) reason_[i] = kEdgeNotFolded;
+      release_edge_chains("the layout Transpose after it is not folded");
       return;
     }
     for (int i : ins) {
+      if (const auto chain = edge_chain_.find(i); chain != edge_chain_.end()) {
+        fold_edge_affine_chain(i, chain->second);
+        continue;
+      }
       role_[i] = Role::LayoutEdge;
       edge_input_[g_.node(i).output(0)] = c_.canon(g_.node(i).input(0));
     }
@@ -450,10 +466,23 @@ class Importer {
       fold_affine_after(i);
       if (role_[i] == Role::FoldedAffine) return;
     }
-    const auto ty = c_.type(a.input);
+    Draft d = affine_draft(i, a.input, g_.node(i).output(0));
+    if (!detail::resolve_draft(c_, d).empty()) return;  // keeps the folds' reason
+    reason_[i].clear();
+    role_[i] = Role::Layer;
+    set_shape_onwards(d.output, d.layer.output_shape_full());
+    after_[i] = a.affine;
+    draft_by_output_[d.output] = i;
+    drafts_.emplace(i, std::move(d));
+  }
+
+  // The depthwise 1x1 conv (weights ones, the affine folded in as after_) of node `i`, reading
+  // `input` (channels first) and producing `output`.
+  Draft affine_draft(int i, const std::string& input, const std::string& output) const {
+    const auto ty = c_.type(input);
     Draft d;
     d.node = i;
-    d.output = g_.node(i).output(0);
+    d.output = output;
     d.affine_layer = true;
     Layer& l = d.layer;
     l.op = Op::Conv;
@@ -461,19 +490,80 @@ class Importer {
     l.op_name = "conv" + std::to_string(l.spatial_dims) + "d";
     l.layout = {false, l.spatial_dims};
     l.weight_layout.order = "OI" + spatial_letters(l.spatial_dims);
-    l.inputs = {a.input};
+    l.inputs = {input};
     l.out_channels = l.groups = ty->shape[1];
     l.kernel = l.stride = l.dilation = std::vector<int64_t>(static_cast<size_t>(l.spatial_dims), 1);
     l.padding.mode = PadMode::Valid;
     l.padding.written = "valid (" + g_.node(i).op_type() + " per channel)";
     l.bias = true;
-    if (!detail::resolve_draft(c_, d).empty()) return;  // keeps the folds' reason
-    reason_[i].clear();
-    role_[i] = Role::Layer;
-    set_shape_onwards(d.output, l.output_shape_full());
-    after_[i] = a.affine;
-    draft_by_output_[d.output] = i;
-    drafts_.emplace(i, std::move(d));
+    return d;
+  }
+
+  // Affine ops per channel along the last axis between a graph input and its layout Transpose
+  // `t` (a Keras model's Rescaling and Normalization, which tf2onnx leaves on the NHWC input):
+  // held for fold_layout_edges, which makes them the depthwise 1x1 conv after the edge.
+  void mark_edge_affine_chain(int t) {
+    const auto perm = layout_perm(t);
+    if (!perm || *perm != to_first(perm->size()) || role_[t] != Role::Left) return;
+    std::vector<int> chain;
+    int next = t;
+    std::string x = c_.canon(g_.node(t).input(0));
+    while (!g_.is_graph_input(x)) {
+      const int p = g_.producer(x);
+      if (p < 0 || role_[p] != Role::Left || !default_domain(g_.node(p)) ||
+          !one_of(g_.node(p).op_type(), kAffineOps) || c_.reaches_graph_output(x) ||
+          c_.readers(x) != std::vector<int>{next})
+        return;
+      const auto info = detail::affine_node(c_, p, true);
+      if (std::holds_alternative<Left>(info)) return;
+      chain.insert(chain.begin(), p);
+      next = p;
+      x = std::get<detail::AffineNode>(info).input;
+    }
+    const auto out = g_.type(g_.node(t).output(0));
+    if (chain.empty() || c_.constant(x) || !out || !out->is_static()) return;
+    for (int p : chain) role_[p] = Role::FoldedAffine;
+    edge_chain_[t] = chain;
+  }
+
+  // The affine chains of edge Transposes that do not fold: left to the caller, saying why.
+  void release_edge_chains(const std::string& why) {
+    for (const auto& [t, chain] : edge_chain_)
+      for (int p : chain) {
+        role_[p] = Role::Left;
+        reason_[p] = "not folded: it is on a model input channels last, and " + why;
+      }
+    edge_chain_.clear();
+  }
+
+  // The graph input an edge Transpose reads, through its affine chain.
+  std::string edge_source(int t) const {
+    const auto chain = edge_chain_.find(t);
+    if (chain == edge_chain_.end()) return c_.canon(g_.node(t).input(0));
+    return std::get<detail::AffineNode>(detail::affine_node(c_, chain->second.front(), true)).input;
+  }
+
+  // Edge Transpose `t` with its affine chain: the chain as one depthwise 1x1 conv reading the
+  // model input (channels first as the layers see it) and producing the Transpose's output.
+  void fold_edge_affine_chain(int t, const std::vector<int>& chain) {
+    const std::string out = g_.node(t).output(0), raw = out + ":model_input";
+    c_.set_layer_shape(raw, g_.type(out)->shape);
+    std::optional<detail::Affine> combined;
+    for (int p : chain) {
+      const detail::Affine a =
+          std::get<detail::AffineNode>(detail::affine_node(c_, p, true)).affine;
+      combined = combined ? combined->then(a) : a;
+    }
+    Draft d = affine_draft(t, raw, out);
+    if (const std::string why = detail::resolve_draft(c_, d); !why.empty())
+      throw ImportError(p_.label + ": " + kInternalError + ": the affine ops before " +
+                        quoted_node(g_.node(t)) + ": " + why);
+    role_[t] = Role::Layer;
+    after_[t] = *combined;
+    affine_nodes_[t] = chain;
+    edge_input_[raw] = edge_source(t);
+    draft_by_output_[out] = t;
+    drafts_.emplace(t, std::move(d));
   }
 
   // The Mul that makes Sigmoid node `s` on tensor `x` a SiLU: x and the sigmoid are read by
@@ -719,7 +809,7 @@ class Importer {
       if (affine != affine_nodes_.end())
         for (int a : affine->second)
           if (a < i) nodes.push_back(node_ref(a, "affine"));
-      nodes.push_back(node_ref(i, "layer"));
+      nodes.push_back(node_ref(i, edge_chain_.count(i) ? "layout" : "layer"));
       if (affine != affine_nodes_.end())
         for (int a : affine->second)
           if (a > i) nodes.push_back(node_ref(a, "affine"));
@@ -915,6 +1005,7 @@ class Importer {
   std::map<int, int> silu_mul_;                   // layer node -> the Mul of its x * sigmoid(x)
   std::map<int, int> folded_into_;  // a Pad or affine folded into a conv's input -> the conv
   std::map<std::string, std::string> edge_input_;  // layout Transpose's output -> graph input
+  std::map<int, std::vector<int>> edge_chain_;     // edge Transpose -> the affine nodes before it
   bool channels_last_ = false;                     // the layers compute channels last
   bool relaid_out_ = false;  // --layout nhwc on a channels-first model: its inputs and outputs too
 };

@@ -14,6 +14,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tf2onnx  # noqa: E402
+from keras.src.applications import efficientnet  # noqa: E402  (B0 takes no width/depth)
 
 keras = tf.keras
 L = keras.layers
@@ -69,6 +70,11 @@ MODELS = {
     # Dense, softmax): width 0.35, 64x64 (its last feature map 2x2), 10 classes.
     "mobilenet_v2_app": lambda: keras.applications.MobileNetV2(
         input_shape=(64, 64, 3), alpha=0.35, weights=None, classes=10),
+    # keras.applications' EfficientNet (B0's blocks, squeeze-and-excite, swish, the Rescaling and
+    # Normalization layers on the input, the softmax head) at width and depth 0.25, 64x64.
+    "efficientnet_app": lambda: efficientnet.EfficientNet(
+        0.25, 0.25, 64, 0.2, name="efficientnet_small", weights=None, input_shape=(64, 64, 3),
+        classes=10),
 }
 
 
