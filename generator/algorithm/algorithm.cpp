@@ -369,6 +369,8 @@ void build_softmax(Algorithm& a) {
   const std::vector<Expr> pixel_args(pixel.begin(), pixel.end());
   total(pixel) = sum(exp(a.input(at_channel(k)) - peak(pixel_args)));
   a.helpers = {peak, total};
+  // exp is evaluated again here rather than stored: a softmax runs over a classifier's few thousand
+  // scores, and a stored exp would be a third buffer for every target's schedule to place.
   a.output(a.vars) = exp(a.input(a.vars) - peak(pixel_args)) / total(pixel_args);
 }
 

@@ -1,6 +1,7 @@
 // Layer and layout helpers: shapes in layout order, weight shapes, FLOPs, names.
 #include "frontend/layer.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "frontend/names.h"
@@ -104,6 +105,11 @@ double Layer::flops() const {
       return 4 * n * out_channels * product(out_spatial);
   }
   return 0;
+}
+
+std::vector<int64_t> without_unit_dims(std::vector<int64_t> shape) {
+  shape.erase(std::remove(shape.begin(), shape.end(), 1), shape.end());
+  return shape;
 }
 
 std::optional<int64_t> buffer_bytes(const std::vector<int64_t>& shape, DType dtype) {

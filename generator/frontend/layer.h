@@ -36,6 +36,11 @@ struct WeightLayout {
   int axis_of(char letter) const;  // position of O, I, or 'S'+k for spatial k (0 = outermost)
 };
 
+// Convolutions and pools: a kernel window, strides, padding and a border.
+inline bool has_window(Op op) {
+  return op == Op::Conv || op == Op::ConvTranspose || op == Op::MaxPool || op == Op::AvgPool;
+}
+
 struct Layer {
   std::string name;
   std::string description;  // free text (the importer says which ONNX nodes the layer covers)
@@ -92,10 +97,7 @@ struct Layer {
   std::vector<int64_t> weight_shape() const;  // in weight layout order; empty for pooling
   bool has_weights() const { return op == Op::Conv || op == Op::ConvTranspose; }
   bool is_join() const { return op == Op::Add || op == Op::Mul || op == Op::Concat; }
-  // Convolutions and pools: a kernel window, strides, padding and a border.
-  bool has_window() const {
-    return op == Op::Conv || op == Op::ConvTranspose || op == Op::MaxPool || op == Op::AvgPool;
-  }
+  bool has_window() const { return padfold::has_window(op); }
   // A pool that ignores its padding (padding.h's pool_ignores_padding): padded taps are left out.
   bool ignores_padding() const;
   double flops() const;  // 2*MACs over every output, taps in the padding included
@@ -136,6 +138,9 @@ struct SpecError : std::runtime_error {
 
 // The size of a tensor of `shape` in bytes; nullopt where it does not fit an int64_t.
 std::optional<int64_t> buffer_bytes(const std::vector<int64_t>& shape, DType dtype);
+
+// `shape` without its unit dims: two shapes that agree on it hold the same values in memory.
+std::vector<int64_t> without_unit_dims(std::vector<int64_t> shape);
 
 // "W", "HW" or "DHW": the spatial axis letters of a 1-3 dimensional layer, outermost first.
 std::string spatial_letters(int dims);

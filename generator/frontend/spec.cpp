@@ -81,12 +81,6 @@ struct OpInfo {
   int dims;  // 0: taken from the kernel or the input
 };
 
-bool has_window_op(Op op) {
-  Layer l;
-  l.op = op;
-  return l.has_window();
-}
-
 // Only conv must be written with its dims (conv2d); the other ops may take them from elsewhere.
 bool op_needs_dims(Op op) {
   return op == Op::Conv;
@@ -103,7 +97,7 @@ std::optional<OpInfo> parse_op(const std::string& name) {
   }
   const auto op = value_of(kOpNames, base);
   if (!op || (dims == 0 && op_needs_dims(*op))) return std::nullopt;
-  if (dims != 0 && !has_window_op(*op)) return std::nullopt;  // dims of inputs
+  if (dims != 0 && !has_window(*op)) return std::nullopt;  // dims of inputs
   return OpInfo{*op, dims};
 }
 
@@ -113,7 +107,7 @@ std::string op_names() {
   for (const auto& e : kOpNames) {
     if (op_needs_dims(e.value))
       for (int d = 1; d <= 3; ++d) names.push_back(fmt::format("{}{}d", e.name, d));
-    else if (!has_window_op(e.value))
+    else if (!has_window(e.value))
       names.push_back(e.name);
     else
       names.push_back(std::string(e.name) + "[1d|2d|3d]");
@@ -312,11 +306,7 @@ class Parser {
       std::vector<int64_t> shape;
       for (const auto& e : shape_json) shape.push_back(top_.get_positive(e, at));
       const std::vector<int64_t> full = m.find_layer(name)->output_shape_full();
-      auto squeezed = [](std::vector<int64_t> s) {
-        s.erase(std::remove(s.begin(), s.end(), 1), s.end());
-        return s;
-      };
-      if (squeezed(shape) != squeezed(full))
+      if (without_unit_dims(shape) != without_unit_dims(full))
         top_.fail(at, shape_text(shape) + " for the layer's output " + shape_text(full),
                   "the same sizes with unit dims dropped or added (the same values in memory)");
       m.output_shapes[name] = shape;

@@ -459,6 +459,10 @@ Resolved resolve_transposed(const PaddingSpec& spec, const std::vector<AxisParam
   return r;
 }
 
+bool border_copies_input(Border border) {
+  return border != Border::Zeros && border != Border::Constant;
+}
+
 Border parse_border(const std::string& name) {
   if (const auto border = value_of(kBorderNames, ascii_lower(name))) return *border;
   throw PaddingError("unknown border mode '" + name + "'; expected " +

@@ -183,6 +183,10 @@ enum class Border {
 Border parse_border(const std::string& name);
 std::string to_string(Border border);
 
+// Whether the border fills the padding with copies of input values (replicate, reflect, symmetric,
+// circular): a per-channel map of the input then maps the padding the same way.
+bool border_copies_input(Border border);
+
 // Checks that a border mode can produce the resolved pads (reflect needs pad < input, symmetric and
 // circular need pad <= input). Throws PaddingError naming the axis.
 void validate_border(Border border, const Resolved& pads, const std::vector<AxisParams>& axes);

@@ -148,9 +148,7 @@ std::string folds_before_exactly(const Layer& conv, const Affine& before) {
   }
   bool padded = false;
   for (const AxisPads& p : conv.pads.axes) padded = padded || p.before != 0 || p.after != 0;
-  if (!padded || conv.border == Border::Replicate || conv.border == Border::Reflect ||
-      conv.border == Border::Symmetric || conv.border == Border::Circular)
-    return "";
+  if (!padded || border_copies_input(conv.border)) return "";
   return "it shifts the input of a conv padded with " +
          std::string(conv.border == Border::Zeros ? "zeros" : "a constant") +
          ", whose border the shift never reaches: not the conv's bias on the border pixels";

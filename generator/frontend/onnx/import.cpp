@@ -42,11 +42,6 @@ const char* const kLayerOps[] = {
     "Conv",          "ConvTranspose", "MaxPool",   "AveragePool", "GlobalAveragePool",
     "GlobalMaxPool", "ReduceMean",    "ReduceMax", "Gemm",        "MatMul",
     "Add",           "Mul",           "Concat",    "Softmax"};
-// kLayerOps as messages list them.
-constexpr const char* kGeneratedOps =
-    "Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean and "
-    "ReduceMax over the spatial axes, Gemm and MatMul on a global pool's output, Add, Mul by one "
-    "value per channel, Concat and Softmax over channels";
 // Reshapes that are no op on a tensor with unit spatial dims (classify_unit_reshape).
 const char* const kReshapeOps[] = {"Flatten", "Reshape", "Squeeze", "Unsqueeze"};
 const char* const kActivationOps[] = {"Relu", "Clip",        "LeakyRelu", "Sigmoid",
@@ -646,14 +641,9 @@ class Importer {
       reason_[i] = "a constant read by nodes left to the caller";
       return;
     }
-    reason_[i] = default_domain(node)
-                     ? "padfold does not generate " + node.op_type() + " (it generates " +
-                           kGeneratedOps +
-                           ", folds Pad, BatchNormalization and per-channel affine ops and "
-                           "fuses Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish "
-                           "and x * Sigmoid(x) into them)"
-                     : "op " + node.op_type() + " of domain '" + node.domain() +
-                           "': padfold generates ONNX default-domain ops only";
+    reason_[i] = default_domain(node) ? not_generated_reason(node.op_type())
+                                      : "op " + node.op_type() + " of domain '" + node.domain() +
+                                            "': padfold generates ONNX default-domain ops only";
   }
 
   // A bypassed node or constant whose output a node left to the caller reads is the caller's too.
@@ -895,16 +885,12 @@ class Importer {
   // output keeps the layers' layout.
   std::optional<std::vector<int64_t>> graph_output_view(const std::string& t,
                                                         const std::vector<int64_t>& shape) const {
-    auto squeezed = [](std::vector<int64_t> s) {
-      s.erase(std::remove(s.begin(), s.end(), 1), s.end());
-      return s;
-    };
     for (int k = 0; k < g_.graph().output_size(); ++k) {
       const std::string& name = g_.graph().output(k).name();
       if (c_.canon(name) != t) continue;
       const auto ty = g_.type(name);
       if (ty && ty->is_static() && ty->shape.size() != shape.size() &&
-          squeezed(ty->shape) == squeezed(shape))
+          without_unit_dims(ty->shape) == without_unit_dims(shape))
         return ty->shape;
     }
     return std::nullopt;
@@ -1020,6 +1006,12 @@ ImportLayout parse_import_layout(const std::string& text) {
   if (t == "nhwc" || t == "channels_last") return ImportLayout::ChannelsLast;
   throw std::runtime_error("--layout '" + text +
                            "': expected auto, nchw (channels_first) or nhwc (channels_last)");
+}
+
+std::string not_generated_reason(const std::string& op_type) {
+  return "padfold does not generate " + op_type + " (it generates " + kGeneratedOps +
+         ", folds Pad, BatchNormalization and per-channel affine ops and fuses Relu, Clip, "
+         "LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish and x * Sigmoid(x) into them)";
 }
 
 ImportResult import_model(const PreparedModel& prepared, const ImportOptions& options) {

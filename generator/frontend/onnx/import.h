@@ -64,6 +64,15 @@ struct ImportResult {
 // Starts the message of an ImportError that is a bug of the importer, not of the model.
 inline constexpr const char* kInternalError = "internal error (a bug of padfold import)";
 
+// The ops that become layers, as messages list them.
+inline constexpr const char* kGeneratedOps =
+    "Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean and "
+    "ReduceMax over the spatial axes, Gemm and MatMul on a global pool's output, Add, Mul by one "
+    "value per channel, Concat and Softmax over channels";
+
+// Why a default-domain node of `op_type` is left to the caller when no pattern covers it.
+std::string not_generated_reason(const std::string& op_type);
+
 // Imports a prepared model. Throws ImportError for a model that is not valid ONNX in a way that
 // matters here (pads with auto_pad, a conv's weight shape, an attribute of the wrong type...), a
 // tensor padfold would compute that is not float32, and a model of which no node is supported.
