@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Keras models as tf2onnx converts them (tests/data/keras, written by make_keras_models.py there):
-each imported whole with `padfold import` (no node left to the caller; its layout Transposes
-folded), compiled, run with `padfold run --model` on Keras's NHWC input and compared element-wise
-with Keras's own NHWC output.
+"""Keras models as tf2onnx converts them, from Keras and from TFLite files (tests/data/keras, written
+by make_keras_models.py there): each imported whole with `padfold import` (no node left to the
+caller; its layout Transposes folded), compiled, run with `padfold run --model` on Keras's NHWC
+input and compared element-wise with Keras's (or the TFLite interpreter's) own NHWC output.
 
 Usage: keras_models_test.py PADFOLD_BIN DATA_DIR WORK_DIR   (run with the project's .venv python)
 """
@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import numpy as np
+import onnx
 
 
 def run(cmd):
@@ -26,7 +27,13 @@ def check(padfold, data, work, name):
     d = work / name
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
-    run([padfold, "import", data / f"{name}.onnx", "-o", d / "imported"])
+    x = np.load(data / f"x_{name}.npy")
+    # tf2onnx --tflite leaves the batch dynamic: the user gives it, as padfold requires.
+    graph = onnx.load(data / f"{name}.onnx").graph
+    weights = {t.name for t in graph.initializer}
+    (graph_input,) = [i.name for i in graph.input if i.name not in weights]
+    sizes = f"{graph_input}={'x'.join(map(str, x.shape))}"
+    run([padfold, "import", data / f"{name}.onnx", "-o", d / "imported", "--input", sizes])
     report = json.loads((d / "imported" / "import-report.json").read_text())
     if report["left_to_caller"]:
         return f"{name}: nodes left to the caller: {report['left_to_caller']}"
@@ -42,10 +49,10 @@ def check(padfold, data, work, name):
         return f"{name}: expected {edges} layout Transpose(s) folded at the edges, got {layout}"
     spec_file = d / "imported" / f"{report['model']}.json"
     spec = json.loads(spec_file.read_text())
-    if [i["layout"] for i in spec["inputs"]] != ["NHWC"]:
-        return f"{name}: spec inputs {spec['inputs']}, expected one NHWC input"
+    channels_last = {3: "NWC", 4: "NHWC", 5: "NDHWC"}[x.ndim]  # Keras's, as the user feeds it
+    if [i["layout"] for i in spec["inputs"]] != [channels_last]:
+        return f"{name}: spec inputs {spec['inputs']}, expected one {channels_last} input"
     run([padfold, "compile", spec_file, "-o", d / "bundle", "--target", "host"])
-    x = np.load(data / f"x_{name}.npy")
     run([padfold, "run", d / "bundle", "--model", "--input", data / f"x_{name}.npy",
          "--output", d / "y.npy"])
     got = np.load(d / "y.npy")
@@ -55,7 +62,7 @@ def check(padfold, data, work, name):
     tol = 1e-4 * (1 + np.abs(want).max())
     if not np.allclose(got, want, rtol=1e-4, atol=tol):
         return f"{name}: max |padfold - Keras| = {err:.3g} (tolerance {tol:.3g})"
-    print(f"{name}: {len(spec['layers'])} layer(s), NHWC {list(x.shape)} -> {list(want.shape)}, "
+    print(f"{name}: {len(spec['layers'])} layer(s), {channels_last} {list(x.shape)} -> {list(want.shape)}, "
           f"max |error| {err:.2g}: OK")
     return None
 

@@ -504,6 +504,113 @@ TEST(OnnxImport, LayoutTransposesAtTheEdgesBecomeTheLayout) {
   EXPECT_EQ(rep(r)["outputs"][0]["graph_output"], true);
 }
 
+// A Keras Conv1D as tf2onnx writes it: the causal Pad and the Unsqueeze on the NWC input before its
+// layout Transpose, a Conv with a 1 x k kernel, Squeeze and Unsqueeze around the next one, a
+// MaxPool read with the unit axis, a rank-3 Transpose at the output. It imports as conv1d and
+// max_pool1d layers computing NWC, with the Pad folded and the weights without the unit axis.
+TEST(OnnxImport, Conv1dBetweenUnsqueezeAndSqueezeIsAConv1d) {
+  ModelBuilder b;
+  b.input("x", {1, 23, 3});
+  b.int_initializer("pads", {0, 4, 0, 0, 0, 0});
+  b.int_initializer("ax1", {1});
+  b.int_initializer("ax2", {2});
+  b.node("Pad", {"x", "pads"}, {"p"}, "causal");
+  b.node("Unsqueeze", {"p", "ax1"}, {"u"}, "expand");
+  b.node("Transpose", {"u"}, {"ut"}, "in_t").ints("perm", {0, 3, 1, 2});
+  b.initializer("w1", {8, 3, 1, 3});
+  b.node("Conv", {"ut", "w1"}, {"c1"}, "c1").ints("dilations", {1, 2});
+  b.node("Squeeze", {"c1", "ax2"}, {"s1"}, "squeeze1");
+  b.node("Relu", {"s1"}, {"r1"}, "relu");
+  b.node("Unsqueeze", {"r1", "ax2"}, {"u2"}, "expand2");
+  b.initializer("w2", {5, 8, 1, 4});
+  b.node("Conv", {"u2", "w2"}, {"c2"}, "c2").ints("strides", {1, 2}).ints("pads", {0, 1, 0, 2});
+  b.node("MaxPool", {"c2"}, {"m"}, "pool").ints("kernel_shape", {1, 2}).ints("strides", {1, 2});
+  b.node("Squeeze", {"m", "ax2"}, {"s2"}, "squeeze2");
+  b.node("Transpose", {"s2"}, {"y"}, "out_t").ints("perm", {0, 2, 1});
+  b.output("y");
+  const ImportResult r = import(b);
+  ASSERT_TRUE(r.left_to_caller.empty()) << rep(r).dump(2);
+  EXPECT_EQ(spec(r)["inputs"][0]["layout"], "NWC");
+  EXPECT_EQ(spec(r)["inputs"][0]["shape"], json::parse("[1, 23, 3]"));
+  ASSERT_EQ(r.model.layers.size(), 3u);
+  const Layer& c1 = r.model.layers[0];
+  EXPECT_EQ(c1.op_name, "conv1d");
+  EXPECT_EQ(c1.layout.name(), "NWC");
+  EXPECT_EQ(c1.kernel, (std::vector<int64_t>{3}));
+  EXPECT_EQ(c1.dilation, (std::vector<int64_t>{2}));
+  EXPECT_EQ(c1.pads.axes.at(0).before, 4);  // the folded causal Pad
+  EXPECT_EQ(c1.pads.axes.at(0).after, 0);
+  EXPECT_EQ(c1.activation, Activation::Relu);
+  const Layer& c2 = r.model.layers[1];
+  EXPECT_EQ(c2.op_name, "conv1d");
+  EXPECT_EQ(c2.stride, (std::vector<int64_t>{2}));
+  EXPECT_EQ(c2.pads.axes.at(0).before, 1);
+  EXPECT_EQ(c2.pads.axes.at(0).after, 2);
+  EXPECT_EQ(r.model.layers[2].op_name, "max_pool1d");
+  EXPECT_EQ(r.model.layers[2].output_shape_full(), (std::vector<int64_t>{1, 6, 5}));  // N, W, C
+  ASSERT_GE(r.weights.size(), 1u);
+  EXPECT_EQ(r.weights[0].shape, (std::vector<int64_t>{3, 3, 8}));  // W, I, O
+  std::map<std::string, std::string> roles;
+  const json report = rep(r);
+  for (const auto& n : report["absorbed"]) roles[n["name"]] = n["role"];
+  EXPECT_EQ(roles, (std::map<std::string, std::string>{{"in_t", "layout"},
+                                                       {"out_t", "layout"},
+                                                       {"expand", "bypassed"},
+                                                       {"squeeze1", "bypassed"},
+                                                       {"expand2", "bypassed"},
+                                                       {"squeeze2", "bypassed"}}))
+      << rep(r).dump(2);
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings.at(0);
+}
+
+// The same from a TFLite file (tf2onnx --tflite): Reshapes add and drop the unit axis, and the
+// output's layout Transpose comes before its Reshape. Both Transposes move to the edges.
+TEST(OnnxImport, Conv1dFromTfliteReshapesIsAConv1d) {
+  ModelBuilder b;
+  b.input("x", {1, 9, 2});
+  b.int_initializer("to4", {1, 1, 9, 2});
+  b.int_initializer("to3", {1, 9, 4});
+  b.node("Reshape", {"x", "to4"}, {"u"}, "expand");
+  b.node("Transpose", {"u"}, {"ut"}, "in_t").ints("perm", {0, 3, 1, 2});
+  b.initializer("w", {4, 2, 1, 3});
+  b.node("Conv", {"ut", "w"}, {"c"}, "conv").ints("pads", {0, 1, 0, 1});
+  b.node("Transpose", {"c"}, {"ct"}, "out_t").ints("perm", {0, 2, 3, 1});
+  b.node("Reshape", {"ct", "to3"}, {"y"}, "squeeze");
+  b.output("y");
+  const ImportResult r = import(b);
+  ASSERT_TRUE(r.left_to_caller.empty()) << rep(r).dump(2);
+  ASSERT_EQ(r.model.layers.size(), 1u);
+  EXPECT_EQ(r.model.layers[0].op_name, "conv1d");
+  EXPECT_EQ(r.model.layers[0].layout.name(), "NWC");
+  EXPECT_EQ(r.model.layers[0].output_shape_full(), (std::vector<int64_t>{1, 9, 4}));
+  EXPECT_EQ(spec(r)["inputs"][0]["layout"], "NWC");
+  std::map<std::string, std::string> roles;
+  const json report = rep(r);
+  for (const auto& n : report["absorbed"]) roles[n["name"]] = n["role"];
+  EXPECT_EQ(roles, (std::map<std::string, std::string>{{"in_t", "layout"},
+                                                       {"out_t", "layout"},
+                                                       {"expand", "bypassed"},
+                                                       {"squeeze", "bypassed"}}))
+      << rep(r).dump(2);
+}
+
+// A unit axis the conv does not leave alone (a kernel of 2 over it, padded) keeps the conv at its
+// rank, which the Unsqueeze'd input does not have: both are left to the caller, saying why.
+TEST(OnnxImport, AUnitAxisWithAKernelIsNotDropped) {
+  ModelBuilder b;
+  b.input("x", {1, 3, 9});
+  b.int_initializer("ax", {2});
+  b.node("Unsqueeze", {"x", "ax"}, {"u"}, "expand");
+  b.initializer("w", {4, 3, 2, 3});
+  b.node("Conv", {"u", "w"}, {"c"}, "conv").ints("pads", {1, 0, 0, 0});
+  b.node("Relu", {"c"}, {"y"}, "relu");
+  b.output("y");
+  EXPECT_TRUE(has(import_error(b),
+                  "'conv' (Conv): its unit axis 2 (from an Unsqueeze) has a "
+                  "kernel, stride or padding that is not 1 x 1 x 0"))
+      << import_error(b);
+}
+
 // Only every edge at once: an output read channels first as ONNX wrote it keeps the model in
 // NCHW, and the input's Transpose is left with the reason. Other permutations are left too.
 TEST(OnnxImport, LayoutTransposesAreFoldedOnlyAtEveryEdge) {

@@ -148,10 +148,13 @@ class Importer {
     c_.set_bypassed(i);
   }
 
-  // Flatten, Reshape, Squeeze or Unsqueeze of a tensor with unit spatial dims into [N, C] (before a
-  // classifier's Gemm), or back into its own shape (tf2onnx's squeeze-and-excite: Squeeze, then
-  // Reshape to [N, C, 1, 1] for the 1x1 conv): the same memory in either layout, so its output
-  // stands for its input.
+  // Flatten, Reshape, Squeeze or Unsqueeze whose output is the same memory as its input as padfold
+  // holds it, so that its output stands for its input: a tensor with unit spatial dims into [N, C]
+  // (before a classifier's Gemm); any tensor into the shape padfold computes for it (tf2onnx's
+  // squeeze-and-excite: Squeeze, then Reshape to [N, C, 1, 1] for the 1x1 conv; the Squeeze after
+  // a conv1d that tf2onnx writes as a Conv with a unit axis); unit spatial axes added for window
+  // ops alone (the Unsqueeze before that Conv: the op is drafted without them, import_ops.cpp's
+  // lower_rank).
   void classify_unit_reshape(int i) {
     const onnx::NodeProto& node = g_.node(i);
     if (!default_domain(node) || !one_of(node.op_type(), kReshapeOps) || node.input_size() < 1 ||
@@ -159,12 +162,31 @@ class Importer {
       return;
     const auto in = c_.type(c_.canon(node.input(0)));
     const auto out = g_.type(node.output(0));
-    if (!in || !in->is_static() || !detail::unit_spatial(in->shape) || !out || !out->is_static() ||
-        (out->shape != std::vector<int64_t>{in->shape[0], in->shape[1]} && out->shape != in->shape))
+    if (!in || !in->is_static() || in->shape.size() < 2 || !out || !out->is_static())
       return;  // left to the caller, with classify_rest's reason
+    const bool flattened = detail::unit_spatial(in->shape) &&
+                           out->shape == std::vector<int64_t>{in->shape[0], in->shape[1]};
+    if (!flattened && out->shape != in->shape &&
+        !(in->shape.size() >= 3 && !detail::inserted_unit_axes(out->shape, in->shape).empty() &&
+          read_by_window_ops_only(node.output(0))))
+      return;
     role_[i] = Role::Bypassed;
     c_.add_alias(node.output(0), node.input(0));
     c_.set_bypassed(i);
+  }
+
+  // Whether every reader of `t` is a conv or pool reading it as its data input.
+  bool read_by_window_ops_only(const std::string& t) const {
+    static const char* const kWindowOps[] = {"Conv",        "ConvTranspose",     "MaxPool",
+                                             "AveragePool", "GlobalAveragePool", "GlobalMaxPool"};
+    if (g_.is_graph_output(t) || g_.consumers(t).empty()) return false;
+    for (int r : g_.consumers(t)) {
+      const onnx::NodeProto& n = g_.node(r);
+      if (!default_domain(n) || !one_of(n.op_type(), kWindowOps) || n.input(0) != t) return false;
+      for (int k = 1; k < n.input_size(); ++k)
+        if (n.input(k) == t) return false;
+    }
+    return true;
   }
 
   // A Transpose's perm when it is a layout change (channels first <-> last) of a rank 3-5 tensor.
@@ -910,6 +932,8 @@ class Importer {
     WeightFile w = d.affine_layer ? WeightFile{l.weights_file, l.weight_shape(),
                                                std::vector<float>(l.out_channels, 1.f)}
                                   : weight_file(l.weights_file, *d.weights, d.node, 1);
+    for (auto it = d.dropped_axes.rbegin(); it != d.dropped_axes.rend(); ++it)
+      w.shape.erase(w.shape.begin() + static_cast<std::ptrdiff_t>(*it));  // unit: the same data
     WeightFile b{"weights/" + name + "_bias.npy", {l.out_channels}, {}};
     if (d.bias) b = weight_file(b.path, *d.bias, d.node, 2);
     if (d.dense) {
@@ -972,6 +996,7 @@ class Importer {
     // values.
     if (detail::unit_spatial(shape) && ty->shape == std::vector<int64_t>{shape[0], shape[1]})
       return;
+    if (!detail::inserted_unit_axes(ty->shape, shape).empty()) return;  // a lowered rank
     warnings.push_back("layer '" + name + "' (" + node_label(g_.node(d.node), d.node) +
                        "): ONNX shape inference gives " + shape_text(ty->shape, true) + " for '" +
                        out + "', padfold computes " + shape_text(shape) + "; padfold's is used");

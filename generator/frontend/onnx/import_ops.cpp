@@ -120,6 +120,53 @@ PaddingSpec read_padding(const Context& c, int node, const NodeAttributes& a, in
 
 namespace {
 
+// The unit spatial axes that the window op's ONNX input `onnx_x` has and padfold's tensor `xt` for
+// it lacks (an Unsqueeze padfold bypasses, or a layer it computes at a lower rank): xt then takes
+// the ONNX shape, so that the node is drafted at its own rank and lowered by lower_rank.
+std::vector<size_t> at_node_rank(const Context& c, const std::string& onnx_x, TensorType& xt) {
+  const auto full = c.graph().type(onnx_x);
+  if (!full || !full->is_static() || full->shape.size() > 5) return {};
+  std::vector<size_t> axes = inserted_unit_axes(full->shape, xt.shape);
+  if (!axes.empty()) xt.shape = full->shape;
+  return axes;
+}
+
+// Drops axes `dropped` (positions in the ONNX shapes) from a window op drafted at its node's rank,
+// where the op does nothing along them: kernel 1, no padding, no output growth.
+std::string lower_rank(Layer& l, const std::vector<size_t>& dropped) {
+  for (size_t axis : dropped) {
+    const size_t s = axis - 2;
+    const auto nonzero = [&](const std::vector<int64_t>& v) { return s < v.size() && v[s] != 0; };
+    if (l.kernel[s] != 1 || nonzero(l.padding.before) || nonzero(l.padding.after) ||
+        nonzero(l.output_padding) || (l.op == Op::ConvTranspose && l.stride[s] != 1) ||
+        (l.output_shape && s < l.output_shape->size() && (*l.output_shape)[s] != 1))
+      return "its unit axis " + std::to_string(axis) +
+             " (from an Unsqueeze) has a kernel, stride or padding that is not 1 x 1 x 0";
+  }
+  for (auto it = dropped.rbegin(); it != dropped.rend(); ++it) {
+    const auto s = static_cast<std::ptrdiff_t>(*it - 2);
+    std::vector<std::vector<int64_t>*> per_axis = {
+        &l.kernel, &l.stride, &l.dilation, &l.padding.before, &l.padding.after, &l.output_padding};
+    if (l.output_shape) per_axis.push_back(&*l.output_shape);
+    for (std::vector<int64_t>* v : per_axis)
+      if (static_cast<std::ptrdiff_t>(v->size()) > s) v->erase(v->begin() + s);
+  }
+  l.spatial_dims -= static_cast<int>(dropped.size());
+  l.layout = layout_for(l.spatial_dims);
+  l.op_name = l.op_name.substr(0, l.op_name.size() - 2) + std::to_string(l.spatial_dims) + "d";
+  if (l.has_weights())
+    l.weight_layout.order = l.weight_layout.order.substr(0, 2) + spatial_letters(l.spatial_dims);
+  return "";
+}
+
+// The weights' shape without the dropped unit axes.
+std::vector<int64_t> weight_dims(const Draft& d) {
+  std::vector<int64_t> w = dims_of(*d.weights);
+  for (auto it = d.dropped_axes.rbegin(); it != d.dropped_axes.rend(); ++it)
+    if (*it < w.size()) w.erase(w.begin() + static_cast<std::ptrdiff_t>(*it));
+  return w;
+}
+
 std::variant<Draft, Left> draft_conv(const Context& c, int i) {
   const onnx::NodeProto& n = c.graph().node(i);
   const bool transposed = n.op_type() == "ConvTranspose";
@@ -132,6 +179,7 @@ std::variant<Draft, Left> draft_conv(const Context& c, int i) {
   const std::string x = c.canon(n.input(0));
   TensorType xt;
   if (std::string why = check_float_input(c, i, x, xt); !why.empty()) return Left{why};
+  d.dropped_axes = at_node_rank(c, n.input(0), xt);
   std::string why;
   d.weights = float_constant(c, i, n.input(1), "weights", why);
   if (!d.weights) return Left{why};
@@ -228,6 +276,7 @@ std::variant<Draft, Left> draft_pool(const Context& c, int i) {
   const std::string x = c.canon(n.input(0));
   TensorType xt;
   if (std::string why = check_float_input(c, i, x, xt); !why.empty()) return Left{why};
+  if (!reduce) d.dropped_axes = at_node_rank(c, n.input(0), xt);
   const int dims = static_cast<int>(xt.shape.size()) - 2;
   if (reduce)
     if (std::string why = reduce_axes_are_spatial(c, i, xt.shape.size()); !why.empty())
@@ -468,6 +517,22 @@ std::optional<float> scalar_input(const Context& c, int node, int k, bool& ok) {
 
 }  // namespace
 
+std::vector<size_t> inserted_unit_axes(const std::vector<int64_t>& full,
+                                       const std::vector<int64_t>& lower) {
+  if (full.size() <= lower.size() || lower.size() < 2) return {};
+  std::vector<size_t> axes;
+  size_t j = 0;
+  for (size_t i = 0; i < full.size(); ++i) {
+    if (j < lower.size() && full[i] == lower[j])
+      ++j;
+    else if (i >= 2 && full[i] == 1)
+      axes.push_back(i);
+    else
+      return {};
+  }
+  return j == lower.size() && j >= 2 ? axes : std::vector<size_t>{};
+}
+
 bool unit_spatial(const std::vector<int64_t>& shape) {
   return shape.size() >= 3 && shape.size() <= 5 &&
          std::all_of(shape.begin() + 2, shape.end(), [](int64_t d) { return d == 1; });
@@ -573,11 +638,13 @@ std::variant<Draft, Left> draft_layer(const Context& c, int i) {
     r = draft_join(c, i);
   if (std::holds_alternative<Left>(r)) return r;
   Draft& d = std::get<Draft>(r);
+  if (!d.dropped_axes.empty())
+    if (std::string why = lower_rank(d.layer, d.dropped_axes); !why.empty()) return Left{why};
   if (std::string why = resolve_draft(c, d); !why.empty())
     return Left{"padfold refuses the layer: " + why};
   const Layer& l = d.layer;
   if (!l.has_window() || d.dense) return r;  // a dense draft's B and C are checked as B and C
-  if (d.weights && l.weight_shape() != dims_of(*d.weights))
+  if (d.weights && l.weight_shape() != weight_dims(d))
     c.fail(i, "input 1 (weights) '" + n.input(1) + "' has shape " +
                   shape_text(dims_of(*d.weights)) + "; expected " + shape_text(l.weight_shape()) +
                   " for " + std::to_string(l.in_channels) + " input channels in " +

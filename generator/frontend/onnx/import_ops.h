@@ -36,6 +36,10 @@ struct Draft {
   // A per-channel affine op that folds into no conv, as the depthwise 1x1 conv of its scale and
   // shift (no weights tensor: ones, with the affine folded in).
   bool affine_layer = false;
+  // Unit spatial axes of the node's ONNX tensors that the layer does not have (positions in the
+  // ONNX shapes, ascending): tf2onnx writes a Keras Conv1D as a Conv of kernel 1 x k between an
+  // Unsqueeze and a Squeeze, which padfold computes as the conv1d it is. Its weights lose them too.
+  std::vector<size_t> dropped_axes;
 };
 
 // Why a node is left to the caller.
@@ -111,6 +115,11 @@ PaddingSpec read_padding(const Context& c, int node, const NodeAttributes& a, in
 // The data input of a layer: computed (not a constant), of a known static shape of rank 3 to 5.
 // Returns the reason it is not, or "" and sets `type`.
 std::string check_data_input(const Context& c, const std::string& t, TensorType& type);
+
+// The positions (>= 2, ascending) of unit dims of `full` whose removal leaves `lower`; empty where
+// there are none or no such positions exist.
+std::vector<size_t> inserted_unit_axes(const std::vector<int64_t>& full,
+                                       const std::vector<int64_t>& lower);
 
 // Whether the spatial dims of a rank 3-5 shape are all 1: [N, C] as a padfold tensor holds it
 // (the same memory in either layout).

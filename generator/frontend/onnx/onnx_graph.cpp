@@ -17,6 +17,7 @@
 #include "base/fault_injection.h"
 #include "base/limits.h"
 #include "base/process.h"
+#include "frontend/onnx/hoist_transposes.h"
 
 namespace padfold::onnx_import {
 namespace {
@@ -252,6 +253,22 @@ InputSize parse_input_size(const std::string& text) {
   return r;
 }
 
+namespace {
+
+// `model` after shape inference. Shapes recorded by the exporter may hold dims that the --input
+// sizes change: they are inferred afresh.
+onnx::ModelProto inferred_copy(const onnx::ModelProto& model, const std::string& label) {
+  onnx::ModelProto inferred = model;
+  onnx::GraphProto& ig = *inferred.mutable_graph();
+  ig.clear_value_info();
+  for (auto& out : *ig.mutable_output())
+    if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
+  infer_shapes(inferred, label);
+  return inferred;
+}
+
+}  // namespace
+
 PreparedModel prepare_model(onnx::ModelProto model, const std::vector<InputSize>& sizes,
                             const std::string& label) {
   onnx::GraphProto& g = *model.mutable_graph();
@@ -313,14 +330,9 @@ PreparedModel prepare_model(onnx::ModelProto model, const std::vector<InputSize>
 
   PreparedModel p;
   p.label = label;
-  p.inferred = model;
   p.model = std::move(model);
-  // Shapes recorded by the exporter may hold dims that the --input sizes change: infer afresh.
-  onnx::GraphProto& ig = *p.inferred.mutable_graph();
-  ig.clear_value_info();
-  for (auto& out : *ig.mutable_output())
-    if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
-  infer_shapes(p.inferred, label);
+  p.inferred = inferred_copy(p.model, label);
+  if (hoist_layout_transposes(p.model, p.inferred) > 0) p.inferred = inferred_copy(p.model, label);
   return p;
 }
 

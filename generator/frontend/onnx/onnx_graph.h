@@ -25,8 +25,10 @@ struct InputSize {
 InputSize parse_input_size(const std::string& text);
 
 struct PreparedModel {
-  std::string label;          // the file, for messages
-  onnx::ModelProto model;     // as read, with the --input sizes written into the graph inputs
+  std::string label;  // the file, for messages
+  // As read, with the --input sizes written into the graph inputs and the layout Transposes moved
+  // up to the inputs (hoist_transposes.h).
+  onnx::ModelProto model;
   onnx::ModelProto inferred;  // the same after ONNX shape inference
 };
 

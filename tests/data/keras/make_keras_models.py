@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Opt-in: small Keras models of the patterns Keras users convert with tf2onnx, written here as
 <name>.onnx with an input x_<name>.npy and Keras's own output y_<name>.npy (random weights, fixed
-seeds). Needs TensorFlow and tf2onnx (PyPI), never CI: the suite reads the committed files.
+seeds); for the TFLITE models also tflite_<name>.onnx, the model converted to a .tflite file and
+that by `tf2onnx --tflite`, with the TFLite interpreter's output. Needs TensorFlow and tf2onnx
+(PyPI), never CI: the suite reads the committed files.
 
   python3 -m venv /tmp/tfv && /tmp/tfv/bin/pip install tensorflow-cpu tf2onnx
   /tmp/tfv/bin/python tests/data/keras/make_keras_models.py [OUT_DIR [MODEL ...]]
@@ -75,7 +77,21 @@ MODELS = {
     "efficientnet_app": lambda: efficientnet.EfficientNet(
         0.25, 0.25, 64, 0.2, name="efficientnet_small", weights=None, input_shape=(64, 64, 3),
         classes=10),
+    # Conv1D, which tf2onnx writes as Unsqueeze -> Conv with a unit axis -> Squeeze: causal
+    # (Keras pads before, as a Pad on the NWC input) and dilated, then SAME stride 2 with an even
+    # kernel, and a SAME MaxPooling1D.
+    "conv1d": lambda: seq((23, 3), [
+        L.Conv1D(8, 3, padding="causal", dilation_rate=2, activation="relu"),
+        L.Conv1D(6, 4, strides=2, padding="same"),
+        L.MaxPooling1D(2, padding="same")]),
+    # Conv2DTranspose SAME stride 2 (tf2onnx: ConvTranspose with explicit asymmetric pads).
+    "conv_transpose": lambda: seq((7, 9, 3), [
+        L.Conv2DTranspose(5, 3, strides=2, padding="same", activation="relu"),
+        L.Conv2D(4, 3, padding="same")]),
 }
+
+# Also written through TFLite (save_tflite).
+TFLITE = ["conv_pool", "conv1d", "mobilenet_v2_app"]
 
 
 def main():
@@ -103,6 +119,28 @@ def main():
         np.save(out / f"x_{name}.npy", x)
         np.save(out / f"y_{name}.npy", y)
         print(name, x.shape, "->", y.shape)
+        if name in TFLITE:
+            save_tflite(m, x, out, name)
+
+
+def save_tflite(m, x, out, name):
+    """The model as Keras users ship it to devices: a float .tflite file, converted to ONNX by
+    tf2onnx's --tflite path, with the TFLite interpreter's own output."""
+    flat = tf.lite.TFLiteConverter.from_keras_model(m).convert()
+    interpreter = tf.lite.Interpreter(model_content=flat)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+    interpreter.invoke()
+    y = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+    path = out / f"tflite_{name}.tflite"
+    path.write_bytes(flat)
+    try:
+        tf2onnx.convert.from_tflite(str(path), opset=13, output_path=str(out / f"tflite_{name}.onnx"))
+    finally:
+        path.unlink()
+    np.save(out / f"x_tflite_{name}.npy", x)
+    np.save(out / f"y_tflite_{name}.npy", y)
+    print(f"tflite_{name}", x.shape, "->", y.shape)
 
 
 if __name__ == "__main__":
