@@ -1,5 +1,6 @@
 """Whole PyTorch classifiers as torch.onnx.export writes them (Debian's torch 1.13: torchvision-
-style MobileNetV2, ResNet-50 bottlenecks, EfficientNet blocks with squeeze-and-excite): imported,
+style MobileNetV2, ResNet-50 bottlenecks, EfficientNet blocks with squeeze-and-excite, Keras-style
+ZeroPad2d pads): imported,
 compiled and run whole with padfold.compile, from the input image to the class scores, and
 compared with torch's own output in torch's shapes ([N, K] scores, not padfold's [N, K, 1, 1])."""
 import json
@@ -115,6 +116,24 @@ class EfficientNetMini(nn.Module):
         return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
 
 
+class KerasPadded(nn.Module):
+    """Keras-style SAME pads as PyTorch ports write them: nn.ZeroPad2d before a VALID stride-2 conv
+    and depthwise conv, which torch 1.13 exports as a Pad whose pads a ConstantOfShape -> Concat ->
+    Reshape -> Slice -> Transpose -> Reshape -> Cast subgraph computes (folded at import)."""
+
+    def __init__(self, classes=5):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.ZeroPad2d((0, 1, 0, 1)), nn.Conv2d(3, 8, 3, 2), nn.BatchNorm2d(8), nn.ReLU6(),
+            nn.ZeroPad2d((1, 2, 1, 2)), nn.Conv2d(8, 8, 5, 2, groups=8), nn.BatchNorm2d(8), nn.ReLU6(),
+            nn.Conv2d(8, 16, 1))
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Linear(16, classes)
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
+
+
 def randomized(model):
     """Eval mode with BatchNorm statistics far from the identity, so folding them matters."""
     torch.manual_seed(7)
@@ -128,7 +147,7 @@ def randomized(model):
 
 
 MODELS = {"mobilenet_v2": (MobileNetV2Mini, (2, 3, 32, 28)), "resnet": (ResNetMini, (1, 3, 29, 33)),
-          "efficientnet": (EfficientNetMini, (1, 3, 30, 31))}
+          "efficientnet": (EfficientNetMini, (1, 3, 30, 31)), "keras_padded": (KerasPadded, (1, 3, 31, 30))}
 
 
 @pytest.mark.parametrize("layout", ["auto", "nhwc"])

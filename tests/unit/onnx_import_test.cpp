@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "frontend/onnx/constant_fold.h"
 #include "frontend/onnx/import.h"
 #include "frontend/onnx/normalize.h"
 #include "frontend/spec.h"
@@ -592,6 +593,131 @@ TEST(OnnxImport, Conv1dFromTfliteReshapesIsAConv1d) {
                                                        {"expand", "bypassed"},
                                                        {"squeeze", "bypassed"}}))
       << rep(r).dump(2);
+}
+
+// torch 1.13's nn.ZeroPad2d((0, 1, 0, 1)): a Pad whose pads a subgraph of constants computes
+// (torch pad order reversed into ONNX's by Slice with step -1). Folded at import, the Pad folds
+// into the conv, and every node of the subgraph is a constant in the report.
+TEST(OnnxImport, TorchPadSubgraphFoldsToConstantPads) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 9, 8});
+  b.int_initializer("torch_pads", {0, 1, 0, 1});
+  b.int_initializer("four", {4});
+  b.int_initializer("rows", {-1, 2});
+  b.int_initializer("starts", {-1});
+  b.int_initializer("ends", {std::numeric_limits<int64_t>::min() + 1});
+  b.int_initializer("axes", {0});
+  b.int_initializer("steps", {-1});
+  b.int_initializer("flat", {-1});
+  onnx::NodeProto& zeros = b.node("ConstantOfShape", {"four"}, {"z"}, "zeros").proto();
+  onnx::AttributeProto* value = zeros.add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  value->mutable_t()->add_dims(1);
+  value->mutable_t()->add_int64_data(0);
+  b.node("Concat", {"torch_pads", "z"}, {"cat"}, "cat").i("axis", 0);
+  b.node("Reshape", {"cat", "rows"}, {"pairs"}, "pairs");
+  b.node("Slice", {"pairs", "starts", "ends", "axes", "steps"}, {"rev"}, "reverse");
+  b.node("Transpose", {"rev"}, {"tr"}, "swap").ints("perm", {1, 0});
+  b.node("Reshape", {"tr", "flat"}, {"p64"}, "flatten");
+  b.node("Cast", {"p64"}, {"pads"}, "cast").i("to", onnx::TensorProto::INT64);
+  b.node("Pad", {"x", "pads"}, {"padded"}, "pad");
+  add_conv(b, "conv", "padded", "y", 2, 4, 3).ints("strides", {2, 2});
+  b.output("y");
+  const ImportResult r = import(b);
+  ASSERT_TRUE(r.left_to_caller.empty()) << rep(r).dump(2);
+  ASSERT_EQ(r.model.layers.size(), 1u);
+  const Layer& conv = r.model.layers[0];
+  for (size_t k = 0; k < 2; ++k) {  // H and W: nothing before, one after
+    EXPECT_EQ(conv.pads.axes.at(k).before, 0) << k;
+    EXPECT_EQ(conv.pads.axes.at(k).after, 1) << k;
+  }
+  EXPECT_EQ(conv.output_shape_full(),
+            (std::vector<int64_t>{1, 4, 4, 4}));  // (9 + 1 - 3) / 2 + 1, (8 + 1 - 3) / 2 + 1
+  std::map<std::string, std::string> roles;
+  const json report = rep(r);
+  for (const auto& n : report["absorbed"]) roles[n["name"]] = n["role"];
+  for (const char* name : {"zeros", "cat", "pairs", "reverse", "swap", "flatten", "cast"})
+    EXPECT_EQ(roles[name], "constant") << name;
+}
+
+// What the folding evaluates, op by op, and what it leaves alone.
+TEST(OnnxConstantFold, EvaluatesShapeArithmeticAndRefusesTheRest) {
+  std::map<std::string, onnx::TensorProto> k;
+  auto ints = [&](const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> v) {
+    onnx::TensorProto t;
+    t.set_name(name);
+    t.set_data_type(onnx::TensorProto::INT64);
+    for (int64_t d : dims) t.add_dims(d);
+    for (int64_t x : v) t.add_int64_data(x);
+    k[name] = t;
+  };
+  const auto lookup = [&](const std::string& n) -> const onnx::TensorProto* {
+    const auto it = k.find(n);
+    return it == k.end() ? nullptr : &it->second;
+  };
+  auto node = [](const std::string& op, std::vector<std::string> in) {
+    onnx::NodeProto n;
+    n.set_op_type(op);
+    for (const auto& i : in) n.add_input(i);
+    n.add_output("out");
+    return n;
+  };
+  auto values = [](const std::optional<onnx::TensorProto>& t) {
+    return t ? std::vector<int64_t>(t->int64_data().begin(), t->int64_data().end())
+             : std::vector<int64_t>{-999};
+  };
+  auto dims = [](const std::optional<onnx::TensorProto>& t) {
+    return t ? std::vector<int64_t>(t->dims().begin(), t->dims().end()) : std::vector<int64_t>{};
+  };
+  ints("m", {2, 3}, {1, 2, 3, 4, 5, 6});
+  ints("s0", {1}, {0});
+  ints("s1", {1}, {1});
+  ints("e", {1}, {3});
+  ints("neg", {1}, {-1});
+  ints("two", {1}, {2});
+  ints("shape", {3}, {0, -1, 1});
+  using onnx_import::fold_constant_node;
+  // Slice of axis 1 from the end backwards, every second value: columns 2 and 0.
+  ints("big", {1}, {-100});
+  const auto rev = fold_constant_node(node("Slice", {"m", "neg", "big", "s1", "neg"}), lookup);
+  EXPECT_EQ(values(rev), (std::vector<int64_t>{3, 2, 1, 6, 5, 4}));
+  const auto sl = fold_constant_node(node("Slice", {"m", "s0", "e", "s1", "two"}), lookup);
+  EXPECT_EQ(values(sl), (std::vector<int64_t>{1, 3, 4, 6}));
+  EXPECT_EQ(dims(sl), (std::vector<int64_t>{2, 2}));
+  // Reshape: 0 keeps the dim, -1 takes the rest.
+  const auto rs = fold_constant_node(node("Reshape", {"m", "shape"}), lookup);
+  EXPECT_EQ(dims(rs), (std::vector<int64_t>{2, 3, 1}));
+  onnx::NodeProto tr = node("Transpose", {"m"});
+  const auto tt = fold_constant_node(tr, lookup);  // no perm: reversed axes
+  EXPECT_EQ(values(tt), (std::vector<int64_t>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(dims(tt), (std::vector<int64_t>{3, 2}));
+  const auto un = fold_constant_node(node("Unsqueeze", {"m", "s1"}), lookup);
+  EXPECT_EQ(dims(un), (std::vector<int64_t>{2, 1, 3}));
+  EXPECT_EQ(values(fold_constant_node(node("Sub", {"m", "s1"}), lookup)),
+            (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(values(fold_constant_node(node("Neg", {"e"}), lookup)), (std::vector<int64_t>{-3}));
+  // Not folded: a run-time input, a squeeze of a non-unit axis, a float, an unknown op.
+  EXPECT_FALSE(fold_constant_node(node("Add", {"m", "x"}), lookup));
+  EXPECT_FALSE(fold_constant_node(node("Squeeze", {"m", "s0"}), lookup));
+  onnx::TensorProto f;
+  f.set_name("f");
+  f.set_data_type(onnx::TensorProto::FLOAT);
+  f.add_float_data(1.f);
+  k["f"] = f;
+  EXPECT_FALSE(fold_constant_node(node("Neg", {"f"}), lookup));
+  EXPECT_FALSE(fold_constant_node(node("Gather", {"m", "s0"}), lookup));
+  // A value count past kMaxFoldedValues.
+  ints("huge", {1}, {onnx_import::kMaxFoldedValues + 1});
+  onnx::NodeProto fill = node("ConstantOfShape", {"huge"});
+  onnx::AttributeProto* a = fill.add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  a->mutable_t()->add_dims(1);
+  a->mutable_t()->add_int64_data(0);
+  EXPECT_FALSE(fold_constant_node(fill, lookup));
 }
 
 // A unit axis the conv does not leave alone (a kernel of 2 over it, padded) keeps the conv at its

@@ -118,11 +118,12 @@ class Importer {
       relaid_out_ = true;
     }
     for (int i = 0; i < n; ++i) classify_rest(i);
+    for (int i = n - 1; i >= 0; --i) classify_constant(i);
     if (drafts_.empty()) {
       std::string why;
       int shown = 0;
       for (int i = 0; i < n && shown < 5; ++i) {
-        if (g_.node(i).op_type() == "Constant") continue;
+        if (computes_constant(i)) continue;
         const std::string reason =
             role_[i] == Role::Bypassed ? "bypassed (its output stands for its input)" : reason_[i];
         why += std::string(shown++ ? "; " : "") + quoted_node(g_.node(i)) + ": " + reason;
@@ -157,8 +158,9 @@ class Importer {
   // lower_rank).
   void classify_unit_reshape(int i) {
     const onnx::NodeProto& node = g_.node(i);
-    if (!default_domain(node) || !one_of(node.op_type(), kReshapeOps) || node.input_size() < 1 ||
-        node.output_size() != 1 || node.input(0).empty() || node.output(0).empty())
+    if (g_.folded(i) || !default_domain(node) || !one_of(node.op_type(), kReshapeOps) ||
+        node.input_size() < 1 || node.output_size() != 1 || node.input(0).empty() ||
+        node.output(0).empty())
       return;
     const auto in = c_.type(c_.canon(node.input(0)));
     const auto out = g_.type(node.output(0));
@@ -192,8 +194,9 @@ class Importer {
   // A Transpose's perm when it is a layout change (channels first <-> last) of a rank 3-5 tensor.
   std::optional<std::vector<int64_t>> layout_perm(int i) const {
     const onnx::NodeProto& node = g_.node(i);
-    if (!default_domain(node) || node.op_type() != "Transpose" || node.input_size() != 1 ||
-        node.output_size() != 1 || node.input(0).empty() || node.output(0).empty())
+    if (g_.folded(i) || !default_domain(node) || node.op_type() != "Transpose" ||
+        node.input_size() != 1 || node.output_size() != 1 || node.input(0).empty() ||
+        node.output(0).empty())
       return std::nullopt;
     const auto perm = c_.at_node(i, [&] { return NodeAttributes(node).find_ints("perm"); });
     if (!perm || perm->size() < 3 || perm->size() > 5) return std::nullopt;
@@ -314,7 +317,7 @@ class Importer {
 
   void classify_layer(int i) {
     const onnx::NodeProto& node = g_.node(i);
-    if (!default_domain(node) || !one_of(node.op_type(), kLayerOps)) return;
+    if (g_.folded(i) || !default_domain(node) || !one_of(node.op_type(), kLayerOps)) return;
     auto r = detail::draft_layer(c_, i);
     if (auto* left = std::get_if<Left>(&r)) {
       reason_[i] = left->reason;
@@ -407,7 +410,7 @@ class Importer {
   }
 
   bool affine_candidate(int i) const {
-    return role_[i] == Role::Left && default_domain(g_.node(i)) &&
+    return role_[i] == Role::Left && !g_.folded(i) && default_domain(g_.node(i)) &&
            one_of(g_.node(i).op_type(), kAffineOps);
   }
 
@@ -652,20 +655,30 @@ class Importer {
   void classify_rest(int i) {
     const onnx::NodeProto& node = g_.node(i);
     if (role_[i] != Role::Left || !reason_[i].empty()) return;
-    if (default_domain(node) && node.op_type() == "Constant") {
-      bool absorbed = true;
-      for (int r : c_.readers(node.output(0)))
-        if (role_[static_cast<size_t>(r)] == Role::Left && r != i) absorbed = false;
-      if (absorbed && !c_.reaches_graph_output(node.output(0))) {
-        role_[i] = Role::Constant;
-        return;
-      }
-      reason_[i] = "a constant read by nodes left to the caller";
-      return;
-    }
+    if (computes_constant(i)) return;  // classify_constant
     reason_[i] = default_domain(node) ? not_generated_reason(node.op_type())
                                       : "op " + node.op_type() + " of domain '" + node.domain() +
                                             "': padfold generates ONNX default-domain ops only";
+  }
+
+  bool computes_constant(int i) const {
+    return default_domain(g_.node(i)) && (g_.node(i).op_type() == "Constant" || g_.folded(i));
+  }
+
+  // A Constant, or a node computing one from constants (folded at import), is absorbed where only
+  // padfold's layers and other absorbed constants read it. Called last to first, so that a
+  // constant's readers are classified before it.
+  void classify_constant(int i) {
+    if (role_[i] != Role::Left || !reason_[i].empty() || !computes_constant(i)) return;
+    const onnx::NodeProto& node = g_.node(i);
+    bool absorbed = true;
+    for (int r : c_.readers(node.output(0)))
+      if (role_[static_cast<size_t>(r)] == Role::Left && r != i) absorbed = false;
+    if (absorbed && !c_.reaches_graph_output(node.output(0))) {
+      role_[i] = Role::Constant;
+      return;
+    }
+    reason_[i] = "a constant read by nodes left to the caller";
   }
 
   // A bypassed node or constant whose output a node left to the caller reads is the caller's too.

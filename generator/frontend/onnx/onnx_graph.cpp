@@ -17,6 +17,7 @@
 #include "base/fault_injection.h"
 #include "base/limits.h"
 #include "base/process.h"
+#include "frontend/onnx/constant_fold.h"
 #include "frontend/onnx/hoist_transposes.h"
 
 namespace padfold::onnx_import {
@@ -263,7 +264,15 @@ onnx::ModelProto inferred_copy(const onnx::ModelProto& model, const std::string&
   ig.clear_value_info();
   for (auto& out : *ig.mutable_output())
     if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
-  infer_shapes(inferred, label);
+  // Inferred with the constant subgraphs folded, the shapes are those of the model as it is.
+  onnx::ModelProto folded = inferred;
+  if (replace_folded_nodes(folded) == 0) {
+    infer_shapes(inferred, label);
+    return inferred;
+  }
+  infer_shapes(folded, label);
+  *ig.mutable_value_info() = folded.graph().value_info();
+  *ig.mutable_output() = folded.graph().output();
   return inferred;
 }
 
@@ -411,6 +420,15 @@ GraphIndex::GraphIndex(const onnx::ModelProto& model, const std::string& label)
            "' is not a graph input, an initializer or the output of any node; expected every "
            "input to be one of these (a missing initializer?)");
     }
+  }
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& n = g.node(i);
+    if (n.op_type() == "Constant" || n.output_size() != 1 || outputs_.count(n.output(0))) continue;
+    auto folded = fold_constant_node(n, [&](const std::string& t) { return constant(t); });
+    if (!folded) continue;
+    owned_.push_back(std::move(*folded));
+    constants_[n.output(0)] = &owned_.back();
+    folded_.insert(i);
   }
 }
 

@@ -58,8 +58,10 @@ class GraphIndex {
   const std::string& label() const { return label_; }
   int64_t opset() const { return opset_; }
 
-  // Initializers and the values of Constant nodes.
+  // Initializers, the values of Constant nodes and of the nodes folded at import (constant_fold.h).
   const onnx::TensorProto* constant(const std::string& tensor) const;
+  // Whether node `i` computes a constant, folded at import.
+  bool folded(int node) const { return folded_.count(node) != 0; }
   // The node producing `tensor`, or -1 (graph input, initializer).
   int producer(const std::string& tensor) const;
   // The nodes reading `tensor`, once each, in graph order.
@@ -75,7 +77,8 @@ class GraphIndex {
   std::string label_;
   int64_t opset_ = 0;
   std::map<std::string, const onnx::TensorProto*> constants_;
-  std::deque<onnx::TensorProto> owned_;  // Constant values given as value_float(s)/value_int(s)
+  std::deque<onnx::TensorProto> owned_;  // value_float(s)/value_int(s) Constants, folded nodes
+  std::set<int> folded_;
   std::map<std::string, int> producer_;
   std::map<std::string, std::vector<int>> consumers_;
   std::set<std::string> inputs_, outputs_;
