@@ -1,12 +1,15 @@
 #include "api/compile_spec.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "compile/fusion.h"
+#include "compile/target.h"
 #include "emit/bundle_dir.h"
 #include "emit/weights.h"
+#include "frontend/layout_cost.h"
 #include "frontend/spec.h"
 #include "tune/db_schedules.h"
 
@@ -77,6 +80,10 @@ CompiledBundle compile_spec(const CompileRequest& a, const KernelProgress& on_ke
   } catch (const std::exception& e) {
     throw no_bundle(e);
   }
+  const bool cpu = std::any_of(a.targets.begin(), a.targets.end(), [](const std::string& t) {
+    return device_api_name(resolve_target(t)).empty();
+  });
+  if (auto w = channels_first_cost_warning(model); w && cpu) result.warnings.push_back(*w);
   try {
     result.reports = compile_bundle(result.plan, [&](const KernelReport& r) {
       if (on_kernel) on_kernel(result.plan, r);

@@ -32,6 +32,7 @@ struct CompiledBundle {
   std::unique_ptr<Model> model;  // the plan points into it
   BundlePlan plan;
   std::vector<KernelReport> reports;  // one per kernel and target, in plan order
+  std::vector<std::string> warnings;  // channels_first_cost_warning, with a CPU target
 };
 
 // --target's value split at its commas; an empty name is an error naming the value.

@@ -116,6 +116,7 @@ void run_compile(const CompileArgs& a) {
   print_halide_scratch(reports);
   fmt::print("{} kernels in {:.1f}s of compile time; bundle written to {} (manifest.json, {})\n",
              reports.size(), total_seconds, request.out, plan.consumer_cmake);
+  for (const std::string& w : compiled.warnings) fmt::print(stderr, "warning: {}\n", w);
 }
 
 }  // namespace

@@ -95,6 +95,8 @@ nb::list compile(const std::string& spec_path, const std::string& spec_text, con
     r.targets = target_list(targets);
     return compile_spec(r);
   });
+  for (const std::string& w : compiled.warnings)
+    if (PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 1) != 0) throw nb::python_error();
   nb::list reports;
   for (const KernelReport& k : compiled.reports) reports.append(report_dict(k));
   return reports;

@@ -333,6 +333,29 @@ TEST_F(GraphCli, RunLayerRunsBlocksAndJoins) {
 // target every layer is a kernel of its own, on the CPU target beside it too, and the compile
 // prints no "fused" line (it once printed the CPU plan's blocks, which the bundle did not have).
 // GPU kernels compile ahead of time: no GPU is needed.
+// A depthwise conv computed channels first costs whole models on CPUs (bench/results-models.md):
+// compile says so, naming the layout, for CPU targets only, and not for the same spec in NHWC.
+TEST_F(GraphCli, ChannelsFirstDepthwiseConvsWarnOfTheirCost) {
+  const std::string warning = "1 of the 2 convolutions are depthwise and computed channels first";
+  json spec = padfold::testing::dw_pw_spec(12);
+  write_spec(spec);
+  const Result last = run("compile " + spec_path() + " -o " + (dir / "nhwc").string());
+  ASSERT_EQ(last.status, 0) << last.output;
+  EXPECT_FALSE(contains(last.output, "warning")) << last.output;
+
+  spec["defaults"]["layout"] = "NCHW";
+  spec["inputs"][0]["shape"] = {1, 32, 12, 12};
+  write_spec(spec);
+  const Result first = run("compile " + spec_path() + " -o " + (dir / "nchw").string());
+  ASSERT_EQ(first.status, 0) << first.output;
+  EXPECT_TRUE(contains(first.output, "warning: " + warning + " (NCHW)")) << first.output;
+  EXPECT_TRUE(contains(first.output, "write the spec in NHWC")) << first.output;
+  const Result gpu =
+      run("compile " + spec_path() + " -o " + (dir / "gpu").string() + " --target host-cuda");
+  ASSERT_EQ(gpu.status, 0) << gpu.output;
+  EXPECT_FALSE(contains(gpu.output, warning)) << gpu.output;
+}
+
 TEST_F(GraphCli, GpuTargetsFuseNothingAndReportNoFusedBlocks) {
   const json spec = padfold::testing::dw_pw_spec(96);
   write_spec(spec);

@@ -12,6 +12,7 @@
 #include "base/identifiers.h"
 #include "base/text.h"
 #include "frontend/json_text.h"
+#include "frontend/layout_cost.h"
 #include "frontend/onnx/affine.h"
 #include "frontend/onnx/import_ops.h"
 #include "frontend/onnx/names.h"
@@ -896,6 +897,7 @@ class Importer {
                     std::to_string(g_.opset()) +
                     (producer.empty() ? "" : ", producer " + producer) + ")";
     res.spec = to_spec_json(m);
+    if (auto w = channels_first_cost_warning(m)) res.warnings.push_back(*w);
     res.model = std::move(m);
     res.report = {{"format", "padfold-import"},
                   {"format_version", 1},

@@ -1,0 +1,18 @@
+// What a layout costs on CPU targets, as bench/results-models.md measured it: said where a model
+// computes channels first and holds the op class padfold's channels-first kernels are slow at.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "frontend/layer.h"
+
+namespace padfold {
+
+// A warning for `model` on CPU targets, or nullopt: its depthwise convolutions computed channels
+// first (NCHW-style) make whole models markedly slower than the same model channels last
+// (MobileNetV2 and EfficientNet-B0 in bench/results-models.md; ResNet-50, without them, within
+// 1.2x). It names how many, the layout, the measured cost and how to get channels last.
+std::optional<std::string> channels_first_cost_warning(const Model& model);
+
+}  // namespace padfold
