@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Writes the three real CNNs of bench/results-models.md as ONNX (random weights, fixed seeds,
-224x224, batch 1, eval mode, so torch.onnx.export folds BatchNorm into the convs): MobileNetV2
-with Keras-style SAME padding on its strided convs, an EfficientNet-B0-like network with
-TensorFlow SAME pads (its MBConv blocks without squeeze-excite, which padfold does not run yet),
-and ResNet-50 v1.5. Torchvision's architectures, written out here for Debian's torch 1.13 (no
-torchvision). Each is its feature extractor: the global pool and classifier are left out, as
-padfold does not run them yet. Usage: /usr/bin/python3 make_models.py OUT_DIR"""
+224x224, batch 1, eval mode, so torch.onnx.export folds BatchNorm into the convs), whole
+classifiers from the image to 1000 class scores: MobileNetV2 with Keras-style SAME padding on its
+strided convs (nn.ZeroPad2d, which torch 1.13 exports as a Pad of computed pads), EfficientNet-B0
+(MBConv blocks with squeeze-and-excite, SiLU) with TensorFlow SAME pads, and ResNet-50 v1.5.
+Torchvision's architectures, written out here for Debian's torch 1.13 (no torchvision).
+Usage: /usr/bin/python3 make_models.py OUT_DIR"""
 import math
 import pathlib
 import sys
@@ -43,14 +43,31 @@ class ConvBN(nn.Sequential):
         super().__init__(*layers)
 
 
+class SqueezeExcite(nn.Module):
+    """EfficientNet's: global average pool -> 1x1 conv -> SiLU -> 1x1 conv -> sigmoid, scaling the
+    channels."""
+
+    def __init__(self, channels, squeezed):
+        super().__init__()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.reduce = nn.Conv2d(channels, squeezed, 1)
+        self.act = nn.SiLU()
+        self.expand = nn.Conv2d(squeezed, channels, 1)
+
+    def forward(self, x):
+        return x * torch.sigmoid(self.expand(self.act(self.reduce(self.pool(x)))))
+
+
 class InvertedResidual(nn.Module):
-    def __init__(self, cin, cout, s, expand, k, size, act, tf_same):
+    def __init__(self, cin, cout, s, expand, k, size, act, tf_same, se):
         super().__init__()
         hidden = cin * expand
         layers = [] if expand == 1 else [ConvBN(cin, hidden, 1, act=act)]
-        layers += [ConvBN(hidden, hidden, k, s, groups=hidden, act=act, size=size,
-                          tf_same=tf_same),
-                   ConvBN(hidden, cout, 1, act=None)]
+        layers.append(ConvBN(hidden, hidden, k, s, groups=hidden, act=act, size=size,
+                             tf_same=tf_same))
+        if se:
+            layers.append(SqueezeExcite(hidden, max(1, cin // 4)))
+        layers.append(ConvBN(hidden, cout, 1, act=None))
         self.block = nn.Sequential(*layers)
         self.residual = s == 1 and cin == cout
 
@@ -59,16 +76,21 @@ class InvertedResidual(nn.Module):
         return x + y if self.residual else y
 
 
-def inverted_residual_net(stem, blocks, head, act, size=224):
+def classifier(features, channels, classes=1000):
+    return nn.Sequential(features, nn.AdaptiveAvgPool2d(1), nn.Flatten(1),
+                         nn.Linear(channels, classes))
+
+
+def inverted_residual_net(stem, blocks, head, act, se=False, size=224):
     layers = [ConvBN(3, stem, 3, 2, act=act, size=size, tf_same=True)]
     cin, size = stem, math.ceil(size / 2)
     for expand, cout, repeats, k, stride in blocks:
         for i in range(repeats):
             s = stride if i == 0 else 1
-            layers.append(InvertedResidual(cin, cout, s, expand, k, size, act, True))
+            layers.append(InvertedResidual(cin, cout, s, expand, k, size, act, True, se))
             cin, size = cout, math.ceil(size / s)
     layers.append(ConvBN(cin, head, 1, act=act))
-    return nn.Sequential(*layers)
+    return classifier(nn.Sequential(*layers), head)
 
 
 def mobilenet_v2():
@@ -77,10 +99,10 @@ def mobilenet_v2():
                                       (6, 320, 1, 3, 1)], 1280, nn.ReLU6)
 
 
-def efficientnet_b0_like():
+def efficientnet_b0():
     return inverted_residual_net(32, [(1, 16, 1, 3, 1), (6, 24, 2, 3, 2), (6, 40, 2, 5, 2),
                                       (6, 80, 3, 3, 2), (6, 112, 3, 5, 1), (6, 192, 4, 5, 2),
-                                      (6, 320, 1, 3, 1)], 1280, nn.SiLU)
+                                      (6, 320, 1, 3, 1)], 1280, nn.SiLU, se=True)
 
 
 class Bottleneck(nn.Module):
@@ -105,10 +127,10 @@ def resnet50():
         for i in range(repeats):
             layers.append(Bottleneck(cin, width, stride if i == 0 else 1))
             cin = width * 4
-    return nn.Sequential(*layers)
+    return classifier(nn.Sequential(*layers), cin)
 
 
-MODELS = {"mobilenet_v2": mobilenet_v2, "efficientnet_b0_like": efficientnet_b0_like,
+MODELS = {"mobilenet_v2": mobilenet_v2, "efficientnet_b0": efficientnet_b0,
           "resnet50": resnet50}
 
 
