@@ -112,6 +112,22 @@ std::vector<int64_t> without_unit_dims(std::vector<int64_t> shape) {
   return shape;
 }
 
+std::vector<size_t> inserted_unit_axes(const std::vector<int64_t>& full,
+                                       const std::vector<int64_t>& lower) {
+  if (full.size() <= lower.size() || lower.size() < 2) return {};
+  std::vector<size_t> axes;
+  size_t j = 0;
+  for (size_t i = 0; i < full.size(); ++i) {
+    if (j < lower.size() && full[i] == lower[j])
+      ++j;
+    else if (i >= 2 && full[i] == 1)
+      axes.push_back(i);
+    else
+      return {};
+  }
+  return j == lower.size() && j >= 2 ? axes : std::vector<size_t>{};
+}
+
 std::optional<int64_t> buffer_bytes(const std::vector<int64_t>& shape, DType dtype) {
   const int64_t element = dtype == DType::F32 ? 4 : dtype == DType::F16 ? 2 : 1;
   const std::optional<int64_t> count = checked_product(shape);

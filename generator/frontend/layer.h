@@ -142,6 +142,11 @@ std::optional<int64_t> buffer_bytes(const std::vector<int64_t>& shape, DType dty
 // `shape` without its unit dims: two shapes that agree on it hold the same values in memory.
 std::vector<int64_t> without_unit_dims(std::vector<int64_t> shape);
 
+// The positions (>= 2, after N and C; ascending) of unit dims of `full` whose removal leaves
+// `lower`, a channels-first shape of lower rank; empty where there are none or no such positions.
+std::vector<size_t> inserted_unit_axes(const std::vector<int64_t>& full,
+                                       const std::vector<int64_t>& lower);
+
 // "W", "HW" or "DHW": the spatial axis letters of a 1-3 dimensional layer, outermost first.
 std::string spatial_letters(int dims);
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/layer.h"
 #include "frontend/onnx/onnx_model.h"
 
 namespace padfold::onnx_import {
@@ -24,19 +25,6 @@ const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const std::strin
   return nullptr;
 }
 
-Shape to_first_perm(size_t rank) {
-  Shape p{0, static_cast<int64_t>(rank) - 1};
-  for (size_t k = 1; k + 1 < rank; ++k) p.push_back(static_cast<int64_t>(k));
-  return p;
-}
-
-Shape to_last_perm(size_t rank) {
-  Shape p{0};
-  for (size_t k = 2; k < rank; ++k) p.push_back(static_cast<int64_t>(k));
-  p.push_back(1);
-  return p;
-}
-
 // out[j] = in[perm[j]], as Transpose moves axes.
 Shape permuted(const Shape& in, const Shape& perm) {
   Shape out;
@@ -45,22 +33,15 @@ Shape permuted(const Shape& in, const Shape& perm) {
 }
 
 // The channels-last positions (1 .. rank-2 of `with`) of unit axes whose removal from `with`
-// leaves `without`, or nullopt. N (first) and C (last) must stay.
+// leaves `without`, or nullopt: inserted_unit_axes on both shapes as channels first.
 std::optional<Shape> spatial_unit_axes(const Shape& with, const Shape& without) {
-  if (with.size() <= without.size() || without.size() < 3 || with.front() != without.front() ||
-      with.back() != without.back())
-    return std::nullopt;
+  if (with.size() <= without.size() || without.size() < 3) return std::nullopt;
+  const std::vector<size_t> first =
+      inserted_unit_axes(permuted(with, channels_first_perm(with.size())),
+                         permuted(without, channels_first_perm(without.size())));
+  if (first.empty()) return std::nullopt;
   Shape axes;
-  size_t j = 1;
-  for (size_t i = 1; i + 1 < with.size(); ++i) {
-    if (j + 1 < without.size() && with[i] == without[j])
-      ++j;
-    else if (with[i] == 1)
-      axes.push_back(static_cast<int64_t>(i));
-    else
-      return std::nullopt;
-  }
-  if (j + 1 != without.size()) return std::nullopt;
+  for (size_t a : first) axes.push_back(static_cast<int64_t>(a) - 1);  // C moved back last
   return axes;
 }
 
@@ -82,7 +63,8 @@ class Hoister {
       const onnx::NodeProto& t = g_.node(ti);
       const auto perm = layout_perm(t);
       if (!perm) continue;
-      if (*perm == to_first_perm(perm->size()) ? hoist_above(ti) : sink_below(ti)) return true;
+      if (*perm == channels_first_perm(perm->size()) ? hoist_above(ti) : sink_below(ti))
+        return true;
     }
     return false;
   }
@@ -112,7 +94,7 @@ class Hoister {
     if (!a || a->type() != onnx::AttributeProto::INTS) return std::nullopt;
     Shape perm(a->ints().begin(), a->ints().end());
     if (perm.size() < 3 || perm.size() > 5 ||
-        (perm != to_first_perm(perm.size()) && perm != to_last_perm(perm.size())))
+        (perm != channels_first_perm(perm.size()) && perm != channels_last_perm(perm.size())))
       return std::nullopt;
     return perm;
   }
@@ -254,7 +236,7 @@ class Hoister {
       if (in && in->size() != perm.size()) return false;
       moved = pad_relaid(u, perm);
     } else if (const auto axes = unit_axes(u, in, out, true, perm.size())) {
-      new_perm = to_first_perm(perm.size() - axes->size());
+      new_perm = channels_first_perm(perm.size() - axes->size());
       moved = relaid_reshape(u, *axes, out ? std::optional(permuted(*out, perm)) : std::nullopt);
     }
     if (!moved || new_perm.size() < 3) return false;
@@ -284,11 +266,11 @@ class Hoister {
     const size_t rank = last_rank - axes->size();
     if (rank < 3) return false;
     const std::optional<Shape> out_first =
-        out ? std::optional(permuted(*out, to_first_perm(rank))) : std::nullopt;
+        out ? std::optional(permuted(*out, channels_first_perm(rank))) : std::nullopt;
     std::optional<onnx::NodeProto> moved = relaid_reshape(u, *axes, out_first);
     if (!moved) return false;
     onnx::NodeProto transpose = t;
-    set_perm(transpose, to_last_perm(rank));
+    set_perm(transpose, channels_last_perm(rank));
     transpose.set_input(0, mid);
     transpose.set_output(0, u.output(0));
     moved->set_input(0, t.input(0));
@@ -331,6 +313,19 @@ class Hoister {
 };
 
 }  // namespace
+
+std::vector<int64_t> channels_last_perm(size_t rank) {
+  std::vector<int64_t> p{0};
+  for (size_t k = 2; k < rank; ++k) p.push_back(static_cast<int64_t>(k));
+  p.push_back(1);
+  return p;
+}
+
+std::vector<int64_t> channels_first_perm(size_t rank) {
+  std::vector<int64_t> p{0, static_cast<int64_t>(rank) - 1};
+  for (size_t k = 1; k + 1 < rank; ++k) p.push_back(static_cast<int64_t>(k));
+  return p;
+}
 
 int hoist_layout_transposes(onnx::ModelProto& model, const onnx::ModelProto& inferred) {
   Hoister h(model, inferred);

@@ -14,6 +14,7 @@
 #include "frontend/json_text.h"
 #include "frontend/layout_cost.h"
 #include "frontend/onnx/affine.h"
+#include "frontend/onnx/hoist_transposes.h"
 #include "frontend/onnx/import_ops.h"
 #include "frontend/onnx/names.h"
 #include "frontend/spec_writer.h"
@@ -60,20 +61,6 @@ bool default_domain(const onnx::NodeProto& n) {
 
 std::string quoted_node(const onnx::NodeProto& n) {
   return "'" + n.name() + "' (" + n.op_type() + ")";
-}
-
-// The permutations between channels-first (NCHW-style) and channels-last (NHWC-style) tensors of
-// `rank` (3 to 5): to_last moves C to the end, to_first moves it back.
-std::vector<int64_t> to_last(size_t rank) {
-  std::vector<int64_t> p{0};
-  for (size_t k = 2; k < rank; ++k) p.push_back(static_cast<int64_t>(k));
-  p.push_back(1);
-  return p;
-}
-std::vector<int64_t> to_first(size_t rank) {
-  std::vector<int64_t> p{0, static_cast<int64_t>(rank) - 1};
-  for (size_t k = 1; k + 1 < rank; ++k) p.push_back(static_cast<int64_t>(k));
-  return p;
 }
 
 WindowOp window_op(Op op) {
@@ -170,7 +157,7 @@ class Importer {
     const bool flattened = detail::unit_spatial(in->shape) &&
                            out->shape == std::vector<int64_t>{in->shape[0], in->shape[1]};
     if (!flattened && out->shape != in->shape &&
-        !(in->shape.size() >= 3 && !detail::inserted_unit_axes(out->shape, in->shape).empty() &&
+        !(in->shape.size() >= 3 && !inserted_unit_axes(out->shape, in->shape).empty() &&
           read_by_window_ops_only(node.output(0))))
       return;
     role_[i] = Role::Bypassed;
@@ -201,7 +188,8 @@ class Importer {
       return std::nullopt;
     const auto perm = c_.at_node(i, [&] { return NodeAttributes(node).find_ints("perm"); });
     if (!perm || perm->size() < 3 || perm->size() > 5) return std::nullopt;
-    if (*perm != to_last(perm->size()) && *perm != to_first(perm->size())) return std::nullopt;
+    if (*perm != channels_last_perm(perm->size()) && *perm != channels_first_perm(perm->size()))
+      return std::nullopt;
     return perm;
   }
 
@@ -238,10 +226,10 @@ class Importer {
       if (!perm || role_[i] != Role::Left) continue;
       const onnx::NodeProto& node = g_.node(i);
       const std::string x = c_.canon(node.input(0));
-      if (*perm == to_first(perm->size()) &&
+      if (*perm == channels_first_perm(perm->size()) &&
           ((g_.is_graph_input(x) && !c_.constant(x)) || edge_chain_.count(i)))
         ins.push_back(i);
-      else if (*perm == to_last(perm->size()) && g_.is_graph_output(node.output(0)) &&
+      else if (*perm == channels_last_perm(perm->size()) && g_.is_graph_output(node.output(0)) &&
                draft_producing(x))
         outs.push_back(i);
     }
@@ -525,7 +513,7 @@ class Importer {
   // held for fold_layout_edges, which makes them the depthwise 1x1 conv after the edge.
   void mark_edge_affine_chain(int t) {
     const auto perm = layout_perm(t);
-    if (!perm || *perm != to_first(perm->size()) || role_[t] != Role::Left) return;
+    if (!perm || *perm != channels_first_perm(perm->size()) || role_[t] != Role::Left) return;
     std::vector<int> chain;
     int next = t;
     std::string x = c_.canon(g_.node(t).input(0));
@@ -947,8 +935,7 @@ class Importer {
     WeightFile w = d.affine_layer ? WeightFile{l.weights_file, l.weight_shape(),
                                                std::vector<float>(l.out_channels, 1.f)}
                                   : weight_file(l.weights_file, *d.weights, d.node, 1);
-    for (auto it = d.dropped_axes.rbegin(); it != d.dropped_axes.rend(); ++it)
-      w.shape.erase(w.shape.begin() + static_cast<std::ptrdiff_t>(*it));  // unit: the same data
+    if (!d.dropped_axes.empty()) w.shape = detail::weight_dims(d);  // unit axes: the same data
     WeightFile b{"weights/" + name + "_bias.npy", {l.out_channels}, {}};
     if (d.bias) b = weight_file(b.path, *d.bias, d.node, 2);
     if (d.dense) {
@@ -1011,7 +998,7 @@ class Importer {
     // values.
     if (detail::unit_spatial(shape) && ty->shape == std::vector<int64_t>{shape[0], shape[1]})
       return;
-    if (!detail::inserted_unit_axes(ty->shape, shape).empty()) return;  // a lowered rank
+    if (!inserted_unit_axes(ty->shape, shape).empty()) return;  // a lowered rank
     warnings.push_back("layer '" + name + "' (" + node_label(g_.node(d.node), d.node) +
                        "): ONNX shape inference gives " + shape_text(ty->shape, true) + " for '" +
                        out + "', padfold computes " + shape_text(shape) + "; padfold's is used");

@@ -159,14 +159,6 @@ std::string lower_rank(Layer& l, const std::vector<size_t>& dropped) {
   return "";
 }
 
-// The weights' shape without the dropped unit axes.
-std::vector<int64_t> weight_dims(const Draft& d) {
-  std::vector<int64_t> w = dims_of(*d.weights);
-  for (auto it = d.dropped_axes.rbegin(); it != d.dropped_axes.rend(); ++it)
-    if (*it < w.size()) w.erase(w.begin() + static_cast<std::ptrdiff_t>(*it));
-  return w;
-}
-
 std::variant<Draft, Left> draft_conv(const Context& c, int i) {
   const onnx::NodeProto& n = c.graph().node(i);
   const bool transposed = n.op_type() == "ConvTranspose";
@@ -517,20 +509,11 @@ std::optional<float> scalar_input(const Context& c, int node, int k, bool& ok) {
 
 }  // namespace
 
-std::vector<size_t> inserted_unit_axes(const std::vector<int64_t>& full,
-                                       const std::vector<int64_t>& lower) {
-  if (full.size() <= lower.size() || lower.size() < 2) return {};
-  std::vector<size_t> axes;
-  size_t j = 0;
-  for (size_t i = 0; i < full.size(); ++i) {
-    if (j < lower.size() && full[i] == lower[j])
-      ++j;
-    else if (i >= 2 && full[i] == 1)
-      axes.push_back(i);
-    else
-      return {};
-  }
-  return j == lower.size() && j >= 2 ? axes : std::vector<size_t>{};
+std::vector<int64_t> weight_dims(const Draft& d) {
+  std::vector<int64_t> w = dims_of(*d.weights);
+  for (auto it = d.dropped_axes.rbegin(); it != d.dropped_axes.rend(); ++it)
+    if (*it < w.size()) w.erase(w.begin() + static_cast<std::ptrdiff_t>(*it));
+  return w;
 }
 
 bool unit_spatial(const std::vector<int64_t>& shape) {

@@ -116,10 +116,8 @@ PaddingSpec read_padding(const Context& c, int node, const NodeAttributes& a, in
 // Returns the reason it is not, or "" and sets `type`.
 std::string check_data_input(const Context& c, const std::string& t, TensorType& type);
 
-// The positions (>= 2, ascending) of unit dims of `full` whose removal leaves `lower`; empty where
-// there are none or no such positions exist.
-std::vector<size_t> inserted_unit_axes(const std::vector<int64_t>& full,
-                                       const std::vector<int64_t>& lower);
+// The weights' shape without the draft's dropped unit axes.
+std::vector<int64_t> weight_dims(const Draft& d);
 
 // Whether the spatial dims of a rank 3-5 shape are all 1: [N, C] as a padfold tensor holds it
 // (the same memory in either layout).
