@@ -1,8 +1,10 @@
 /* Whole-model runs (pf_model_*): a registry's graph is checked and planned once, at open; a run
- * binds the caller's tensors, then runs the kernels in registry order with each intermediate
- * allocated through the hooks right before its producer and freed right after its last reader
- * (pf_model_run), or at its offset in the caller's arena (pf_model_run_static: the registry's
- * memory plan, checked at open; no allocation).
+ * binds the caller's tensors, then runs the kernels in registry order with each intermediate at
+ * its offset in an arena laid out by the registry's memory plan (checked at open): the caller's
+ * (pf_model_run_static), or the model's own, allocated by the first pf_model_run and kept until
+ * close. A run that finds the model's arena taken by another thread (or a registry without a
+ * plan, or per_run_allocation) allocates each intermediate right before its producer and frees it
+ * right after its last reader.
  * Core library: no filesystem. Weight files are read through the bundle's loader, which only
  * pf_bundle_open sets (npy_load.c). */
 #include <stdlib.h>
@@ -29,7 +31,38 @@ struct pf_model {
   int* output_tensor;      /* per model output: its tensor */
   void** owned;            /* weight blocks read from files, freed at close */
   int num_owned;
+  int reuse_arena;      /* pf_model_run runs in `arena` when it can take it */
+  long arena_taken;     /* a run holds `arena` (atomic flag) */
+  void* arena_block;    /* as allocated by the first run that took it; NULL before */
+  unsigned char* arena; /* arena_block's first PF_ARENA_ALIGNMENT multiple */
 };
+
+/* The model's arena is taken with an atomic exchange, so that concurrent runs never share it; a
+ * compiler without these atomics (or PF_NO_ATOMICS, for a core without them) never reuses it. */
+#if !defined(PF_NO_ATOMICS) && (defined(__GNUC__) || defined(__clang__))
+static int take_arena(pf_model* m) {
+  return __atomic_exchange_n(&m->arena_taken, 1L, __ATOMIC_ACQUIRE) == 0;
+}
+static void give_arena_back(pf_model* m) {
+  __atomic_store_n(&m->arena_taken, 0L, __ATOMIC_RELEASE);
+}
+#elif !defined(PF_NO_ATOMICS) && defined(_MSC_VER)
+#include <intrin.h>
+static int take_arena(pf_model* m) {
+  return _InterlockedExchange(&m->arena_taken, 1L) == 0;
+}
+static void give_arena_back(pf_model* m) {
+  _InterlockedExchange(&m->arena_taken, 0L);
+}
+#else
+static int take_arena(pf_model* m) {
+  (void)m;
+  return 0;
+}
+static void give_arena_back(pf_model* m) {
+  (void)m;
+}
+#endif
 
 static void* default_malloc(void* uc, size_t n) {
   (void)uc;
@@ -67,6 +100,7 @@ void pf_model_close(pf_model* m) {
   release(m, m->output_index);
   release(m, m->outputs);
   release(m, m->output_tensor);
+  release(m, m->arena_block);
   release(m, m);
 }
 
@@ -369,6 +403,7 @@ pf_status pf_model_open(pf_bundle* b, const pf_model_options* opts, pf_model** o
     pf_model_close(m);
     return s;
   }
+  m->reuse_arena = reg->format_version >= 3 && !(opts && opts->per_run_allocation);
   *out = m;
   return PF_OK;
 }
@@ -495,41 +530,11 @@ static pf_slot tensor_slot(const pf_tensor* t) {
   return s;
 }
 
-pf_status pf_model_run(const pf_model* m, const pf_tensor* inputs, int n_in,
-                       const pf_tensor* outputs, int n_out, char* err, size_t errlen) {
-  const pf_registry* reg;
-  pf_slot* slots;
-  int i;
-  pf_status s;
-  if (!m || n_in < 0 || n_out < 0 || (n_in && !inputs) || (n_out && !outputs)) {
-    return pf_fail(err, errlen, PF_ERR_ARGUMENT, "NULL model or tensors, or bad count");
-  }
-  reg = m->reg;
-  if ((s = check_io(m, inputs, n_in, outputs, n_out, err, errlen)) != PF_OK) return s;
-  if (!(slots = (pf_slot*)alloc_zeroed(m, (size_t)m->num_tensors, sizeof *slots))) {
-    return pf_fail(err, errlen, PF_ERR_NO_MEMORY, "model '%s': out of memory (%lu bytes)",
-                   reg->model, (unsigned long)(sizeof *slots * (size_t)m->num_tensors));
-  }
-  for (i = 0; i < reg->num_inputs; i++) {
-    slots[i] = tensor_slot(pf_bound_tensor(reg->inputs, reg->num_inputs, inputs, n_in, i));
-  }
-  for (i = 0; i < reg->num_outputs; i++) {
-    slots[m->output_tensor[i]] =
-        tensor_slot(pf_bound_tensor(m->outputs, reg->num_outputs, outputs, n_out, i));
-  }
-  for (i = 0; s == PF_OK && i < reg->num_kernels; i++) s = run_kernel(m, slots, i, err, errlen);
-  for (i = reg->num_inputs; i < m->num_tensors; i++) { /* after an error */
-    if (intermediate(m, i)) release(m, slots[i].data);
-  }
-  release(m, slots);
-  return s;
-}
-
 size_t pf_model_arena_bytes(const pf_model* m) {
   return m && m->reg->format_version >= 3 ? (size_t)m->reg->memory_plan.arena_bytes : 0;
 }
 
-/* A static run: the caller's tensors and arena. */
+/* A run in an arena the memory plan lays out: the caller's tensors, the arena. */
 typedef struct pf_static_run {
   const pf_model* m;
   unsigned char* arena;
@@ -554,13 +559,87 @@ static pf_slot static_slot(const void* ctx, int t) {
   return s;
 }
 
+/* Runs the kernels with every intermediate at its planned offset in arena. */
+static pf_status run_planned(const pf_model* m, unsigned char* arena, const pf_tensor* inputs,
+                             int n_in, const pf_tensor* outputs, int n_out, char* err,
+                             size_t errlen) {
+  pf_static_run r;
+  int i;
+  pf_status s = PF_OK;
+  r.m = m;
+  r.arena = arena;
+  r.inputs = inputs;
+  r.outputs = outputs;
+  r.n_in = n_in;
+  r.n_out = n_out;
+  for (i = 0; s == PF_OK && i < m->reg->num_kernels; i++) {
+    s = run_step(m, i, static_slot, &r, err, errlen);
+  }
+  return s;
+}
+
+/* pf_model_run in the model's own arena (which the caller has taken), allocated by the first such
+ * run and kept until pf_model_close. */
+static pf_status run_in_own_arena(pf_model* m, const pf_tensor* inputs, int n_in,
+                                  const pf_tensor* outputs, int n_out, char* err, size_t errlen) {
+  const size_t need = pf_model_arena_bytes(m);
+  if (need && !m->arena) {
+    uintptr_t p;
+    if (need > (size_t)-1 - PF_ARENA_ALIGNMENT ||
+        !(m->arena_block = alloc(m, need + PF_ARENA_ALIGNMENT - 1))) {
+      return pf_fail(err, errlen, PF_ERR_NO_MEMORY,
+                     "model '%s': out of memory for the model's arena (%lu bytes, "
+                     "pf_model_arena_bytes; pf_model_options.per_run_allocation allocates per "
+                     "intermediate instead)",
+                     m->reg->model, (unsigned long)need);
+    }
+    p = (uintptr_t)m->arena_block;
+    m->arena =
+        (unsigned char*)((p + PF_ARENA_ALIGNMENT - 1) & ~(uintptr_t)(PF_ARENA_ALIGNMENT - 1));
+  }
+  return run_planned(m, m->arena, inputs, n_in, outputs, n_out, err, errlen);
+}
+
+pf_status pf_model_run(const pf_model* m, const pf_tensor* inputs, int n_in,
+                       const pf_tensor* outputs, int n_out, char* err, size_t errlen) {
+  const pf_registry* reg;
+  pf_slot* slots;
+  int i;
+  pf_status s;
+  if (!m || n_in < 0 || n_out < 0 || (n_in && !inputs) || (n_out && !outputs)) {
+    return pf_fail(err, errlen, PF_ERR_ARGUMENT, "NULL model or tensors, or bad count");
+  }
+  reg = m->reg;
+  if ((s = check_io(m, inputs, n_in, outputs, n_out, err, errlen)) != PF_OK) return s;
+  if (m->reuse_arena && take_arena((pf_model*)m)) { /* m was allocated writable, by open */
+    s = run_in_own_arena((pf_model*)m, inputs, n_in, outputs, n_out, err, errlen);
+    give_arena_back((pf_model*)m);
+    return s;
+  }
+  if (!(slots = (pf_slot*)alloc_zeroed(m, (size_t)m->num_tensors, sizeof *slots))) {
+    return pf_fail(err, errlen, PF_ERR_NO_MEMORY, "model '%s': out of memory (%lu bytes)",
+                   reg->model, (unsigned long)(sizeof *slots * (size_t)m->num_tensors));
+  }
+  for (i = 0; i < reg->num_inputs; i++) {
+    slots[i] = tensor_slot(pf_bound_tensor(reg->inputs, reg->num_inputs, inputs, n_in, i));
+  }
+  for (i = 0; i < reg->num_outputs; i++) {
+    slots[m->output_tensor[i]] =
+        tensor_slot(pf_bound_tensor(m->outputs, reg->num_outputs, outputs, n_out, i));
+  }
+  for (i = 0; s == PF_OK && i < reg->num_kernels; i++) s = run_kernel(m, slots, i, err, errlen);
+  for (i = reg->num_inputs; i < m->num_tensors; i++) { /* after an error */
+    if (intermediate(m, i)) release(m, slots[i].data);
+  }
+  release(m, slots);
+  return s;
+}
+
 pf_status pf_model_run_static(const pf_model* m, void* arena, size_t arena_bytes,
                               const pf_tensor* inputs, int n_in, const pf_tensor* outputs,
                               int n_out, char* err, size_t errlen) {
-  pf_static_run r;
   size_t need;
-  int i;
-  pf_status s = PF_OK;
+  pf_status s;
   if (!m || n_in < 0 || n_out < 0 || (n_in && !inputs) || (n_out && !outputs)) {
     return pf_fail(err, errlen, PF_ERR_ARGUMENT, "NULL model or tensors, or bad count");
   }
@@ -592,14 +671,5 @@ pf_status pf_model_run_static(const pf_model* m, void* arena, size_t arena_bytes
                    m->reg->model, (unsigned long)arena_bytes, (unsigned long)need);
   }
   if ((s = check_io(m, inputs, n_in, outputs, n_out, err, errlen)) != PF_OK) return s;
-  r.m = m;
-  r.arena = (unsigned char*)arena;
-  r.inputs = inputs;
-  r.outputs = outputs;
-  r.n_in = n_in;
-  r.n_out = n_out;
-  for (i = 0; s == PF_OK && i < m->reg->num_kernels; i++) {
-    s = run_step(m, i, static_slot, &r, err, errlen);
-  }
-  return s;
+  return run_planned(m, (unsigned char*)arena, inputs, n_in, outputs, n_out, err, errlen);
 }

@@ -152,6 +152,7 @@ int main(int argc, char** argv) {
     pf_bundle_close(bundle);
     return 1;
   }
+  memset(&options, 0, sizeof options);
   options.malloc_fn = model_malloc;
   options.free_fn = model_free;
   options.user_context = &model_mem;
@@ -219,7 +220,7 @@ int main(int argc, char** argv) {
   }
   printf("memory static run: %lu model allocs, %lu halide allocs\n",
          model_mem.allocs - model_allocs, halide_mem.allocs - halide_allocs);
-  /* The same model with every intermediate allocated through the hooks. */
+  /* The same model in its own arena, which this first pf_model_run allocates through the hooks. */
   if (pf_model_run(model, in, n_in, again, n_out, err, sizeof err) != PF_OK) {
     fprintf(stderr, "padfold: %s\n", err);
     rc = 1;

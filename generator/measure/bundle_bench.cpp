@@ -34,11 +34,26 @@ struct Memory {
 struct Bundle {
   pf_bundle* b = nullptr;
   pf_model* m = nullptr;
+  pf_model* per_run = nullptr;  // the same model with per_run_allocation
   ~Bundle() {
+    pf_model_close(per_run);
     pf_model_close(m);
     pf_bundle_close(b);
   }
 };
+
+// A method timing pf_model_run of m (which a first run has checked).
+Method model_method(const char* name, const pf_model* m, std::vector<pf_tensor>& in,
+                    std::vector<pf_tensor>& out) {
+  return {name,
+          [m, &in, &out] {
+            char e[PF_ERRLEN];
+            pf_model_run(m, in.data(), static_cast<int>(in.size()), out.data(),
+                         static_cast<int>(out.size()), e, sizeof e);
+          },
+          {},
+          0};
+}
 
 std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
@@ -136,19 +151,16 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
         model_in.push_back(tensor_of(*pf_model_input(h.m, i)));
       for (int i = 0; i < pf_model_num_outputs(h.m); ++i)
         model_out.push_back(tensor_of(*pf_model_output(h.m, i)));
-      check(pf_model_run(h.m, model_in.data(), static_cast<int>(model_in.size()), model_out.data(),
-                         static_cast<int>(model_out.size()), err, sizeof err),
-            err, "model of bundle " + dir);
-      const pf_model* m = h.m;
-      methods.push_back({"(model)",
-                         [m, &model_in, &model_out] {
-                           char e[PF_ERRLEN];
-                           pf_model_run(m, model_in.data(), static_cast<int>(model_in.size()),
-                                        model_out.data(), static_cast<int>(model_out.size()), e,
-                                        sizeof e);
-                         },
-                         {},
-                         0});
+      pf_model_options per_run{};
+      per_run.per_run_allocation = 1;
+      check(pf_model_open(h.b, &per_run, &h.per_run, err, sizeof err), err, "model of " + dir);
+      for (const pf_model* m : {h.m, h.per_run})
+        check(pf_model_run(m, model_in.data(), static_cast<int>(model_in.size()), model_out.data(),
+                           static_cast<int>(model_out.size()), err, sizeof err),
+              err, "model of bundle " + dir);
+      methods.push_back(model_method("(model)", h.m, model_in, model_out));
+      methods.push_back(
+          model_method("(model, per-run allocation)", h.per_run, model_in, model_out));
     }
   }
 
@@ -164,7 +176,10 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
     run.kernels = kernels;
     for (size_t i = 0; i < kernels.size(); ++i)
       run.kernels[i].median_s = median(methods[i].samples);
-    if (h.m) run.model_median_s = median(methods.back().samples);
+    if (h.m) {
+      run.model_median_s = median(methods[methods.size() - 2].samples);
+      run.model_per_run_median_s = median(methods.back().samples);
+    }
     r.runs.push_back(std::move(run));
   }
   return r;
@@ -195,6 +210,8 @@ json to_json(const BenchResult& r) {
               {"probe_speed", run.quiet.seen.speed},
               {"probe_cores", run.quiet.seen.cores}};
     t["model_median_ms"] = run.model_median_s ? json(*run.model_median_s * 1e3) : json(nullptr);
+    t["model_per_run_allocation_median_ms"] =
+        run.model_per_run_median_s ? json(*run.model_per_run_median_s * 1e3) : json(nullptr);
     t["kernels"] = json::array();
     for (const KernelTiming& k : run.kernels)
       t["kernels"].push_back({{"layer", k.layer},
@@ -220,7 +237,8 @@ std::string to_text(const BenchResult& r) {
         run.threads, run.quiet.load, run.quiet.seen.speed, run.quiet.seen.cores,
         run.quiet.met ? "" : " (NOT QUIET: the machine stayed busy; compare with care)");
     if (run.model_median_s)
-      s += fmt::format("  model: median {:.3f} ms per run\n", *run.model_median_s * 1e3);
+      s += fmt::format("  model: median {:.3f} ms per run ({:.3f} allocating per run)\n",
+                       *run.model_median_s * 1e3, *run.model_per_run_median_s * 1e3);
     s += fmt::format("  {:<32} {:<18} {:>9} {:>11} {:>9} {:>7}\n", "kernel", "op", "MFLOP",
                      "median ms", "GFLOP/s", "% peak");
     double total = 0;

@@ -1,7 +1,8 @@
-// padfold bench: a compiled bundle timed as a user's run would be: the whole model (pf_model_run)
-// and each kernel (pf_run) on random data, at each thread count, after warm-up, in interleaved
-// blocks with medians, timed again while the machine was not quiet (measure/timing.h); each
-// kernel's GFLOP/s (the manifest's flops) and its share of the measured FMA peak.
+// padfold bench: a compiled bundle timed as a user's run would be: the whole model (pf_model_run,
+// in the model's arena and, beside it, allocating its intermediates per run) and each kernel
+// (pf_run) on random data, at each thread count, after warm-up, in interleaved blocks with medians,
+// timed again while the machine was not quiet (measure/timing.h); each kernel's GFLOP/s (the
+// manifest's flops) and its share of the measured FMA peak.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -17,7 +18,7 @@ namespace padfold::measure {
 struct BenchOptions {
   std::string layer;  // one kernel (its layer or block name); empty: the model and every kernel
   std::vector<int> threads{1};  // timed in increasing order (Halide's pool does not shrink)
-  double min_time_s = 0.3;  // timed per method and thread count
+  double min_time_s = 0.3;      // timed per method and thread count
   QuietLimits limits;
 };
 
@@ -30,6 +31,8 @@ struct KernelTiming {
 struct ThreadRun {
   int threads = 1;
   std::optional<double> model_median_s;  // when the bundle's graph runs whole
+  // The same with pf_model_options.per_run_allocation: what allocating per run costs.
+  std::optional<double> model_per_run_median_s;
   std::vector<KernelTiming> kernels;
   Quietness quiet;
 };

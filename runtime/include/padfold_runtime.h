@@ -167,13 +167,17 @@ pf_status pf_target_check(const char* target, const pf_open_options* opts, char*
 typedef struct pf_model pf_model;
 
 typedef struct pf_model_options {
-  /* Every allocation of the model: its plan and the weights read from files (at open, freed at
-   * close) and, per pf_model_run, one bookkeeping block and each intermediate tensor (allocated
-   * right before its producer runs, freed right after its last reader). NULL and NULL: malloc and
-   * free; set both or neither. The memory must be aligned for the tensors' element type. */
+  /* Every allocation of the model: its plan and the weights read from files (at open), the
+   * model's arena (by the first pf_model_run), all freed at close; and, per pf_model_run that does
+   * not run in that arena, one bookkeeping block and each intermediate tensor (allocated right
+   * before its producer runs, freed right after its last reader). NULL and NULL: malloc and free;
+   * set both or neither. The memory must be aligned for the tensors' element type. */
   pf_malloc_fn malloc_fn;
   pf_free_fn free_fn;
   void* user_context; /* passed to both; must stay valid until pf_model_close */
+  /* Nonzero: pf_model_run never keeps an arena; every run allocates and frees its intermediates
+   * as above (a model that is open long and run rarely then holds only its plan and weights). */
+  int per_run_allocation;
 } pf_model_options;
 
 /* Checks that the bundle's graph runs whole and prepares it: PF_ERR_GRAPH when a model input is
@@ -203,8 +207,13 @@ const char* pf_model_output_name(const pf_model* m, int i); /* == pf_model_outpu
  * input's name, an output layer's name) or, where the name is NULL, by position; every one must be
  * given, and each is checked as pf_check checks a kernel's tensors (dtype, rank, shape, strides,
  * alignment, bytes) before anything runs. The kernels then run in registry order (pf_run), each
- * intermediate allocated through the options' hooks. Thread-safe: a run changes nothing in m. On
- * error everything the run allocated is freed and the message names the kernel or tensor. */
+ * intermediate at its memory-plan offset in the model's own arena, which the first run allocates
+ * through the options' hooks (pf_model_arena_bytes(m) + PF_ARENA_ALIGNMENT - 1 bytes) and later
+ * runs reuse: no allocation per run. Thread-safe: one run at a time holds the arena, and a run
+ * that finds it held (or any run of a registry without a plan, or with per_run_allocation)
+ * allocates each intermediate through the hooks right before its producer and frees it right
+ * after its last reader. On error everything the run allocated is freed (the arena is kept) and
+ * the message names the kernel or tensor. */
 pf_status pf_model_run(const pf_model* m, const pf_tensor* inputs, int n_in,
                        const pf_tensor* outputs, int n_out, char* err, size_t errlen);
 

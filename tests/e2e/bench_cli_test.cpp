@@ -67,6 +67,7 @@ TEST_F(BenchCli, TimesTheModelAndEveryKernelAtEachThreadCount) {
     const json& run = j["runs"][t];
     EXPECT_EQ(run["threads"], static_cast<int>(t + 1));
     EXPECT_GT(run["model_median_ms"].get<double>(), 0);
+    EXPECT_GT(run["model_per_run_allocation_median_ms"].get<double>(), 0);
     ASSERT_EQ(run["kernels"].size(), m["kernels"].size());
     for (size_t i = 0; i < m["kernels"].size(); ++i) {
       const json& k = run["kernels"][i];
@@ -91,6 +92,7 @@ TEST_F(BenchCli, LayerTimesOneKernelAndNotTheModel) {
   ASSERT_EQ(j["runs"][0]["kernels"].size(), 1u);
   EXPECT_EQ(j["runs"][0]["kernels"][0]["layer"], layer);
   EXPECT_TRUE(j["runs"][0]["model_median_ms"].is_null());
+  EXPECT_TRUE(j["runs"][0]["model_per_run_allocation_median_ms"].is_null());
 }
 
 TEST_F(BenchCli, TheTableNamesEveryKernelAndThePeak) {

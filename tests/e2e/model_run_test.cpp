@@ -28,8 +28,8 @@
 // bundle's Halide runtime allocator (pf_bundle_set_allocator).
 std::atomic<bool> g_no_allocation{false};
 
-[[noreturn]] void AllocationDuringStaticRun(const char* what) {
-  const char head[] = "allocation during pf_model_run_static: ";
+[[noreturn]] void AllocationWhereNoneIsAllowed(const char* what) {
+  const char head[] = "allocation during a run that must not allocate: ";
   (void)!write(2, head, sizeof head - 1);
   (void)!write(2, what, std::strlen(what));
   (void)!write(2, "\n", 1);
@@ -42,19 +42,19 @@ void* __real_calloc(size_t n, size_t size);
 void* __real_realloc(void* p, size_t n);
 void __real_free(void* p);
 void* __wrap_malloc(size_t n) {
-  if (g_no_allocation) AllocationDuringStaticRun("malloc");
+  if (g_no_allocation) AllocationWhereNoneIsAllowed("malloc");
   return __real_malloc(n);
 }
 void* __wrap_calloc(size_t n, size_t size) {
-  if (g_no_allocation) AllocationDuringStaticRun("calloc");
+  if (g_no_allocation) AllocationWhereNoneIsAllowed("calloc");
   return __real_calloc(n, size);
 }
 void* __wrap_realloc(void* p, size_t n) {
-  if (g_no_allocation) AllocationDuringStaticRun("realloc");
+  if (g_no_allocation) AllocationWhereNoneIsAllowed("realloc");
   return __real_realloc(p, n);
 }
 void __wrap_free(void* p) {
-  if (g_no_allocation) AllocationDuringStaticRun("free");
+  if (g_no_allocation) AllocationWhereNoneIsAllowed("free");
   __real_free(p);
 }
 }
@@ -217,11 +217,12 @@ void ExpectModelMatchesKernels(const Compiled& c) {
 
 void* GuardedMalloc(void* uc, size_t n) {
   if (g_no_allocation)
-    AllocationDuringStaticRun(uc ? "pf_model_options malloc_fn" : "halide_malloc");
+    AllocationWhereNoneIsAllowed(uc ? "pf_model_options malloc_fn" : "halide_malloc");
   return std::malloc(n);
 }
 void GuardedFree(void* uc, void* p) {
-  if (g_no_allocation) AllocationDuringStaticRun(uc ? "pf_model_options free_fn" : "halide_free");
+  if (g_no_allocation)
+    AllocationWhereNoneIsAllowed(uc ? "pf_model_options free_fn" : "halide_free");
   std::free(p);
 }
 
@@ -238,13 +239,16 @@ struct Arena {
   std::vector<unsigned char> mem;
 };
 
-// pf_model_run_static on the bundle equals pf_model_run bit for bit, allocating nothing (any
-// allocation aborts: g_no_allocation), in an arena of exactly the size the header states; an
-// arena one byte too small or misaligned is refused before any kernel runs.
-void ExpectStaticRunMatches(const Compiled& c) {
+// Three ways to run the bundle's model give the same output bit for bit: pf_model_run allocating
+// its intermediates per run (per_run_allocation), pf_model_run in the model's own arena (whose
+// second run allocates nothing: any allocation aborts, g_no_allocation), and pf_model_run_static,
+// allocating nothing, in an arena of exactly the size the header states; an arena one byte too
+// small or misaligned is refused before any kernel runs.
+void ExpectRunsWithoutAllocationMatch(const Compiled& c) {
   Bundle h;
   int hooks_context = 0;  // non-null: tells the model's hooks from Halide's in messages
-  const pf_model_options opts = {GuardedMalloc, GuardedFree, &hooks_context};
+  const pf_model_options opts = {GuardedMalloc, GuardedFree, &hooks_context, 0};
+  const pf_model_options per_run = {GuardedMalloc, GuardedFree, &hooks_context, 1};
   ASSERT_EQ(pf_bundle_open(c.bundle.c_str(), nullptr, &h.b, h.err, sizeof h.err), PF_OK) << h.err;
   pf_malloc_fn old_malloc;
   pf_free_fn old_free;
@@ -266,8 +270,23 @@ void ExpectStaticRunMatches(const Compiled& c) {
   std::vector<float> want(pf_buffer_bytes(out) / sizeof(float), -1.0f), got(want.size(), -2.0f);
   pf_tensor ti = pf_tensor_of(in, x.data(), pf_buffer_bytes(in));
   pf_tensor to = pf_tensor_of(out, want.data(), want.size() * sizeof(float));
-  ASSERT_EQ(pf_model_run(h.m, &ti, 1, &to, 1, h.err, sizeof h.err), PF_OK) << h.err;
+  pf_model* allocating = nullptr;
+  ASSERT_EQ(pf_model_open(h.b, &per_run, &allocating, h.err, sizeof h.err), PF_OK) << h.err;
+  const pf_status per_run_status = pf_model_run(allocating, &ti, 1, &to, 1, h.err, sizeof h.err);
+  pf_model_close(allocating);
+  ASSERT_EQ(per_run_status, PF_OK) << h.err;
 
+  to = pf_tensor_of(out, got.data(), got.size() * sizeof(float));
+  for (int run = 0; run < 2; run++) {  // the first allocates the model's arena, the second nothing
+    std::fill(got.begin(), got.end(), -2.0f);
+    g_no_allocation = run == 1;
+    const pf_status s = pf_model_run(h.m, &ti, 1, &to, 1, h.err, sizeof h.err);
+    g_no_allocation = false;
+    ASSERT_EQ(s, PF_OK) << h.err;
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), got.size() * sizeof(float)), 0) << run;
+  }
+
+  std::fill(got.begin(), got.end(), -2.0f);
   Arena arena(need);
   to = pf_tensor_of(out, got.data(), got.size() * sizeof(float));
   EXPECT_EQ(pf_model_run_static(h.m, arena.At(), need - 1, &ti, 1, &to, 1, h.err, sizeof h.err),
@@ -302,7 +321,7 @@ TEST(ModelRun, WeightFilesCopiedIntoTheBundle) {
     EXPECT_TRUE(fs::is_regular_file(c.bundle / "weights" / (layer + "_" + buffer + ".npy")));
   EXPECT_TRUE(contains(c.output, WeightsLine("files in weights/"))) << c.output;
   ExpectModelMatchesKernels(c);
-  ExpectStaticRunMatches(c);
+  ExpectRunsWithoutAllocationMatch(c);
 }
 
 TEST(ModelRun, EmbeddedWeights) {
@@ -311,7 +330,7 @@ TEST(ModelRun, EmbeddedWeights) {
   EXPECT_TRUE(contains(c.output, WeightsLine("embedded: read-only data of registry.c")))
       << c.output;
   ExpectModelMatchesKernels(c);
-  ExpectStaticRunMatches(c);
+  ExpectRunsWithoutAllocationMatch(c);
 }
 
 // examples/inverted_residual_blocks.json's b2a block (1x1 expand, 3x3 depthwise stride 2, 1x1
@@ -381,14 +400,14 @@ void ExpectScratchOnTheStack(const Compiled& c, const std::string& layer, const 
 TEST(ModelRun, FusedInvertedResidualRunsStaticWithoutAllocation) {
   const Compiled c = Compile("fused_ir", FusedSpec("fused_ir"), "--fuse auto", kFusedWeightFiles);
   ExpectScratchOnTheStack(c, "b2a_project", "pw->dw->pw");
-  ExpectStaticRunMatches(c);
+  ExpectRunsWithoutAllocationMatch(c);
 }
 
 TEST(ModelRun, FusedStemRunsStaticWithoutAllocation) {
   const Compiled c =
       Compile("fused_stem", FusedSpec("fused_stem"), "--fuse auto", kFusedWeightFiles);
   ExpectScratchOnTheStack(c, "stem_pool", "conv2d->max_pool");
-  ExpectStaticRunMatches(c);
+  ExpectRunsWithoutAllocationMatch(c);
 }
 
 // The graph's arena: stem, dw and pool are [1, 4, 4, 8] float32 (512 bytes each), and all three

@@ -9,9 +9,11 @@
 #include <atomic>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/npy.h"
@@ -55,6 +57,13 @@ int Fail(void** a) {
   (void)a;
   return -7;
 }
+thread_local std::function<void()> g_inside;  // what "reenter" does (once) before it scales
+int Reenter(void** a) {                       // input, output
+  Called("reenter");
+  if (std::function<void()> inside = std::exchange(g_inside, nullptr)) inside();
+  for (int i = 0; i < 4; i++) Host(a[1])[i] = 2 * Host(a[0])[i];
+  return 0;
+}
 
 // ---- a registry built in the test ----
 
@@ -71,10 +80,11 @@ class Graph {
   Graph& Kernel(const char* layer, const char* op, std::vector<const char*> sources,
                 const float* bias_data = nullptr, const char* bias_file = nullptr) {
     std::vector<pf_buffer_desc> b;
-    pf_argv_fn fn = op == std::string("scale")  ? Scale
-                    : op == std::string("bias") ? Bias
-                    : op == std::string("add")  ? Add
-                                                : Fail;
+    pf_argv_fn fn = op == std::string("scale")     ? Scale
+                    : op == std::string("bias")    ? Bias
+                    : op == std::string("add")     ? Add
+                    : op == std::string("reenter") ? Reenter
+                                                   : Fail;
     for (size_t i = 0; i < sources.size(); i++) {
       b.push_back(Desc(sources.size() == 1 ? "input" : Str("input" + std::to_string(i)),
                        PF_ROLE_INPUT, 4, sources[i]));
@@ -176,11 +186,13 @@ struct Hooks {
   std::mutex mu;
   int allocs = 0, frees = 0, live = 0, peak = 0, fail_at = -1;
   std::map<void*, int> ids;
+  std::vector<size_t> sizes;  // of every allocation since Reset
   std::vector<std::string>* log = nullptr;
 
   static void* Malloc(void* uc, size_t n) {
     auto* h = static_cast<Hooks*>(uc);
     std::lock_guard<std::mutex> lock(h->mu);
+    h->sizes.push_back(n);
     if (h->allocs++ == h->fail_at) return nullptr;
     void* p = std::malloc(n);
     h->ids[p] = h->allocs;
@@ -197,8 +209,11 @@ struct Hooks {
     h->ids.erase(p);
     std::free(p);
   }
-  pf_model_options Options() { return pf_model_options{Malloc, Free, this}; }
+  pf_model_options Options() { return pf_model_options{Malloc, Free, this, 0}; }
+  // Without the model's arena: each run allocates its intermediates.
+  pf_model_options PerRun() { return pf_model_options{Malloc, Free, this, 1}; }
   void Reset() {
+    sizes.clear();
     allocs = frees = peak = 0;
     peak = live;
     fail_at = -1;
@@ -251,7 +266,7 @@ TEST_F(Model, BranchAndJoin) {
   Graph g = BranchAndJoin();
   Hooks& h = hooks_;
   std::vector<std::string> log;
-  pf_model_options opts = h.Options();
+  pf_model_options opts = h.PerRun();
   ASSERT_EQ(Open(g, &opts), PF_OK) << err_;
   EXPECT_EQ(h.live, 6);  // the model and its plan (5 arrays); no weight files
   ASSERT_EQ(pf_model_num_inputs(model_), 1);
@@ -284,14 +299,15 @@ TEST_F(Model, BranchAndJoin) {
   EXPECT_EQ(h.live, 0);
 }
 
-// Each intermediate is freed right after its last reader, not at the end: a chain keeps two.
+// Without the model's arena each intermediate is freed right after its last reader, not at the
+// end: a chain keeps two.
 TEST_F(Model, ChainFreesEachIntermediateAfterItsReader) {
   Graph g;
   g.Input("x").Kernel("s1", "scale", {"x"}).Kernel("s2", "scale", {"s1"});
   g.Kernel("s3", "scale", {"s2"}).Kernel("s4", "scale", {"s3"}).Outputs({"s4"});
   Hooks& h = hooks_;
   std::vector<std::string> log;
-  pf_model_options opts = h.Options();
+  pf_model_options opts = h.PerRun();
   ASSERT_EQ(Open(g, &opts), PF_OK) << err_;
   h.Reset();
   h.log = &log;
@@ -315,7 +331,7 @@ TEST_F(Model, OutputsByNameOrPositionAndDeadEnds) {
   g.Kernel("b", "add", {"a", "z"}).Outputs({"b", "a"});
   Hooks& h = hooks_;
   std::vector<std::string> log;
-  pf_model_options opts = h.Options();
+  pf_model_options opts = h.PerRun();
   ASSERT_EQ(Open(g, &opts), PF_OK) << err_;
   EXPECT_STREQ(pf_model_output_name(model_, 0), "b");
   EXPECT_STREQ(pf_model_output_name(model_, 1), "a");
@@ -345,7 +361,7 @@ TEST_F(Model, OutputsByNameOrPositionAndDeadEnds) {
 TEST_F(Model, MallocFailureAnywhereLeaksNothing) {
   Graph g = BranchAndJoin();
   Hooks& h = hooks_;
-  pf_model_options opts = h.Options();
+  pf_model_options opts = h.PerRun();
   ASSERT_EQ(Open(g, &opts), PF_OK) << err_;
   float x[4] = {1, 2, 3, 4}, y[4] = {};
   for (int n = 0; n < 3; n++) {
@@ -380,7 +396,7 @@ TEST_F(Model, KernelErrorFreesEverythingAndNamesTheKernel) {
   g.Kernel("c", "scale", {"f"}).Outputs({"c"});
   Hooks& h = hooks_;
   std::vector<std::string> calls;
-  pf_model_options opts = h.Options();
+  pf_model_options opts = h.PerRun();
   ASSERT_EQ(Open(g, &opts), PF_OK) << err_;
   float x[4] = {}, y[4] = {-1, -1, -1, -1};
   g_calls = &calls;
@@ -390,6 +406,145 @@ TEST_F(Model, KernelErrorFreesEverythingAndNamesTheKernel) {
   EXPECT_EQ(calls, (std::vector<std::string>{"run scale", "run fail"}));
   EXPECT_EQ(h.live, 6);
   EXPECT_EQ(y[0], -1);
+}
+
+// ---- pf_model_run in the model's own arena ----
+
+// The first run allocates the arena (the plan's bytes and room to align them) and nothing else;
+// later runs allocate nothing; each run computes its own inputs' outputs; close frees the arena.
+TEST_F(Model, RunsReuseTheModelsArena) {
+  Graph g = BranchAndJoin();
+  Hooks& h = hooks_;
+  std::vector<std::string> log;
+  pf_model_options opts = h.Options();
+  ASSERT_EQ(Open(g, &opts), PF_OK) << err_;
+  ASSERT_EQ(pf_model_arena_bytes(model_), 2u * PF_ARENA_ALIGNMENT);  // a and b
+  h.Reset();
+  h.log = &log;
+  g_calls = &log;
+  for (int r = 0; r < 4; r++) {
+    float x[4] = {1.f + r, -2, 3, 0.5f * r}, y[4] = {};
+    ASSERT_EQ(Run({T("x", x)}, {T("j", y)}), PF_OK) << err_;
+    for (int i = 0; i < 4; i++) EXPECT_EQ(y[i], 4 * x[i] + 1) << r << " " << i;
+  }
+  g_calls = nullptr;
+  h.log = nullptr;
+  std::vector<std::string> want = {"alloc #1"};
+  for (int r = 0; r < 4; r++) want.insert(want.end(), {"run scale", "run bias", "run add"});
+  EXPECT_EQ(log, want);
+  EXPECT_EQ(h.sizes, (std::vector<size_t>{3 * PF_ARENA_ALIGNMENT - 1}));
+  EXPECT_EQ(h.frees, 0);
+  EXPECT_EQ(h.live, 7);
+  pf_model_close(model_);
+  model_ = nullptr;
+  EXPECT_EQ(h.live, 0);
+}
+
+// Runs in the arena equal runs that allocate, bit for bit, run after run on new inputs: on a graph
+// with a branch, a join, a dead end and an output read by a later kernel, and on a chain whose
+// plan puts two intermediates at the same offset.
+TEST_F(Model, ArenaRunsEqualPerRunAllocation) {
+  Graph branchy;
+  branchy.Input("x").Input("z").Kernel("a", "scale", {"x"}).Kernel("dead", "scale", {"z"});
+  branchy.Kernel("b", "bias", {"a"}, kOne).Kernel("j", "add", {"a", "b"});
+  branchy.Kernel("k", "add", {"j", "z"}).Outputs({"k", "j"});
+  Graph chain;
+  chain.Input("x").Input("z").Kernel("s1", "scale", {"x"}).Kernel("s2", "scale", {"s1"});
+  chain.Kernel("s3", "add", {"s2", "z"}).Kernel("j", "scale", {"s3"});
+  chain.Kernel("k", "add", {"j", "z"}).Outputs({"k", "j"});
+  chain.Plan({0, 64, 0, -1, -1}, 128);  // s3 where s1 was
+  for (Graph* g : {&branchy, &chain}) {
+    Hooks& h = hooks_;
+    pf_model_options opts = h.Options(), per_run = h.PerRun();
+    ASSERT_EQ(Open(*g, &opts), PF_OK) << err_;
+    pf_model* allocating = nullptr;
+    ASSERT_EQ(pf_model_open(bundle_, &per_run, &allocating, err_, sizeof err_), PF_OK) << err_;
+    for (int r = 0; r < 3; r++) {
+      float x[4] = {1.5f * r, -2, 3, 0.25f}, z[4] = {10, 20.f * r, 30, 40};
+      float k1[4] = {}, j1[4] = {}, k2[4] = {-1, -1, -1, -1}, j2[4] = {-1, -1, -1, -1};
+      std::vector<pf_tensor> in = {T("x", x), T("z", z)}, out1 = {T("k", k1), T("j", j1)};
+      std::vector<pf_tensor> out2 = {T("k", k2), T("j", j2)};
+      ASSERT_EQ(pf_model_run(allocating, in.data(), 2, out1.data(), 2, err_, sizeof err_), PF_OK)
+          << err_;
+      ASSERT_EQ(Run(in, out2), PF_OK) << err_;
+      EXPECT_EQ(std::memcmp(k1, k2, sizeof k1), 0) << r;
+      EXPECT_EQ(std::memcmp(j1, j2, sizeof j1), 0) << r;
+    }
+    pf_model_close(allocating);
+  }
+}
+
+// A run that finds the arena held (here: a run started by a kernel of another run of the same
+// model, on this thread, so the test is deterministic) allocates its intermediates and frees them;
+// both runs compute their own outputs, the outer one's intermediates in the arena untouched.
+TEST_F(Model, RunFindingTheArenaHeldAllocatesPerRun) {
+  Graph g;  // c = a + r = 2x + 4x
+  g.Input("x").Kernel("a", "scale", {"x"}).Kernel("r", "reenter", {"a"});
+  g.Kernel("c", "add", {"a", "r"}).Outputs({"c"});
+  Hooks& h = hooks_;
+  pf_model_options opts = h.Options();
+  ASSERT_EQ(Open(g, &opts), PF_OK) << err_;
+  float x[4] = {1, 2, 3, 4}, y[4] = {}, x2[4] = {-1, 0.5f, 7, 9}, y2[4] = {};
+  ASSERT_EQ(Run({T("x", x)}, {T("c", y)}), PF_OK) << err_;  // the arena, allocated
+  h.Reset();
+  int inner_allocs = -1, inner_frees = -1;
+  char inner_err[PF_ERRLEN] = "";
+  pf_status inner = PF_ERR_ARGUMENT;
+  g_inside = [&] {
+    pf_tensor in = T("x", x2), out = T("c", y2);
+    inner = pf_model_run(model_, &in, 1, &out, 1, inner_err, sizeof inner_err);
+    inner_allocs = h.allocs;
+    inner_frees = h.frees;
+  };
+  std::fill(y, y + 4, 0.f);
+  ASSERT_EQ(Run({T("x", x)}, {T("c", y)}), PF_OK) << err_;
+  g_inside = nullptr;
+  ASSERT_EQ(inner, PF_OK) << inner_err;
+  EXPECT_EQ(inner_allocs, 3);  // its table, a and r
+  EXPECT_EQ(inner_frees, 3);
+  EXPECT_EQ(h.allocs, 3);  // the outer run, in the arena, allocated nothing
+  for (int i = 0; i < 4; i++) {
+    EXPECT_EQ(y[i], 6 * x[i]) << i;
+    EXPECT_EQ(y2[i], 6 * x2[i]) << i;
+  }
+  EXPECT_EQ(h.live, 7);
+}
+
+// The arena failing to allocate: PF_ERR_NO_MEMORY naming it, nothing leaked, the next run
+// allocates it. A kernel failing in the arena keeps the arena for the next run.
+TEST_F(Model, ArenaMallocFailureAndKernelErrors) {
+  Graph g = BranchAndJoin();
+  Hooks& h = hooks_;
+  pf_model_options opts = h.Options();
+  ASSERT_EQ(Open(g, &opts), PF_OK) << err_;
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  h.Reset();
+  h.fail_at = 0;
+  EXPECT_EQ(Run({T("x", x)}, {T("j", y)}), PF_ERR_NO_MEMORY);
+  EXPECT_HAS(err_,
+             "model 'g': out of memory for the model's arena (128 bytes, "
+             "pf_model_arena_bytes; pf_model_options.per_run_allocation allocates per "
+             "intermediate instead)");
+  EXPECT_EQ(h.live, 6);
+  EXPECT_EQ(y[0], 0);
+  h.Reset();
+  ASSERT_EQ(Run({T("x", x)}, {T("j", y)}), PF_OK) << err_;
+  EXPECT_EQ(y[0], 5);
+  EXPECT_EQ(h.allocs, 1);
+
+  Graph bad;
+  bad.Input("x").Kernel("a", "scale", {"x"}).Kernel("f", "fail", {"a"});
+  bad.Kernel("c", "scale", {"f"}).Outputs({"c"});
+  ASSERT_EQ(Open(bad, &opts), PF_OK) << err_;
+  float out[4] = {-1, -1, -1, -1};
+  for (int r = 0; r < 2; r++) {
+    h.Reset();
+    EXPECT_EQ(Run({T("x", x)}, {T("c", out)}), PF_ERR_KERNEL);
+    EXPECT_STREQ(err_, "model 'g': kernel 'f' (pf_f) failed with Halide error -7");
+    EXPECT_EQ(h.allocs, r == 0 ? 1 : 0) << r;
+    EXPECT_EQ(h.frees, 0) << r;
+    EXPECT_EQ(out[0], -1);
+  }
 }
 
 // ---- pf_model_run_static ----
@@ -522,11 +677,18 @@ TEST_F(Model, FormatTwoRegistryRunsOnlyWithAllocation) {
   Graph g = BranchAndJoin();
   g.Format(PF_FORMAT_VERSION_MIN);
   ASSERT_EQ(PF_FORMAT_VERSION_MIN, 2);
-  ASSERT_EQ(Open(g), PF_OK) << err_;
+  Hooks& h = hooks_;
+  pf_model_options opts = h.Options();
+  ASSERT_EQ(Open(g, &opts), PF_OK) << err_;
   EXPECT_EQ(pf_model_arena_bytes(model_), 0u);
   float x[4] = {1, 2, 3, 4}, y[4] = {};
-  ASSERT_EQ(Run({T("x", x)}, {T("j", y)}), PF_OK) << err_;
-  EXPECT_EQ(y[0], 5);
+  for (int r = 0; r < 2; r++) {  // no arena to keep: every run allocates its table, a and b
+    h.Reset();
+    ASSERT_EQ(Run({T("x", x)}, {T("j", y)}), PF_OK) << err_;
+    EXPECT_EQ(y[0], 5);
+    EXPECT_EQ(h.allocs, 3) << r;
+    EXPECT_EQ(h.frees, 3) << r;
+  }
   Arena arena(1024);
   std::vector<pf_tensor> in = {T("x", x)}, out = {T("j", y)};
   EXPECT_EQ(pf_model_run_static(model_, arena.At(), arena.bytes, in.data(), 1, out.data(), 1, err_,
@@ -811,12 +973,12 @@ TEST_F(Model, OtherTensorErrors) {
 TEST_F(Model, OpenArguments) {
   Graph g = BranchAndJoin();
   ASSERT_EQ(pf_registry_open(g.Registry(), nullptr, &bundle_, err_, sizeof err_), PF_OK) << err_;
-  pf_model_options half = {Hooks::Malloc, nullptr, nullptr};
+  pf_model_options half = {Hooks::Malloc, nullptr, nullptr, 0};
   EXPECT_EQ(pf_model_open(bundle_, &half, &model_, err_, sizeof err_), PF_ERR_ARGUMENT);
   EXPECT_HAS(err_, "set both malloc_fn and free_fn, or neither");
   EXPECT_EQ(pf_model_open(nullptr, nullptr, &model_, err_, sizeof err_), PF_ERR_ARGUMENT);
   EXPECT_EQ(pf_model_open(bundle_, nullptr, nullptr, err_, sizeof err_), PF_ERR_ARGUMENT);
-  pf_model_options none = {nullptr, nullptr, nullptr};
+  pf_model_options none = {nullptr, nullptr, nullptr, 0};
   EXPECT_EQ(pf_model_open(bundle_, &none, &model_, nullptr, 0), PF_OK);  // defaults, no err
   EXPECT_EQ(pf_model_num_inputs(nullptr), 0);
   EXPECT_EQ(pf_model_output_name(nullptr, 0), nullptr);
@@ -844,7 +1006,7 @@ TEST_F(Model, ConcurrentRunsMatchSerialRuns) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(wrong.load(), 0);
-  EXPECT_EQ(h.live, 6);
+  EXPECT_EQ(h.live, 7);  // the plan and the model's arena; every per-run block freed
 }
 
 TEST_F(Model, CppWrapper) {
@@ -929,7 +1091,7 @@ class BundleModel : public ScratchBundle {
 
 TEST_F(BundleModel, RunsWithTheWeightsFile) {
   Hooks& h = hooks_;
-  pf_model_options opts = h.Options();
+  pf_model_options opts = h.PerRun();
   ASSERT_EQ(OpenModel(&opts), PF_OK) << err_;
   EXPECT_EQ(h.live, 8);  // the plan (6), the list of weight blocks and the bias from its file
   ASSERT_EQ(pf_model_num_inputs(model_), 2);
