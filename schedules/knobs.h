@@ -46,6 +46,12 @@ namespace padfold {
     "channel blocks outermost when the weights exceed this many KiB; 0 = never")                 \
   X(bool, parallel_channels, false, 0, 1, linear, cpu,                                           \
     "with channel blocks outermost, threads over the blocks instead of rows")                    \
+  X(int, channel_tasks_rows, 0, 0, 256, linear, cpu,                                             \
+    "with channel blocks outermost, threads over the blocks instead of rows when the output "    \
+    "has fewer row tiles than this")                                                             \
+  X(int, pack_weights_kb, 0, 0, 4096, linear, cpu,                                               \
+    "with channel blocks outermost (channels-last), copy each block's weights into a "           \
+    "contiguous stack buffer when it takes at most this many KiB; 0 = never")                    \
   X(int, fused_strips, 0, 0, 64, linear, cpu,                                                    \
     "fused blocks: the rows in this many parallel strips, and a producer read through a window " \
     "computed per row tile, sliding along its strip (no halo recompute); 0 = per pixel tile")    \
@@ -67,7 +73,7 @@ namespace padfold {
 
 // The schedule space's version, part of the tuning database's toolchain key: bump it when a knob is
 // added, removed or changes meaning, so that old measurements stop applying.
-constexpr int kScheduleSpaceVersion = 1;
+constexpr int kScheduleSpaceVersion = 2;
 
 // A layer's schedule: every knob, plus the name of the strategy-table row it came from.
 struct ScheduleParams {

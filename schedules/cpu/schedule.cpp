@@ -93,7 +93,9 @@ bool parallel_over_channels(const ScheduleParams& p, const Layer& L, const Axes&
       ax.dims >= 2 ? (ax.rows + p.tile_y - 1) / p.tile_y : (ax.unr_extent + unroll - 1) / unroll;
   const int64_t channel_tiles = ax.channels_last ? (ax.vec_extent + vec_tile - 1) / vec_tile
                                                  : (ax.unr_extent + unroll - 1) / unroll;
-  return (channels_outermost(p, L) && p.parallel_channels) || (row_tiles < 2 && channel_tiles >= 2);
+  if (channel_tiles < 2) return false;
+  return row_tiles < 2 ||
+         (channels_outermost(p, L) && (p.parallel_channels || row_tiles < p.channel_tasks_rows));
 }
 
 ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParams& p) {
@@ -217,6 +219,29 @@ void schedule_reduction(Algorithm& a, const ScheduleParams& p, const LoopLevel& 
   }
 }
 
+// With channel blocks outermost, a block's weights are read once per pixel tile; in the layouts
+// that keep output channels innermost (HWIO) a block of 8 or 16 channels is a strip of each
+// reduction step's row, so the steps are a stride of a whole row apart (2 KiB for 512 channels:
+// a new page every other step, which the prefetchers do not follow). Copied once per block into
+// a buffer of their own, channels innermost, the steps are contiguous.
+void pack_block_weights(Algorithm& a, const ScheduleParams& p, const LoopLevel& block,
+                        int vec_tile) {
+  const Layer& L = *a.layer;
+  if (!a.weights.defined() || p.pack_weights_kb <= 0) return;
+  if (weight_bytes(L) / L.out_channels * vec_tile > int64_t{1024} * p.pack_weights_kb) return;
+  Func packed = a.weights.in();
+  std::vector<Var> args = packed.args();
+  const std::string& order = L.weight_layout.order;  // outermost first; Halide's args innermost
+  const size_t o = order.size() - 1 - order.find('O');
+  std::vector<Var> storage{args[o]};
+  for (size_t i = 0; i < args.size(); ++i)
+    if (i != o) storage.push_back(args[i]);
+  // Register memory: on the stack whatever its size, as for fused producers (apply_producer).
+  packed.compute_at(block).store_in(MemoryType::Register).reorder_storage(storage);
+  std::vector<VarOrRVar> loops(storage.begin(), storage.end());
+  packed.reorder(loops).vectorize(args[o], p.vector_lanes);
+}
+
 // One shape for every op (see the top of this file), from resolved knobs.
 ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   ScheduleResult result{p};
@@ -262,6 +287,7 @@ ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   // Accumulators: one register tile, computed per tile of the output.
   const Var innermost_tile = channels_outer ? pix_outer : t.vec_outer;
   schedule_reduction(a, p, LoopLevel(out, innermost_tile), ax.rows);
+  if (channels_outer && cl) pack_block_weights(a, p, LoopLevel(out, chan_outer), vec_tile);
 
   if (!p.inline_border) a.bordered.compute_at(out, innermost_tile);
   // All channels of a pixel tile: channels-last tiles keep channel blocks inside pixel blocks;

@@ -37,6 +37,15 @@ StrategyRow row(TargetFamily family, OpClass op_class,
 //  pointwise  weights above 1 MiB (effnet_head_pw: 1.6 MB, more than L2): channel blocks
 //             outermost, so each block's weights stay in cache over all pixels, and threads over
 //             the blocks (its 7 rows split 4/3 over 2 threads); 98 -> 113 GFLOP/s.
+// Measured on Zen 3 (AVX2) over every conv shape of ResNet-50 (bench/results-models.md):
+//  dense and pointwise with weights above 128 KiB: channel blocks outermost, and each block's
+//             weights packed into a stack buffer of their own (pack_weights_kb: up to 320 KiB,
+//             a 3x3x512 block of 16 channels): read in place, HWIO weights of 512 or more output
+//             channels put consecutive reduction steps 2 KiB or more apart, a new page every
+//             other step, which the prefetchers do not follow. 7x7x2048 -> 512: 3.26 -> 1.89 ms,
+//             7x7x512 3x3: 16.2 -> 6.6 ms, the 22 distinct shapes 112 -> 67 ms (1 thread).
+//             Dense outputs of fewer than 16 row tiles put threads over the channel blocks
+//             (7x7x512 3x3 at 2 threads: 4.4 -> 2.7 ms; 28 rows stay faster over rows).
 //  depthwise  small tiles over two rows; 3x3 and 5x5 kernels fully unrolled (with Halide 21, 5x5
 //             kernels whose rows stay rolled keep a select per tap in the steady state of 14x14
 //             outputs; on the 7x7 effnet_dw5_s2_b unrolling drops the padding: 46 -> 106 GFLOP/s).
@@ -49,23 +58,23 @@ StrategyRow row(TargetFamily family, OpClass op_class,
 std::vector<StrategyRow> x86_and_generic_rows() {
   // clang-format off
   return {
-      row(F::X86Avx512, C::Dense,      {{"vector_lanes", 16}, {"tile_x", 16}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}}),
+      row(F::X86Avx512, C::Dense,      {{"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"channel_tasks_rows", 16}, {"vector_lanes", 16}, {"tile_x", 16}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}}),
       row(F::X86Avx512, C::Stem,       {{"vector_lanes", 16}, {"channel_vectors", 4}, {"unroll_taps", 7}, {"unroll_channels", 3}, {"fit_tiles", 1}, {"taps_inner", 1}}),
-      row(F::X86Avx512, C::Pointwise,  {{"vector_lanes", 16}, {"tile_x", 16}, {"channels_outer_kb", 1024}, {"fit_tiles", 1}, {"parallel_channels", 1}, {"fused_strips", 4}}),
+      row(F::X86Avx512, C::Pointwise,  {{"vector_lanes", 16}, {"tile_x", 16}, {"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"fit_tiles", 1}, {"parallel_channels", 1}, {"fused_strips", 4}}),
       row(F::X86Avx512, C::Depthwise,  {{"vector_lanes", 16}, {"tile_y", 2}, {"unroll_taps", 5}, {"unroll_taps_outer", 5}, {"unroll_taps_rows", 8}, {"fit_tiles", 1}}),
       row(F::X86Avx512, C::Pooling,    {{"vector_lanes", 16}, {"unroll_taps", 3}, {"fused_strips", 4}}),
       row(F::X86Avx512, C::Transposed, {{"vector_lanes", 16}, {"channel_vectors", 2}}),
       row(F::X86Avx512, C::Elementwise, {{"vector_lanes", 16}}),
-      row(F::X86Avx2,   C::Dense,      {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}}),
+      row(F::X86Avx2,   C::Dense,      {{"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"channel_tasks_rows", 16}, {"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}}),
       row(F::X86Avx2,   C::Stem,       {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"unroll_taps", 7}, {"unroll_channels", 3}, {"fit_tiles", 1}, {"taps_inner", 1}}),
-      row(F::X86Avx2,   C::Pointwise,  {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"channels_outer_kb", 1024}, {"fit_tiles", 1}, {"parallel_channels", 1}, {"fused_strips", 4}}),
+      row(F::X86Avx2,   C::Pointwise,  {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"fit_tiles", 1}, {"parallel_channels", 1}, {"fused_strips", 4}}),
       row(F::X86Avx2,   C::Depthwise,  {{"vector_lanes", 8}, {"tile_y", 2}, {"unroll_taps", 5}, {"unroll_taps_outer", 5}, {"unroll_taps_rows", 8}, {"fit_tiles", 1}}),
       row(F::X86Avx2,   C::Pooling,    {{"vector_lanes", 8}, {"unroll_taps", 3}, {"fused_strips", 4}}),
       row(F::X86Avx2,   C::Transposed, {{"vector_lanes", 8}, {"channel_vectors", 2}}),
       row(F::X86Avx2,   C::Elementwise, {{"vector_lanes", 8}}),
-      row(F::Generic,   C::Dense,      {{"vector_lanes", 4}, {"channel_vectors", 2}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}}),
+      row(F::Generic,   C::Dense,      {{"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"channel_tasks_rows", 16}, {"vector_lanes", 4}, {"channel_vectors", 2}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}}),
       row(F::Generic,   C::Stem,       {{"vector_lanes", 4}, {"channel_vectors", 2}, {"unroll_taps", 3}, {"unroll_channels", 3}, {"fit_tiles", 1}, {"taps_inner", 1}}),
-      row(F::Generic,   C::Pointwise,  {{"vector_lanes", 4}, {"channel_vectors", 2}, {"channels_outer_kb", 1024}, {"fit_tiles", 1}, {"parallel_channels", 1}, {"fused_strips", 4}}),
+      row(F::Generic,   C::Pointwise,  {{"vector_lanes", 4}, {"channel_vectors", 2}, {"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"fit_tiles", 1}, {"parallel_channels", 1}, {"fused_strips", 4}}),
       row(F::Generic,   C::Depthwise,  {{"vector_lanes", 4}, {"tile_y", 2}, {"unroll_taps", 5}, {"unroll_taps_outer", 5}, {"unroll_taps_rows", 8}, {"fit_tiles", 1}}),
       row(F::Generic,   C::Pooling,    {{"vector_lanes", 4}, {"unroll_taps", 3}, {"fused_strips", 4}}),
       row(F::Generic,   C::Transposed, {{"vector_lanes", 4}}),

@@ -6,6 +6,7 @@
 //
 // Tolerance: |padfold - reference| <= 1e-5 * (taps per output + 1) * max(|reference|, 1), i.e.
 // float32 rounding growing with the length of each dot product, relative to the output's size.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -69,10 +70,16 @@ std::vector<TargetCase> cases_for(const std::string& target, unsigned seed) {
 // the cases each, so every option is checked on shapes the benchmark does not have.
 std::vector<TargetCase> option_cases() {
   const char* options[] = {
-      R"({"fit_tiles": true})",      R"({"taps_inner": true})",
-      R"({"unroll_channels": 2})",   R"({"unroll_taps_outer": 5})",
-      R"({"unroll_taps_rows": 64})", R"({"channels_outer_kb": 1, "parallel_channels": true})",
-      R"({"channels_outer_kb": 1})", R"({"inline_border": false})"};
+      R"({"fit_tiles": true})",
+      R"({"taps_inner": true})",
+      R"({"unroll_channels": 2})",
+      R"({"unroll_taps_outer": 5})",
+      R"({"unroll_taps_rows": 64})",
+      R"({"channels_outer_kb": 1, "parallel_channels": true})",
+      R"({"channels_outer_kb": 1})",
+      R"({"inline_border": false})",
+      R"({"channels_outer_kb": 1, "pack_weights_kb": 4096})",
+      R"({"channels_outer_kb": 1, "pack_weights_kb": 4096, "channel_tasks_rows": 256})"};
   std::vector<TargetCase> out;
   const std::vector<KernelCase> layers = make_kernel_cases(31337, 1);
   for (size_t o = 0; o < std::size(options); ++o)
@@ -132,6 +139,46 @@ TEST(KernelOptions, GroupedRowTasksMatchReference) {
         1e-5 * static_cast<double>(taps_per_output(L) + 1) * std::max(ref::max_abs(expected), 1.0);
     for (size_t i = 0; i < expected.data.size(); ++i)
       ASSERT_NEAR(actual.data[i], expected.data[i], tol) << "element " << i;
+  }
+}
+
+// Channel blocks outermost with each block's weights packed (pack_weights_kb), channels last, in
+// both weight layouts, dense and pointwise, strided and asymmetric, on channel counts that leave a
+// last block shifted inwards and on 7 columns (a prime), with threads over rows or over blocks.
+TEST(KernelOptions, PackedBlockWeightsMatchReference) {
+  struct Case {
+    const char* weights;
+    int kernel, stride, channels;
+    const char* padding;
+    const char* border;
+  };
+  const Case cases[] = {{"HWIO", 3, 1, 20, "same_upper", "zeros"},
+                        {"OIHW", 3, 2, 24, "same_upper", "reflect"},
+                        {"HWIO", 1, 2, 40, "valid", "zeros"},
+                        {"OIHW", 1, 1, 32, "valid", "zeros"},
+                        {"HWIO", 2, 1, 12, "same_lower", "replicate"}};
+  for (const Case& c : cases) {
+    const std::string spec = fmt::format(
+        R"({{"model": "packed", "layers": [{{"name": "conv", "op": "conv2d",
+        "input_shape": [1, 7, 13, 9], "layout": "NHWC", "weight_layout": "{}", "out_channels": {},
+        "kernel": {}, "stride": {}, "padding": "{}", "border": "{}", "bias": true}}]}})",
+        c.weights, c.channels, c.kernel, c.stride, c.padding, c.border);
+    const Model model = parse_spec(spec, "packed");
+    const Layer& L = model.layers.at(0);
+    const ref::LayerData data = ref::random_data(L, 11);
+    const ref::Tensor expected = ref::reference_output(L, data);
+    for (const char* knobs :
+         {R"({"channels_outer_kb": 1, "pack_weights_kb": 4096})",
+          R"({"channels_outer_kb": 1, "pack_weights_kb": 4096, "channel_vectors": 1, "tile_x": 7})",
+          R"({"channels_outer_kb": 1, "pack_weights_kb": 4096, "channel_tasks_rows": 256})",
+          R"({"channels_outer_kb": 1, "pack_weights_kb": 4096, "vector_lanes": 4,
+              "channel_vectors": 3, "parallel_channels": true})"}) {
+      SCOPED_TRACE(spec + "\nschedule " + knobs);
+      const ref::Tensor actual = kernel_output(L, data, "host", nlohmann::json::parse(knobs));
+      ASSERT_EQ(actual.shape, expected.shape);
+      for (size_t i = 0; i < expected.data.size(); ++i)
+        ASSERT_NEAR(actual.data[i], expected.data[i], 1e-4) << "element " << i;
+    }
   }
 }
 
