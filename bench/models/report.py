@@ -181,6 +181,6 @@ if previous and previous.exists():
             end = next((i for i in range(1, len(body)) if body[i].startswith("## ")), len(body))
             while end > 1 and not body[end - 1].strip():
                 end -= 1
-            kept += ["#" + body[0] if body[0].startswith("## ") else body[0]] + body[1:end] + [""]
+            kept += ["##" + body[0] if body[0].startswith("## ") else body[0]] + body[1:end] + [""]
     out += [""] + header + kept + ([earlier] if earlier else [])
 print("\n".join(out))
