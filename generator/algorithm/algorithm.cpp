@@ -426,11 +426,18 @@ std::vector<BufferInfo> buffer_infos(const Layer& L) {
   return out;
 }
 
-Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_border) {
+BufferInfo residual_buffer(const Layer& add) {
+  return {"residual", PF_ROLE_INPUT, add.layout.name(), add.output_shape_full(), add.name};
+}
+
+Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_border,
+                          const Layer* residual) {
   if (L.dtype != DType::F32)
     throw std::runtime_error("layer '" + L.name + "': only float32 kernels are generated");
   if (source.defined() && L.is_join())
     throw std::logic_error("layer '" + L.name + "': add, mul and concat are not fused");
+  if (residual && (L.op != Op::Conv || residual->op != Op::Add))
+    throw std::logic_error("layer '" + L.name + "': only a conv takes a residual add");
   Algorithm a;
   a.layer = &L;
   a.source = source;
@@ -460,6 +467,14 @@ Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_bord
 
   if (L.has_window()) a.reduce = Func(L.name + "_reduce");
   a.output = Func(L.name);
+  ImageParam addend;
+  if (residual) {  // before the output, as the buffers are in manifest order
+    const BufferInfo b = residual_buffer(*residual);
+    addend = ImageParam(Float(32), static_cast<int>(b.shape.size()), residual->name + "_residual");
+    fix_shape(addend, b.shape);
+    a.buffers.insert(a.buffers.end() - 1, BufferParam{b, addend});
+    a.buffers.back().info = buffer_infos(*residual).back();  // the add's output
+  }
   switch (L.op) {
     case Op::Conv:
       build_conv(a, L);
@@ -489,7 +504,9 @@ Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_bord
   if (!a.output.defined()) {
     Expr v = a.reduce(a.vars);
     if (L.bias) v = v + a.bias(a.c);
-    a.output(a.vars) = activate(v, L);
+    v = activate(v, L);
+    if (residual) v = activate(v + addend(a.vars), *residual);
+    a.output(a.vars) = v;
   }
   fix_shape(a.output.output_buffer(), L.output_shape_full());
   return a;

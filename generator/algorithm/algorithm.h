@@ -64,7 +64,14 @@ struct Algorithm {
 // instead of an input buffer, through its own border and padding.
 // With `explicit_border` (GPU schedules) `bordered` is written as clamps and selects instead of
 // Halide's BoundaryConditions.
+// With `residual` (an add whose other input is this conv's addend: a residual block), the conv's
+// output (bias and activation applied) plus that addend, through the add's activation, is the
+// output: a "residual" input buffer (the add's output shape, named after the add) is read once
+// per output element in the epilogue, and the output buffer is the add's.
 Algorithm build_algorithm(const Layer& layer, const Halide::Func& source = Halide::Func(),
-                          bool explicit_border = false);
+                          bool explicit_border = false, const Layer* residual = nullptr);
+
+// The residual buffer of a conv whose output an add sums with another tensor.
+BufferInfo residual_buffer(const Layer& add);
 
 }  // namespace padfold

@@ -162,7 +162,8 @@ void add_compile_command(CLI::App& app) {
                 "CUDA, .cl for OpenCL), e.g. to check the PTX with ptxas");
   cmd->add_option("--fuse", args->request.fuse,
                   "auto (fuse dw->pw, pw->dw->pw and conv->pool chains where the cost model says "
-                  "it pays; padfold check shows the choice), none, or blocks such as dw1+pw1,c2+p2")
+                  "it pays, and residual adds into the conv before them; padfold check shows the "
+                  "choice), none, or blocks such as dw1+pw1,c2+p2,c3+add3")
       ->capture_default_str();
   cmd->add_flag("--embed-weights", args->request.embed_weights,
                 "bake the spec's weight_files into every target's library (for embedded builds "

@@ -1,6 +1,7 @@
 #include "compile/block.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "schedules/schedule.h"
 
@@ -17,6 +18,24 @@ std::string short_op(const Layer& L) {
 }
 
 }  // namespace
+
+const Layer* Block::residual() const {
+  const Layer& L = last();
+  return layers.size() > 1 && L.op == Op::Add ? &L : nullptr;
+}
+
+std::vector<const Layer*> Block::chain() const {
+  std::vector<const Layer*> c = layers;
+  if (residual()) c.pop_back();
+  return c;
+}
+
+const std::string& Block::residual_source() const {
+  const Layer* add = residual();
+  if (!add) throw std::logic_error("block " + names() + " ends in no residual add");
+  const std::string& conv = consumer().name;
+  return add->inputs.at(add->inputs.at(0) == conv ? 1 : 0);
+}
 
 std::string Block::kind() const {
   if (!fused()) return last().op_name;
@@ -39,12 +58,21 @@ std::vector<BufferInfo> block_buffers(const Block& block) {
       if (b.role == PF_ROLE_INPUT && L != &block.first()) continue;
       if (b.role == PF_ROLE_OUTPUT && L != &block.last()) continue;
       if (b.role == PF_ROLE_WEIGHTS || b.role == PF_ROLE_BIAS) b.name = L->name + "_" + b.name;
+      if (L == block.residual() && b.role == PF_ROLE_OUTPUT) out.push_back(residual_buffer(*L));
       out.push_back(b);
     }
   // The output last, after every layer's weights.
   std::stable_partition(out.begin(), out.end(),
                         [](const BufferInfo& b) { return b.role != PF_ROLE_OUTPUT; });
   return out;
+}
+
+std::vector<std::string> block_input_sources(const Block& block) {
+  std::vector<std::string> sources;
+  if (!block.fused()) return block.first().inputs;
+  sources.push_back(block.first().inputs.at(0));
+  if (block.residual()) sources.push_back(block.residual_source());
+  return sources;
 }
 
 }  // namespace padfold

@@ -27,12 +27,28 @@ bool is_pool(const Layer& L) {
   return L.op == Op::MaxPool || L.op == Op::AvgPool;
 }
 
+// An add of a conv's output (c[0]) and one other tensor of the same shape and layout: the conv's
+// epilogue computes it.
+bool is_residual_add(const Layer& conv, const Layer& add) {
+  return conv.op == Op::Conv && add.op == Op::Add && add.inputs.size() == 2 &&
+         add.inputs[0] != add.inputs[1] &&
+         (add.inputs[0] == conv.name || add.inputs[1] == conv.name) &&
+         add.layout.name() == conv.layout.name() &&
+         add.output_shape_full() == conv.output_shape_full();
+}
+
 // Whether `chain` is a block kind padfold fuses; "" when it is, else why not.
-std::string unfusible(const std::vector<const Layer*>& c) {
+std::string unfusible(const std::vector<const Layer*>& chain) {
+  std::vector<const Layer*> c = chain;
+  if (c.size() >= 2 && is_residual_add(*c[c.size() - 2], *c.back())) {
+    c.pop_back();
+    if (c.size() == 1) return "";
+  }
   if (c.size() == 2 && is_dw(*c[0]) && is_pw(*c[1])) return "";
   if (c.size() == 3 && is_pw(*c[0]) && is_dw(*c[1]) && is_pw(*c[2])) return "";
   if (c.size() == 2 && c[0]->op == Op::Conv && is_pool(*c[1])) return "";
-  return "not a fused kind (dw->pw, pw->dw->pw, conv->max_pool, conv->avg_pool)";
+  return "not a fused kind (dw->pw, pw->dw->pw, conv->max_pool, conv->avg_pool, each of the convs "
+         "or dw->pw and pw->dw->pw followed by a residual add)";
 }
 
 double bytes_of(const std::vector<int64_t>& shape) {
@@ -86,9 +102,25 @@ FuseOptions parse_fuse_option(const std::string& text) {
   return o;
 }
 
-FusionEstimate estimate_fusion(const std::vector<const Layer*>& chain) {
+FusionEstimate estimate_fusion(const std::vector<const Layer*>& layers) {
+  Block b{layers, ""};
+  if (b.residual()) {
+    // The conv's output is never written nor read back, and the add is no kernel of its own:
+    // nothing is recomputed, so it pays whenever the chain before it does.
+    const std::vector<const Layer*> chain = b.chain();
+    FusionEstimate e;
+    if (chain.size() > 1) e = estimate_fusion(chain);
+    const double saved = bytes_of(b.consumer().output_shape_full());
+    e.kind = b.kind();
+    e.intermediate_bytes += saved;
+    e.pays = chain.size() == 1 || e.pays;
+    e.reason =
+        fmt::format("{}: the add in {}'s epilogue saves {:.1f} KB of writes and reads{}", e.kind,
+                    b.consumer().name, 2 * saved / 1024, chain.size() > 1 ? "; " + e.reason : "");
+    return e;
+  }
+  const std::vector<const Layer*>& chain = layers;
   FusionEstimate e;
-  Block b{chain, ""};
   e.kind = b.kind();
   for (size_t i = 0; i + 1 < chain.size(); ++i)
     e.intermediate_bytes += bytes_of(chain[i]->output_shape_full());
@@ -148,8 +180,9 @@ FusionPlan plan_fusion(const Model& model, const FuseOptions& options) {
   const std::unordered_set<std::string> outputs(model.outputs.begin(), model.outputs.end());
   auto chainable = [&](const Layer& producer, const Layer& consumer) {
     const auto r = readers.find(producer.name);
-    return consumer.inputs.size() == 1 && consumer.inputs[0] == producer.name &&
-           r != readers.end() && r->second == 1 && !outputs.count(producer.name);
+    const bool reads = (consumer.inputs.size() == 1 && consumer.inputs[0] == producer.name) ||
+                       is_residual_add(producer, consumer);
+    return reads && r != readers.end() && r->second == 1 && !outputs.count(producer.name);
   };
   std::unordered_map<std::string, size_t> index;
   for (size_t i = 0; i < model.layers.size(); ++i) index[model.layers[i].name] = i;
@@ -188,9 +221,10 @@ FusionPlan plan_fusion(const Model& model, const FuseOptions& options) {
   } else if (options.mode == FuseOptions::Mode::Auto) {
     for (size_t i = 0; i < model.layers.size(); ++i) {
       if (taken[i]) continue;
-      // The longest fusible chain from layer i (pw->dw->pw before dw->pw and conv->pool).
+      // The longest fusible chain from layer i (pw->dw->pw->add before pw->dw->pw, dw->pw and
+      // conv->pool).
       std::vector<const Layer*> chain{&model.layers[i]};
-      for (const Layer* next = reader_of(model.layers[i]); next && chain.size() < 3;
+      for (const Layer* next = reader_of(model.layers[i]); next && chain.size() < 4;
            next = reader_of(*next))
         chain.push_back(next);
       for (size_t n = chain.size(); n >= 2; --n) {
@@ -209,9 +243,11 @@ FusionPlan plan_fusion(const Model& model, const FuseOptions& options) {
       }
     }
   }
-  // Every layer in model order: a block where its first layer is, singles elsewhere.
+  // Every layer in model order: a block where its first layer is (a block ending in a residual add
+  // where the add is: the add's other input may come later than the block's first layer), singles
+  // elsewhere.
   std::unordered_map<const Layer*, const std::vector<const Layer*>*> block_at;
-  for (const auto& c : chosen) block_at.emplace(c.front(), &c);
+  for (const auto& c : chosen) block_at.emplace(Block{c, ""}.residual() ? c.back() : c.front(), &c);
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const Layer& L = model.layers[i];
     if (const auto it = block_at.find(&L); it != block_at.end()) {

@@ -1,8 +1,10 @@
 // Which layers become one kernel. A fused block is a chain in which each layer reads only the
 // previous one, whose output nothing else reads and which is no model output; the kinds are
-// dw -> pw, pw -> dw -> pw and conv -> max_pool / avg_pool. `auto` fuses a chain when the memory
-// traffic of its intermediates saved outweighs the producer rows each row strip recomputes, and
-// the block keeps at least two strips (threads).
+// dw -> pw, pw -> dw -> pw and conv -> max_pool / avg_pool, and a conv, dw -> pw or pw -> dw -> pw
+// followed by a residual add (the conv's output plus another tensor, in the conv's epilogue).
+// `auto` fuses a chain when the memory traffic of its intermediates saved outweighs the producer
+// rows each row strip recomputes, and the block keeps at least two strips (threads); a residual
+// add whenever the chain before it is fused (or is a single conv).
 #pragma once
 
 #include <string>

@@ -46,13 +46,14 @@ Kernel lower(const Layer& layer, const Halide::Target& target, const SchedulePar
 
 ScheduleParams requested_schedule(const Block& block, const Halide::Target& target,
                                   const nlohmann::json& overrides) {
-  return requested_schedule(block.last(), target, overrides);
+  return requested_schedule(block.consumer(), target, overrides);
 }
 
 ScheduleParams resolved_schedule(const Block& block, const Halide::Target& target,
                                  const ScheduleParams& requested) {
-  if (!block.fused()) return resolve_schedule(block.last(), target, requested);
-  return resolve_block_schedule(block.layers, target, requested);
+  const std::vector<const Layer*> chain = block.chain();
+  if (chain.size() == 1) return resolve_schedule(*chain[0], target, requested);
+  return resolve_block_schedule(chain, target, requested);
 }
 
 namespace {
@@ -61,21 +62,24 @@ Kernel lower_block(const Block& block, const Halide::Target& target,
                    const ScheduleParams& requested, bool in_registers) {
   std::vector<Algorithm> chain;
   Halide::Func source;
-  for (const Layer* L : block.layers) {
-    chain.push_back(
-        build_algorithm(*L, source, strategy_for(*L, target).capabilities.explicit_border));
+  for (const Layer* L : block.chain()) {
+    const Layer* residual = L == &block.consumer() ? block.residual() : nullptr;
+    chain.push_back(build_algorithm(
+        *L, source, strategy_for(*L, target).capabilities.explicit_border, residual));
     source = chain.back().output;
   }
   Kernel k;
   k.name = block.last().name;
-  k.schedule = apply_block_schedule(chain, requested, target, in_registers).resolved;
+  k.schedule = chain.size() == 1
+                   ? apply_schedule(chain[0], requested, target).resolved
+                   : apply_block_schedule(chain, requested, target, in_registers).resolved;
   // Buffers in block_buffers order: the parameters of every layer, renamed as the block names them.
   const std::vector<BufferInfo> infos = block_buffers(block);
   for (const BufferInfo& info : infos) {
     for (const Algorithm& a : chain)
       for (const BufferParam& b : a.buffers)
         if (b.info.layer == info.layer && b.info.role == info.role &&
-            (info.role != PF_ROLE_OUTPUT || a.layer == &block.last()))
+            (info.role != PF_ROLE_OUTPUT || b.info.layer == block.last().name))
           k.buffers.push_back({info, b.param});
   }
   k.pipeline = Halide::Pipeline(chain.back().output);

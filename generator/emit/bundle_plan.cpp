@@ -98,11 +98,12 @@ int find_weight_file(const std::vector<WeightFile>& files, const Layer& L, pf_ro
 std::vector<BufferPlan> plan_buffers(const Block& block, const std::vector<WeightFile>& files,
                                      bool embedded) {
   std::vector<BufferPlan> buffers;
+  const std::vector<std::string> sources = block_input_sources(block);
   size_t inputs = 0;
   for (const BufferInfo& b : block_buffers(block)) {
     BufferPlan p{b.name, b.role, b.layout, b.shape, std::nullopt, -1};
     if (b.role == PF_ROLE_INPUT) {
-      p.source = block.first().inputs.at(inputs++);
+      p.source = sources.at(inputs++);
     } else if (b.role != PF_ROLE_OUTPUT) {
       p.weight_file = find_weight_file(files, layer_of(block, b), b.role);
       if (p.weight_file >= 0 && !embedded)
@@ -123,8 +124,8 @@ KernelSchedule plan_schedule(const Block& b, const TargetPlan& t, const CompileO
   json knobs = overrides;
   if (!overrides.empty()) {
     s.source = "overrides";
-  } else if (opt.tuned && !b.fused()) {
-    if (const auto tuned = opt.tuned(b.last(), t.target)) {
+  } else if (opt.tuned && b.chain().size() == 1) {  // a residual add changes only the epilogue
+    if (const auto tuned = opt.tuned(b.consumer(), t.target)) {
       knobs = tuned->knobs;
       s.source = "tuned (db)";
       s.tuning = tuned->provenance;

@@ -139,7 +139,7 @@ std::vector<KernelBuild> compile_kernels(
     b.fallback = true;
     b.fallback_from = b.schedule.name;
     b.fallback_reason = r.error;
-    b.schedule = conservative_schedule(block.last(), target);
+    b.schedule = conservative_schedule(block.consumer(), target);
     b.resolved = resolved_schedule(block, target, b.schedule);
     return job(i);
   };

@@ -9,10 +9,10 @@
 
 namespace padfold {
 
-// A warning for `model` on CPU targets, or nullopt: its depthwise convolutions computed channels
-// first (NCHW-style) make whole models markedly slower than the same model channels last
-// (MobileNetV2 and EfficientNet-B0 in bench/results-models.md; ResNet-50, without them, within
-// 1.2x). It names how many, the layout, the measured cost and how to get channels last.
+// A warning for `model` on CPU targets, or nullopt: its convolutions computed channels first
+// (NCHW-style) make whole models markedly slower than the same model channels last (MobileNetV2,
+// EfficientNet-B0 and ResNet-50 in bench/results-models.md). It names how many (and how many of
+// them are depthwise), the layout, the measured cost and how to get channels last.
 std::optional<std::string> channels_first_cost_warning(const Model& model);
 
 }  // namespace padfold

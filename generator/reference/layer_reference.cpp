@@ -113,4 +113,12 @@ ref::Tensor reference_output(const Layer& L, const LayerData& d) {
   return L.layout.channels_last ? ref::to_channels_last(y) : y;
 }
 
+Tensor add_output(const Layer& add, const Tensor& a, const Tensor& b) {
+  if (a.shape != b.shape) throw std::invalid_argument("add_output: shapes differ");
+  Tensor sum = a;
+  for (size_t i = 0; i < sum.data.size(); ++i) sum.data[i] += b.data[i];
+  return ref::activation(sum, activation_kind(add.activation), add.activation_alpha,
+                         add.activation_beta);
+}
+
 }  // namespace padfold::ref

@@ -16,4 +16,7 @@ LayerData random_data(const Layer& layer, unsigned seed);
 // The reference output in the layer's output layout.
 Tensor reference_output(const Layer& layer, const LayerData& data);
 
+// An add of two tensors of the same shape (any one layout), through the add's activation.
+Tensor add_output(const Layer& add, const Tensor& a, const Tensor& b);
+
 }  // namespace padfold::ref

@@ -106,10 +106,20 @@ TEST_F(GraphCli, CompileCopiesWeightsAndDescribesTheGraph) {
   EXPECT_EQ(conv[1].at("source"), "weights/conv_weights.npy");
   EXPECT_EQ(conv[2].at("source"), "weights/conv_bias.npy");
   EXPECT_EQ(conv[3].at("source"), nullptr);
-  const json& sum = m.at("kernels")[2].at("buffers");
-  EXPECT_EQ(sum[0].at("name"), "input0");
+  // pw's only reader is sum: one kernel, the add in pw's epilogue, its residual conv's output.
+  ASSERT_EQ(m.at("kernels").size(), 3u);
+  EXPECT_EQ(m.at("kernels")[1].at("layer"), "sum");
+  EXPECT_EQ(m.at("kernels")[1].at("op"), "pw->add");
+  const json& sum = m.at("kernels")[1].at("buffers");
+  EXPECT_EQ(sum[0].at("name"), "input");
   EXPECT_EQ(sum[0].at("source"), "conv");
-  EXPECT_EQ(sum[1].at("source"), "pw");
+  EXPECT_EQ(sum[1].at("name"), "pw_weights");
+  EXPECT_EQ(sum[2].at("name"), "residual");
+  EXPECT_EQ(sum[2].at("source"), "conv");
+  const json& cat = m.at("kernels")[2].at("buffers");
+  EXPECT_EQ(cat[0].at("name"), "input0");
+  EXPECT_EQ(cat[0].at("source"), "sum");
+  EXPECT_EQ(cat[1].at("source"), "conv");
   // The copies hold the spec's values.
   const padfold::NpyArray w = padfold::read_npy_f32((out / "weights/conv_weights.npy").string());
   EXPECT_EQ(w.shape, (std::vector<int64_t>{4, 3, 3, 3}));
@@ -333,10 +343,11 @@ TEST_F(GraphCli, RunLayerRunsBlocksAndJoins) {
 // target every layer is a kernel of its own, on the CPU target beside it too, and the compile
 // prints no "fused" line (it once printed the CPU plan's blocks, which the bundle did not have).
 // GPU kernels compile ahead of time: no GPU is needed.
-// A depthwise conv computed channels first costs whole models on CPUs (bench/results-models.md):
-// compile says so, naming the layout, for CPU targets only, and not for the same spec in NHWC.
-TEST_F(GraphCli, ChannelsFirstDepthwiseConvsWarnOfTheirCost) {
-  const std::string warning = "1 of the 2 convolutions are depthwise and computed channels first";
+// Convs computed channels first cost whole models on CPUs (bench/results-models.md): compile says
+// so, naming the layout and the depthwise ones, for CPU targets only, and not for the same spec in
+// NHWC.
+TEST_F(GraphCli, ChannelsFirstConvsWarnOfTheirCost) {
+  const std::string warning = "2 of the 2 convolutions are computed channels first";
   json spec = padfold::testing::dw_pw_spec(12);
   write_spec(spec);
   const Result last = run("compile " + spec_path() + " -o " + (dir / "nhwc").string());
@@ -348,7 +359,8 @@ TEST_F(GraphCli, ChannelsFirstDepthwiseConvsWarnOfTheirCost) {
   write_spec(spec);
   const Result first = run("compile " + spec_path() + " -o " + (dir / "nchw").string());
   ASSERT_EQ(first.status, 0) << first.output;
-  EXPECT_TRUE(contains(first.output, "warning: " + warning + " (NCHW)")) << first.output;
+  EXPECT_TRUE(contains(first.output, "warning: " + warning + " (NCHW), 1 of them depthwise;"))
+      << first.output;
   EXPECT_TRUE(contains(first.output, "write the spec in NHWC")) << first.output;
   const Result gpu =
       run("compile " + spec_path() + " -o " + (dir / "gpu").string() + " --target host-cuda");

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -177,9 +178,12 @@ Tensors ByHand(const pf_bundle* b, const Compiled& c, const Tensors& inputs) {
         data = &t[k->layer];
         data->assign(pf_buffer_bytes(&d) / sizeof(float), 0.0f);
       } else {
-        std::string file;
+        std::string file;  // a fused block names its buffers "<layer>_weights", "<layer>_bias"
         for (const json& L : spec["layers"])
-          if (L["name"] == k->layer) file = L["weight_files"][d.name];
+          for (const char* role : {"weights", "bias"})
+            if ((L["name"] == k->layer && d.name == std::string(role)) ||
+                d.name == L["name"].get<std::string>() + "_" + role)
+              file = L["weight_files"][role];
         weights.push_back(padfold::read_npy_f32((c.spec.parent_path() / file).string()).data);
         data = &weights.back();
       }
@@ -410,11 +414,12 @@ TEST(ModelRun, FusedStemRunsStaticWithoutAllocation) {
   ExpectRunsWithoutAllocationMatch(c);
 }
 
-// The graph's arena: stem, dw and pool are [1, 4, 4, 8] float32 (512 bytes each), and all three
-// are live while pool runs (stem is read by dw and pool, dw by join), so the plan needs them side
-// by side: 1536 bytes, the lower bound; join is the model output, the caller's.
+// The graph's arena, unfused: stem, dw and pool are [1, 4, 4, 8] float32 (512 bytes each), and all
+// three are live while pool runs (stem is read by dw and pool, dw by join), so the plan needs them
+// side by side: 1536 bytes, the lower bound; join is the model output, the caller's. (Fused, join
+// is dw's epilogue and the arena holds stem and pool.)
 TEST(ModelRun, ArenaOfTheGraphIsThreeTensors) {
-  const Compiled c = Compile("arena", GraphSpec("graph_arena"));
+  const Compiled c = Compile("arena", GraphSpec("graph_arena"), "--fuse none");
   const json m = json::parse(std::ifstream(c.bundle / "manifest.json"));
   EXPECT_EQ(m.at("format_version"), PF_FORMAT_VERSION);
   EXPECT_EQ(m.at("memory_plan"), json({{"alignment", 64},
@@ -432,6 +437,47 @@ TEST(ModelRun, ArenaOfTheGraphIsThreeTensors) {
                        "#define PADFOLD_GRAPH_ARENA_ARENA_BYTES 1536u"));
 }
 
+// The model's output on x (pf_model_run).
+std::vector<float> RunModel(const Compiled& c, const std::vector<float>& x) {
+  Bundle h;
+  EXPECT_EQ(pf_bundle_open(c.bundle.c_str(), nullptr, &h.b, h.err, sizeof h.err), PF_OK) << h.err;
+  EXPECT_EQ(pf_model_open(h.b, nullptr, &h.m, h.err, sizeof h.err), PF_OK) << h.err;
+  if (!h.m) return {};
+  const pf_buffer_desc* in = pf_model_input(h.m, 0);
+  const pf_buffer_desc* out = pf_model_output(h.m, 0);
+  std::vector<float> y(pf_buffer_bytes(out) / sizeof(float), -1.0f);
+  pf_tensor ti = pf_tensor_of(in, const_cast<float*>(x.data()), x.size() * sizeof(float));
+  pf_tensor to = pf_tensor_of(out, y.data(), y.size() * sizeof(float));
+  EXPECT_EQ(pf_model_run(h.m, &ti, 1, &to, 1, h.err, sizeof h.err), PF_OK) << h.err;
+  return y;
+}
+
+// join adds dw (whose only reader it is) and pool: --fuse auto computes it in dw's epilogue, one
+// kernel reading pool as its residual buffer, and the model gives what it gives unfused.
+TEST(ModelRun, ResidualAddInTheConvsEpilogueEqualsUnfused) {
+  const Compiled fused = Compile("residual", GraphSpec("graph_residual"));
+  const Compiled unfused = Compile("residual_none", GraphSpec("graph_residual"), "--fuse none");
+  EXPECT_TRUE(contains(fused.output, "fused dw+join: dw->add: the add in dw's epilogue saves"))
+      << fused.output;
+  const json m = json::parse(std::ifstream(fused.bundle / "manifest.json"));
+  ASSERT_EQ(m.at("kernels").size(), 3u);
+  const json& k = m.at("kernels")[2];  // where join is: after pool, which it reads
+  EXPECT_EQ(k.at("layer"), "join");
+  EXPECT_EQ(k.at("op"), "dw->add");
+  std::vector<std::string> buffers;
+  for (const json& b : k.at("buffers")) buffers.push_back(b.at("name"));
+  EXPECT_EQ(buffers,
+            (std::vector<std::string>{"input", "dw_weights", "dw_bias", "residual", "output"}));
+  EXPECT_EQ(k.at("buffers")[3].at("source"), "pool");
+  EXPECT_EQ(k.at("buffers")[0].at("source"), "stem");
+  const std::vector<float> x = Random(7 * 7 * 3, 5);
+  const std::vector<float> a = RunModel(fused, x), b = RunModel(unfused, x);
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_FALSE(a.empty());
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(a[i], b[i], 1e-5f * (1 + std::abs(b[i]))) << "element " << i;
+}
+
 TEST(ModelRun, CliRunsTheModel) {
   const Compiled c = Compile("cli", GraphSpec("graph"));
   const fs::path x = kWork / "cli" / "x.npy", y = kWork / "cli" / "y.npy",
@@ -443,7 +489,7 @@ TEST(ModelRun, CliRunsTheModel) {
                        " --model --input " + shell_quote(x.string()) + " --output " +
                        shell_quote(y.string()));
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "ran model graph (4 kernels) on target ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "ran model graph (3 kernels) on target ")) << r.output;
   r = run_command(std::string(PADFOLD_BIN) + " run " + shell_quote(c.bundle.string()) +
                   " --model --input stem.input=" + shell_quote(x.string()) +
                   " --output join=" + shell_quote(y2.string()));
@@ -589,7 +635,8 @@ TEST(ModelRun, LayerWithoutWeightFilesIsRefused) {
   Bundle h;
   ASSERT_EQ(pf_bundle_open(c.bundle.c_str(), nullptr, &h.b, h.err, sizeof h.err), PF_OK) << h.err;
   EXPECT_EQ(pf_model_open(h.b, nullptr, &h.m, h.err, sizeof h.err), PF_ERR_GRAPH);
-  EXPECT_TRUE(contains(h.err, "kernel 'dw' buffer 'weights' has no values")) << h.err;
+  // dw and join are one kernel (the add in dw's epilogue), named after join.
+  EXPECT_TRUE(contains(h.err, "kernel 'join' buffer 'dw_weights' has no values")) << h.err;
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
-// Fused blocks (dw->pw, pw->dw->pw, conv->max_pool, conv->avg_pool) as one kernel, against the
-// naive reference applied layer by layer: random shapes, every convention (TF SAME strided and
-// asymmetric, SAME_LOWER, explicit), border modes and both layouts, on every CPU family this
-// machine runs (compiled for the others).
+// Fused blocks (dw->pw, pw->dw->pw, conv->max_pool, conv->avg_pool, and a conv, dw->pw or
+// pw->dw->pw ending in a residual add) as one kernel, against the naive reference applied layer by
+// layer: random shapes, every convention (TF SAME strided and asymmetric, SAME_LOWER, explicit),
+// border modes and both layouts, on every CPU family this machine runs (compiled for the others).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <random>
 
@@ -19,8 +20,10 @@ namespace {
 
 using json = nlohmann::json;
 
-enum class Kind { DwPw, PwDwPw, ConvMaxPool, ConvAvgPool };
-const char* kKindNames[] = {"dw_pw", "pw_dw_pw", "conv_max_pool", "conv_avg_pool"};
+enum class Kind { DwPw, PwDwPw, ConvMaxPool, ConvAvgPool, ConvAdd, DwPwAdd, PwDwPwAdd };
+const char* kKindNames[] = {"dw_pw",    "pw_dw_pw",  "conv_max_pool", "conv_avg_pool",
+                            "conv_add", "dw_pw_add", "pw_dw_pw_add"};
+constexpr int kKinds = 7, kFirstResidualKind = 4;
 
 struct BlockCase {
   std::string name;
@@ -89,13 +92,26 @@ std::optional<BlockCase> random_case(std::mt19937& rng, Kind kind, int index,
   json layers = json::array();
   switch (kind) {
     case Kind::DwPw:
+    case Kind::DwPwAdd:
       layers = {dw, pw(pick(1, 20))};
       break;
-    case Kind::PwDwPw: {
+    case Kind::PwDwPw:
+    case Kind::PwDwPwAdd: {
       const int64_t expand = c * pick(1, 3);
       layers = {pw(expand), dw, pw(pick(1, 12))};
       break;
     }
+    case Kind::ConvAdd:  // a dense conv, or a depthwise one
+      layers = {pick(0, 1) == 1 ? dw
+                                : json{{"op", "conv" + std::to_string(dims) + "d"},
+                                       {"out_channels", pick(1, 20)},
+                                       {"kernel", pick(1, 4)},
+                                       {"stride", pick(1, 2)},
+                                       {"padding", padding_of(conv_pad, dims)},
+                                       {"border", border_of(border)},
+                                       {"bias", pick(0, 1) == 1},
+                                       {"activation", act()}}};
+      break;
     case Kind::ConvMaxPool:
     case Kind::ConvAvgPool: {
       json conv = {{"op", "conv" + std::to_string(dims) + "d"},
@@ -119,9 +135,27 @@ std::optional<BlockCase> random_case(std::mt19937& rng, Kind kind, int index,
   }
   for (size_t i = 0; i < layers.size(); ++i) layers[i]["name"] = "l" + std::to_string(i);
   layers[0]["input_shape"] = shape;
-  const json spec = {{"model", "b"},
-                     {"defaults", {{"layout", cl ? "N" + letters + "C" : "NC" + letters}}},
-                     {"layers", layers}};
+  json spec = {{"model", "b"},
+               {"defaults", {{"layout", cl ? "N" + letters + "C" : "NC" + letters}}},
+               {"layers", layers}};
+  if (kind == Kind::ConvAdd || kind == Kind::DwPwAdd || kind == Kind::PwDwPwAdd) {
+    // The chain's output plus a model input "r" of its shape, in either order.
+    try {
+      const Model chain = parse_spec(spec.dump(), "block.json");
+      const std::string last = chain.layers.back().name;
+      spec["inputs"] = {{{"name", "x"}, {"shape", shape}},
+                        {{"name", "r"}, {"shape", chain.layers.back().output_shape_full()}}};
+      spec["layers"][0].erase("input_shape");
+      spec["layers"][0]["input"] = "x";
+      const bool first = pick(0, 1) == 1;
+      spec["layers"].push_back({{"name", "l" + std::to_string(layers.size())},
+                                {"op", "add"},
+                                {"input", first ? json{last, "r"} : json{"r", last}},
+                                {"activation", act()}});
+    } catch (const SpecError&) {
+      return std::nullopt;
+    }
+  }
   try {
     BlockCase bc{
         fmt::format("{}_{}_{}", kKindNames[static_cast<int>(kind)], cl ? "cl" : "cf", index),
@@ -143,15 +177,26 @@ void check_block(const BlockCase& c, const std::string& target, unsigned seed,
   const Block block = c.block();
   std::vector<ref::LayerData> data;
   ref::Tensor x;
+  ref::Tensor residual;
   for (size_t i = 0; i < block.layers.size(); ++i) {
-    ref::LayerData d = ref::random_data(*block.layers[i], seed + static_cast<unsigned>(i));
+    const Layer& L = *block.layers[i];
+    if (&L == block.residual()) {
+      residual = ref::Tensor(x.shape);
+      for (size_t e = 0; e < x.data.size(); ++e)
+        residual.data[e] = std::sin(0.7f * static_cast<float>(e) + static_cast<float>(seed));
+      x = ref::add_output(L, x, residual);
+      data.emplace_back();
+      continue;
+    }
+    ref::LayerData d = ref::random_data(L, seed + static_cast<unsigned>(i));
     if (i > 0) d.input = x;
-    x = ref::reference_output(*block.layers[i], d);
+    x = ref::reference_output(L, d);
     data.push_back(std::move(d));
   }
   const Halide::Target t = resolve_target(target);
   Kernel k = lower(block, t, requested_schedule(block, t, knobs));
   k.param("input").set(as_buffer(data[0].input));
+  if (block.residual()) k.param("residual").set(as_buffer(residual));
   for (size_t i = 0; i < block.layers.size(); ++i) {
     const Layer& L = *block.layers[i];
     if (L.has_weights()) k.param(L.name + "_weights").set(as_buffer(data[i].weights));
@@ -193,7 +238,7 @@ TEST(BlockKernelMatrix, EveryKindConventionBorderAndLayout) {
   std::mt19937 rng(20261201);
   const TargetFamilyCase host{"Host", "host", 3};
   int checked = 0;
-  for (int kind = 0; kind < 4; ++kind)
+  for (int kind = 0; kind < kKinds; ++kind)
     for (int padding = 0; padding < 3; ++padding)
       for (int border = 0; border < 6; ++border) {
         const Combination combo{padding, border, (padding + border) % 2};
@@ -204,7 +249,7 @@ TEST(BlockKernelMatrix, EveryKindConventionBorderAndLayout) {
         run_case(*c, host, true, static_cast<unsigned>(checked));
         ++checked;
       }
-  EXPECT_EQ(checked, 4 * 3 * 6);
+  EXPECT_EQ(checked, kKinds * 3 * 6);
 }
 
 // Every CPU knob, fused_strips included, at a random in-range value on random blocks of each
@@ -212,8 +257,8 @@ TEST(BlockKernelMatrix, EveryKindConventionBorderAndLayout) {
 TEST(BlockKernelMatrix, RandomInRangeKnobs) {
   std::mt19937 rng(4243);
   int checked = 0;
-  for (int kind = 0; kind < 4; ++kind)
-    for (int i = 0; i < 6;) {
+  for (int kind = 0; kind < kKinds; ++kind)
+    for (int i = 0; i < (kind < kFirstResidualKind ? 6 : 2);) {
       const auto c = random_case(rng, static_cast<Kind>(kind), i);
       if (!c) continue;
       ++i;
@@ -226,7 +271,7 @@ TEST(BlockKernelMatrix, RandomInRangeKnobs) {
       }
       ++checked;
     }
-  EXPECT_EQ(checked, 24);
+  EXPECT_EQ(checked, kFirstResidualKind * 6 + (kKinds - kFirstResidualKind) * 2);
 }
 
 // Random draws on every CPU family: run where this CPU can, compiled elsewhere.
@@ -238,7 +283,7 @@ TEST_P(BlockKernels, MatchReferenceLayerByLayer) {
   std::mt19937 rng(family.seed * 31 + 7);
   const int per_kind = runs ? 6 : 3;
   int checked = 0;
-  for (int kind = 0; kind < 4; ++kind)
+  for (int kind = 0; kind < kKinds; ++kind)
     for (int i = 0; i < per_kind;) {
       const auto c = random_case(rng, static_cast<Kind>(kind), i);
       if (!c) continue;
@@ -246,7 +291,7 @@ TEST_P(BlockKernels, MatchReferenceLayerByLayer) {
       run_case(*c, family, runs, family.seed + static_cast<unsigned>(i));
       ++checked;
     }
-  EXPECT_EQ(checked, 4 * per_kind);
+  EXPECT_EQ(checked, kKinds * per_kind);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, BlockKernels, ::testing::ValuesIn(cpu_target_families()),

@@ -178,11 +178,101 @@ TEST(Fusion, ListedBlocks) {
   pools["layers"][1] = {{"name", "pw"}, {"op", "avg_pool"}, {"kernel", 2}};
   pools["layers"].push_back({{"name", "q"}, {"op", "max_pool"}, {"kernel", 2}});
   EXPECT_EQ(error(parse_spec(pools.dump(), "f.json"), "pw+q"),
-            "--fuse pw+q: not a fused kind (dw->pw, pw->dw->pw, conv->max_pool, conv->avg_pool)");
+            "--fuse pw+q: not a fused kind (dw->pw, pw->dw->pw, conv->max_pool, conv->avg_pool, "
+            "each of the convs or dw->pw and pw->dw->pw followed by a residual add)");
   EXPECT_EQ(error(m, "dw+pw,pw+dw"), "--fuse pw+dw: 'pw' is in another block");
   EXPECT_THROW(parse_fuse_option("dw"), std::invalid_argument);
   EXPECT_THROW(parse_fuse_option("dw++pw"), std::invalid_argument);
   EXPECT_THROW(parse_fuse_option(""), std::invalid_argument);
+}
+
+// A ResNet bottleneck's tail: c2 (3x3) and the shortcut "down" (1x1, after c2 in model order) both
+// feed "sum". The add goes into the epilogue of c2, the first conv it can join, as a block at the
+// add's place (after "down", which it reads); its buffers are c2's plus the shortcut.
+json bottleneck_spec() {
+  return {
+      {"model", "r"},
+      {"defaults", {{"layout", "NHWC"}}},
+      {"inputs", {{{"name", "x"}, {"shape", {1, 14, 14, 64}}}}},
+      {"layers",
+       {{{"name", "c1"}, {"op", "conv2d"}, {"input", "x"}, {"out_channels", 16}, {"kernel", 1}},
+        {{"name", "c2"},
+         {"op", "conv2d"},
+         {"out_channels", 64},
+         {"kernel", 3},
+         {"padding", "same"},
+         {"bias", true}},
+        {{"name", "down"}, {"op", "conv2d"}, {"input", "x"}, {"out_channels", 64}, {"kernel", 1}},
+        {{"name", "sum"}, {"op", "add"}, {"input", {"c2", "down"}}, {"activation", "relu"}}}}};
+}
+
+TEST(Fusion, ResidualAddInTheConvsEpilogue) {
+  const Model m = parse_spec(bottleneck_spec().dump(), "r.json");
+  const FusionPlan p = plan_fusion(m, {});
+  ASSERT_EQ(block_names(p), (std::vector<std::string>{"c1", "down", "c2+sum"}));
+  const Block& b = p.blocks[2];
+  EXPECT_EQ(b.kind(), "conv2d->add");
+  EXPECT_EQ(b.residual(), &m.layers[3]);
+  EXPECT_EQ(&b.consumer(), &m.layers[1]);
+  EXPECT_EQ(b.chain(), (std::vector<const Layer*>{&m.layers[1]}));
+  EXPECT_EQ(b.residual_source(), "down");
+  EXPECT_NE(b.reason.find("the add in c2's epilogue saves 98.0 KB"), std::string::npos) << b.reason;
+  std::vector<std::string> names;
+  for (const BufferInfo& info : block_buffers(b)) names.push_back(info.name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"input", "c2_weights", "c2_bias", "residual", "output"}));
+  EXPECT_EQ(block_buffers(b).back().layer, "sum");
+  EXPECT_EQ(block_input_sources(b), (std::vector<std::string>{"c1", "down"}));
+
+  // Listed (the shortcut joins the add instead); the add's inputs in the other order change
+  // nothing.
+  EXPECT_EQ(block_names(plan_fusion(m, parse_fuse_option("down+sum"))),
+            (std::vector<std::string>{"c1", "c2", "down+sum"}));
+  json swapped = bottleneck_spec();
+  swapped["layers"][3]["input"] = {"down", "c2"};
+  const Model s = parse_spec(swapped.dump(), "r.json");
+  EXPECT_EQ(block_names(plan_fusion(s, {})), (std::vector<std::string>{"c1", "down", "c2+sum"}));
+
+  // Not a residual: the conv's output read again, or a model output, or added to itself.
+  json twice = bottleneck_spec();
+  twice["layers"][3]["input"] = {"c2", "c2"};
+  EXPECT_EQ(block_names(plan_fusion(parse_spec(twice.dump(), "r.json"), {})),
+            (std::vector<std::string>{"c1", "c2", "down", "sum"}));
+  json output = bottleneck_spec();
+  output["outputs"] = {"c2", "down", "sum"};
+  EXPECT_EQ(block_names(plan_fusion(parse_spec(output.dump(), "r.json"), {})),
+            (std::vector<std::string>{"c1", "c2", "down", "sum"}));
+  FuseOptions none;
+  none.mode = FuseOptions::Mode::None;
+  EXPECT_EQ(block_names(plan_fusion(m, none)),
+            (std::vector<std::string>{"c1", "c2", "down", "sum"}));
+}
+
+// An inverted residual block that pays fused (pw->dw->pw) takes its add too; one that does not
+// pay leaves the add to its projection.
+TEST(Fusion, InvertedResidualTakesTheAddWhenTheChainPays) {
+  for (int size : {128, 8}) {
+    json spec = dw_pw_spec(size);
+    spec["layers"] = {
+        {{"name", "e"}, {"op", "conv2d"}, {"input", "x"}, {"out_channels", 96}, {"kernel", 1}},
+        {{"name", "d"},
+         {"op", "conv2d"},
+         {"depth_multiplier", 1},
+         {"kernel", 3},
+         {"padding", "same"}},
+        {{"name", "p"}, {"op", "conv2d"}, {"out_channels", 32}, {"kernel", 1}},
+        {{"name", "sum"}, {"op", "add"}, {"input", {"x", "p"}}}};
+    const Model m = parse_spec(spec.dump(), "f.json");
+    const FusionPlan plan = plan_fusion(m, {});
+    if (size == 128) {
+      ASSERT_EQ(block_names(plan), (std::vector<std::string>{"e+d+p+sum"}));
+      EXPECT_EQ(plan.blocks[0].kind(), "pw->dw->pw->add");
+      EXPECT_EQ(plan.blocks[0].chain().size(), 3u);
+    } else {
+      EXPECT_EQ(block_names(plan), (std::vector<std::string>{"e", "d", "p+sum"}));
+      EXPECT_EQ(plan.blocks[2].kind(), "pw->add");
+    }
+  }
 }
 
 TEST(Fusion, ConvPoolRecomputesTheHaloOfOverlappingWindows) {
