@@ -14,7 +14,7 @@ namespace {
 struct TuneArgs {
   padfold::TuneOptions opt;
   std::string time, shard = "0/1", strategy = "neighbourhood", report;
-  bool no_baselines = false;
+  bool no_baselines = false, no_transfer = false;
 };
 
 // "90", "90s", "10m", "1.5h" -> seconds.
@@ -53,6 +53,7 @@ void run(TuneArgs& a) {
   a.opt.shard = padfold::parse_shard(a.shard);
   a.opt.strategy = padfold::parse_search_strategy(a.strategy);
   a.opt.baselines = !a.no_baselines;
+  a.opt.transfer = !a.no_transfer;
   if (!a.report.empty()) check_report_path(a.report);
   const auto outcomes = padfold::run_tune(a.opt);
   fmt::print("{}", padfold::outcome_table(outcomes));
@@ -71,7 +72,8 @@ void add_tune_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "tune",
       "Autotune the schedule knobs of a spec's layers by measurement, into a SQLite database "
-      "(resumable: rerun to continue; shardable: --shard i/n, then padfold db merge).\n"
+      "(resumable: rerun to continue; shardable: --shard i/n, then padfold db merge). A whole "
+      "model's --time is split by each layer signature's share of the model's time.\n"
       "Example: padfold tune examples/tiny.json --budget 20 --db tune.sqlite");
   cmd->add_option("spec", o.spec, "layer spec (JSON)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--target", o.target, "the target to tune for (it must run here)")
@@ -94,6 +96,13 @@ void add_tune_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--report", args->report, "also write the outcomes as JSON to this file");
   cmd->add_flag("--no-baselines", args->no_baselines, "do not time Halide's autoschedulers");
+  cmd->add_flag("--no-transfer", args->no_transfer,
+                "start every search from the default alone, not also from what won on the "
+                "nearest signatures already tuned in the database");
+  cmd->add_option("--fuse", o.fuse,
+                  "as padfold compile --fuse (auto, none, or blocks a+b,c+d): without --layers, "
+                  "the layers it puts inside fused blocks are not tuned")
+      ->capture_default_str();
   cmd->add_option("--min-time", o.measure.min_time_s,
                   "seconds timed per variant and candidate, at most 60 (timing also stops after "
                   "200 rounds of about 2 ms)")

@@ -258,6 +258,22 @@ std::optional<Measurement> TuneDb::best(const std::string& signature, const std:
   return found.front();
 }
 
+std::vector<std::string> TuneDb::signatures(const std::string& target, const std::string& toolchain,
+                                            const std::string& machine) const {
+  Stmt s(db_,
+         "SELECT DISTINCT signature FROM measurements WHERE target=? AND toolchain=? AND "
+         "machine=? ORDER BY signature",
+         path_);
+  s.text(1, target);
+  s.text(2, toolchain);
+  s.text(3, machine);
+  std::vector<std::string> out;
+  int rc;
+  while ((rc = sqlite3_step(s.s)) == SQLITE_ROW) out.push_back(s.col(0));
+  if (rc != SQLITE_DONE) throw std::runtime_error(path_ + ": " + sqlite3_errmsg(db_));
+  return out;
+}
+
 void TuneDb::merge_from(const std::vector<std::string>& paths) {
   for (const std::string& p : paths) TuneDb check(p, true);  // names a file that is no database
   exec(std::string("CREATE TEMP TABLE IF NOT EXISTS staging AS SELECT ") + kColumns +

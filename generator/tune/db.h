@@ -66,6 +66,9 @@ class TuneDb {
   std::optional<Measurement> best(const std::string& signature, const std::string& target,
                                   const std::string& toolchain, const std::string& machine,
                                   bool any_machine) const;
+  // Every signature with a record measured on `target` with `toolchain` on `machine`, sorted.
+  std::vector<std::string> signatures(const std::string& target, const std::string& toolchain,
+                                      const std::string& machine) const;
   // Copies every record of the databases at `paths` in, in one write transaction (INSERT OR
   // IGNORE: a record already here is kept), so a tuner writing this database meanwhile loses
   // nothing. Where several of `paths` carry the same key (each shard times the default), the one

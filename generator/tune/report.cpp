@@ -10,7 +10,8 @@ namespace padfold {
 using json = nlohmann::json;
 
 std::string outcome_table(const std::vector<LayerOutcome>& outcomes) {
-  std::string head = fmt::format("{:<24} {:>11} {:>9}", "layer", "default ms", "tuned");
+  std::string head = fmt::format("{:<24} {:>6} {:>6} {:>11} {:>9}", "layer", "layers", "share",
+                                 "default ms", "tuned");
   for (const std::string& a : autoscheduler_names()) head += fmt::format(" {:>14}", "vs " + a);
   std::string out = head + "   measured/failed/reused  tuned knobs\n";
   for (const LayerOutcome& o : outcomes) {
@@ -18,8 +19,8 @@ std::string outcome_table(const std::vector<LayerOutcome>& outcomes) {
       out += fmt::format("{:<24} {}\n", o.layer, o.status);
       continue;
     }
-    out +=
-        fmt::format("{:<24} {:>11.4f} {:>8.3f}x", o.layer, o.default_s * 1e3, o.tuned_vs_default);
+    out += fmt::format("{:<24} {:>6} {:>5.1f}% {:>11.4f} {:>8.3f}x", o.layer, o.layers,
+                       o.share * 100, o.default_s * 1e3, o.tuned_vs_default);
     for (const std::string& a : autoscheduler_names()) {
       double v = -1;
       for (const auto& [name, ratio] : o.baselines)
@@ -27,18 +28,30 @@ std::string outcome_table(const std::vector<LayerOutcome>& outcomes) {
       out +=
           v > 0 ? fmt::format(" {:>13.3f}x", v) : fmt::format(" {:>14}", v == 0 ? "failed" : "-");
     }
-    out += fmt::format("   {}/{}/{}  {}\n", o.measured, o.failed, o.reused, o.tuned_knobs);
+    out += fmt::format("   {}/{}/{}  {}{}\n", o.measured, o.failed, o.reused, o.tuned_knobs,
+                       o.transferred_from.empty() ? "" : " (from " + o.transferred_from + ")");
   }
-  double search = 0, baselines = 0;
+  double search = 0, baselines = 0, before = 0, after = 0;
+  size_t layers = 0;
   for (const LayerOutcome& o : outcomes) {
     search += o.search_s;
     baselines += o.baselines_s;
+    if (o.status != "ok" || !(o.tuned_vs_default > 0)) continue;
+    layers += o.layers;
+    before += o.default_s * static_cast<double>(o.layers);
+    after += o.default_s * static_cast<double>(o.layers) / o.tuned_vs_default;
   }
-  return out + fmt::format(
-                   "tuned: speedup over the default knobs; vs X: tuned speedup over autoscheduler "
-                   "X (all measured interleaved, 1 thread)\nwall time: search {:.0f}s, "
-                   "baselines {:.0f}s\n",
-                   search, baselines);
+  if (layers > 0)
+    out += fmt::format(
+        "the {} layer(s) tuned, 1 thread, summed: default {:.3f} ms, tuned {:.3f} ms ({:.3f}x)\n",
+        layers, before * 1e3, after * 1e3, before / after);
+  return out +
+         fmt::format(
+             "layers: sharing the signature; share: of the tuned layers' time with default "
+             "knobs; tuned: speedup over the default knobs; vs X: tuned speedup over "
+             "autoscheduler X (all measured interleaved, 1 thread)\nwall time: search {:.0f}s, "
+             "baselines {:.0f}s\n",
+             search, baselines);
 }
 
 json to_json(const std::vector<LayerOutcome>& outcomes) {
@@ -49,6 +62,11 @@ json to_json(const std::vector<LayerOutcome>& outcomes) {
     out.push_back({{"layer", o.layer},
                    {"signature", o.signature},
                    {"status", o.status},
+                   {"layers", o.layers},
+                   {"share", o.share},
+                   {"allotted_s", o.allotted_s},
+                   {"transferred", o.transferred},
+                   {"transferred_from", o.transferred_from},
                    {"measured", o.measured},
                    {"failed", o.failed},
                    {"reused", o.reused},

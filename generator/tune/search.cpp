@@ -84,6 +84,10 @@ ScheduleParams Search::mutate(int n) {
 std::vector<ScheduleParams> Search::next_batch(size_t n) {
   std::vector<ScheduleParams> out;
   // Random draws (and mutations) may keep resolving to knobs already seen: give up after a while.
+  while (out.size() < n && !first_.empty()) {
+    propose(first_.front(), out);
+    first_.erase(first_.begin());
+  }
   for (int attempts = 0; out.size() < n && attempts < 2000; ++attempts) {
     if (strategy_ == SearchStrategy::Random) {
       ScheduleParams p = incumbent_;
@@ -101,6 +105,10 @@ std::vector<ScheduleParams> Search::next_batch(size_t n) {
     }
   }
   return out;
+}
+
+void Search::propose_first(const std::vector<ScheduleParams>& candidates) {
+  first_.insert(first_.begin(), candidates.begin(), candidates.end());
 }
 
 void Search::accept(const ScheduleParams& c) {

@@ -29,6 +29,9 @@ class Search {
   std::vector<ScheduleParams> next_batch(size_t n);
   // The incumbent moved to `c` (it beat the old one by more than the noise).
   void accept(const ScheduleParams& c);
+  // Candidates proposed before anything else (resolved for this layer; ones already proposed are
+  // skipped), in order: what won on the nearest tuned signatures.
+  void propose_first(const std::vector<ScheduleParams>& candidates);
 
  private:
   std::vector<int64_t> values(const Knob& k) const;
@@ -42,6 +45,7 @@ class Search {
   Halide::Target target_;
   std::vector<const Knob*> knobs_;
   ScheduleParams incumbent_;
+  std::vector<ScheduleParams> first_;  // propose_first's, not yet proposed
   std::vector<ScheduleParams> queue_;  // neighbours of the incumbent not yet proposed
   std::set<std::string> proposed_;     // knobs_text of every proposal
   std::mt19937_64 rng_;

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "base/process.h"
+#include "compile/fusion.h"
 #include "compile/target.h"
 #include "schedules/schedule.h"
 #include "tune/build.h"
@@ -19,6 +20,7 @@
 #include "tune/evaluate.h"
 #include "tune/progress.h"
 #include "tune/signature.h"
+#include "tune/transfer.h"
 #include "tune/workdir.h"
 
 namespace padfold {
@@ -32,6 +34,9 @@ int TuneOptions::compile_jobs() const {
 
 namespace {
 
+// Winners of other signatures tried first in each search.
+constexpr size_t kTransferred = 3;
+
 // The knobs of `c` that differ from `base`, as "a=1 b=true".
 std::string knob_changes(const ScheduleParams& base, const ScheduleParams& c) {
   std::string out;
@@ -43,13 +48,19 @@ std::string knob_changes(const ScheduleParams& base, const ScheduleParams& c) {
   return out.empty() ? "(default)" : out;
 }
 
+// "a, b, c, ..." (at most `most` names).
+std::string names_of(const std::vector<std::string>& names, size_t most) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < most; ++i) out += (i ? ", " : "") + names[i];
+  return names.size() > most ? out + ", ..." : out;
+}
+
 class LayerTuner {
  public:
   LayerTuner(const Layer& L, const Halide::Target& target, const TuneOptions& opt, TuneDb& db,
              const TuneScope& scope, const fs::path& work, const std::string& runtime_archive,
              bool by_candidate, TuneProgress& progress)
-      : started_(Clock::now()),
-        L_(L),
+      : L_(L),
         target_(target),
         opt_(opt),
         db_(db),
@@ -59,22 +70,42 @@ class LayerTuner {
         default_(resolve_schedule(L, target, default_schedule(L, target))),
         eval_(L, target, opt, db, scope, default_, work, runtime_archive) {}
 
-  LayerOutcome run(size_t budget, Clock::time_point deadline) {
-    LayerOutcome out;
+  // The default, measured against itself (every shard measures it: the reference point). False
+  // when it failed (out.status says why).
+  bool measure_default(LayerOutcome& out) {
+    const Clock::time_point started = Clock::now();
     out.layer = L_.name;
     out.signature = scope_.signature;
-    const ScheduleParams& def = default_;
-    // The default: measured against itself; every shard measures it (the reference point).
-    const Measurement* d = eval_.evaluate({def}, def, true).front();
+    const Measurement* d = eval_.evaluate({default_}, default_, true).front();
     ++progress_.done;
     if (!d || d->status != "ok") {
       out.status = "the default schedule failed: " + (d ? d->reason : "not measured");
-      return out;
+      return false;
     }
     out.default_s = d->median_s;
+    out.search_s += std::chrono::duration<double>(Clock::now() - started).count();
+    return true;
+  }
+
+  // The search from the default (and the nearest tuned signatures' winners) until `budget`
+  // candidates or `deadline`, then the choice confirmed beside the default.
+  void search(LayerOutcome& out, size_t budget, Clock::time_point deadline) {
+    const Clock::time_point started = Clock::now();
+    const ScheduleParams& def = default_;
     ScheduleParams incumbent = def;
     double best = 1;
     Search search(opt_.strategy, L_, target_, def, stable_hash(scope_.signature));
+    // What won nearby, keyed by the candidate it resolves to here.
+    std::map<std::string, std::string> transferred;
+    if (opt_.transfer && opt_.strategy == SearchStrategy::Neighbourhood) {
+      std::vector<ScheduleParams> first;
+      for (const TransferCandidate& t : transfer_candidates(db_, scope_, kTransferred)) {
+        first.push_back(t.knobs);
+        transferred.emplace(candidate_key(resolve_schedule(L_, target_, t.knobs)), t.layer);
+      }
+      search.propose_first(first);
+      out.transferred = transferred.size();
+    }
     size_t proposed = 1;
     const size_t batch = static_cast<size_t>(std::max(4, 2 * opt_.compile_jobs()));
     while (proposed < budget && Clock::now() < deadline) {
@@ -118,12 +149,13 @@ class LayerTuner {
     }
     out.tuned_knobs = knob_changes(def, chosen);
     if (candidate_key(chosen) == eval_.default_key()) out.tuned_vs_default = 1;
+    if (const auto t = transferred.find(candidate_key(chosen)); t != transferred.end())
+      out.transferred_from = t->second;
     chosen_ = chosen;
-    out.search_s = std::chrono::duration<double>(Clock::now() - started_).count();
+    out.search_s += std::chrono::duration<double>(Clock::now() - started).count();
     out.measured = eval_.measured();
     out.failed = eval_.failed();
     out.reused = eval_.reused();
-    return out;
   }
 
   // Halide's autoschedulers on the layer, each timed beside the chosen kernel and the default.
@@ -148,7 +180,6 @@ class LayerTuner {
                static_cast<uint64_t>(opt_.shard.index);
   }
 
-  Clock::time_point started_;  // the search_s clock: it counts the setup (the reference output)
   const Layer& L_;
   Halide::Target target_;
   const TuneOptions& opt_;
@@ -190,12 +221,31 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
                                   ") has no knobs to tune");
     layers.push_back(L);
   }
-  if (opt.layers.empty())
-    for (const Layer& L : model.layers)
-      if (L.has_window()) layers.push_back(&L);
+  // Without --layers: every layer that compiles as a kernel of its own (a fused block's knobs
+  // are not searched), with the `--fuse` of padfold compile.
+  if (opt.layers.empty()) {
+    std::vector<std::string> fused;
+    for (const Block& block : plan_fusion(model, parse_fuse_option(opt.fuse)).blocks) {
+      const std::vector<const Layer*> chain = block.chain();
+      if (chain.size() == 1 && chain.front()->has_window())
+        layers.push_back(chain.front());
+      else if (chain.size() > 1)
+        for (const Layer* L : chain) fused.push_back(L->name);
+    }
+    if (!fused.empty())
+      fmt::print(stderr,
+                 "tune: {} layer(s) run inside fused blocks (--fuse {}) and are not tuned: {} "
+                 "(--fuse none tunes them; compile with the same --fuse)\n",
+                 fused.size(), opt.fuse, names_of(fused, 6));
+  }
   // One tuning per signature: layers computing the same thing share it.
   std::map<std::string, const Layer*> by_signature;
-  for (const Layer* L : layers) by_signature.emplace(layer_signature(*L), L);
+  std::map<std::string, size_t> sharing;
+  for (const Layer* L : layers) {
+    const std::string sig = layer_signature(*L);
+    by_signature.emplace(sig, L);
+    ++sharing[sig];
+  }
   std::vector<std::pair<std::string, const Layer*>> sigs(by_signature.begin(), by_signature.end());
   const bool by_candidate = static_cast<int>(sigs.size()) < opt.shard.count;
   std::vector<std::pair<std::string, const Layer*>> mine;
@@ -229,22 +279,44 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
              mine.size(), sigs.size(), opt.shard.index, opt.shard.count,
              by_candidate && opt.shard.count > 1 ? ", by candidate" : "", tkey, opt.db);
   const Clock::time_point start = Clock::now();
-  std::vector<LayerOutcome> outcomes;
-  // Every search first (--time shares the time among them), then the baselines.
+  const auto end =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_s));
+  std::vector<LayerOutcome> outcomes(mine.size());
   std::vector<std::unique_ptr<LayerTuner>> tuners;
+  // Every default first: each signature's share of the model's time is its default's time
+  // times the layers sharing it.
+  std::vector<double> weight(mine.size(), 0);
+  double total = 0;
   for (size_t i = 0; i < mine.size(); ++i) {
     const auto& [sig, L] = mine[i];
-    // With --time, each remaining layer gets an equal share of the time left.
-    Clock::time_point deadline = Clock::time_point::max();
-    if (time_s > 0) {
-      const auto end = start + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(time_s));
-      deadline = Clock::now() + (end - Clock::now()) / static_cast<int>(mine.size() - i);
-    }
     tuners.push_back(std::make_unique<LayerTuner>(
         *L, target, opt, db, TuneScope{sig, tkey, toolchain, machine}, work.path(), runtime,
         by_candidate && opt.shard.count > 1, progress));
-    outcomes.push_back(tuners.back()->run(budget, deadline));
+    outcomes[i].layers = sharing[sig];
+    if (tuners[i]->measure_default(outcomes[i]))
+      weight[i] = outcomes[i].default_s * static_cast<double>(outcomes[i].layers);
+    total += weight[i];
+  }
+  // Then the searches, the largest share first (its winners transfer to the smaller ones); with
+  // --time, each gets the time left times its share of the weight left.
+  std::vector<size_t> order(mine.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return weight[x] > weight[y]; });
+  double left = total;
+  for (size_t i : order) {
+    if (total > 0) outcomes[i].share = weight[i] / total;
+    if (outcomes[i].status != "ok") continue;
+    Clock::time_point deadline = Clock::time_point::max();
+    if (time_s > 0) {
+      const double part = left > 0 ? weight[i] / left : 1;
+      const auto allotted = std::chrono::duration_cast<Clock::duration>(
+          std::max(end - Clock::now(), Clock::duration::zero()) * part);
+      deadline = Clock::now() + allotted;
+      outcomes[i].allotted_s = std::chrono::duration<double>(allotted).count();
+    }
+    left -= weight[i];
+    tuners[i]->search(outcomes[i], budget, deadline);
     progress.end_line();
   }
   if (opt.baselines) {

@@ -242,6 +242,124 @@ TEST(TuneCli, CompileDbUsesTheBestRecordAndSaysSo) {
   EXPECT_EQ(s3["tuning"]["machine"], machine_id());
 }
 
+// Three convs sharing a signature, a depthwise->pointwise chain and a pool.
+const char* kModelSpec =
+    R"({"model": "share", "defaults": {"layout": "NHWC", "weight_layout": "HWIO"},
+  "layers": [
+    {"name": "c1", "op": "conv2d", "input_shape": [1, 12, 12, 8], "out_channels": 8, "kernel": 3,
+     "padding": "same"},
+    {"name": "c2", "op": "conv2d", "out_channels": 8, "kernel": 3, "padding": "same"},
+    {"name": "c3", "op": "conv2d", "out_channels": 8, "kernel": 3, "padding": "same"},
+    {"name": "dw", "op": "conv2d", "out_channels": 8, "kernel": 3, "groups": 8, "padding": "same"},
+    {"name": "pw", "op": "conv2d", "out_channels": 16, "kernel": 1},
+    {"name": "pool", "op": "max_pool", "kernel": 2, "stride": 2}]})";
+
+CommandResult tune_model(const Work& w, const std::string& db, const std::string& extra) {
+  const std::string spec = w.file("share.json");
+  std::ofstream(spec) << kModelSpec;
+  return run_command(shell_quote(kBin) + " tune " + shell_quote(spec) + " --db " + shell_quote(db) +
+                     kFast + " --report " + shell_quote(w.file("report.json")) + " " + extra);
+}
+
+TEST(TuneCli, AModelIsTunedAsItCompilesWithTimeSplitByEachSignaturesShare) {
+  Work w("model");
+  // The chain fused: its layers are left out, and said so.
+  const CommandResult fused = tune_model(w, w.file("a.sqlite"), "--budget 2 --fuse dw+pw");
+  ASSERT_EQ(fused.status, 0) << fused.output;
+  EXPECT_TRUE(contains(fused.output,
+                       "2 layer(s) run inside fused blocks (--fuse dw+pw) and are "
+                       "not tuned: dw, pw"))
+      << fused.output;
+  json report = json::parse(file_text(w.file("report.json")));
+  std::set<std::string> tuned;
+  for (const json& o : report) tuned.insert(o["layer"].get<std::string>());
+  EXPECT_EQ(tuned, (std::set<std::string>{"c1", "pool"}));
+  // Nothing fused: every layer's signature, c1's shared by three layers; with --time, each
+  // search is allotted its share of the time left, the largest share first.
+  const double time_s = 40;
+  const CommandResult all = tune_model(w, w.file("b.sqlite"), "--budget 3 --fuse none --time 40s");
+  ASSERT_EQ(all.status, 0) << all.output;
+  EXPECT_FALSE(contains(all.output, "fused blocks")) << all.output;
+  report = json::parse(file_text(w.file("report.json")));
+  ASSERT_EQ(report.size(), 4u) << report.dump(1);
+  double shares = 0, largest = 0;
+  for (const json& o : report) {
+    ASSERT_EQ(o["status"], "ok") << o.dump();
+    const double share = o["share"].get<double>(), allotted = o["allotted_s"].get<double>();
+    shares += share;
+    EXPECT_EQ(o["layers"], o["layer"] == "c1" ? 3 : 1) << o.dump();
+    EXPECT_GT(share, 0) << o.dump();
+    EXPECT_NEAR(
+        share,
+        o["default_s"].get<double>() * o["layers"].get<double>() /
+            [&] {
+              double total = 0;
+              for (const json& p : report)
+                total += p["default_s"].get<double>() * p["layers"].get<double>();
+              return total;
+            }(),
+        1e-9);
+    EXPECT_LE(allotted, time_s) << o.dump();
+    largest = std::max(largest, share);
+  }
+  EXPECT_NEAR(shares, 1, 1e-9);
+  for (const json& o : report)
+    if (o["share"].get<double>() == largest) {
+      // The first search: the whole time less the defaults' measuring, times its share.
+      EXPECT_LE(o["allotted_s"].get<double>(), largest * time_s + 1e-6) << o.dump();
+      EXPECT_GE(o["allotted_s"].get<double>(), largest * time_s * 0.5) << o.dump();
+    }
+}
+
+TEST(TuneCli, ASearchStartsFromTheNearestTunedSignaturesWinner) {
+  Work w("transfer");
+  const std::string db_path = w.file("tune.sqlite");
+  std::ofstream(w.file("share.json")) << kModelSpec;
+  const Model model = load_spec(w.file("share.json"));
+  const Layer& c1 = *model.find_layer("c1");
+  const Layer& pw = *model.find_layer("pw");  // 1x1: near c1 (same op, layout, dense)
+  const Halide::Target host = resolve_target("host");
+  const ScheduleParams def = resolve_schedule(c1, host, default_schedule(c1, host));
+  ScheduleParams won = def;
+  won.tile_x = def.tile_x == 2 ? 3 : 2;
+  won.tile_y = def.tile_y == 2 ? 1 : 2;
+  const ScheduleParams resolved = resolve_schedule(c1, host, won);
+  ASSERT_NE(candidate_key(resolved), candidate_key(def));
+  {
+    TuneDb db(db_path);
+    Measurement m;
+    m.scope = {layer_signature(pw), target_key(host), toolchain_key(), machine_id()};
+    m.candidate = "winner";
+    m.kind = "knobs";
+    m.knobs = knobs_text(won);
+    m.status = "ok";
+    m.layer = "pw";
+    m.median_s = 1e-6;
+    m.vs_default = 1.4;
+    m.accepted = true;
+    m.samples = "[]";
+    db.insert(m);
+  }
+  const CommandResult r = tune_model(w, db_path, "--budget 2 --layers c1 --jobs 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json report = json::parse(file_text(w.file("report.json")));
+  ASSERT_EQ(report.size(), 1u);
+  EXPECT_EQ(report[0]["transferred"], 1) << report.dump(1);
+  // The one candidate past the default is pw's winner, resolved for c1, and it was measured.
+  bool measured = false;
+  for (const Measurement& m : TuneDb(db_path, true).all())
+    measured |= m.scope.signature == layer_signature(c1) && m.kind == "knobs" &&
+                m.candidate == candidate_key(resolved) && m.status == "ok";
+  EXPECT_TRUE(measured);
+  // --no-transfer: the search starts from the default alone.
+  Work w2("transfer_off");
+  fs::copy_file(db_path, w2.file("tune.sqlite"));
+  const CommandResult off =
+      tune_model(w2, w2.file("tune.sqlite"), "--budget 2 --layers c1 --jobs 1 --no-transfer");
+  ASSERT_EQ(off.status, 0) << off.output;
+  EXPECT_EQ(json::parse(file_text(w2.file("report.json")))[0]["transferred"], 0);
+}
+
 TEST(TuneCli, ACrashingCandidateIsRecordedAsFailed) {
   Work w("crash");
   const std::string db = w.file("tune.sqlite");

@@ -1,11 +1,13 @@
 // The tuner's pieces without compiling a kernel: signatures and keys, the database (round trip,
-// merge determinism, best-record choice, corrupt files), --shard parsing, the search.
+// merge determinism, best-record choice, corrupt files), --shard parsing, the search, transfer
+// between signatures.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +21,7 @@
 #include "tune/search.h"
 #include "tune/shard.h"
 #include "tune/signature.h"
+#include "tune/transfer.h"
 
 namespace padfold {
 namespace {
@@ -413,6 +416,98 @@ TEST(TuneSearch, ProposesDistinctResolvedCandidatesDeterministically) {
     EXPECT_GE(changed, 1);
     EXPECT_LE(changed, 3) << knobs_text(c);  // one knob moved; resolving may adjust a coupled one
   }
+}
+
+TEST(TuneSearch, TransferredCandidatesComeFirstResolvedAndOnce) {
+  const Layer L = only_layer(
+      R"({"name": "a", "op": "conv2d", "input_shape": [1, 16, 16, 16], "out_channels": 32,
+          "kernel": 3, "padding": "same"})");
+  const Halide::Target t = resolve_target("x86-64-linux-avx2-fma");
+  const ScheduleParams def = resolve_schedule(L, t, default_schedule(L, t));
+  ScheduleParams a = def, b = def;
+  a.tile_x = def.tile_x == 4 ? 2 : 4;
+  b.tile_y = def.tile_y == 2 ? 1 : 2;
+  Search s(SearchStrategy::Neighbourhood, L, t, def, 3);
+  s.propose_first({a, b, a, def});  // a twice and the default: each proposed once, never again
+  const auto batch = s.next_batch(4);
+  ASSERT_EQ(batch.size(), 4u);
+  EXPECT_EQ(knobs_text(batch[0]), knobs_text(resolve_schedule(L, t, a)));
+  EXPECT_EQ(knobs_text(batch[1]), knobs_text(resolve_schedule(L, t, b)));
+  std::set<std::string> seen{knobs_text(def)};
+  for (const auto& c : batch) EXPECT_TRUE(seen.insert(knobs_text(c)).second) << knobs_text(c);
+  for (const auto& c : s.next_batch(8)) EXPECT_TRUE(seen.insert(knobs_text(c)).second);
+}
+
+std::string conv_signature(const std::string& fields) {
+  return layer_signature(
+      only_layer(R"({"name": "x", "op": "conv2d", "padding": "same", )" + fields + "}"));
+}
+
+TEST(TuneTransfer, DistanceGrowsWithShapeAndIsInfiniteWhereKnobsCannotCarryOver) {
+  const std::string c64 =
+      conv_signature(R"("input_shape": [1, 56, 56, 64], "out_channels": 64, "kernel": 3)");
+  const std::string c128 =
+      conv_signature(R"("input_shape": [1, 28, 28, 128], "out_channels": 128, "kernel": 3)");
+  const std::string c512 =
+      conv_signature(R"("input_shape": [1, 7, 7, 512], "out_channels": 512, "kernel": 3)");
+  const std::string pw =
+      conv_signature(R"("input_shape": [1, 28, 28, 128], "out_channels": 128, "kernel": 1)");
+  const std::string strided = conv_signature(
+      R"("input_shape": [1, 56, 56, 128], "out_channels": 128, "kernel": 3, "stride": 2)");
+  const std::string dw = conv_signature(
+      R"("input_shape": [1, 28, 28, 128], "out_channels": 128, "kernel": 3, "groups": 128)");
+  const std::string nchw = conv_signature(
+      R"("input_shape": [1, 128, 28, 28], "out_channels": 128, "kernel": 3, "layout": "NCHW",
+         "weight_layout": "OIHW")");
+  const std::string pool = layer_signature(only_layer(
+      R"({"name": "p", "op": "max_pool", "input_shape": [1, 28, 28, 128], "kernel": 3,
+          "padding": "same"})"));
+  EXPECT_EQ(signature_distance(c128, c128), 0);
+  EXPECT_DOUBLE_EQ(signature_distance(c64, c128), signature_distance(c128, c64));
+  EXPECT_DOUBLE_EQ(signature_distance(c64, c128), 1 + 1 + 2);  // channels in, out; 4x pixels
+  EXPECT_LT(signature_distance(c128, c64), signature_distance(c128, c512));
+  EXPECT_DOUBLE_EQ(signature_distance(c128, pw), std::log2(9.0));
+  EXPECT_DOUBLE_EQ(signature_distance(c128, strided), 1);  // same out pixels, another stride
+  for (const std::string& far : {dw, nchw, pool, std::string("{not json"), std::string("{}")})
+    EXPECT_TRUE(std::isinf(signature_distance(c128, far))) << far;
+}
+
+TEST(TuneTransfer, CandidatesAreTheNearestImprovedSignaturesOfThisScope) {
+  TempDir dir;
+  TuneDb db(dir.file("t.sqlite"));
+  const auto sig = [](int channels, int size, const std::string& more = "") {
+    return conv_signature(R"("input_shape": [1, )" + std::to_string(size) + ", " +
+                          std::to_string(size) + ", " + std::to_string(channels) +
+                          R"(], "out_channels": )" + std::to_string(channels) + R"(, "kernel": 3)" +
+                          more);
+  };
+  const auto winner = [&](const std::string& s, const std::string& layer, int tile_x, double gain,
+                          const std::string& machine = "m1") {
+    Measurement m = record(layer + "_key", gain, true, machine);
+    m.scope.signature = s;
+    m.layer = layer;
+    m.knobs = "{\"tile_x\": " + std::to_string(tile_x) + "}";
+    db.insert(m);
+  };
+  const std::string me = sig(128, 28);
+  winner(me, "itself", 7, 1.9);            // this signature: never a donor to itself
+  winner(sig(64, 56), "near", 2, 1.2);     // distance 4
+  winner(sig(256, 14), "nearer", 3, 1.1);  // distance 4, as near: the larger gain first
+  winner(sig(128, 14), "nearest", 4, 1.05);
+  winner(sig(512, 7), "far", 5, 1.5);
+  winner(sig(128, 28, R"(, "groups": 128)"), "depthwise", 6, 2.0);  // knobs of another kind
+  winner(sig(128, 56), "elsewhere", 8, 2.0, "m2");                  // another machine
+  winner(sig(32, 28), "no_gain", 9, 1.0);  // its best is its default: nothing to transfer
+  const TuneScope scope{me, "tgt", "tc", "m1"};
+  const auto found = transfer_candidates(db, scope, 3);
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_EQ(found[0].layer, "nearest");
+  EXPECT_EQ(found[0].knobs.tile_x, 4);
+  EXPECT_EQ(found[1].layer, "near");
+  EXPECT_EQ(found[2].layer, "nearer");
+  EXPECT_DOUBLE_EQ(found[1].distance, found[2].distance);
+  EXPECT_EQ(transfer_candidates(db, scope, 10).size(), 4u);  // "far" too, nothing else
+  EXPECT_TRUE(transfer_candidates(db, {me, "tgt", "tc", "m9"}, 10).empty());
 }
 
 }  // namespace
