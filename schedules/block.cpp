@@ -38,6 +38,7 @@ ScheduleParams resolve_block_schedule(const std::vector<const Layer*>& chain,
   ScheduleParams p = requested;
   p.channels_outer_kb = 0;
   p.parallel_channels = false;
+  p.winograd = 0;  // a fused block's consumer runs the direct loops its producers are placed in
   ScheduleParams r = resolve_schedule(*chain.back(), target, p);
   // A single layer's resolve clears it; strips no shorter than their window allows.
   r.fused_strips = std::min(requested.fused_strips, max_block_strips(chain));

@@ -52,6 +52,12 @@ namespace padfold {
   X(int, pack_weights_kb, 0, 0, 4096, linear, cpu,                                               \
     "with channel blocks outermost (channels-last), copy each block's weights into a "           \
     "contiguous stack buffer when it takes at most this many KiB; 0 = never")                    \
+  X(int, winograd, 0, 0, 2, linear, cpu,                                                         \
+    "3x3 stride-1 2D dense convs: 1 = Winograd F(2,3), 2 = F(4,3) (tiles of 2x2 or 4x4 "         \
+    "outputs; vectors of output channels by tile_x tiles in registers); 0 = direct")             \
+  X(int, winograd_min_tiles, 0, 0, 4096, pow2, cpu,                                              \
+    "with winograd: only on outputs of at least this many tiles (the weights are transformed "   \
+    "per call, a cost the tiles share); fewer compute directly")                                 \
   X(int, fused_strips, 0, 0, 64, linear, cpu,                                                    \
     "fused blocks: the rows in this many parallel strips, and a producer read through a window " \
     "computed per row tile, sliding along its strip (no halo recompute); 0 = per pixel tile")    \
@@ -73,7 +79,7 @@ namespace padfold {
 
 // The schedule space's version, part of the tuning database's toolchain key: bump it when a knob is
 // added, removed or changes meaning, so that old measurements stop applying.
-constexpr int kScheduleSpaceVersion = 2;
+constexpr int kScheduleSpaceVersion = 3;
 
 // A layer's schedule: every knob, plus the name of the strategy-table row it came from.
 struct ScheduleParams {

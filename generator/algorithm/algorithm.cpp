@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "algorithm/access.h"
+#include "algorithm/winograd.h"
 #include "base/enum_names.h"
 
 namespace padfold {
@@ -29,36 +31,6 @@ void fix_shape(OutputImageParam param, const std::vector<int64_t>& shape) {
 // Spatial index j of Halide (innermost first) is axis D-1-j of the layer (outermost first).
 size_t axis_of(size_t j, size_t dims) {
   return dims - 1 - j;
-}
-
-// Builds arguments in a tensor's Halide dimension order from logical channel, spatial
-// (innermost first) and batch expressions.
-std::vector<Expr> tensor_args(const TensorLayout& layout, Expr ch, const std::vector<Expr>& sp,
-                              Expr batch) {
-  std::vector<Expr> args;
-  if (layout.channels_last) args.push_back(ch);
-  for (const Expr& e : sp) args.push_back(e);
-  if (!layout.channels_last) args.push_back(ch);
-  args.push_back(batch);
-  return args;
-}
-
-// Builds arguments in the weight buffer's Halide order (reverse of the layout letters).
-std::vector<Expr> weight_args(const WeightLayout& layout, int dims, Expr o, Expr i,
-                              const std::vector<Expr>& k) {
-  std::vector<Expr> args;
-  const std::string& order = layout.order;
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    if (*it == 'O') {
-      args.push_back(o);
-    } else if (*it == 'I') {
-      args.push_back(i);
-    } else {
-      const int outer_index = static_cast<int>(spatial_letters(dims).find(*it));
-      args.push_back(k[axis_of(static_cast<size_t>(outer_index), static_cast<size_t>(dims))]);
-    }
-  }
-  return args;
 }
 
 // The spatial extent of the input in Halide dimension order (channel and batch unbounded): the
@@ -149,6 +121,38 @@ Func explicit_border(const ImageParam& in, const Layer& L, Border border, float 
   return f;
 }
 
+}  // namespace
+
+// Builds arguments in a tensor's Halide dimension order from logical channel, spatial
+// (innermost first) and batch expressions.
+std::vector<Expr> tensor_args(const TensorLayout& layout, Expr ch, const std::vector<Expr>& sp,
+                              Expr batch) {
+  std::vector<Expr> args;
+  if (layout.channels_last) args.push_back(ch);
+  for (const Expr& e : sp) args.push_back(e);
+  if (!layout.channels_last) args.push_back(ch);
+  args.push_back(batch);
+  return args;
+}
+
+// Builds arguments in the weight buffer's Halide order (reverse of the layout letters).
+std::vector<Expr> weight_args(const WeightLayout& layout, int dims, Expr o, Expr i,
+                              const std::vector<Expr>& k) {
+  std::vector<Expr> args;
+  const std::string& order = layout.order;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    if (*it == 'O') {
+      args.push_back(o);
+    } else if (*it == 'I') {
+      args.push_back(i);
+    } else {
+      const int outer_index = static_cast<int>(spatial_letters(dims).find(*it));
+      args.push_back(k[axis_of(static_cast<size_t>(outer_index), static_cast<size_t>(dims))]);
+    }
+  }
+  return args;
+}
+
 // The layer's input seen through `border`, infinite along spatial axes: its buffer, or in a fused
 // block the producer's Func over the producer's output extent.
 Func apply_border(const Algorithm& a, const Layer& L, Border border, float value) {
@@ -166,6 +170,8 @@ Func apply_border(const Algorithm& a, const Layer& L, Border border, float value
       in, spatial_region(L, [&](int d) { return Range(in.dim(d).min(), in.dim(d).extent()); }),
       border, value);
 }
+
+namespace {
 
 Expr activate(Expr v, const Layer& L) {
   switch (L.activation) {
@@ -431,7 +437,7 @@ BufferInfo residual_buffer(const Layer& add) {
 }
 
 Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_border,
-                          const Layer* residual) {
+                          const Layer* residual, int winograd_m) {
   if (L.dtype != DType::F32)
     throw std::runtime_error("layer '" + L.name + "': only float32 kernels are generated");
   if (source.defined() && L.is_join())
@@ -477,7 +483,10 @@ Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_bord
   }
   switch (L.op) {
     case Op::Conv:
-      build_conv(a, L);
+      if (winograd_m > 0)
+        build_winograd_conv(a, L, winograd_m);
+      else
+        build_conv(a, L);
       break;
     case Op::ConvTranspose:
       build_conv_transpose(a, L);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithm/winograd.h"
 #include "frontend/spec.h"
 #include "padfold_registry.h"  // pf_role: the bundle contract's buffer roles
 
@@ -57,6 +58,7 @@ struct Algorithm {
 
   std::vector<BufferParam> buffers;  // every buffer in manifest order; input/weights/bias above
                                      // are the same parameters
+  WinogradStages winograd;           // a conv computed as F(m, 3) (winograd.m > 0): its stages
 };
 
 // Builds the algorithm for a resolved layer. The buffers have fixed shapes and dense strides. With
@@ -68,8 +70,10 @@ struct Algorithm {
 // output (bias and activation applied) plus that addend, through the add's activation, is the
 // output: a "residual" input buffer (the add's output shape, named after the add) is read once
 // per output element in the epilogue, and the output buffer is the add's.
+// With `winograd_m` (2 or 4; winograd_applies(layer)), the conv is computed as F(m, 3).
 Algorithm build_algorithm(const Layer& layer, const Halide::Func& source = Halide::Func(),
-                          bool explicit_border = false, const Layer* residual = nullptr);
+                          bool explicit_border = false, const Layer* residual = nullptr,
+                          int winograd_m = 0);
 
 // The residual buffer of a conv whose output an add sums with another tensor.
 BufferInfo residual_buffer(const Layer& add);

@@ -33,9 +33,20 @@ Kernel lower(const Layer& layer, const Halide::Target& target, const nlohmann::j
   return lower(layer, target, requested_schedule(layer, target, overrides));
 }
 
+namespace {
+
+// F(m, 3)'s m where the resolved knobs compute the layer as Winograd, else 0.
+int winograd_m(const Layer& layer, const Halide::Target& target, const ScheduleParams& requested) {
+  if (!winograd_applies(layer)) return 0;
+  return winograd_outputs(resolve_schedule(layer, target, requested).winograd);
+}
+
+}  // namespace
+
 Kernel lower(const Layer& layer, const Halide::Target& target, const ScheduleParams& requested) {
   Algorithm a = build_algorithm(layer, Halide::Func(),
-                                strategy_for(layer, target).capabilities.explicit_border);
+                                strategy_for(layer, target).capabilities.explicit_border, nullptr,
+                                winograd_m(layer, target, requested));
   Kernel k;
   k.name = layer.name;
   k.schedule = apply_schedule(a, requested, target).resolved;
@@ -64,8 +75,11 @@ Kernel lower_block(const Block& block, const Halide::Target& target,
   Halide::Func source;
   for (const Layer* L : block.chain()) {
     const Layer* residual = L == &block.consumer() ? block.residual() : nullptr;
+    // A fused chain's consumer is never Winograd (resolve_block_schedule); a conv with a residual
+    // add alone may be.
+    const int m = block.chain().size() == 1 ? winograd_m(*L, target, requested) : 0;
     chain.push_back(build_algorithm(
-        *L, source, strategy_for(*L, target).capabilities.explicit_border, residual));
+        *L, source, strategy_for(*L, target).capabilities.explicit_border, residual, m));
     source = chain.back().output;
   }
   Kernel k;

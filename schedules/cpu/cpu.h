@@ -22,4 +22,19 @@ std::vector<StrategyRow> strategy_rows();
 // Row tiles per parallel task for `row_tiles` tiles doing `flops` in all (min_task_kflop).
 int grouped_rows_per_task(const ScheduleParams& p, int64_t row_tiles, double flops);
 
+// Splits `v` of `f` by `factor` (<= extent) choosing a tail strategy that never reads outside the
+// fixed buffers: exact splits round up, others shift the last tile inwards.
+void split_tile(Halide::Func f, const Halide::Var& v, const Halide::Var& outer,
+                const Halide::Var& inner, int factor, int64_t extent);
+
+// Whether the knobs compute the layer as Winograd F(m, 3) (winograd.cpp): a 3x3 stride-1 2D dense
+// conv, the `winograd` knob set, and at least winograd_min_tiles output tiles.
+bool winograd_holds(const Layer& layer, const ScheduleParams& requested);
+// Its knobs in effect (winograd_min_tiles cleared: it has done its work), and its stages
+// scheduled.
+ScheduleParams resolve_winograd(const Layer& layer, const Halide::Target& target,
+                                const ScheduleParams& requested);
+ScheduleResult apply_winograd(Algorithm& algorithm, const ScheduleParams& resolved,
+                              const Halide::Target& target);
+
 }  // namespace padfold::cpu

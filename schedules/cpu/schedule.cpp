@@ -9,6 +9,7 @@
 // threads over channel blocks for one-row outputs) are the only logic; the rest is the table.
 #include <algorithm>
 
+#include "algorithm/winograd.h"
 #include "schedules/cpu/cpu.h"
 #include "schedules/tile_math.h"
 
@@ -16,15 +17,13 @@ namespace padfold::cpu {
 
 using namespace Halide;
 
-namespace {
-
-// Splits `v` of `f` by `factor` (<= extent) choosing a tail strategy that never reads outside the
-// fixed buffers: exact splits round up, others shift the last tile inwards.
 void split_tile(Func f, const Var& v, const Var& outer, const Var& inner, int factor,
                 int64_t extent) {
   f.split(v, outer, inner, factor,
           extent % factor == 0 ? TailStrategy::RoundUp : TailStrategy::ShiftInwards);
 }
+
+namespace {
 
 struct Tile {
   Var vec_outer{"vo"}, vec_inner{"vi"};  // the vectorized axis: channels (NHWC) or x (NCHW)
@@ -99,6 +98,7 @@ bool parallel_over_channels(const ScheduleParams& p, const Layer& L, const Axes&
 }
 
 ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParams& p) {
+  if (winograd_holds(L, p)) return resolve_winograd(L, target, p);
   const Axes ax = axes_of(L);
   const int lanes_wanted =
       p.vector_lanes > 0 ? p.vector_lanes : target.natural_vector_size<float>();
@@ -152,7 +152,8 @@ ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParam
   r.tile_y = ty;
   r.fit_tiles = false;
   r.min_task_kflop = 0;
-  r.fused_strips = 0;  // a block's (resolve_block_schedule sets it back)
+  r.fused_strips = 0;                     // a block's (resolve_block_schedule sets it back)
+  r.winograd = r.winograd_min_tiles = 0;  // direct (winograd_holds)
   if (p.rows_per_task > 0 && !parallel_over_channels(r, L, ax)) {
     const int64_t row_tiles =
         ax.dims >= 2 ? (ax.rows + ty - 1) / ty : (ax.unr_extent + unroll - 1) / unroll;
@@ -243,7 +244,8 @@ void pack_block_weights(Algorithm& a, const ScheduleParams& p, const LoopLevel& 
 }
 
 // One shape for every op (see the top of this file), from resolved knobs.
-ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
+ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target& target) {
+  if (p.winograd > 0) return apply_winograd(a, p, target);
   ScheduleResult result{p};
   const Layer& L = *a.layer;
   for (Func h : a.helpers) h.compute_root();

@@ -53,19 +53,25 @@ StrategyRow row(TargetFamily family, OpClass op_class,
 //             (fused_strips), producers read through a window sliding along each strip's rows
 //             (bench/results-blocks.md: b2a 0.87 -> 0.43 ms, stem conv->max_pool 12.9 -> 1.1 ms,
 //             1 thread, against per-pixel-tile producers that recomputed their window's halo).
+// Measured on Zen 5 (AVX-512) and its AVX2 target over ResNet-50's 13 3x3 stride-1 convs
+// (bench/results-models.md, "Winograd"):
+//  dense      Winograd F(4,3) on outputs of 32 tiles or more (28x28 and up): 56x56x64 0.95 ->
+//             0.32 ms, 28x28x128 0.95 -> 0.51 ms at 1 thread (AVX2: 2.04 -> 0.69, 2.01 -> 1.09);
+//             14x14x256 (16 tiles) 0.82x and 7x7x512 0.08x, where transforming 9-38 MB of
+//             weights per call costs more than the products save.
 // AVX2 and generic (SSE4.1) rows take the same structure with their own tile budgets (spot-checked
 // on this machine); NEON rows are unchanged: they cannot be timed or run here.
 std::vector<StrategyRow> x86_and_generic_rows() {
   // clang-format off
   return {
-      row(F::X86Avx512, C::Dense,      {{"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"channel_tasks_rows", 16}, {"vector_lanes", 16}, {"tile_x", 16}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}}),
+      row(F::X86Avx512, C::Dense,      {{"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"channel_tasks_rows", 16}, {"vector_lanes", 16}, {"tile_x", 16}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}, {"winograd", 2}, {"winograd_min_tiles", 32}}),
       row(F::X86Avx512, C::Stem,       {{"vector_lanes", 16}, {"channel_vectors", 4}, {"unroll_taps", 7}, {"unroll_channels", 3}, {"fit_tiles", 1}, {"taps_inner", 1}}),
       row(F::X86Avx512, C::Pointwise,  {{"vector_lanes", 16}, {"tile_x", 16}, {"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"fit_tiles", 1}, {"parallel_channels", 1}, {"fused_strips", 4}}),
       row(F::X86Avx512, C::Depthwise,  {{"vector_lanes", 16}, {"tile_y", 2}, {"unroll_taps", 5}, {"unroll_taps_outer", 5}, {"unroll_taps_rows", 8}, {"fit_tiles", 1}}),
       row(F::X86Avx512, C::Pooling,    {{"vector_lanes", 16}, {"unroll_taps", 3}, {"fused_strips", 4}}),
       row(F::X86Avx512, C::Transposed, {{"vector_lanes", 16}, {"channel_vectors", 2}}),
       row(F::X86Avx512, C::Elementwise, {{"vector_lanes", 16}}),
-      row(F::X86Avx2,   C::Dense,      {{"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"channel_tasks_rows", 16}, {"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}}),
+      row(F::X86Avx2,   C::Dense,      {{"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"channel_tasks_rows", 16}, {"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}, {"winograd", 2}, {"winograd_min_tiles", 32}}),
       row(F::X86Avx2,   C::Stem,       {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"unroll_taps", 7}, {"unroll_channels", 3}, {"fit_tiles", 1}, {"taps_inner", 1}}),
       row(F::X86Avx2,   C::Pointwise,  {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"fit_tiles", 1}, {"parallel_channels", 1}, {"fused_strips", 4}}),
       row(F::X86Avx2,   C::Depthwise,  {{"vector_lanes", 8}, {"tile_y", 2}, {"unroll_taps", 5}, {"unroll_taps_outer", 5}, {"unroll_taps_rows", 8}, {"fit_tiles", 1}}),

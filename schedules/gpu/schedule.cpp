@@ -52,6 +52,7 @@ ScheduleParams resolve(const Layer& L, const Target&, const ScheduleParams& p) {
   r.gpu_threads_y = clamp_int(p.gpu_threads_y, 1, std::min<int64_t>(e1, 1024 / r.gpu_threads_x));
   r.gpu_tile_y = clamp_int(p.gpu_tile_y, 1, e1 / r.gpu_threads_y);
   r.gpu_unroll_channels = divisor_at_most(reduced_channels(L), p.gpu_unroll_channels);
+  r.winograd = 0;  // direct convolution only
   return r;
 }
 
