@@ -39,6 +39,9 @@ ScheduleParams resolve_block_schedule(const std::vector<const Layer*>& chain,
   p.channels_outer_kb = 0;
   p.parallel_channels = false;
   p.winograd = 0;  // a fused block's consumer runs the direct loops its producers are placed in
+  // Its rows are split into strips (fused_strips), one task each: the consumer's own work says
+  // nothing of the block's.
+  p.min_task_kflop = 0;
   ScheduleParams r = resolve_schedule(*chain.back(), target, p);
   // A single layer's resolve clears it; strips no shorter than their window allows.
   r.fused_strips = std::min(requested.fused_strips, max_block_strips(chain));

@@ -2,6 +2,7 @@
 """Writes bench/results-models.md from the JSON files run.sh leaves in its work directory.
 Usage: report.py WORK "MODELS" "LAYOUTS" "TARGETS" MIN_TIME [PREVIOUS_RESULTS]"""
 import datetime
+import os
 import json
 import pathlib
 import re
@@ -87,6 +88,30 @@ for n in (1, 2):
         out.append(row)
     out.append("")
 
+if os.environ.get("TUNE") and any((work / f"{m}-nhwc-host-tuned-1.json").exists() for m in models):
+    out += ["## Tuned (`padfold tune`, NHWC, `host`)", "",
+            f"`TUNE={os.environ['TUNE']}`: `padfold tune` on each model's imported NHWC spec "
+            "(--no-baselines; layers inside `--fuse auto` blocks are not tuned), then `padfold "
+            "compile --db`, timed in the same run as the tables above.", "",
+            "| model | tuning wall time | signatures tuned (layers) | threads | ONNX Runtime ms | "
+            "default ms | tuned ms | tuned / default | ORT / tuned | max rel. error |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for m in models:
+        if not (work / f"{m}-nhwc-host-tuned-1.json").exists():
+            continue
+        report = load(f"{m}-tune.json")
+        layers = sum(o["layers"] for o in report)
+        minutes = int((work / f"{m}-tune-seconds").read_text()) / 60
+        err = max(load(f"{m}-tuned-check.json").values())
+        for n in (1, 2):
+            a, b, _ = ort(m, n)
+            d = pf(m, "nhwc", "host", n)["runs"][0]["model_median_ms"]
+            t = pf(m, "nhwc", "host-tuned", n)["runs"][0]["model_median_ms"]
+            out.append(f"| {NAMES[m]} | {minutes:.1f} min | {len(report)} ({layers}) | {n} | "
+                       f"{min(a, b):.2f} | {d:.2f} | {t:.2f} | {d / t:.2f}x | {min(a, b) / t:.2f} "
+                       f"| {err:.1e} |")
+    out.append("")
+
 out += ["## What allocating per run costs", "",
         "`padfold bench` times the model twice, side by side: in the model's own arena (allocated "
         "by the first run, reused after: the default) and with `pf_model_options.per_run_allocation` "
@@ -156,6 +181,18 @@ for m in models:
             out.append(f"- {NAMES[m]} `{t}`: NCHW {q:.2f}x the NHWC time, goal <= 1.3 (or a "
                        f"compile-time warning{': compile warned' if warned else ''}): "
                        f"**{verdict}**")
+tune_time = os.environ.get("TUNE", "")
+tuned = [m for m in models if (work / f"{m}-nhwc-host-tuned-1.json").exists()] if tune_time else []
+TUNED_GOAL = {"mobilenet_v2": 1.5, "efficientnet_b0": 1.5, "resnet50": 1.3}  # ResNet: Winograd searched
+for m in tuned:
+    minutes = int((work / f"{m}-tune-seconds").read_text()) / 60
+    for n in (1, 2):
+        a, b, _ = ort(m, n)
+        ms = pf(m, "nhwc", "host-tuned", n)["runs"][0]["model_median_ms"]
+        ratio = min(a, b) / ms
+        out.append(f"- {NAMES[m]} tuned (`padfold tune --time {tune_time}`: {minutes:.1f} min "
+                   f"on 2 cores), `host`, {n} thread(s): ORT/padfold {ratio:.2f}, goal >= "
+                   f"{TUNED_GOAL[m]}: **{'met' if ratio >= TUNED_GOAL[m] else 'not met'}**")
 all_ks = [k for m in models for L in layouts for t in targets
           for k in pf(m, L, t, 1)["runs"][0]["kernels"] if k["mflops"] >= 10 and is_conv(k)]
 good = sum(k["peak_share"] >= 0.6 for k in all_ks)

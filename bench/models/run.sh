@@ -7,7 +7,10 @@
 #   MODELS="mobilenet_v2 ..." (default all three), LAYOUTS="nchw nhwc",
 #   TARGETS="host x86-64-linux-avx2-fma" (the families measured; default host, plus the AVX2
 #   target where host is AVX-512), RETRIES=n (padfold bench --retries, default 5),
-#   RESULTS=file (default bench/results-models.md).
+#   RESULTS=file (default bench/results-models.md),
+#   TUNE=duration (e.g. 15m): also `padfold tune` each model's NHWC spec for `host` within that
+#   time (--no-baselines), compile it with the database and time the tuned bundle beside the
+#   others (TUNE_MODELS, default every model).
 set -eu
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$repo/build}
@@ -51,6 +54,7 @@ x = np.random.default_rng(1).uniform(0, 1, (1, 3, 224, 224)).astype(np.float32)
 np.save(work / "x.npy", x)
 import onnxruntime as ort
 want = ort.InferenceSession(str(work / f"{m}.onnx"), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+np.save(work / f"{m}-ort-out.npy", want)
 errors = {}
 for layout in layouts:
     d = work / f"{m}-{layout}"
@@ -72,6 +76,34 @@ for layout in layouts:
 PY
 done
 
+# Tuning (TUNE): one database per model, resumed by a rerun; the tuned bundle beside the defaults.
+if [ -n "${TUNE:-}" ]; then
+  for m in ${TUNE_MODELS:-$MODELS}; do
+    d=$work/$m-nhwc
+    start=$(date +%s)
+    "$padfold" tune "$d/imported/$m.json" --target host --time "$TUNE" --no-baselines \
+      --db "$work/$m-tune.sqlite" --report "$work/$m-tune.json" >"$work/$m-tune.txt" 2>&1
+    echo "$(( $(date +%s) - start ))" >"$work/$m-tune-seconds"
+    rm -rf "$d/bundle-host-tuned"
+    "$padfold" compile "$d/imported/$m.json" -o "$d/bundle-host-tuned" --target host \
+      --db "$work/$m-tune.sqlite" >"$d/compile-host-tuned.txt" 2>&1
+    # The tuned bundle against ONNX Runtime's output too, before it is timed.
+    "$padfold" run "$d/bundle-host-tuned" --model --input "x=$d/x.npy" --output "$d/y-tuned.npy" \
+      >/dev/null
+    "$py" - "$work" "$m" <<'PY'
+import json, pathlib, sys
+import numpy as np
+work, m = pathlib.Path(sys.argv[1]), sys.argv[2]
+want = np.load(work / f"{m}-ort-out.npy")
+got = np.load(work / f"{m}-nhwc" / "y-tuned.npy")
+err = float(np.abs(got - want).max() / np.abs(want).max())
+if err > 1e-4:
+    sys.exit(f"{m}: the tuned bundle differs from ONNX Runtime: {err}")
+(work / f"{m}-tuned-check.json").write_text(json.dumps({"nhwc/host-tuned": err}))
+PY
+  done
+fi
+
 # Timing: per model and thread count, ONNX Runtime, then padfold (each layout and target), then
 # ONNX Runtime again (the two ORT medians show the drift over the padfold runs).
 for m in $MODELS; do
@@ -84,12 +116,16 @@ for m in $MODELS; do
           --json >"$work/$m-$layout-$t-$n.json"
       done
     done
+    if [ -n "${TUNE:-}" ] && [ -f "$work/$m-nhwc/bundle-host-tuned/manifest.json" ]; then
+      "$padfold" bench "$work/$m-nhwc/bundle-host-tuned" --threads "$n" --min-time "$MIN_TIME" \
+        --retries "${RETRIES:-5}" --json >"$work/$m-nhwc-host-tuned-$n.json"
+    fi
     "$py" "$repo/bench/models/ort_time.py" "$work/$m.onnx" "$n" 3 >"$work/$m-ort-$n-b.json"
   done
 done
 
 # The section "## Earlier runs" of the results file (other CPUs, older models) is kept.
-"$py" "$repo/bench/models/report.py" "$work" "$MODELS" "$LAYOUTS" "$TARGETS" "$MIN_TIME" \
-  "$RESULTS" >"$RESULTS.new"
+TUNE="${TUNE:-}" "$py" "$repo/bench/models/report.py" "$work" "$MODELS" "$LAYOUTS" "$TARGETS" \
+  "$MIN_TIME" "$RESULTS" >"$RESULTS.new"
 mv "$RESULTS.new" "$RESULTS"
 echo "wrote $RESULTS"

@@ -22,6 +22,12 @@ std::vector<StrategyRow> strategy_rows();
 // Row tiles per parallel task for `row_tiles` tiles doing `flops` in all (min_task_kflop).
 int grouped_rows_per_task(const ScheduleParams& p, int64_t row_tiles, double flops);
 
+// A kernel doing less `work` (flops; elementwise kernels: elements read and written) than two
+// tasks of min_task_kflop runs on one thread: waking a thread costs more than the task
+// (EfficientNet-B0's squeeze-and-excite pools, 1x1 convs and scales at 2 threads, Zen 5: the
+// global pools 0.002 -> 0.02 ms each).
+bool too_little_for_threads(const ScheduleParams& p, double work);
+
 // Splits `v` of `f` by `factor` (<= extent) choosing a tail strategy that never reads outside the
 // fixed buffers: exact splits round up, others shift the last tile inwards.
 void split_tile(Halide::Func f, const Halide::Var& v, const Halide::Var& outer,

@@ -23,6 +23,10 @@ void split_tile(Func f, const Var& v, const Var& outer, const Var& inner, int fa
           extent % factor == 0 ? TailStrategy::RoundUp : TailStrategy::ShiftInwards);
 }
 
+bool too_little_for_threads(const ScheduleParams& p, double work) {
+  return p.rows_per_task > 0 && p.min_task_kflop > 0 && work < 2e3 * p.min_task_kflop;
+}
+
 namespace {
 
 struct Tile {
@@ -159,6 +163,7 @@ ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParam
         ax.dims >= 2 ? (ax.rows + ty - 1) / ty : (ax.unr_extent + unroll - 1) / unroll;
     r.rows_per_task = grouped_rows_per_task(p, row_tiles, L.flops());
   }
+  if (too_little_for_threads(p, L.flops())) r.rows_per_task = 0;
   return r;
 }
 

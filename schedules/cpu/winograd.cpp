@@ -60,6 +60,7 @@ ScheduleParams resolve_winograd(const Layer& L, const Target& target, const Sche
   r.fused_strips = 0;
   if (p.rows_per_task > 0)
     r.rows_per_task = grouped_rows_per_task(p, tiles(L.out_spatial[0], m), L.flops());
+  if (too_little_for_threads(p, L.flops())) r.rows_per_task = 0;
   return r;
 }
 

@@ -64,6 +64,24 @@ std::string file_text(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
+// An accepted record of `knobs` for `layer`'s signature on `target`, this machine and toolchain.
+Measurement accepted_record(const Layer& layer, const Halide::Target& target,
+                            const std::string& candidate, const std::string& knobs,
+                            const std::string& measured_for, double vs_default) {
+  Measurement m;
+  m.scope = {layer_signature(layer), target_key(target), toolchain_key(), machine_id()};
+  m.candidate = candidate;
+  m.kind = "knobs";
+  m.knobs = knobs;
+  m.status = "ok";
+  m.layer = measured_for;
+  m.median_s = 1e-6;
+  m.vs_default = vs_default;
+  m.accepted = true;
+  m.samples = "[]";
+  return m;
+}
+
 TEST(TuneCli, ResumesAfterSigkillWithoutRemeasuring) {
   Work w("resume");
   const std::string db = w.file("tune.sqlite");
@@ -87,8 +105,10 @@ TEST(TuneCli, ResumesAfterSigkillWithoutRemeasuring) {
   ASSERT_GE(before, 4u) << file_text(w.file("log"));
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Keyed by signature and candidate: two signatures' defaults may resolve to the same knobs.
+  const auto key = [](const Measurement& m) { return m.scope.signature + " " + m.candidate; };
   std::map<std::string, double> killed;
-  for (const Measurement& m : TuneDb(db, true).all()) killed[m.candidate] = m.median_s;
+  for (const Measurement& m : TuneDb(db, true).all()) killed[key(m)] = m.median_s;
   ASSERT_GE(killed.size(), before);
   ASSERT_LT(killed.size(), 4u * 8u) << "the run finished before it was killed";
 
@@ -103,14 +123,14 @@ TEST(TuneCli, ResumesAfterSigkillWithoutRemeasuring) {
   std::map<std::string, size_t> per_signature;
   for (const Measurement& m : done.all()) {
     if (m.kind == "knobs") ++per_signature[m.scope.signature];
-    const auto k = killed.find(m.candidate);
+    const auto k = killed.find(key(m));
     if (k != killed.end()) {
       EXPECT_EQ(k->second, m.median_s) << "re-measured " << m.candidate;
     }
   }
   for (const auto& [candidate, median] : killed) {
     bool kept = false;
-    for (const Measurement& m : done.all()) kept |= m.candidate == candidate;
+    for (const Measurement& m : done.all()) kept |= key(m) == candidate;
     EXPECT_TRUE(kept) << candidate << " lost";
   }
   ASSERT_EQ(per_signature.size(), 4u);
@@ -196,18 +216,9 @@ TEST(TuneCli, CompileDbUsesTheBestRecordAndSaysSo) {
             knobs_text(resolve_schedule(stem, host, default_schedule(stem, host))));
   {
     TuneDb db(db_path);
-    Measurement m;
-    m.scope = {layer_signature(stem), target_key(host), toolchain_key(), machine_id()};
-    m.candidate = candidate_key(resolved);
-    m.kind = "knobs";
-    m.knobs = knobs_text(resolved);
-    m.status = "ok";
-    m.layer = "some_other_name";  // records are found by signature, not by name
-    m.median_s = 1e-6;
-    m.vs_default = 1.5;
-    m.accepted = true;
-    m.samples = "[]";
-    db.insert(m);
+    // Records are found by signature, not by the name of the layer they were measured for.
+    db.insert(accepted_record(stem, host, candidate_key(resolved), knobs_text(resolved),
+                              "some_other_name", 1.5));
   }
   const auto compile = [&](const std::string& out, const std::string& extra,
                            const std::string& env = "") {
@@ -327,18 +338,7 @@ TEST(TuneCli, ASearchStartsFromTheNearestTunedSignaturesWinner) {
   ASSERT_NE(candidate_key(resolved), candidate_key(def));
   {
     TuneDb db(db_path);
-    Measurement m;
-    m.scope = {layer_signature(pw), target_key(host), toolchain_key(), machine_id()};
-    m.candidate = "winner";
-    m.kind = "knobs";
-    m.knobs = knobs_text(won);
-    m.status = "ok";
-    m.layer = "pw";
-    m.median_s = 1e-6;
-    m.vs_default = 1.4;
-    m.accepted = true;
-    m.samples = "[]";
-    db.insert(m);
+    db.insert(accepted_record(pw, host, "winner", knobs_text(won), "pw", 1.4));
   }
   const CommandResult r = tune_model(w, db_path, "--budget 2 --layers c1 --jobs 1");
   ASSERT_EQ(r.status, 0) << r.output;
@@ -644,18 +644,7 @@ TEST(TuneCli, ADamagedBestRecordIsNamedWithItsDatabaseCandidateAndLayer) {
     fs::remove(db_path);
     {
       TuneDb db(db_path);
-      Measurement m;
-      m.scope = {layer_signature(stem), target_key(host), toolchain_key(), machine_id()};
-      m.candidate = "damaged-candidate";
-      m.kind = "knobs";
-      m.knobs = knobs;
-      m.status = "ok";
-      m.layer = "stem";
-      m.median_s = 1e-6;
-      m.vs_default = 1.5;
-      m.accepted = true;
-      m.samples = "[]";
-      db.insert(m);
+      db.insert(accepted_record(stem, host, "damaged-candidate", knobs, "stem", 1.5));
     }
     const CommandResult r =
         run_command(shell_quote(kBin) + " compile " + shell_quote(kSpec) + " -o " +

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -417,6 +418,66 @@ TEST(Lowering, KernelBuffersFollowTheManifestOrder) {
   EXPECT_EQ(k.param("bias").dimensions(), 1);
   EXPECT_THROW(k.param("output"), std::invalid_argument);
   EXPECT_THROW(lower(L, resolve_target("x86-64-linux-avx2-fma"), json{{"tile_x", 0}}), KnobError);
+}
+
+// A kernel with less work than two tasks of min_task_kflop runs on one thread; larger ones keep
+// their threads. Elementwise kernels count the elements they read and write.
+TEST(ResolvedKnobs, KernelsTooSmallForTwoTasksRunOnOneThread) {
+  const Halide::Target t = resolve_target("x86-64-linux-avx2-fma");
+  const auto rows = [&](const json& layer) {
+    const Layer L = one_layer(layer);
+    return resolve_schedule(L, t, default_schedule(L, t)).rows_per_task;
+  };
+  json pool = {{"name", "p"},
+               {"op", "avg_pool"},
+               {"input_shape", {1, 7, 7, 1280}},
+               {"layout", "NHWC"},
+               {"kernel", {7, 7}}};
+  EXPECT_EQ(rows(pool), 0);             // 63 kFLOP
+  EXPECT_GT(rows(conv(64, 64, 3)), 0);  // 10.6 MFLOP
+  json small = conv(8, 8, 3);           // 0.17 MFLOP
+  EXPECT_EQ(rows(small), 0);
+  small["input_shape"] = {1, 56, 56, 8};  // 3.6 MFLOP
+  EXPECT_GT(rows(small), 0);
+  const auto mul = [](const json& shape, const char* layout) {
+    return json{{"model", "m"},
+                {"defaults", {{"layout", layout}}},
+                {"inputs", {{{"name", "x"}, {"shape", shape}}, {{"name", "s"}, {"shape", shape}}}},
+                {"layers", {{{"name", "m"}, {"op", "mul"}, {"input", {"x", "s"}}}}}};
+  };
+  const auto mul_rows = [&](const json& spec) {
+    const Model model = parse_spec(spec.dump(), "m.json");
+    const Layer& L = model.layers.at(0);
+    return resolve_schedule(L, t, default_schedule(L, t)).rows_per_task;
+  };
+  EXPECT_EQ(mul_rows(mul({1, 14, 14, 672}, "NHWC")), 0);  // 0.4 M elements
+  EXPECT_GT(mul_rows(mul({1, 56, 56, 144}, "NHWC")), 0);  // 1.4 M
+  EXPECT_GT(mul_rows(mul({1, 144, 56, 56}, "NCHW")), 0);
+}
+
+// Channels-first elementwise kernels hand out one round of tasks over channels, not one per
+// channel over rows.
+TEST(Lowering, ChannelsFirstElementwiseThreadsOverChannels) {
+  const json spec = {{"model", "m"},
+                     {"defaults", {{"layout", "NCHW"}}},
+                     {"inputs",
+                      {{{"name", "x"}, {"shape", {1, 144, 56, 56}}},
+                       {{"name", "y"}, {"shape", {1, 144, 56, 56}}}}},
+                     {"layers", {{{"name", "a"}, {"op", "add"}, {"input", {"x", "y"}}}}}};
+  const Model m = parse_spec(spec.dump(), "m.json");
+  const Halide::Target t = resolve_target("x86-64-linux-avx2-fma");
+  Kernel k = lower(m.layers.at(0), t);
+  const std::string path = ::testing::TempDir() + "/padfold_elementwise.stmt";
+  k.pipeline.compile_to_lowered_stmt(path, k.arguments(), Halide::Text, codegen_target(t));
+  std::ifstream f(path);
+  std::stringstream text;
+  text << f.rdbuf();
+  const std::string stmt = text.str();
+  // One parallel loop, over channels, handed out once (not a loop over rows inside one over
+  // channels, which would name the closure after y).
+  EXPECT_NE(stmt.find("par_for_a_s0_c "), std::string::npos) << stmt;
+  EXPECT_EQ(stmt.find("par_for_a_s0_y"), std::string::npos) << stmt;
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -384,10 +384,14 @@ TEST(TuneShard, ParsesIndexCountAndAuto) {
   unsetenv("PADFOLD_SHARD_COUNT");
 }
 
-TEST(TuneSearch, ProposesDistinctResolvedCandidatesDeterministically) {
-  const Layer L = only_layer(
+Layer search_layer() {
+  return only_layer(
       R"({"name": "a", "op": "conv2d", "input_shape": [1, 16, 16, 16], "out_channels": 32,
           "kernel": 3, "padding": "same"})");
+}
+
+TEST(TuneSearch, ProposesDistinctResolvedCandidatesDeterministically) {
+  const Layer L = search_layer();
   const Halide::Target t = resolve_target("x86-64-linux-avx2-fma");
   const ScheduleParams def = resolve_schedule(L, t, default_schedule(L, t));
   ASSERT_GT(def.rows_per_task, 0);
@@ -419,9 +423,7 @@ TEST(TuneSearch, ProposesDistinctResolvedCandidatesDeterministically) {
 }
 
 TEST(TuneSearch, TransferredCandidatesComeFirstResolvedAndOnce) {
-  const Layer L = only_layer(
-      R"({"name": "a", "op": "conv2d", "input_shape": [1, 16, 16, 16], "out_channels": 32,
-          "kernel": 3, "padding": "same"})");
+  const Layer L = search_layer();
   const Halide::Target t = resolve_target("x86-64-linux-avx2-fma");
   const ScheduleParams def = resolve_schedule(L, t, default_schedule(L, t));
   ScheduleParams a = def, b = def;
