@@ -22,6 +22,7 @@ Search::Search(SearchStrategy strategy, const Layer& layer, const Halide::Target
       layer_(layer),
       target_(target),
       incumbent_(resolved_default),
+      serial_(resolved_default.rows_per_task == 0),
       rng_(seed) {
   // A single layer's space: the cpu knobs, less fused_strips (fused blocks only).
   for (const Knob& k : knobs())
@@ -31,12 +32,22 @@ Search::Search(SearchStrategy strategy, const Layer& layer, const Halide::Target
   fill_neighbours();
 }
 
-// The values searched for a knob. The tuner measures one thread, so it never takes away the
-// kernel's parallel loop (rows_per_task 0): a tuned kernel still scales with threads.
+// The values searched for a knob. The tuner measures one thread, so whether the kernel has a
+// parallel loop stays the default's: a kernel with threads keeps them (rows_per_task never 0, and
+// no min_task_kflop that leaves less work than two tasks), and one too small for threads stays on
+// one.
 std::vector<int64_t> Search::values(const Knob& k) const {
   std::vector<int64_t> v = k.search_values();
-  if (std::strcmp(k.name, "rows_per_task") == 0)
-    v.erase(std::remove(v.begin(), v.end(), 0), v.end());
+  const auto drop = [&](auto unwanted) {
+    v.erase(std::remove_if(v.begin(), v.end(), unwanted), v.end());
+  };
+  if (std::strcmp(k.name, "rows_per_task") == 0) {
+    if (serial_) return {0};
+    drop([](int64_t x) { return x == 0; });
+  } else if (std::strcmp(k.name, "min_task_kflop") == 0) {
+    const double flops = layer_.flops();
+    drop([&](int64_t x) { return x > 0 && 2e3 * static_cast<double>(x) > flops; });
+  }
   return v;
 }
 

@@ -45,6 +45,7 @@ class Search {
   Halide::Target target_;
   std::vector<const Knob*> knobs_;
   ScheduleParams incumbent_;
+  bool serial_;  // the default has no parallel loop (too little work for two tasks)
   std::vector<ScheduleParams> first_;  // propose_first's, not yet proposed
   std::vector<ScheduleParams> queue_;  // neighbours of the incumbent not yet proposed
   std::set<std::string> proposed_;     // knobs_text of every proposal

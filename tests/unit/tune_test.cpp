@@ -422,6 +422,23 @@ TEST(TuneSearch, ProposesDistinctResolvedCandidatesDeterministically) {
   }
 }
 
+// A layer too small for two tasks has no parallel loop by default, and no candidate adds one (the
+// tuner measures one thread, where a thread's wake-up never shows).
+TEST(TuneSearch, ALayerTooSmallForThreadsStaysOnOne) {
+  const Layer L = only_layer(
+      R"({"name": "a", "op": "conv2d", "input_shape": [1, 6, 6, 8], "out_channels": 8,
+          "kernel": 3, "padding": "same"})");
+  const Halide::Target t = resolve_target("x86-64-linux-avx2-fma");
+  const ScheduleParams def = resolve_schedule(L, t, default_schedule(L, t));
+  ASSERT_EQ(def.rows_per_task, 0);
+  for (SearchStrategy s : {SearchStrategy::Neighbourhood, SearchStrategy::Random}) {
+    Search search(s, L, t, def, 11);
+    for (int round = 0; round < 4; ++round)
+      for (const ScheduleParams& c : search.next_batch(8))
+        EXPECT_EQ(c.rows_per_task, 0) << knobs_text(c);
+  }
+}
+
 TEST(TuneSearch, TransferredCandidatesComeFirstResolvedAndOnce) {
   const Layer L = search_layer();
   const Halide::Target t = resolve_target("x86-64-linux-avx2-fma");
