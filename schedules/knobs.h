@@ -27,7 +27,8 @@ namespace padfold {
   X(int, rows_per_task, 1, 0, 256, linear, cpu, "row tiles per parallel task; 0 = no threads")   \
   X(int, min_task_kflop, 0, 0, 1000000, linear, cpu,                                             \
     "raise rows_per_task to tasks of at least this many kFLOP (a divisor of the row tiles, "     \
-    "16 tasks or more); 0 = off")                                                                \
+    "16 tasks or more); a kernel with less work than two such tasks runs on one thread; "        \
+    "0 = off")                                                                                   \
   X(int, unroll_taps, 0, 0, 16, linear, cpu,                                                     \
     "unroll the innermost kernel axis when it has at most this many taps")                       \
   X(int, unroll_taps_outer, 0, 0, 16, linear, cpu,                                               \

@@ -51,7 +51,13 @@ std::vector<int64_t> Search::values(const Knob& k) const {
   return v;
 }
 
+// Resolved for this layer, with the default's choice of threads (a transferred candidate may
+// come from a layer that had none).
 ScheduleParams Search::resolve(ScheduleParams p) const {
+  if (serial_)
+    p.rows_per_task = 0;
+  else if (p.rows_per_task == 0)
+    p.rows_per_task = 1;
   return resolve_schedule(layer_, target_, p);
 }
 

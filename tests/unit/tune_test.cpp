@@ -455,6 +455,15 @@ TEST(TuneSearch, TransferredCandidatesComeFirstResolvedAndOnce) {
   std::set<std::string> seen{knobs_text(def)};
   for (const auto& c : batch) EXPECT_TRUE(seen.insert(knobs_text(c)).second) << knobs_text(c);
   for (const auto& c : s.next_batch(8)) EXPECT_TRUE(seen.insert(knobs_text(c)).second);
+  // Knobs won on a layer too small for threads keep this layer's threads.
+  ScheduleParams serial = a;
+  serial.tile_x = 3;
+  serial.rows_per_task = 0;
+  s.propose_first({serial});
+  const auto next = s.next_batch(1);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].tile_x, 3);
+  EXPECT_GT(next[0].rows_per_task, 0);
 }
 
 std::string conv_signature(const std::string& fields) {
