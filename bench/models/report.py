@@ -154,7 +154,7 @@ for m in models:
                        f"| {len(ks)} | {good} | {100 * med:.0f}% | {worst_text} |")
 out.append("")
 
-out += ["## Goals of issue 19 (default schedules)", ""]
+out += ["## Goals of issue 19", ""]
 for m in models:
     for t in targets:
         for n in (1, 2):

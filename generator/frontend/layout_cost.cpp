@@ -17,13 +17,13 @@ std::optional<std::string> channels_first_cost_warning(const Model& model) {
   }
   if (first == 0) return std::nullopt;
   const TensorLayout last{true, layout.spatial_dims};
-  // Measured by bench/models/run.sh (1 thread, 2026-12-03, Zen 3): NCHW 2.87x, 1.83x and 2.93x
-  // the NHWC time of MobileNetV2, EfficientNet-B0 and ResNet-50; a single ResNet-50 3x3 conv on
-  // 56x56x64 4x.
+  // Measured by bench/models/run.sh (1 thread, 2026-12-03): NCHW 2.87x, 1.83x and 2.93x the NHWC
+  // time of MobileNetV2, EfficientNet-B0 and ResNet-50 on Zen 3 (AVX2), 5.18x, 2.01x and 1.96x on
+  // Zen 5 (AVX-512); a single ResNet-50 3x3 conv on 56x56x64 4x.
   return fmt::format(
       "{} of the {} convolutions are computed channels first ({}){}; on CPU targets padfold's "
       "channels-first kernels are slower than channels last (whole MobileNetV2, EfficientNet-B0 "
-      "and ResNet-50 took 1.8-2.9x the channels-last time, bench/results-models.md). For channels "
+      "and ResNet-50 took 1.8-5.2x the channels-last time, bench/results-models.md). For channels "
       "last, write the spec in {} or import the ONNX model with --layout nhwc (its inputs and "
       "outputs become channels last too)",
       first, convs, layout.name(),
