@@ -124,8 +124,11 @@ std::vector<ScheduleParams> Search::next_batch(size_t n) {
   return out;
 }
 
-void Search::propose_first(const std::vector<ScheduleParams>& candidates) {
-  first_.insert(first_.begin(), candidates.begin(), candidates.end());
+std::vector<ScheduleParams> Search::propose_first(const std::vector<ScheduleParams>& candidates) {
+  std::vector<ScheduleParams> resolved;
+  for (const ScheduleParams& c : candidates) resolved.push_back(resolve(c));
+  first_.insert(first_.begin(), resolved.begin(), resolved.end());
+  return resolved;
 }
 
 void Search::accept(const ScheduleParams& c) {

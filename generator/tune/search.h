@@ -29,9 +29,10 @@ class Search {
   std::vector<ScheduleParams> next_batch(size_t n);
   // The incumbent moved to `c` (it beat the old one by more than the noise).
   void accept(const ScheduleParams& c);
-  // Candidates proposed before anything else (resolved for this layer; ones already proposed are
-  // skipped), in order: what won on the nearest tuned signatures.
-  void propose_first(const std::vector<ScheduleParams>& candidates);
+  // Candidates proposed before anything else, in order (what won on the nearest tuned
+  // signatures): returns them as they will be proposed, resolved for this layer (one already
+  // proposed is then skipped).
+  std::vector<ScheduleParams> propose_first(const std::vector<ScheduleParams>& candidates);
 
  private:
   std::vector<int64_t> values(const Knob& k) const;

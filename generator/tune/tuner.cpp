@@ -98,12 +98,12 @@ class LayerTuner {
     // What won nearby, keyed by the candidate it resolves to here.
     std::map<std::string, std::string> transferred;
     if (opt_.transfer && opt_.strategy == SearchStrategy::Neighbourhood) {
+      const std::vector<TransferCandidate> near = transfer_candidates(db_, scope_, kTransferred);
       std::vector<ScheduleParams> first;
-      for (const TransferCandidate& t : transfer_candidates(db_, scope_, kTransferred)) {
-        first.push_back(t.knobs);
-        transferred.emplace(candidate_key(resolve_schedule(L_, target_, t.knobs)), t.layer);
-      }
-      search.propose_first(first);
+      for (const TransferCandidate& t : near) first.push_back(t.knobs);
+      const std::vector<ScheduleParams> resolved = search.propose_first(first);
+      for (size_t i = 0; i < near.size(); ++i)
+        transferred.emplace(candidate_key(resolved[i]), near[i].layer);
       out.transferred = transferred.size();
     }
     size_t proposed = 1;

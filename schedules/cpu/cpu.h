@@ -22,10 +22,12 @@ std::vector<StrategyRow> strategy_rows();
 // Row tiles per parallel task for `row_tiles` tiles doing `flops` in all (min_task_kflop).
 int grouped_rows_per_task(const ScheduleParams& p, int64_t row_tiles, double flops);
 
+// The vector width `requested` asks for: vector_lanes, or the target's natural width when 0.
+int requested_lanes(const ScheduleParams& requested, const Halide::Target& target);
+
 // A kernel doing less `work` (flops; elementwise kernels: elements read and written) than two
-// tasks of min_task_kflop runs on one thread: waking a thread costs more than the task
-// (EfficientNet-B0's squeeze-and-excite pools, 1x1 convs and scales at 2 threads, Zen 5: the
-// global pools 0.002 -> 0.02 ms each).
+// tasks of min_task_kflop runs on one thread: its tasks are too short to pay for handing them out
+// (EfficientNet-B0's squeeze-and-excite global pools, Zen 5: 0.002 ms at 1 thread, 0.02 ms at 2).
 bool too_little_for_threads(const ScheduleParams& p, double work);
 
 // Splits `v` of `f` by `factor` (<= extent) choosing a tail strategy that never reads outside the

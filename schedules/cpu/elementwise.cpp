@@ -36,8 +36,7 @@ int64_t rows_extent(const Layer& L) {
 
 ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParams& p) {
   ScheduleParams r = p;
-  const int wanted = p.vector_lanes > 0 ? p.vector_lanes : target.natural_vector_size<float>();
-  r.vector_lanes = clamp_int(wanted, 1, innermost_extent(L));
+  r.vector_lanes = clamp_int(requested_lanes(p, target), 1, innermost_extent(L));
   // Tasks of equal rows (a divisor of the rows: a split of the parallel loop never overhangs).
   if (p.rows_per_task > 0) r.rows_per_task = divisor_at_most(rows_extent(L), p.rows_per_task);
   if (too_little_for_threads(p, traffic(L))) r.rows_per_task = 0;

@@ -23,6 +23,10 @@ void split_tile(Func f, const Var& v, const Var& outer, const Var& inner, int fa
           extent % factor == 0 ? TailStrategy::RoundUp : TailStrategy::ShiftInwards);
 }
 
+int requested_lanes(const ScheduleParams& p, const Target& target) {
+  return p.vector_lanes > 0 ? p.vector_lanes : target.natural_vector_size<float>();
+}
+
 bool too_little_for_threads(const ScheduleParams& p, double work) {
   return p.rows_per_task > 0 && p.min_task_kflop > 0 && work < 2e3 * p.min_task_kflop;
 }
@@ -104,8 +108,7 @@ bool parallel_over_channels(const ScheduleParams& p, const Layer& L, const Axes&
 ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParams& p) {
   if (winograd_holds(L, p)) return resolve_winograd(L, target, p);
   const Axes ax = axes_of(L);
-  const int lanes_wanted =
-      p.vector_lanes > 0 ? p.vector_lanes : target.natural_vector_size<float>();
+  const int lanes_wanted = requested_lanes(p, target);
   const int lanes = clamp_int(lanes_wanted, 1, ax.vec_extent);
   const int accumulators = std::max(1, p.channel_vectors) * std::max(1, p.tile_x);
   int vectors =

@@ -57,8 +57,8 @@ StrategyRow row(TargetFamily family, OpClass op_class,
 // (bench/results-models.md, "Winograd"):
 //  dense      Winograd F(4,3) on outputs of 32 tiles or more (28x28 and up): 56x56x64 0.95 ->
 //             0.32 ms, 28x28x128 0.95 -> 0.51 ms at 1 thread (AVX2: 2.04 -> 0.69, 2.01 -> 1.09);
-//             14x14x256 (16 tiles) 0.82x and 7x7x512 0.08x, where transforming 9-38 MB of
-//             weights per call costs more than the products save.
+//             14x14x256 (16 tiles) 0.82x and 7x7x512 0.08x (their weights, transformed per
+//             call, take 9 and 38 MB).
 // AVX2 and generic (SSE4.1) rows take the same structure with their own tile budgets (spot-checked
 // on this machine); NEON rows are unchanged: they cannot be timed or run here.
 std::vector<StrategyRow> x86_and_generic_rows() {

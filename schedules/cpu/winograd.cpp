@@ -40,9 +40,7 @@ ScheduleParams resolve_winograd(const Layer& L, const Target& target, const Sche
   ScheduleParams r = p;
   r.winograd = std::min(p.winograd, 2);
   r.winograd_min_tiles = 0;
-  const int lanes_wanted =
-      p.vector_lanes > 0 ? p.vector_lanes : target.natural_vector_size<float>();
-  r.vector_lanes = clamp_int(lanes_wanted, 1, K);
+  r.vector_lanes = clamp_int(requested_lanes(p, target), 1, K);
   r.channel_vectors = clamp_int(p.channel_vectors, 1, K / r.vector_lanes);
   r.tile_x = clamp_int(p.tile_x, 1, tiles(L.out_spatial[1], m));
   r.unroll_channels = p.unroll_channels > 1 ? divisor_at_most(C, p.unroll_channels) : 0;

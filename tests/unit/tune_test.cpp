@@ -447,8 +447,12 @@ TEST(TuneSearch, TransferredCandidatesComeFirstResolvedAndOnce) {
   a.tile_x = def.tile_x == 4 ? 2 : 4;
   b.tile_y = def.tile_y == 2 ? 1 : 2;
   Search s(SearchStrategy::Neighbourhood, L, t, def, 3);
-  s.propose_first({a, b, a, def});  // a twice and the default: each proposed once, never again
+  // a twice and the default: each proposed once, never again
+  const auto first = s.propose_first({a, b, a, def});
+  ASSERT_EQ(first.size(), 4u);
   const auto batch = s.next_batch(4);
+  EXPECT_EQ(knobs_text(batch[0]), knobs_text(first[0]));
+  EXPECT_EQ(knobs_text(batch[1]), knobs_text(first[1]));
   ASSERT_EQ(batch.size(), 4u);
   EXPECT_EQ(knobs_text(batch[0]), knobs_text(resolve_schedule(L, t, a)));
   EXPECT_EQ(knobs_text(batch[1]), knobs_text(resolve_schedule(L, t, b)));
@@ -459,9 +463,10 @@ TEST(TuneSearch, TransferredCandidatesComeFirstResolvedAndOnce) {
   ScheduleParams serial = a;
   serial.tile_x = 3;
   serial.rows_per_task = 0;
-  s.propose_first({serial});
+  const auto as_proposed = s.propose_first({serial});
   const auto next = s.next_batch(1);
   ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(knobs_text(next[0]), knobs_text(as_proposed[0]));
   EXPECT_EQ(next[0].tile_x, 3);
   EXPECT_GT(next[0].rows_per_task, 0);
 }
