@@ -32,10 +32,15 @@ extern "C" void on_interrupt(int sig) {
   interrupted = sig;
 }
 
-// Installs the interrupt handlers for the lifetime of a run and restores the previous ones.
+// Installs the interrupt handlers for the lifetime of a run and restores the previous ones. Runs
+// nest (a job's on_done may run workers of its own: the tuner measures as compiles end): the
+// outermost guard owns the handlers, and an interrupt reaches every level.
+int guard_depth = 0;
+
 class InterruptGuard {
  public:
   InterruptGuard() {
+    if (guard_depth++ > 0) return;
     interrupted = 0;
     struct sigaction sa {};
     sa.sa_handler = on_interrupt;
@@ -45,6 +50,7 @@ class InterruptGuard {
     sigaction(SIGHUP, &sa, &old_hup_);  // the terminal closed
   }
   ~InterruptGuard() {
+    if (--guard_depth > 0) return;
     sigaction(SIGINT, &old_int_, nullptr);
     sigaction(SIGTERM, &old_term_, nullptr);
     sigaction(SIGHUP, &old_hup_, nullptr);

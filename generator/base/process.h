@@ -24,7 +24,8 @@ struct WorkerResult {
 struct WorkerOptions {
   int parallel = 1;        // jobs running at once
   double timeout_s = 600;  // a job still running after this long is killed and failed
-  // Called in the parent as each job ends (in completion order).
+  // Called in the parent as each job ends (in completion order). It may run workers of its own
+  // while the other jobs go on (the tuner measures each candidate as its compile ends).
   std::function<void(size_t job, const WorkerResult&)> on_done;
 };
 

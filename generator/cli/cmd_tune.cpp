@@ -14,7 +14,7 @@ namespace {
 struct TuneArgs {
   padfold::TuneOptions opt;
   std::string time, shard = "0/1", strategy = "neighbourhood", report;
-  bool no_baselines = false, no_transfer = false;
+  bool no_baselines = false, no_transfer = false, no_overlap = false;
 };
 
 // "90", "90s", "10m", "1.5h" -> seconds.
@@ -54,6 +54,7 @@ void run(TuneArgs& a) {
   a.opt.strategy = padfold::parse_search_strategy(a.strategy);
   a.opt.baselines = !a.no_baselines;
   a.opt.transfer = !a.no_transfer;
+  a.opt.overlap = !a.no_overlap;
   if (!a.report.empty()) check_report_path(a.report);
   const auto outcomes = padfold::run_tune(a.opt);
   fmt::print("{}", padfold::outcome_table(outcomes));
@@ -99,6 +100,10 @@ void add_tune_command(CLI::App& app) {
   cmd->add_flag("--no-transfer", args->no_transfer,
                 "start every search from the default alone, not also from what won on the "
                 "nearest signatures already tuned in the database");
+  cmd->add_flag("--no-overlap", args->no_overlap,
+                "compile a whole batch of candidates before measuring any (by default each is "
+                "measured on one core as its compile ends, while the other cores compile the "
+                "next)");
   cmd->add_option("--fuse", o.fuse,
                   "as padfold compile --fuse (auto, none, or blocks a+b,c+d): without --layers, "
                   "the layers it puts inside fused blocks are not tuned")

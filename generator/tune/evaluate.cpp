@@ -49,9 +49,11 @@ bool CandidateEvaluator::built(const ScheduleParams& c) {
   return fs::exists(lib(candidate_key(c))) || compile({c}, {""}).front().ok;
 }
 
-// Compiles the candidates (knobs, or an autoscheduler's name) in parallel workers.
+// Compiles the candidates (knobs, or an autoscheduler's name) in `parallel` workers (0: one per
+// core); `on_done` is called as each ends.
 std::vector<WorkerResult> CandidateEvaluator::compile(
-    const std::vector<ScheduleParams>& cands, const std::vector<std::string>& autoschedulers) {
+    const std::vector<ScheduleParams>& cands, const std::vector<std::string>& autoschedulers,
+    int parallel, std::function<void(size_t, const WorkerResult&)> on_done) {
   std::vector<CompileJob> jobs;
   for (size_t i = 0; i < cands.size(); ++i) {
     const std::string key =
@@ -64,9 +66,10 @@ std::vector<WorkerResult> CandidateEvaluator::compile(
                     }});
   }
   CompileJobOptions o;
-  o.parallel = jobs.size() > 1 ? opt_.compile_jobs() : 1;
+  o.parallel = jobs.size() > 1 ? (parallel > 0 ? parallel : opt_.compile_jobs()) : 1;
   const bool baseline = !autoschedulers.empty() && !autoschedulers.front().empty();
   o.timeout_s = baseline ? opt_.baseline_timeout_s : opt_.compile_timeout_s;
+  o.on_done = std::move(on_done);
   return run_compile_jobs(std::move(jobs), o);
 }
 
@@ -122,63 +125,94 @@ const Measurement* CandidateEvaluator::known(const std::string& candidate) const
   return k == known_.end() ? nullptr : &k->second;
 }
 
+bool CandidateEvaluator::overlaps() const {
+  return opt_.overlap && opt_.compile_jobs() > 1;
+}
+
 std::vector<const Measurement*> CandidateEvaluator::evaluate(
     const std::vector<ScheduleParams>& cands, ScheduleParams incumbent, bool is_default) {
+  // What to build: the incumbent's and the default's libraries first where they are missing
+  // (every candidate is timed beside them), then the candidates not measured yet.
   std::vector<ScheduleParams> to_build;
-  std::vector<size_t> built_index(cands.size(), SIZE_MAX);
-  for (size_t i = 0; i < cands.size(); ++i)
-    if (!known_.count(candidate_key(cands[i]))) {
-      built_index[i] = to_build.size();
-      to_build.push_back(cands[i]);
-    }
-  // The incumbent and the default are timed beside each candidate: their libraries too.
-  if (!to_build.empty() && !is_default) {
+  const bool any_new = std::any_of(cands.begin(), cands.end(), [&](const ScheduleParams& c) {
+    return !known_.count(candidate_key(c));
+  });
+  if (any_new && !is_default)
     for (const ScheduleParams& p : {incumbent, knobs_from_text(known_[default_key_].knobs)})
       if (!fs::exists(lib(candidate_key(p))) &&
           std::none_of(to_build.begin(), to_build.end(), [&](const ScheduleParams& q) {
             return candidate_key(q) == candidate_key(p);
           }))
         to_build.push_back(p);
+  const size_t prerequisites = to_build.size();
+  std::vector<size_t> built_index(cands.size(), SIZE_MAX);
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (!known_.count(candidate_key(cands[i]))) {
+      built_index[i] = to_build.size();
+      to_build.push_back(cands[i]);
+    }
+
+  // Candidates are settled in order, each as soon as its library (and the prerequisites) are
+  // there: when overlapping, the next compiles run while this one is measured.
+  std::vector<WorkerResult> compiled(to_build.size());
+  std::vector<bool> done(to_build.size(), false);
+  std::vector<const Measurement*> out(cands.size(), nullptr);
+  size_t next = 0;
+  const auto settle_ready = [&] {
+    for (size_t p = 0; p < prerequisites; ++p)
+      if (!done[p]) return;
+    for (; next < cands.size(); ++next) {
+      const size_t b = built_index[next];
+      if (b != SIZE_MAX && !done[b]) return;
+      out[next] =
+          settle(cands[next], b == SIZE_MAX ? nullptr : &compiled[b], incumbent, is_default);
+    }
+  };
+  if (!to_build.empty()) {
+    const bool overlap = overlaps() && to_build.size() > 1;
+    // One core measures while the others compile.
+    compile(to_build, std::vector<std::string>(to_build.size()),
+            overlap ? std::max(1, opt_.compile_jobs() - 1) : 0,
+            [&](size_t job, const WorkerResult& r) {
+              compiled[job] = r;
+              done[job] = true;
+              if (overlap) settle_ready();
+            });
   }
-  const std::vector<WorkerResult> compiled =
-      to_build.empty() ? std::vector<WorkerResult>{}
-                       : compile(to_build, std::vector<std::string>(to_build.size()));
-  std::vector<const Measurement*> out;
-  for (size_t i = 0; i < cands.size(); ++i) {
-    const std::string key = candidate_key(cands[i]);
-    if (built_index[i] == SIZE_MAX) {
-      ++reused_;
-      out.push_back(&known_[key]);
-      if (known_[key].accepted) incumbent = cands[i];
-      continue;
-    }
-    Measurement m = record(key, "knobs", knobs_text(cands[i]));
-    const WorkerResult& c = compiled[built_index[i]];
-    if (!c.ok) {
-      m.status = "failed";
-      m.reason = "compile: " + c.error;
-      ++failed_;
-      out.push_back(store(m));
-      continue;
-    }
-    const std::string inc_key = candidate_key(incumbent);
-    if (!is_default && !built(incumbent)) {
-      out.push_back(nullptr);  // the incumbent did not rebuild: nothing to compare with
-      continue;
-    }
-    const MeasureResult r = measure(lib(key), is_default ? lib(key) : lib(inc_key));
-    m.take(r);
-    if (is_default) m.vs_default = m.vs_incumbent = 1.0;
-    // Accepted: faster than the incumbent by more than the noise (and 1%).
-    m.accepted = r.status == "ok" && (is_default || r.vs_incumbent > 1 + std::max(r.noise, 0.01));
-    if (r.status == "ok")
-      ++measured_;
-    else
-      ++failed_;
-    if (m.accepted) incumbent = cands[i];
-    out.push_back(store(m));
-  }
+  settle_ready();
   return out;
+}
+
+const Measurement* CandidateEvaluator::settle(const ScheduleParams& cand,
+                                              const WorkerResult* compiled,
+                                              ScheduleParams& incumbent, bool is_default) {
+  const std::string key = candidate_key(cand);
+  if (!compiled) {
+    ++reused_;
+    if (known_[key].accepted) incumbent = cand;
+    return &known_[key];
+  }
+  Measurement m = record(key, "knobs", knobs_text(cand));
+  if (!compiled->ok) {
+    m.status = "failed";
+    m.reason = "compile: " + compiled->error;
+    ++failed_;
+    return store(m);
+  }
+  const std::string inc_key = candidate_key(incumbent);
+  if (!is_default && !built(incumbent))
+    return nullptr;  // the incumbent did not rebuild: nothing to compare with
+  const MeasureResult r = measure(lib(key), is_default ? lib(key) : lib(inc_key));
+  m.take(r);
+  if (is_default) m.vs_default = m.vs_incumbent = 1.0;
+  // Accepted: faster than the incumbent by more than the noise (and 1%).
+  m.accepted = r.status == "ok" && (is_default || r.vs_incumbent > 1 + std::max(r.noise, 0.01));
+  if (r.status == "ok")
+    ++measured_;
+  else
+    ++failed_;
+  if (m.accepted) incumbent = cand;
+  return store(m);
 }
 
 const Measurement* CandidateEvaluator::confirm(const ScheduleParams& chosen,

@@ -6,6 +6,7 @@
 #include <Halide.h>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -52,7 +53,15 @@ class CandidateEvaluator {
   std::string lib(const std::string& key) const;
   bool built(const ScheduleParams& c);
   std::vector<WorkerResult> compile(const std::vector<ScheduleParams>& cands,
-                                    const std::vector<std::string>& autoschedulers);
+                                    const std::vector<std::string>& autoschedulers,
+                                    int parallel = 0,
+                                    std::function<void(size_t, const WorkerResult&)> on_done = {});
+  // Whether candidates are measured while the next ones compile (options.overlap, > 1 core).
+  bool overlaps() const;
+  // One candidate of evaluate(): reused from the records (`compiled` null), failed, or measured
+  // beside `incumbent`, which moves to it when it is accepted.
+  const Measurement* settle(const ScheduleParams& cand, const WorkerResult* compiled,
+                            ScheduleParams& incumbent, bool is_default);
   MeasureResult measure(const std::string& so, const std::string& incumbent_so,
                         bool longer = false);
   Measurement record(const std::string& key, const std::string& kind, const std::string& knobs);

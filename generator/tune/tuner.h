@@ -24,8 +24,11 @@ struct TuneOptions {
   Shard shard;                      // --shard i/n: this process's share of the work
   int jobs = 0;                     // compile workers; 0: one per core
   SearchStrategy strategy = SearchStrategy::Neighbourhood;
-  bool baselines = true;      // time Halide's autoschedulers
-  bool transfer = true;       // start each search from the winners of the nearest tuned signatures
+  bool baselines = true;  // time Halide's autoschedulers
+  bool transfer = true;   // start each search from the winners of the nearest tuned signatures
+  // Measure each candidate as its compile ends, on one core, while the others compile the next
+  // (with more than one compile job); off: every compile of a batch ends before any is measured.
+  bool overlap = true;
   std::string fuse = "auto";  // as padfold compile --fuse: which layers get kernels of their own
   // A candidate still compiling after compile_timeout_s is failed (heavy unrolling can make LLVM
   // take minutes); the autoschedulers' own searches get baseline_timeout_s.

@@ -265,6 +265,74 @@ TEST(CompileWorkers, WorkersReportExceptionsAndSignals) {
   EXPECT_NE(r[2].error.find("SIGFPE"), std::string::npos) << r[2].error;
 }
 
+// The tuner measures a candidate (a run of its own) in on_done while the other compiles go on.
+TEST(CompileWorkers, ARunInsideOnDoneOverlapsTheJobsStillRunning) {
+  const fs::path dir = work_dir();
+  const fs::path started = dir / "slow_started", ended = dir / "slow_ended";
+  const std::vector<WorkerJob> outer = {{"fast", [] {}}, {"slow", [&] {
+                                                            std::ofstream(started) << 1;
+                                                            usleep(1500 * 1000);
+                                                            std::ofstream(ended) << 1;
+                                                          }}};
+  std::vector<WorkerResult> inner;
+  WorkerOptions opt;
+  opt.parallel = 2;
+  opt.on_done = [&](size_t job, const WorkerResult&) {
+    if (job != 0) return;
+    const fs::path seen = dir / "inner_saw";
+    inner = run_workers({{"inner",
+                          [&] {
+                            // The slow outer job is running beside this one, not done.
+                            for (int i = 0; i < 200 && !fs::exists(started); ++i) usleep(10 * 1000);
+                            std::ofstream(seen) << fs::exists(started) << fs::exists(ended);
+                          }}},
+                        WorkerOptions{});
+    std::ifstream f(seen);
+    std::string text;
+    f >> text;
+    EXPECT_EQ(text, "10");
+  };
+  const auto r = run_workers(outer, opt);
+  ASSERT_EQ(inner.size(), 1u);
+  EXPECT_TRUE(inner[0].ok) << inner[0].error;
+  EXPECT_TRUE(r[0].ok && r[1].ok);
+  EXPECT_TRUE(fs::exists(ended));
+}
+
+// An interrupt while a nested run starts stops both runs (no child is left) and the handlers found
+// before the outer run are back afterwards.
+TEST(CompileWorkers, AnInterruptInANestedRunStopsEveryLevelAndRestoresTheHandlers) {
+  struct sigaction before {};
+  sigaction(SIGINT, nullptr, &before);
+  const fs::path dir = work_dir();
+  const fs::path pid_file = dir / "outer_pid";
+  const std::vector<WorkerJob> outer = {{"fast", [] {}}, {"slow", [&] {
+                                                            std::ofstream(pid_file) << getpid();
+                                                            sleep(30);
+                                                          }}};
+  WorkerOptions opt;
+  opt.parallel = 2;
+  opt.on_done = [&](size_t job, const WorkerResult&) {
+    if (job != 0) return;
+    for (int i = 0; i < 200 && !fs::exists(pid_file); ++i) usleep(10 * 1000);
+    raise(SIGINT);  // before the nested run starts: it must not forget it
+    run_workers({{"inner", [] { sleep(30); }}}, WorkerOptions{});
+  };
+  try {
+    run_workers(outer, opt);
+    ADD_FAILURE() << "the interrupt was lost";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "interrupted");
+  }
+  pid_t slow = 0;
+  std::ifstream(pid_file) >> slow;
+  ASSERT_GT(slow, 0);
+  EXPECT_NE(kill(slow, 0), 0) << "the outer run's slow job is still running";
+  struct sigaction after {};
+  sigaction(SIGINT, nullptr, &after);
+  EXPECT_EQ(after.sa_handler, before.sa_handler);
+}
+
 TEST(Targets, HostCanBeOverridden) {
   const std::string zen3 = "x86-64-linux-tune_znver3-avx-avx2-f16c-fma-sse41";
   {
