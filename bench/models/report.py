@@ -13,8 +13,11 @@ work = pathlib.Path(sys.argv[1])
 models, layouts, targets = sys.argv[2].split(), sys.argv[3].split(), sys.argv[4].split()
 min_time = sys.argv[5]
 NAMES = {"mobilenet_v2": "MobileNetV2", "efficientnet_b0": "EfficientNet-B0",
-         "resnet50": "ResNet-50 v1.5"}
+         "resnet50": "ResNet-50 v1.5", "keras_mobilenet_v2": "MobileNetV2 (Keras)",
+         "keras_efficientnet_b0": "EfficientNet-B0 (Keras)", "keras_resnet50": "ResNet-50 v1 (Keras)"}
 GOAL = {"mobilenet_v2": 1.25, "efficientnet_b0": 1.25, "resnet50": 1.0}
+# The Keras models (make_keras_models.py) have the goals of the same networks from torch.
+GOAL.update({f"keras_{m}": g for m, g in GOAL.items()})
 
 
 def is_conv(k):
@@ -62,6 +65,14 @@ out = [
     "retries.",
     "",
 ]
+if any(m.startswith("keras_") for m in models):
+    out[-1:-1] = [
+        "",
+        "\"(Keras)\": the same networks as `keras.applications` builds them (MobileNetV2, "
+        "EfficientNetB0 with its Rescaling and Normalization input layers, ResNet50 v1; softmax "
+        "heads) with random weights and BatchNorm statistics measured on random inputs, converted "
+        "by `tf2onnx.convert.from_keras` (`bench/models/make_keras_models.py`): NHWC input, the "
+        "layout Transposes tf2onnx writes; BatchNorm folded by `padfold import`."]
 for n in (1, 2):
     out += [f"## {n} thread{'s' if n > 1 else ''}", ""]
     head = "| model | ONNX Runtime ms (before / after) |"
@@ -184,6 +195,7 @@ for m in models:
 tune_time = os.environ.get("TUNE", "")
 tuned = [m for m in models if (work / f"{m}-nhwc-host-tuned-1.json").exists()] if tune_time else []
 TUNED_GOAL = {"mobilenet_v2": 1.5, "efficientnet_b0": 1.5, "resnet50": 1.3}  # ResNet: Winograd searched
+TUNED_GOAL.update({f"keras_{m}": g for m, g in TUNED_GOAL.items()})
 for m in tuned:
     minutes = int((work / f"{m}-tune-seconds").read_text()) / 60
     for n in (1, 2):
