@@ -20,7 +20,10 @@ size_t pf_dtype_size(pf_dtype t) {
     case PF_F16:
       return 2;
     case PF_I8:
+    case PF_U8:
       return 1;
+    case PF_I32:
+      return 4;
   }
   return 0;
 }
@@ -502,9 +505,23 @@ pf_status pf_check(const pf_kernel_desc* k, const pf_tensor* tensors, int n, cha
   return check_all(k, tensors, n, bound, err, errlen);
 }
 
+/* The element type Halide's buffer checks expect: float32/float16 are floats, int8 and int32 signed
+ * integers, uint8 unsigned. */
 static struct halide_type_t halide_type(pf_dtype t) {
   struct halide_type_t h;
-  h.code = t == PF_I8 ? halide_type_int : halide_type_float;
+  h.code = halide_type_float;
+  switch (t) {
+    case PF_I8:
+    case PF_I32:
+      h.code = halide_type_int;
+      break;
+    case PF_U8:
+      h.code = halide_type_uint;
+      break;
+    case PF_F32:
+    case PF_F16:
+      break;
+  }
   h.bits = (uint8_t)(pf_dtype_size(t) * 8);
   h.lanes = 1;
   return h;

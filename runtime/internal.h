@@ -144,8 +144,9 @@ void pf_manifest_free(pf_manifest* m);
 pf_status pf_manifest_check(const char* text, size_t len, const char* label, char* err,
                             size_t errlen);
 
-/* What a float32 .npy header says: shape, where the data starts and how long it is. */
+/* What a .npy header says: dtype, shape, where the data starts and how long it is. */
 typedef struct pf_npy_header {
+  pf_dtype dtype; /* PF_F32, PF_I8, PF_U8 or PF_I32 */
   int rank;
   int64_t shape[PF_MAX_RANK];
   uint64_t data_offset, data_bytes;
@@ -156,16 +157,18 @@ typedef struct pf_npy_header {
 #define PF_NPY_MAX_PREAMBLE_BYTES (12u + PF_NPY_MAX_HEADER_BYTES)
 
 /* Parses the first `len` bytes of a .npy file of file_size bytes (len >= min(file_size,
- * PF_NPY_MAX_PREAMBLE_BYTES)) as padfold's C++ reader does (generator/base/npy.h): magic, version
- * 1.0/2.0/3.0, a header dict with exactly 'descr' '<f4', 'fortran_order' False and 'shape' (at most
- * PF_MAX_RANK dimensions), and data filling the rest of the file exactly. PF_ERR_IO messages start
- * with label. No filesystem access. */
+ * PF_NPY_MAX_PREAMBLE_BYTES)) as padfold's C++ reader does (generator/base/npy.h,
+ * parse_npy_header): magic, version 1.0/2.0/3.0, a header dict with exactly 'descr' ('<f4' float32,
+ * '|i1' or '<i1' int8, '|u1' or '<u1' uint8, '<i4' int32), 'fortran_order' False and 'shape' (at
+ * most PF_MAX_RANK dimensions), and data filling the rest of the file exactly. PF_ERR_IO messages
+ * start with label. No filesystem access. */
 pf_status pf_npy_parse_header(const char* buf, size_t len, uint64_t file_size, const char* label,
                               pf_npy_header* h, char* err, size_t errlen);
 
 /* Loads the values of weights/bias buffer b of kernel `layer` from its .npy file b->source
  * (relative to dir and inside it, links resolved) into dst, which holds bytes = pf_buffer_bytes(b)
- * bytes; the file's shape must be b's and b must be dense float32. PF_ERR_IO naming the file. */
+ * bytes; the file's dtype and shape must be b's and b must be dense float32, int8, uint8 or int32.
+ * PF_ERR_IO naming the file (a dtype mismatch names both dtypes). */
 pf_status pf_npy_load_weights(const char* dir, const char* layer, const pf_buffer_desc* b,
                               void* dst, size_t bytes, char* err, size_t errlen);
 

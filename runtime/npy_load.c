@@ -1,5 +1,6 @@
-/* Weight files of a bundle directory: a small, strict reader of float32 .npy files (the format
- * generator/base/npy.h reads and writes), for pf_model_open. Full library only (a filesystem). */
+/* Weight files of a bundle directory: a small, strict reader of .npy files of float32, int8, uint8
+ * and int32 (the format generator/base/npy.h reads and writes), for pf_model_open. Full library
+ * only (a filesystem). */
 #define _XOPEN_SOURCE 700 /* POSIX.1-2008: fileno, realpath */
 #include <errno.h>
 #include <stdio.h>
@@ -56,6 +57,40 @@ static int equals(const npy_parser* p, size_t start, size_t n, const char* word)
   return strlen(word) == n && memcmp(p->s + start, word, n) == 0;
 }
 
+/* The .npy 'descr' of each dtype the runtime reads (numpy's spelling); NULL for the others. */
+static const char* npy_descr(pf_dtype t) {
+  switch (t) {
+    case PF_F32:
+      return "<f4";
+    case PF_I8:
+      return "|i1";
+    case PF_U8:
+      return "|u1";
+    case PF_I32:
+      return "<i4";
+    case PF_F16:
+      break;
+  }
+  return NULL;
+}
+
+/* The dtype a 'descr' names: numpy's '|i1' and '|u1', or '<i1' and '<u1' (which numpy reads the
+ * same), '<f4', '<i4'. 0 when it is none of them. */
+static int descr_dtype(const npy_parser* p, size_t start, size_t n, pf_dtype* t) {
+  if (equals(p, start, n, "<f4")) {
+    *t = PF_F32;
+  } else if (equals(p, start, n, "|i1") || equals(p, start, n, "<i1")) {
+    *t = PF_I8;
+  } else if (equals(p, start, n, "|u1") || equals(p, start, n, "<u1")) {
+    *t = PF_U8;
+  } else if (equals(p, start, n, "<i4")) {
+    *t = PF_I32;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
 static pf_status shape_tuple(npy_parser* p, pf_npy_header* h) {
   int trailing_comma = 0;
   if (peek(p) != '(') return syntax(p, "expected a tuple '(...)' for 'shape'");
@@ -96,7 +131,8 @@ static pf_status shape_tuple(npy_parser* p, pf_npy_header* h) {
   return PF_OK;
 }
 
-/* {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), } with numpy's padding. */
+/* {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), } with numpy's padding; 'descr' one
+ * of descr_dtype's. */
 static pf_status header_dict(npy_parser* p, pf_npy_header* h) {
   int have_descr = 0, have_order = 0, have_shape = 0, *seen, fortran = 0;
   size_t key, n, vs, vn;
@@ -119,9 +155,10 @@ static pf_status header_dict(npy_parser* p, pf_npy_header* h) {
       if (peek(p) == '[')
         return syntax(p, "'descr' is a list (a structured dtype); expected '<f4'");
       if ((s = string_literal(p, "expected a quoted string for 'descr'", &vs, &vn))) return s;
-      if (!equals(p, vs, vn, "<f4")) {
+      if (!descr_dtype(p, vs, vn, &h->dtype)) {
         return pf_fail(p->err, p->errlen, PF_ERR_IO,
-                       "%s: dtype '%.*s' is not supported, expected little-endian float32 ('<f4')",
+                       "%s: dtype '%.*s' is not supported, expected little-endian float32 ('<f4'), "
+                       "int8 ('|i1'), uint8 ('|u1') or int32 ('<i4')",
                        p->label, (int)(vn > 40 ? 40 : vn), p->s + vs);
       }
     } else if (equals(p, key, n, "fortran_order")) {
@@ -176,7 +213,7 @@ static pf_status header_dict(npy_parser* p, pf_npy_header* h) {
 pf_status pf_npy_parse_header(const char* buf, size_t len, uint64_t file_size, const char* label,
                               pf_npy_header* h, char* err, size_t errlen) {
   const unsigned char* u = (const unsigned char*)buf;
-  uint64_t header_len = 0, start, numel = 1, have;
+  uint64_t header_len = 0, start, numel = 1, have, esize;
   size_t len_bytes, i;
   npy_parser p;
   pf_status s;
@@ -223,15 +260,16 @@ pf_status pf_npy_parse_header(const char* buf, size_t len, uint64_t file_size, c
   p.err = err;
   p.errlen = errlen;
   if ((s = header_dict(&p, h)) != PF_OK) return s;
+  esize = pf_dtype_size(h->dtype);
   for (d = 0; d < h->rank; d++) { /* each factor below the limit: the product cannot overflow */
-    if ((uint64_t)h->shape[d] >= NPY_MAX_DATA_BYTES / 4 ||
-        (numel *= (uint64_t)h->shape[d]) >= NPY_MAX_DATA_BYTES / 4) {
+    if ((uint64_t)h->shape[d] >= NPY_MAX_DATA_BYTES / esize ||
+        (numel *= (uint64_t)h->shape[d]) >= NPY_MAX_DATA_BYTES / esize) {
       return pf_fail(err, errlen, PF_ERR_IO, "%s: the shape is too large (2 GiB of data or more)",
                      label);
     }
   }
   h->data_offset = start + header_len;
-  h->data_bytes = numel * 4;
+  h->data_bytes = numel * esize;
   have = file_size - h->data_offset;
   if (have != h->data_bytes) {
     return pf_fail(err, errlen, PF_ERR_IO, "%s: file has %lu bytes of data, header promises %lu%s",
@@ -249,11 +287,12 @@ static void shape_text(char* buf, size_t len, int rank, const int64_t* shape) {
   pf_append(buf, len, "%s)", rank == 1 ? "," : "");
 }
 
-static void swap_if_big_endian(void* data, size_t bytes) {
+/* The little-endian elements of a 4-byte dtype (float32, int32) in host order; bytes stay. */
+static void swap_if_big_endian(void* data, size_t bytes, size_t esize) {
   const uint32_t probe = 1;
   unsigned char *b = (unsigned char*)data, t;
   size_t i;
-  if (*(const unsigned char*)&probe == 1) return;
+  if (*(const unsigned char*)&probe == 1 || esize != 4) return;
   for (i = 0; i + 4 <= bytes; i += 4) {
     t = b[i], b[i] = b[i + 3], b[i + 3] = t;
     t = b[i + 1], b[i + 1] = b[i + 2], b[i + 2] = t;
@@ -285,8 +324,9 @@ pf_status pf_npy_load_weights(const char* dir, const char* layer, const pf_buffe
     return pf_fail(err, errlen, PF_ERR_IO,
                    "%s: a weights file must be a relative path inside the bundle (no '..')", label);
   }
-  if (b->dtype != PF_F32 || !pf_buffer_is_dense(b) || bytes != pf_buffer_bytes(b)) {
-    return pf_fail(err, errlen, PF_ERR_IO, "%s: the runtime reads dense float32 buffers only",
+  if (!npy_descr(b->dtype) || !pf_buffer_is_dense(b) || bytes != pf_buffer_bytes(b)) {
+    return pf_fail(err, errlen, PF_ERR_IO,
+                   "%s: the runtime reads dense float32, int8, uint8 and int32 buffers only",
                    label);
   }
   if (!(path = pf_path_join(dir, b->source))) {
@@ -318,7 +358,12 @@ pf_status pf_npy_load_weights(const char* dir, const char* layer, const pf_buffe
                                          errlen))) {
       int same = h.rank == b->rank;
       for (d = 0; same && d < b->rank; d++) same = h.shape[d] == b->shape[d];
-      if (!same) {
+      if (h.dtype != b->dtype) {
+        s = pf_fail(err, errlen, PF_ERR_IO,
+                    "%s: dtype %s ('%s'), expected %s ('%s'), the buffer's dtype", label,
+                    pf_dtype_name(h.dtype), npy_descr(h.dtype), pf_dtype_name(b->dtype),
+                    npy_descr(b->dtype));
+      } else if (!same) {
         shape_text(got, sizeof got, h.rank, h.shape);
         shape_text(want, sizeof want, b->rank, b->shape);
         s = pf_fail(err, errlen, PF_ERR_IO, "%s: shape %s, the buffer is %s %s", label, got,
@@ -330,7 +375,7 @@ pf_status pf_npy_load_weights(const char* dir, const char* layer, const pf_buffe
         s = pf_fail(err, errlen, PF_ERR_IO, "%s: cannot read %lu bytes of data", label,
                     (unsigned long)bytes);
       } else {
-        swap_if_big_endian(dst, bytes);
+        swap_if_big_endian(dst, bytes, pf_dtype_size(b->dtype));
       }
     }
   }

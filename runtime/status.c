@@ -61,6 +61,10 @@ const char* pf_dtype_name(pf_dtype t) {
       return "float16";
     case PF_I8:
       return "int8";
+    case PF_U8:
+      return "uint8";
+    case PF_I32:
+      return "int32";
   }
   return NULL;
 }

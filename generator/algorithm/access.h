@@ -1,4 +1,5 @@
-// How an algorithm reads its tensors, shared by the algorithms (algorithm.cpp, winograd.cpp).
+// How an algorithm reads its tensors and walks its windows, shared by the algorithms
+// (algorithm.cpp, winograd.cpp).
 #pragma once
 
 #include <Halide.h>
@@ -21,6 +22,12 @@ std::vector<Halide::Expr> weight_args(const WeightLayout& layout, int dims, Hali
 
 // The layer's input seen through `border`, infinite along spatial axes: its buffer, or in a fused
 // block the producer's Func over the producer's output extent.
-Halide::Func apply_border(const Algorithm& a, const Layer& L, Border border, float value);
+// `value` (the input's type) fills the padding of the zeros and constant borders.
+Halide::Func apply_border(const Algorithm& a, const Layer& L, Border border, Halide::Expr value);
+
+// What the layer's own border fills its padding with where that is a value: float zero or the
+// constant; for a quantized layer the input's zero point (the integer meaning 0.0) or the constant
+// quantized.
+Halide::Expr border_fill(const Layer& L);
 
 }  // namespace padfold

@@ -6,8 +6,10 @@
 #include <string>
 
 #include "algorithm/access.h"
+#include "algorithm/requantize.h"
 #include "algorithm/winograd.h"
 #include "base/enum_names.h"
+#include "emit/dtypes.h"
 
 namespace padfold {
 
@@ -47,11 +49,10 @@ Region spatial_region(const Layer& L, const std::function<Range(int)>& spatial_r
 }
 
 template <typename Source>
-Func bounded(const Source& in, const Region& region, Border border, float value) {
+Func bounded(const Source& in, const Region& region, Border border, Expr value) {
   switch (border) {
     case Border::Zeros:
-      return BoundaryConditions::constant_exterior(in, 0.f, region);
-    case Border::Constant:
+    case Border::Constant:  // the caller's value: zero, the constant, or a zero point
       return BoundaryConditions::constant_exterior(in, value, region);
     case Border::Reflect:
       return BoundaryConditions::mirror_interior(in, region);
@@ -70,7 +71,7 @@ Func bounded(const Source& in, const Region& region, Border border, float value)
 // staging loops). Reads stay inside the buffer; zeros and constants select the value. The
 // mirrored coordinates are clamped too, though they never leave [0, e): Halide's bounds of a
 // select span both branches, so without it a staged tile would claim rows past the buffer.
-Func explicit_border(const ImageParam& in, const Layer& L, Border border, float value) {
+Func explicit_border(const ImageParam& in, const Layer& L, Border border, Expr value) {
   const std::vector<int64_t> shape = L.input_shape();
   const int rank = in.dimensions();
   std::vector<Var> args;
@@ -116,8 +117,7 @@ Func explicit_border(const ImageParam& in, const Layer& L, Border border, float 
   }
   Func f(L.name + "_bordered");
   const bool selects = border == Border::Zeros || border == Border::Constant;
-  f(args) =
-      selects ? select(inside, in(coords), border == Border::Zeros ? 0.f : value) : in(coords);
+  f(args) = selects ? select(inside, in(coords), value) : in(coords);
   return f;
 }
 
@@ -155,7 +155,7 @@ std::vector<Expr> weight_args(const WeightLayout& layout, int dims, Expr o, Expr
 
 // The layer's input seen through `border`, infinite along spatial axes: its buffer, or in a fused
 // block the producer's Func over the producer's output extent.
-Func apply_border(const Algorithm& a, const Layer& L, Border border, float value) {
+Func apply_border(const Algorithm& a, const Layer& L, Border border, Expr value) {
   if (a.explicit_border && !a.source.defined()) return explicit_border(a.input, L, border, value);
   if (a.source.defined()) {
     const std::vector<int64_t> shape = L.input_shape();
@@ -207,14 +207,12 @@ RDom make_rdom(const Layer& L, int64_t channels) {
   return RDom(dom, L.name + "_r");
 }
 
-// Splits an RDom into the input-channel variable (or 0) and the kernel taps (innermost first).
 void split_rdom(const RDom& r, int64_t channels, Expr& rc, std::vector<Expr>& rk) {
   int next = 0;
   rc = channels > 1 ? Expr(r[next++]) : Expr(0);
   for (; next < r.dimensions(); ++next) rk.push_back(r[next]);
 }
 
-// Input positions of a window's taps, one per spatial axis (innermost first).
 std::vector<Expr> tap_positions(const Algorithm& a, const Layer& L, const std::vector<Expr>& rk) {
   std::vector<Expr> pos;
   const size_t D = L.in_spatial.size();
@@ -226,11 +224,70 @@ std::vector<Expr> tap_positions(const Algorithm& a, const Layer& L, const std::v
   return pos;
 }
 
+Expr inside_padding(const Layer& L, const std::vector<Expr>& pos) {
+  Expr ok = Internal::const_true();
+  const size_t D = L.in_spatial.size();
+  const std::vector<AxisParams> axes = L.axes();
+  for (size_t j = 0; j < D; ++j) {
+    const size_t ax = axis_of(j, D);
+    const AxisPads& p = L.pads.axes[ax];
+    if (last_window_overhangs(axes[ax], p))
+      ok = ok && pos[j] < static_cast<int>(axes[ax].input + p.after);
+  }
+  return ok;
+}
+
+Expr pool_tap(Algorithm& a, const Layer& L, Border border, Expr value, std::vector<Expr>& pos) {
+  a.bordered = apply_border(a, L, border, value);
+  a.r = make_rdom(L, 1);
+  Expr rc;
+  std::vector<Expr> rk;
+  split_rdom(a.r, 1, rc, rk);
+  pos = tap_positions(a, L, rk);
+  return a.bordered(tensor_args(L.layout, a.c, pos, a.n));
+}
+
+Expr counted_taps(Algorithm& a, const Layer& L, bool ignored) {
+  // The count is separable: per axis, tabulated once.
+  Expr count = 1;
+  const size_t D = L.in_spatial.size();
+  for (size_t j = 0; j < D; ++j) {
+    const size_t ax = axis_of(j, D);
+    const AxisParams p = L.axes()[ax];
+    const int lo = ignored ? 0 : -static_cast<int>(L.pads.axes[ax].before);
+    const int hi = static_cast<int>(p.input + (ignored ? 0 : L.pads.axes[ax].after));
+    Var x("x");
+    RDom k(0, static_cast<int>(p.kernel), L.name + "_count_k" + std::to_string(j));
+    const Expr tap = tap_position<Expr>(x, k, p.stride, L.pads.axes[ax].before, p.dilation);
+    Func axis_count(L.name + "_count" + std::to_string(j));
+    axis_count(x) = 0;
+    axis_count(x) += select(tap >= lo && tap < hi, 1, 0);
+    a.helpers.push_back(axis_count);
+    count = count * axis_count(a.spatial[j]);
+  }
+  return count;
+}
+
+}  // namespace
+
+Expr border_fill(const Layer& L) {
+  if (L.quantized()) {
+    const QuantParams& in = L.quant->inputs[0];
+    const Halide::Type t = L.dtype == DType::U8 ? UInt(8) : Int(8);
+    return cast(t, L.border == Border::Constant
+                       ? quantize_value(L.border_value, in, L.dtype, L.quant->requantize)
+                       : in.zero_point);
+  }
+  return L.border == Border::Constant ? L.border_value : 0.f;
+}
+
+namespace {
+
 void build_conv(Algorithm& a, const Layer& L) {
   const size_t D = L.in_spatial.size();
   const int64_t in_per_group = L.in_channels / L.groups;
   const int64_t out_per_group = L.out_channels / L.groups;
-  a.bordered = apply_border(a, L, L.border, L.border_value);
+  a.bordered = apply_border(a, L, L.border, border_fill(L));
   a.r = make_rdom(L, in_per_group);
   Expr rc;
   std::vector<Expr> rk;
@@ -241,6 +298,13 @@ void build_conv(Algorithm& a, const Layer& L) {
     ic = (a.c / static_cast<int>(out_per_group)) * static_cast<int>(in_per_group) + rc;
   const Expr x = a.bordered(tensor_args(L.layout, ic, tap_positions(a, L, rk), a.n));
   const Expr w = a.weights(weight_args(L.weight_layout, static_cast<int>(D), a.c, rc, rk));
+  if (L.quantized()) {
+    // A padded tap reads the zero point under zeros, so it adds (zx - zx) * w = 0, as TFLite's
+    // skipped taps do.
+    a.reduce(a.vars) = 0;
+    a.reduce(a.vars) += (cast<int32_t>(x) - L.quant->inputs[0].zero_point) * cast<int32_t>(w);
+    return;
+  }
   a.reduce(a.vars) = 0.f;
   a.reduce(a.vars) += x * w;
 }
@@ -277,72 +341,54 @@ void build_conv_transpose(Algorithm& a, const Layer& L) {
   a.reduce(a.vars) += select(hits, x * w, 0.f);
 }
 
-// True where a tap lies before input + pad_after on every axis whose last window overhangs the
-// padding (ceil_mode, last_window_overhangs); taps beyond the padding never count.
-Expr inside_padding(const Layer& L, const std::vector<Expr>& pos) {
-  Expr ok = Internal::const_true();
-  const size_t D = L.in_spatial.size();
-  const std::vector<AxisParams> axes = L.axes();
-  for (size_t j = 0; j < D; ++j) {
-    const size_t ax = axis_of(j, D);
-    const AxisPads& p = L.pads.axes[ax];
-    if (last_window_overhangs(axes[ax], p))
-      ok = ok && pos[j] < static_cast<int>(axes[ax].input + p.after);
-  }
-  return ok;
-}
-
-// One tap of a pooling window: the input seen through `border` at the window's tap positions
-// (returned in `pos`).
-Expr pool_tap(Algorithm& a, const Layer& L, Border border, float value, std::vector<Expr>& pos) {
-  a.bordered = apply_border(a, L, border, value);
-  a.r = make_rdom(L, 1);
-  Expr rc;
-  std::vector<Expr> rk;
-  split_rdom(a.r, 1, rc, rk);
-  pos = tap_positions(a, L, rk);
-  return a.bordered(tensor_args(L.layout, a.c, pos, a.n));
-}
-
 void build_max_pool(Algorithm& a, const Layer& L) {
-  // Padding that is ignored (pool_ignores_padding) reads as -inf: it never wins the max.
+  // Padding that is ignored (pool_ignores_padding) reads as the lowest value: it never wins.
   const bool excluded = L.ignores_padding();
+  const Expr lowest = L.quantized() ? element_type(L).min() : Expr(kNegInf);
   std::vector<Expr> pos;
   const Expr x = pool_tap(a, L, excluded ? Border::Constant : L.border,
-                          excluded ? kNegInf : L.border_value, pos);
-  a.reduce(a.vars) = kNegInf;
-  a.reduce(a.vars) = max(a.reduce(a.vars), select(inside_padding(L, pos), x, kNegInf));
+                          excluded ? lowest : border_fill(L), pos);
+  a.reduce(a.vars) = lowest;
+  a.reduce(a.vars) = max(a.reduce(a.vars), select(inside_padding(L, pos), x, lowest));
+  if (L.quantized()) {
+    const auto [lo, hi] = activation_range(L);
+    a.output(a.vars) = cast(element_type(L), clamp(cast<int32_t>(a.reduce(a.vars)), lo, hi));
+  }
 }
 
 void build_avg_pool(Algorithm& a, const Layer& L) {
-  const size_t D = L.in_spatial.size();
-  // Padding that is ignored (pool_ignores_padding) reads as zeros and is not counted.
+  // Padding that is ignored (pool_ignores_padding) adds nothing and is not counted.
   const bool ignored = L.ignores_padding();
   std::vector<Expr> pos;
-  const Expr x = pool_tap(a, L, ignored ? Border::Zeros : L.border, L.border_value, pos);
+  const Expr count = counted_taps(a, L, ignored);
+  if (L.quantized()) {
+    // The taps summed as the peer sums them (average_pool_accumulate), in the window's row-major
+    // order (the RDom's). An ignored tap adds integer 0 to TFLite's sum of integers, and the zero
+    // point (0.0) to ONNX Runtime's float sum of dequantized taps.
+    const bool float_sum = L.quant->requantize == Requantize::Onnx && !average_pool_onnx_global(L);
+    const Expr nothing = cast(element_type(L), float_sum ? L.quant->inputs[0].zero_point : 0);
+    const Expr x =
+        pool_tap(a, L, ignored ? Border::Zeros : L.border, ignored ? nothing : border_fill(L), pos);
+    a.reduce(a.vars) = average_pool_zero(L);
+    const Expr sum = a.reduce(a.vars);
+    a.reduce(a.vars) = select(inside_padding(L, pos), average_pool_accumulate(L, sum, x), sum);
+    a.output(a.vars) = cast(element_type(L), average_pool_quantized(L, a.reduce(a.vars), count));
+    return;
+  }
+  const Expr x =
+      pool_tap(a, L, ignored ? Border::Zeros : L.border, ignored ? Expr(0.f) : border_fill(L), pos);
   a.reduce(a.vars) = 0.f;
   a.reduce(a.vars) += select(inside_padding(L, pos), x, 0.f);
-
-  // Divisor: the taps that count, per axis (the count is separable), tabulated once.
-  Expr divisor = 1.f;
-  for (size_t j = 0; j < D; ++j) {
-    const size_t ax = axis_of(j, D);
-    const AxisParams p = L.axes()[ax];
-    const int lo = ignored ? 0 : -static_cast<int>(L.pads.axes[ax].before);
-    const int hi = static_cast<int>(p.input + (ignored ? 0 : L.pads.axes[ax].after));
-    Var x("x");
-    RDom k(0, static_cast<int>(p.kernel), L.name + "_count_k" + std::to_string(j));
-    const Expr tap = tap_position<Expr>(x, k, p.stride, L.pads.axes[ax].before, p.dilation);
-    Func count(L.name + "_count" + std::to_string(j));
-    count(x) = 0;
-    count(x) += select(tap >= lo && tap < hi, 1, 0);
-    a.helpers.push_back(count);
-    divisor = divisor * cast<float>(count(a.spatial[j]));
-  }
-  a.output(a.vars) = a.reduce(a.vars) / divisor;
+  a.output(a.vars) = a.reduce(a.vars) / cast<float>(count);
 }
 
 void build_add(Algorithm& a) {
+  const Layer& L = *a.layer;
+  if (L.quantized()) {
+    a.output(a.vars) = cast(element_type(L), add_quantized(L, cast<int32_t>(a.inputs[0](a.vars)),
+                                                           cast<int32_t>(a.inputs[1](a.vars))));
+    return;
+  }
   Expr sum = a.inputs[0](a.vars);
   for (size_t i = 1; i < a.inputs.size(); ++i) sum = sum + a.inputs[i](a.vars);
   a.output(a.vars) = activate(sum, *a.layer);
@@ -416,30 +462,57 @@ const char* role_name(pf_role role) {
   return name;
 }
 
+Halide::Type halide_type(pf_dtype dtype) {
+  switch (dtype) {
+    case PF_F32:
+      return Float(32);
+    case PF_F16:
+      return Float(16);
+    case PF_I8:
+      return Int(8);
+    case PF_U8:
+      return UInt(8);
+    case PF_I32:
+      return Int(32);
+  }
+  throw std::logic_error("no Halide type for dtype " + std::to_string(static_cast<int>(dtype)));
+}
+
+Halide::Type element_type(const Layer& L) {
+  return halide_type(pf_dtype_of(L.dtype));
+}
+
 std::vector<BufferInfo> buffer_infos(const Layer& L) {
+  const pf_dtype act = pf_dtype_of(L.dtype);
+  const bool q = L.quantized();
   std::vector<BufferInfo> out;
   if (L.is_join()) {
     for (size_t i = 0; i < L.inputs.size(); ++i)
-      out.push_back(
-          {"input" + std::to_string(i), PF_ROLE_INPUT, L.layout.name(), L.input_shape(i), L.name});
+      out.push_back({"input" + std::to_string(i), PF_ROLE_INPUT, L.layout.name(), L.input_shape(i),
+                     L.name, act});
   } else {
-    out.push_back({"input", PF_ROLE_INPUT, L.layout.name(), L.input_shape(), L.name});
+    out.push_back({"input", PF_ROLE_INPUT, L.layout.name(), L.input_shape(), L.name, act});
   }
   if (L.has_weights())
-    out.push_back({"weights", PF_ROLE_WEIGHTS, L.weight_layout.order, L.weight_shape(), L.name});
-  if (L.bias) out.push_back({"bias", PF_ROLE_BIAS, "O", {L.out_channels}, L.name});
-  out.push_back({"output", PF_ROLE_OUTPUT, L.layout.name(), L.output_shape_full(), L.name});
+    out.push_back({"weights", PF_ROLE_WEIGHTS, L.weight_layout.order, L.weight_shape(), L.name,
+                   q ? PF_I8 : PF_F32});
+  if (L.bias)
+    out.push_back({"bias", PF_ROLE_BIAS, "O", {L.out_channels}, L.name, q ? PF_I32 : PF_F32});
+  out.push_back({"output", PF_ROLE_OUTPUT, L.layout.name(), L.output_shape_full(), L.name, act});
   return out;
 }
 
 BufferInfo residual_buffer(const Layer& add) {
-  return {"residual", PF_ROLE_INPUT, add.layout.name(), add.output_shape_full(), add.name};
+  return {"residual", PF_ROLE_INPUT, add.layout.name(), add.output_shape_full(), add.name, PF_F32};
 }
 
 Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_border,
                           const Layer* residual, int winograd_m) {
-  if (L.dtype != DType::F32)
-    throw std::runtime_error("layer '" + L.name + "': only float32 kernels are generated");
+  if (L.dtype != DType::F32 && !L.quantized())
+    throw std::runtime_error("layer '" + L.name + "': " + to_string(L.dtype) +
+                             " kernels are not generated (float32, int8 and uint8 are)");
+  if (L.quantized() && (source.defined() || residual || winograd_m > 0))
+    throw std::logic_error("layer '" + L.name + "': a quantized layer is its own kernel");
   if (source.defined() && L.is_join())
     throw std::logic_error("layer '" + L.name + "': add, mul and concat are not fused");
   if (residual && (L.op != Op::Conv || residual->op != Op::Add))
@@ -452,7 +525,8 @@ Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_bord
     if (source.defined() && b.role == PF_ROLE_INPUT) continue;  // the producer's Func instead
     BufferParam bp{b, {}};
     if (b.role != PF_ROLE_OUTPUT) {
-      bp.param = ImageParam(Float(32), static_cast<int>(b.shape.size()), L.name + "_" + b.name);
+      bp.param =
+          ImageParam(halide_type(b.dtype), static_cast<int>(b.shape.size()), L.name + "_" + b.name);
       fix_shape(bp.param, b.shape);
       (b.role == PF_ROLE_INPUT     ? a.input
        : b.role == PF_ROLE_WEIGHTS ? a.weights
@@ -509,6 +583,11 @@ Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_bord
     case Op::Concat:
       build_concat(a);
       break;
+  }
+  if (!a.output.defined() && L.quantized()) {
+    Expr acc = a.reduce(a.vars);
+    if (L.bias) acc = acc + a.bias(a.c);
+    a.output(a.vars) = cast(element_type(L), requantize_conv(L, acc, a.c));
   }
   if (!a.output.defined()) {
     Expr v = a.reduce(a.vars);

@@ -25,8 +25,13 @@ struct BufferInfo {
   std::string layout;
   std::vector<int64_t> shape;  // outermost first
   std::string layer;           // the layer it belongs to (a fused block has several)
+  pf_dtype dtype = PF_F32;     // quantized layers: int8/uint8 activations, int8 weights, int32 bias
 };
 std::vector<BufferInfo> buffer_infos(const Layer& layer);
+
+// The Halide type of a buffer's elements, and of a layer's activations.
+Halide::Type halide_type(pf_dtype dtype);
+Halide::Type element_type(const Layer& layer);
 
 // A buffer with the Halide parameter that carries it (undefined for the output).
 struct BufferParam {

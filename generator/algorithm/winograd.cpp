@@ -39,7 +39,7 @@ const WinogradMatrices& winograd_matrices(int m) {
 }
 
 bool winograd_applies(const Layer& L) {
-  if (L.op != Op::Conv || L.spatial_dims != 2 || L.groups != 1) return false;
+  if (L.op != Op::Conv || L.spatial_dims != 2 || L.groups != 1 || L.quantized()) return false;
   for (size_t i = 0; i < 2; ++i)
     if (L.kernel[i] != 3 || L.stride[i] != 1 || L.dilation[i] != 1) return false;
   return true;
@@ -79,7 +79,7 @@ void build_winograd_conv(Algorithm& a, const Layer& L, int m) {
   if (!winograd_applies(L))
     throw std::logic_error("layer '" + L.name + "': Winograd needs a 3x3 stride-1 2D conv");
   const WinogradMatrices& W = winograd_matrices(m);
-  a.bordered = apply_border(a, L, L.border, L.border_value);
+  a.bordered = apply_border(a, L, L.border, border_fill(L));
   WinogradStages& s = a.winograd;
   s.m = m;
   s.t = W.t;

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 
 #include "base/atomic_file.h"
 
@@ -67,9 +68,9 @@ std::string shape_repr(const std::vector<int64_t>& shape) {
   return s + ")";
 }
 
-// Number of elements, or nullopt when shape * 4 bytes would reach kNpyMaxDataBytes.
-std::optional<uint64_t> checked_numel(const std::vector<int64_t>& shape) {
-  constexpr uint64_t kMaxElems = kNpyMaxDataBytes / sizeof(float);
+// Number of elements, or nullopt when shape * esize bytes would reach kNpyMaxDataBytes.
+std::optional<uint64_t> checked_numel(const std::vector<int64_t>& shape, size_t esize) {
+  const uint64_t kMaxElems = kNpyMaxDataBytes / esize;
   uint64_t n = 1;
   bool too_large = false;
   for (int64_t d : shape) {
@@ -118,8 +119,18 @@ const char* dtype_name(char kind, std::string_view size) {
   }
 }
 
-// Why a descr other than '<f4' is refused, in words.
-std::string describe_descr(const std::string& descr) {
+// The dtype a 'descr' names: numpy's '|i1' and '|u1', or '<i1' and '<u1' (which numpy reads the
+// same), '<f4', '<i4'; the runtime's C reader (runtime/npy_load.c) accepts exactly these.
+std::optional<NpyDType> descr_dtype(const std::string& descr) {
+  if (descr == "<f4") return NpyDType::F32;
+  if (descr == "|i1" || descr == "<i1") return NpyDType::I8;
+  if (descr == "|u1" || descr == "<u1") return NpyDType::U8;
+  if (descr == "<i4") return NpyDType::I32;
+  return std::nullopt;
+}
+
+// Why a descr is refused, in words: what it is, and what `expected` names.
+std::string describe_descr(const std::string& descr, const std::string& expected) {
   const std::string shown = "'" + escaped(descr, 40) + "'";
   if (descr.size() >= 2 && std::strchr("<>|=", descr[0]) != nullptr) {
     const char* name = dtype_name(descr[1], std::string_view(descr).substr(2));
@@ -129,11 +140,15 @@ std::string describe_descr(const std::string& descr) {
       if (descr[0] == '=') order = "native-order (not portable) ";
       if (descr[0] == '|' && descr[1] != 'b' && descr.substr(1) != "u1" && descr.substr(1) != "i1")
         order = "byte-order-less ('|') ";
-      return "dtype " + shown + " is " + order + name + ", expected little-endian float32 ('<f4')";
+      return "dtype " + shown + " is " + order + name + ", expected " + expected;
     }
   }
-  return "dtype " + shown + " is not supported, expected little-endian float32 ('<f4')";
+  return "dtype " + shown + " is not supported, expected " + expected;
 }
+
+constexpr char kExpectF32[] = "little-endian float32 ('<f4')";
+constexpr char kExpectAny[] =
+    "little-endian float32 ('<f4'), int8 ('|i1'), uint8 ('|u1') or int32 ('<i4')";
 
 // The header dict: {'descr': '<f4', 'fortran_order': False, 'shape': (1, 7, 7, 3), }
 class HeaderParser {
@@ -283,33 +298,43 @@ class HeaderParser {
   size_t pos_ = 0;
 };
 
-std::string to_little_endian(const float* data, size_t n) {
-  std::string out(n * sizeof(float), '\0');
-  if (n == 0) return out;
-  std::memcpy(out.data(), data, out.size());
-  if (kBigEndianHost)
-    for (size_t i = 0; i < out.size(); i += 4) {
-      std::swap(out[i], out[i + 3]);
-      std::swap(out[i + 1], out[i + 2]);
-    }
-  return out;
-}
-
-void from_little_endian(std::vector<float>& v) {
-  if (!kBigEndianHost) return;
-  for (float& f : v) {
-    unsigned char b[4];
-    std::memcpy(b, &f, 4);
-    std::swap(b[0], b[3]);
-    std::swap(b[1], b[2]);
-    std::memcpy(&f, b, 4);
+// Reverses each esize-byte element (esize 4: float32, int32; 1: nothing to do).
+void swap_elements(unsigned char* p, size_t bytes, size_t esize) {
+  if (esize != 4) return;
+  for (size_t i = 0; i + 4 <= bytes; i += 4) {
+    std::swap(p[i], p[i + 3]);
+    std::swap(p[i + 1], p[i + 2]);
   }
 }
 
-}  // namespace
+std::string to_little_endian(const void* data, size_t n, size_t esize) {
+  std::string out(n * esize, '\0');
+  if (n == 0) return out;
+  std::memcpy(out.data(), data, out.size());
+  if (kBigEndianHost)
+    swap_elements(reinterpret_cast<unsigned char*>(out.data()), out.size(), esize);
+  return out;
+}
 
-NpyHeader parse_npy_header_f32(std::string_view prefix, uint64_t file_size,
-                               const std::string& label) {
+void from_little_endian(void* data, size_t bytes, size_t esize) {
+  if (kBigEndianHost) swap_elements(static_cast<unsigned char*>(data), bytes, esize);
+}
+
+// Sizes the array for the header's data; returns where the data goes.
+void* take(NpyData& a, NpyHeader&& h) {
+  a.shape = std::move(h.shape);
+  a.dtype = h.dtype;
+  a.bytes.resize(static_cast<size_t>(h.data_bytes));
+  return a.bytes.data();
+}
+void* take(NpyArray& a, NpyHeader&& h) {
+  a.shape = std::move(h.shape);
+  a.data.resize(static_cast<size_t>(h.data_bytes / sizeof(float)));
+  return a.data.data();
+}
+
+NpyHeader parse_header(std::string_view prefix, uint64_t file_size, const std::string& label,
+                       bool f32_only) {
   if (prefix.size() > file_size) fail(label, "internal error: prefix longer than the file");
   if (prefix.substr(0, kMagicLen) != std::string_view(kMagic, kMagicLen).substr(0, prefix.size()))
     fail(label, "not a .npy file: it does not start with \"\\x93NUMPY\" (it starts with \"" +
@@ -350,37 +375,46 @@ NpyHeader parse_npy_header_f32(std::string_view prefix, uint64_t file_size,
   bool fortran_order = false;
   NpyHeader h;
   HeaderParser(header, label).parse(descr, fortran_order, h.shape);
-  if (descr != "<f4") fail(label, describe_descr(descr));
+  const std::optional<NpyDType> dtype = descr_dtype(descr);
+  if (!dtype || (f32_only && *dtype != NpyDType::F32))
+    fail(label, describe_descr(descr, f32_only ? kExpectF32 : kExpectAny));
+  h.dtype = *dtype;
   if (fortran_order)
     fail(label, "fortran_order True (a Fortran-order array) is not supported; expected C order");
-  const std::optional<uint64_t> numel = checked_numel(h.shape);
+  const size_t esize = npy_dtype_size(h.dtype);
+  const std::optional<uint64_t> numel = checked_numel(h.shape, esize);
   if (!numel)
-    fail(label, "shape " + shape_repr(h.shape) + " is too large: its float32 data would take " +
-                    std::to_string(kNpyMaxDataBytes) + " bytes or more (the limit is below " +
-                    std::to_string(kNpyMaxDataBytes) + ", 2 GiB)");
+    fail(label, "shape " + shape_repr(h.shape) + " is too large: its " + npy_dtype_name(h.dtype) +
+                    " data would take " + std::to_string(kNpyMaxDataBytes) +
+                    " bytes or more (the limit is below " + std::to_string(kNpyMaxDataBytes) +
+                    ", 2 GiB)");
   h.data_offset = header_start + header_len;
-  h.data_bytes = *numel * sizeof(float);
+  h.data_bytes = *numel * esize;
   const uint64_t have = file_size - h.data_offset;
   if (have != h.data_bytes)
     fail(label,
          "file has " + std::to_string(have) + " bytes of data, header promises " +
-             std::to_string(h.data_bytes) + " (shape " + shape_repr(h.shape) + ", float32)" +
+             std::to_string(h.data_bytes) + " (shape " + shape_repr(h.shape) + ", " +
+             npy_dtype_name(h.dtype) + ")" +
              (have > h.data_bytes ? ": extra bytes after the data" : ": the file is truncated"));
   return h;
 }
 
-NpyArray parse_npy_f32(std::string_view bytes, const std::string& label) {
-  NpyHeader h = parse_npy_header_f32(bytes, bytes.size(), label);
-  NpyArray a;
-  a.shape = std::move(h.shape);
-  a.data.resize(static_cast<size_t>(h.data_bytes / sizeof(float)));
-  if (h.data_bytes != 0)
-    std::memcpy(a.data.data(), bytes.data() + h.data_offset, static_cast<size_t>(h.data_bytes));
-  from_little_endian(a.data);
+// Out: NpyData (any dtype) or NpyArray (float32 only).
+template <typename Out>
+Out parse_data(std::string_view bytes, const std::string& label) {
+  NpyHeader h = parse_header(bytes, bytes.size(), label, std::is_same_v<Out, NpyArray>);
+  const uint64_t offset = h.data_offset, n = h.data_bytes;
+  const size_t esize = npy_dtype_size(h.dtype);
+  Out a;
+  void* dst = take(a, std::move(h));
+  if (n != 0) std::memcpy(dst, bytes.data() + offset, static_cast<size_t>(n));
+  from_little_endian(dst, static_cast<size_t>(n), esize);
   return a;
 }
 
-NpyArray read_npy_f32(const std::string& path) {
+template <typename Out>
+Out read_data(const std::string& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (fd.get() < 0) fail(path, "cannot open: " + sys_error(errno));
@@ -393,25 +427,84 @@ NpyArray read_npy_f32(const std::string& path) {
   std::string prefix(static_cast<size_t>(std::min(file_size, kNpyMaxPreambleBytes)), '\0');
   if (pread_fully(fd.get(), prefix.data(), prefix.size(), 0, path) != prefix.size())
     fail(path, "the file shrank while being read");
-  NpyHeader h = parse_npy_header_f32(prefix, file_size, path);
+  NpyHeader h = parse_header(prefix, file_size, path, std::is_same_v<Out, NpyArray>);
   prefix = std::string();
 
-  NpyArray a;
-  a.shape = std::move(h.shape);
-  a.data.resize(static_cast<size_t>(h.data_bytes / sizeof(float)));
-  const size_t want = static_cast<size_t>(h.data_bytes);
-  if (pread_fully(fd.get(), a.data.data(), want, h.data_offset, path) != want)
+  const uint64_t offset = h.data_offset;
+  const size_t want = static_cast<size_t>(h.data_bytes), esize = npy_dtype_size(h.dtype);
+  Out a;
+  void* dst = take(a, std::move(h));
+  if (pread_fully(fd.get(), dst, want, offset, path) != want)
     fail(path, "the file shrank while being read");
   char extra;
-  if (pread_fully(fd.get(), &extra, 1, h.data_offset + h.data_bytes, path) != 0)
+  if (pread_fully(fd.get(), &extra, 1, offset + want, path) != 0)
     fail(path, "the file grew while being read");
-  from_little_endian(a.data);
+  from_little_endian(dst, want, esize);
   return a;
 }
 
-std::string npy_preamble_f32(const std::vector<int64_t>& shape) {
-  std::string header =
-      "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_repr(shape) + ", }";
+}  // namespace
+
+const char* npy_descr(NpyDType t) {
+  switch (t) {
+    case NpyDType::F32:
+      return "<f4";
+    case NpyDType::I8:
+      return "|i1";
+    case NpyDType::U8:
+      return "|u1";
+    case NpyDType::I32:
+      return "<i4";
+  }
+  return "?";
+}
+
+const char* npy_dtype_name(NpyDType t) {
+  switch (t) {
+    case NpyDType::F32:
+      return "float32";
+    case NpyDType::I8:
+      return "int8";
+    case NpyDType::U8:
+      return "uint8";
+    case NpyDType::I32:
+      return "int32";
+  }
+  return "?";
+}
+
+size_t npy_dtype_size(NpyDType t) {
+  return t == NpyDType::I8 || t == NpyDType::U8 ? 1 : 4;
+}
+
+NpyHeader parse_npy_header(std::string_view prefix, uint64_t file_size, const std::string& label) {
+  return parse_header(prefix, file_size, label, false);
+}
+
+NpyHeader parse_npy_header_f32(std::string_view prefix, uint64_t file_size,
+                               const std::string& label) {
+  return parse_header(prefix, file_size, label, true);
+}
+
+NpyData parse_npy(std::string_view bytes, const std::string& label) {
+  return parse_data<NpyData>(bytes, label);
+}
+
+NpyArray parse_npy_f32(std::string_view bytes, const std::string& label) {
+  return parse_data<NpyArray>(bytes, label);
+}
+
+NpyData read_npy(const std::string& path) {
+  return read_data<NpyData>(path);
+}
+
+NpyArray read_npy_f32(const std::string& path) {
+  return read_data<NpyArray>(path);
+}
+
+std::string npy_preamble(const std::vector<int64_t>& shape, NpyDType dtype) {
+  std::string header = std::string("{'descr': '") + npy_descr(dtype) +
+                       "', 'fortran_order': False, 'shape': " + shape_repr(shape) + ", }";
   // As numpy's _wrap_header: spaces, then a newline, so that the data starts aligned.
   const uint64_t unpadded = kMagicLen + 2 + 2 + header.size() + 1;
   header.append(static_cast<size_t>(kAlign - unpadded % kAlign), ' ');
@@ -425,18 +518,34 @@ std::string npy_preamble_f32(const std::vector<int64_t>& shape) {
   return out + header;
 }
 
-FileContents npy_file_f32(const std::string& path, const std::vector<int64_t>& shape,
-                          const float* data) {
-  const std::optional<uint64_t> numel = checked_numel(shape);
+std::string npy_preamble_f32(const std::vector<int64_t>& shape) {
+  return npy_preamble(shape, NpyDType::F32);
+}
+
+FileContents npy_file(const std::string& path, const std::vector<int64_t>& shape, NpyDType dtype,
+                      const void* data) {
+  const size_t esize = npy_dtype_size(dtype);
+  const std::optional<uint64_t> numel = checked_numel(shape, esize);
   if (!numel) fail(path, "cannot write shape " + shape_repr(shape) + ": negative or too large");
   if (shape.size() > kNpyMaxRank)
     fail(path, "cannot write shape " + shape_repr(shape) + ": too many dimensions");
-  return {path, npy_preamble_f32(shape), to_little_endian(data, static_cast<size_t>(*numel))};
+  return {path, npy_preamble(shape, dtype),
+          to_little_endian(data, static_cast<size_t>(*numel), esize)};
+}
+
+FileContents npy_file_f32(const std::string& path, const std::vector<int64_t>& shape,
+                          const float* data) {
+  return npy_file(path, shape, NpyDType::F32, data);
+}
+
+void write_npy(const std::string& path, const std::vector<int64_t>& shape, NpyDType dtype,
+               const void* data) {
+  const FileContents f = npy_file(path, shape, dtype, data);
+  write_file_replacing(f.path, f.preamble, f.bytes);
 }
 
 void write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const float* data) {
-  const FileContents f = npy_file_f32(path, shape, data);
-  write_file_replacing(f.path, f.preamble, f.bytes);
+  write_npy(path, shape, NpyDType::F32, data);
 }
 
 }  // namespace padfold

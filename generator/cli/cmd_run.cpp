@@ -2,16 +2,19 @@
 // with --model the whole model (pf_model_run: every kernel in order, weights from the bundle).
 //
 // The .npy files are read and written by npy.h (checked: sizes, header, dtype; errors name the
-// flag and the file). The output is computed in memory, the bundle is closed, and only then is the
-// output written, atomically (a temporary file renamed over the path), so a failed run leaves no
-// partial output; --model writes its outputs all or none. An --output inside the bundle directory,
-// or naming one of the bundle's files through a link, is refused before anything runs: replacing
-// the bundle's shared library or manifest would destroy the bundle.
+// flag and the file), each of its buffer's dtype: float32, or a quantized layer's int8/uint8
+// activations, int8 weights and int32 bias (docs/int8.md). The output is computed in memory, the
+// bundle is closed, and only then is the output written, atomically (a temporary file renamed over
+// the path), so a failed run leaves no partial output; --model writes its outputs all or none. An
+// --output inside the bundle directory, or naming one of the bundle's files through a link, is
+// refused before anything runs: replacing the bundle's shared library or manifest would destroy the
+// bundle.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -19,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/npy.h"
+#include "base/npy_dtype.h"
 #include "base/text.h"
 #include "commands.h"
 #include "padfold_runtime.h"
@@ -44,28 +48,59 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   return shape.empty() ? std::string("()") : padfold::join(shape, "x");
 }
 
-padfold::NpyArray read_input_npy(const std::string& path, const std::string& flag) {
+// The .npy dtype of buffer b (`what` names it: "kernel 'stem' buffer 'input'"); a buffer of another
+// dtype (float16) is refused.
+padfold::NpyDType npy_dtype(const pf_buffer_desc& b, const std::string& what) {
+  if (const auto t = padfold::npy_dtype_of(b.dtype)) return *t;
+  const char* name = pf_dtype_name(b.dtype);
+  throw std::runtime_error(
+      fmt::format("{} is {}: padfold run reads and writes float32, int8, uint8 and int32 .npy "
+                  "files only",
+                  what, name ? name : "of an unknown dtype"));
+}
+
+// "int8 ('|i1')"
+std::string dtype_str(padfold::NpyDType t) {
+  return fmt::format("{} ('{}')", padfold::npy_dtype_name(t), padfold::npy_descr(t));
+}
+
+// Reads `path` (given by `flag`) for buffer b, which `owner` names in messages ("kernel 'stem'
+// buffer 'input'", "model input 'x'"); the file must hold b's dtype.
+padfold::NpyData read_input_npy(const std::string& path, const std::string& flag,
+                                const pf_buffer_desc& b, const std::string& owner) {
+  const padfold::NpyDType want = npy_dtype(b, owner);
+  padfold::NpyData a;
   try {
-    return padfold::read_npy_f32(path);
+    a = padfold::read_npy(path);
   } catch (const std::exception& e) {
     // e.what() starts with the path.
     throw std::runtime_error(fmt::format("{} {}", flag, e.what()));
   }
+  if (a.dtype != want)
+    throw std::runtime_error(fmt::format(
+        "{} {}: dtype {} does not match {}, which is {}: give a .npy file of {}", flag, path,
+        dtype_str(a.dtype), owner, padfold::npy_dtype_name(want), dtype_str(want)));
+  return a;
 }
 
-// Elements of a kernel buffer, refused when its float32 data would not fit a .npy file.
-size_t elements(const pf_buffer_desc& b, const std::string& layer) {
+// A zeroed array of a kernel buffer's dtype and shape, refused when its data would not fit a .npy
+// file.
+padfold::NpyData zeros(const pf_buffer_desc& b, const std::string& layer) {
   const std::vector<int64_t> shape(b.shape, b.shape + b.rank);
+  padfold::NpyData a;
+  a.dtype = npy_dtype(b, fmt::format("kernel '{}' buffer '{}'", layer, b.name));
+  const uint64_t esize = padfold::npy_dtype_size(a.dtype);
   uint64_t n = 1;
   for (int64_t d : shape) {
-    if (d < 0 ||
-        (d > 0 && n > padfold::kNpyMaxDataBytes / sizeof(float) / static_cast<uint64_t>(d)))
+    if (d < 0 || (d > 0 && n > padfold::kNpyMaxDataBytes / esize / static_cast<uint64_t>(d)))
       throw std::runtime_error(fmt::format(
           "kernel '{}' buffer '{}' has shape {}: too large for a .npy file (limit {} bytes)", layer,
           b.name, shape_str(shape), padfold::kNpyMaxDataBytes));
     n *= static_cast<uint64_t>(d);
   }
-  return static_cast<size_t>(n);
+  a.shape = shape;
+  a.bytes.assign(static_cast<size_t>(n * esize), 0);
+  return a;
 }
 
 // Refuses an --output inside the bundle directory, or one that is a file of the bundle under
@@ -138,15 +173,15 @@ void run_layer(const RunArgs& a) {
   std::map<std::string, std::pair<std::string, std::string>> files = {
       {"weights", {"--weights", a.weights}}, {"bias", {"--bias", a.bias}}};
   for (size_t i = 0; i < input_names.size(); ++i) files[input_names[i]] = {"--input", a.inputs[i]};
-  std::vector<std::vector<float>> arrays(static_cast<size_t>(k->num_buffers));
+  std::vector<padfold::NpyData> arrays(static_cast<size_t>(k->num_buffers));
   std::vector<pf_tensor> tensors;
   int output = -1;
   for (int i = 0; i < k->num_buffers; ++i) {
     const pf_buffer_desc& b = k->buffers[i];
     const std::vector<int64_t> want(b.shape, b.shape + b.rank);
-    std::vector<float>& arr = arrays[static_cast<size_t>(i)];
+    padfold::NpyData& arr = arrays[static_cast<size_t>(i)];
     if (b.role == PF_ROLE_OUTPUT) {
-      arr.assign(elements(b, a.layer), 0.0f);
+      arr = zeros(b, a.layer);
       output = i;
     } else {
       // A fused block's weights and bias (<layer>_weights) come from the bundle, as do a layer's
@@ -155,9 +190,9 @@ void run_layer(const RunArgs& a) {
       std::string flag = given != files.end() ? given->second.first : "",
                   path = given != files.end() ? given->second.second : "";
       if (path.empty() && b.data) {
-        const float* v = static_cast<const float*>(b.data);
-        arr.assign(v, v + elements(b, a.layer));
-        tensors.push_back(pf_tensor_of(&b, arr.data(), arr.size() * sizeof(float)));
+        arr = zeros(b, a.layer);
+        std::memcpy(arr.data(), b.data, arr.bytes.size());
+        tensors.push_back(pf_tensor_of(&b, arr.data(), arr.bytes.size()));
         continue;
       }
       if (path.empty() && b.source) {
@@ -174,14 +209,15 @@ void run_layer(const RunArgs& a) {
       if (path.empty())
         throw std::runtime_error(fmt::format("layer '{}' needs {} (buffer '{}', {} {})", a.layer,
                                              flag, b.name, b.layout, shape_str(want)));
-      padfold::NpyArray loaded = read_input_npy(path, flag);
+      padfold::NpyData loaded =
+          read_input_npy(path, flag, b, fmt::format("kernel '{}' buffer '{}'", a.layer, b.name));
       if (loaded.shape != want)
         throw std::runtime_error(
             fmt::format("{} {}: shape {} does not match kernel '{}' buffer '{}' ({} {})", flag,
                         path, shape_str(loaded.shape), a.layer, b.name, b.layout, shape_str(want)));
-      arr = std::move(loaded.data);
+      arr = std::move(loaded);
     }
-    tensors.push_back(pf_tensor_of(&b, arr.data(), arr.size() * sizeof(float)));
+    tensors.push_back(pf_tensor_of(&b, arr.data(), arr.bytes.size()));
   }
   for (const auto& [name, flag_path] : files) {
     bool used = false;
@@ -197,12 +233,11 @@ void run_layer(const RunArgs& a) {
 
   // Everything needed from the bundle is copied out before it is closed (its strings live in the
   // shared library); the output is written with no file of the bundle mapped.
-  const pf_buffer_desc& ob = k->buffers[output];
-  const std::vector<int64_t> out_shape(ob.shape, ob.shape + ob.rank);
+  const padfold::NpyData& out = arrays[static_cast<size_t>(output)];
   const std::string op = k->op, target = pf_bundle_target(bundle.get());
   bundle.reset();
   try {
-    padfold::write_npy_f32(output_path, out_shape, arrays[static_cast<size_t>(output)].data());
+    padfold::write_npy(output_path, out.shape, out.dtype, out.data());
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("--output {}", e.what()));
   }
@@ -335,36 +370,35 @@ void run_model(const RunArgs& a) {
                                              out_names[j], out_names[i], out_paths[i]));
   }
 
-  std::vector<std::vector<float>> arrays(in_names.size() + out_names.size());
+  std::vector<padfold::NpyData> arrays(in_names.size() + out_names.size());
   std::vector<pf_tensor> ins, outs;
   for (size_t i = 0; i < in_names.size(); ++i) {
     const pf_buffer_desc& b = *pf_model_input(model.get(), static_cast<int>(i));
     const std::string flag = "--input " + in_names[i] + "=";
-    padfold::NpyArray loaded = read_input_npy(in_paths[i], flag.substr(0, flag.size() - 1));
+    padfold::NpyData loaded = read_input_npy(in_paths[i], flag.substr(0, flag.size() - 1), b,
+                                             fmt::format("model input '{}'", b.name));
     if (loaded.shape != std::vector<int64_t>(b.shape, b.shape + b.rank))
       throw std::runtime_error(
           fmt::format("--input {}: shape {} does not match model input '{}' ({})", in_paths[i],
                       shape_str(loaded.shape), b.name, desc_str(b)));
-    arrays[i] = std::move(loaded.data);
-    ins.push_back(pf_tensor_of(&b, arrays[i].data(), arrays[i].size() * sizeof(float)));
+    arrays[i] = std::move(loaded);
+    ins.push_back(pf_tensor_of(&b, arrays[i].data(), arrays[i].bytes.size()));
   }
-  std::vector<std::vector<int64_t>> out_shapes;
   for (size_t i = 0; i < out_names.size(); ++i) {
     const pf_buffer_desc& b = *pf_model_output(model.get(), static_cast<int>(i));
-    std::vector<float>& arr = arrays[in_names.size() + i];
-    arr.assign(elements(b, out_names[i]), 0.0f);
-    out_shapes.emplace_back(b.shape, b.shape + b.rank);
+    padfold::NpyData& arr = arrays[in_names.size() + i];
+    arr = zeros(b, out_names[i]);
     if (const auto view = notes.shapes.find(out_names[i]); view != notes.shapes.end()) {
       int64_t n = 1;
       for (int64_t d : view->second) n *= d;
-      if (n != static_cast<int64_t>(arr.size()))
+      if (n != static_cast<int64_t>(arr.numel()))
         throw std::runtime_error(fmt::format(
             "{}: graph.output_shapes: output '{}' as {} has {} values; its buffer ({}) has {}",
             (fs::path(a.bundle) / "manifest.json").string(), out_names[i], shape_str(view->second),
-            n, desc_str(b), arr.size()));
-      out_shapes.back() = view->second;
+            n, desc_str(b), arr.numel()));
+      arr.shape = view->second;
     }
-    outs.push_back(pf_tensor_of(&b, arr.data(), arr.size() * sizeof(float)));
+    outs.push_back(pf_tensor_of(&b, arr.data(), arr.bytes.size()));
   }
   if (pf_model_run(model.get(), ins.data(), static_cast<int>(ins.size()), outs.data(),
                    static_cast<int>(outs.size()), err, sizeof err) != PF_OK)
@@ -381,9 +415,9 @@ void run_model(const RunArgs& a) {
   try {
     std::vector<padfold::FileContents> files;
     for (size_t i = 0; i < out_names.size(); ++i) {
-      std::vector<float>& arr = arrays[in_names.size() + i];
-      files.push_back(padfold::npy_file_f32(out_paths[i], out_shapes[i], arr.data()));
-      std::vector<float>().swap(arr);  // at most one copy of each output in memory
+      padfold::NpyData& arr = arrays[in_names.size() + i];
+      files.push_back(padfold::npy_file(out_paths[i], arr.shape, arr.dtype, arr.data()));
+      std::vector<unsigned char>().swap(arr.bytes);  // at most one copy of each output in memory
     }
     padfold::write_files_replacing(files);
   } catch (const std::exception& e) {
@@ -411,8 +445,9 @@ void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand(
       "run",
-      "Run one compiled kernel, or the whole model, on NumPy .npy files (float32, shapes in the\n"
-      "layers' layouts).\n"
+      "Run one compiled kernel, or the whole model, on NumPy .npy files (each of its buffer's\n"
+      "dtype: float32, or a quantized layer's int8/uint8 activations, int8 weights and int32\n"
+      "bias; shapes in the layers' layouts).\n"
       "Example: padfold run out/tiny --layer stem --input x.npy --weights w.npy --output y.npy\n"
       "         padfold run out/tiny --model --input stem.input=x.npy --output avg=y.npy");
   cmd->add_option("bundle", args->bundle, "bundle directory written by padfold compile")

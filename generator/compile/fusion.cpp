@@ -39,6 +39,10 @@ bool is_residual_add(const Layer& conv, const Layer& add) {
 
 // Whether `chain` is a block kind padfold fuses; "" when it is, else why not.
 std::string unfusible(const std::vector<const Layer*>& chain) {
+  for (const Layer* L : chain)
+    if (L->quantized())
+      return "layer '" + L->name + "' is " + to_string(L->dtype) +
+             ": quantized layers run as kernels of their own";
   std::vector<const Layer*> c = chain;
   if (c.size() >= 2 && is_residual_add(*c[c.size() - 2], *c.back())) {
     c.pop_back();

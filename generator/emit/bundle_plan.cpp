@@ -7,6 +7,7 @@
 #include "base/identifiers.h"
 #include "compile/lower.h"
 #include "compile/target.h"
+#include "emit/dtypes.h"
 #include "schedules/schedule.h"
 
 namespace padfold {
@@ -101,7 +102,7 @@ std::vector<BufferPlan> plan_buffers(const Block& block, const std::vector<Weigh
   const std::vector<std::string> sources = block_input_sources(block);
   size_t inputs = 0;
   for (const BufferInfo& b : block_buffers(block)) {
-    BufferPlan p{b.name, b.role, b.layout, b.shape, std::nullopt, -1};
+    BufferPlan p{b.name, b.role, b.dtype, b.layout, b.shape, std::nullopt, -1};
     if (b.role == PF_ROLE_INPUT) {
       p.source = sources.at(inputs++);
     } else if (b.role != PF_ROLE_OUTPUT) {
@@ -149,7 +150,7 @@ void plan_arena(BundlePlan& plan) {
       if (b.role == PF_ROLE_OUTPUT) {
         int64_t elements = 1;
         for (int64_t d : b.shape) elements *= d;
-        lives[i].bytes = elements * static_cast<int64_t>(sizeof(float));
+        lives[i].bytes = elements * dtype_size(b.dtype);
       } else if (b.role == PF_ROLE_INPUT && b.source) {
         if (const auto it = producer.find(*b.source); it != producer.end())
           lives[it->second].last = std::max(lives[it->second].last, i);

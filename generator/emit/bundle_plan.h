@@ -68,6 +68,7 @@ struct TargetPlan {
 struct BufferPlan {
   std::string name;  // as block_buffers names it ("input", "dw_weights", ...)
   pf_role role;
+  pf_dtype dtype = PF_F32;  // quantized layers: int8/uint8 activations, int8 weights, int32 bias
   std::string layout;
   std::vector<int64_t> shape;  // outermost first; dense strides
   // pf_buffer_desc.source: the tensor feeding an input, the bundle's .npy file of weights and

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "compile/target.h"
+#include "emit/dtypes.h"
 #include "emit/libraries.h"
 #include "emit/writers.h"
 
@@ -18,7 +19,7 @@ json graph_json(const Model& model) {
   for (const ModelInput& in : model.inputs)
     inputs.push_back(
         {{"name", in.name},
-         {"dtype", to_string(in.dtype)},
+         {"dtype", name_of(kDtypeNames, pf_dtype_of(in.dtype))},
          {"layout", in.layout.name()},
          {"shape", in.shape},
          {"strides", dense_strides(in.shape)},
@@ -99,7 +100,7 @@ json buffers_json(const KernelPlan& k) {
   for (const BufferPlan& b : k.buffers)
     buffers.push_back({{"name", b.name},
                        {"role", role_name(b.role)},
-                       {"dtype", "float32"},
+                       {"dtype", name_of(kDtypeNames, b.dtype)},
                        {"layout", b.layout},
                        {"shape", b.shape},
                        {"strides", dense_strides(b.shape)},

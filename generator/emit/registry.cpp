@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <kainjow/mustache.hpp>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "base/enum_names.h"
 #include "base/text.h"
 #include "compile/target.h"
+#include "emit/dtypes.h"
 #include "emit/writers.h"
 #include "padfold_templates.h"
 
@@ -34,11 +36,12 @@ std::string weight_symbol(const BundlePlan& plan, const WeightFile& w) {
   return kernel_function_name(*plan.model, *w.layer) + "_" + w.buffer + "_data";
 }
 
-object buffer_entry(const std::string& name, pf_role role, const std::string& layout,
-                    const std::vector<int64_t>& shape, const std::optional<std::string>& source,
-                    const std::string& data) {
+object buffer_entry(const std::string& name, pf_role role, pf_dtype dtype,
+                    const std::string& layout, const std::vector<int64_t>& shape,
+                    const std::optional<std::string>& source, const std::string& data) {
   return {{"name", name},
           {"role", name_of(kRoleConstants, role)},
+          {"dtype", name_of(kDtypeConstants, dtype)},
           {"layout", layout},
           {"rank", std::to_string(shape.size())},
           {"shape", join(shape)},
@@ -55,7 +58,7 @@ list registry_kernels(const BundlePlan& plan) {
     for (const BufferPlan& b : k.buffers) {
       const bool embedded = plan.embedded_weights && b.weight_file >= 0;
       buffers.push_back(buffer_entry(
-          b.name, b.role, b.layout, b.shape, b.source,
+          b.name, b.role, b.dtype, b.layout, b.shape, b.source,
           embedded ? weight_symbol(plan, plan.weight_files[static_cast<size_t>(b.weight_file)])
                    : ""));
     }
@@ -70,19 +73,58 @@ list registry_kernels(const BundlePlan& plan) {
 
 }  // namespace
 
-std::string embedded_weights_c(const BundlePlan& plan,
-                               const std::vector<std::vector<float>>& data) {
+std::string embedded_weights_c(const BundlePlan& plan, const std::vector<NpyData>& data) {
   std::string out;
   for (size_t i = 0; i < plan.weight_files.size(); ++i) {
-    const std::vector<float>& values = data.at(i);
-    out +=
-        fmt::format("static const uint32_t {}[{}] = {{", weight_symbol(plan, plan.weight_files[i]),
-                    std::max<size_t>(values.size(), 1));
-    for (size_t k = 0; k < values.size(); ++k) {
-      uint32_t bits;
-      std::memcpy(&bits, &values[k], sizeof bits);
-      out += fmt::format("{}0x{:08x}u", k % 8 ? " " : "\n    ", bits);
-      if (k + 1 < values.size()) out += ",";
+    const NpyData& values = data.at(i);
+    const size_t n = values.numel();
+    // float32 as its bits (exact, and no locale or rounding in between); integers as themselves,
+    // 8 per line for float32 and int32, 16 for the bytes.
+    const char* type = "uint32_t";
+    size_t per_line = 8;
+    switch (values.dtype) {
+      case NpyDType::F32:
+        break;
+      case NpyDType::I8:
+        type = "int8_t";
+        per_line = 16;
+        break;
+      case NpyDType::U8:
+        type = "uint8_t";
+        per_line = 16;
+        break;
+      case NpyDType::I32:
+        type = "int32_t";
+        break;
+    }
+    out += fmt::format("static const {} {}[{}] = {{", type,
+                       weight_symbol(plan, plan.weight_files[i]), std::max<size_t>(n, 1));
+    for (size_t k = 0; k < n; ++k) {
+      const unsigned char* at = values.bytes.data() + k * npy_dtype_size(values.dtype);
+      std::string v;
+      switch (values.dtype) {
+        case NpyDType::F32: {
+          uint32_t bits;
+          std::memcpy(&bits, at, sizeof bits);
+          v = fmt::format("0x{:08x}u", bits);
+          break;
+        }
+        case NpyDType::I8:
+          v = std::to_string(static_cast<int>(static_cast<int8_t>(*at)));
+          break;
+        case NpyDType::U8:
+          v = std::to_string(static_cast<unsigned>(*at));
+          break;
+        case NpyDType::I32: {
+          int32_t x;
+          std::memcpy(&x, at, sizeof x);
+          // INT32_MIN has no literal of type int32_t: -2147483648 is the negation of a long.
+          v = x == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(x);
+          break;
+        }
+      }
+      out += fmt::format("{}{}", k % per_line ? " " : "\n    ", v);
+      if (k + 1 < n) out += ",";
     }
     out += "};\n";
   }
@@ -103,7 +145,7 @@ void write_registry_sources(const BundlePlan& plan, const TargetPlan& t, const f
   list inputs, outputs;
   for (const ModelInput& in : model.inputs)
     inputs.push_back(
-        buffer_entry(in.name, PF_ROLE_INPUT, in.layout.name(), in.shape,
+        buffer_entry(in.name, PF_ROLE_INPUT, pf_dtype_of(in.dtype), in.layout.name(), in.shape,
                      in.produced_by.empty() ? std::nullopt : std::optional(in.produced_by), ""));
   for (const std::string& name : model.outputs) outputs.push_back(object{{"name", name}});
   d.set("inputs", inputs);

@@ -7,13 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "base/npy.h"
 #include "emit/bundle_plan.h"
 
 namespace padfold {
 
-// The embedded weights (`data`: the values of each of plan.weight_files) as C arrays of their
-// float32 bits, one per buffer; registry.c's data pointers name them.
-std::string embedded_weights_c(const BundlePlan& plan, const std::vector<std::vector<float>>& data);
+// The embedded weights (`data`: the values of each of plan.weight_files) as C arrays, one per
+// buffer: float32 as their bits (uint32_t), int8, uint8 and int32 as int8_t, uint8_t and int32_t
+// values; registry.c's data pointers name them.
+std::string embedded_weights_c(const BundlePlan& plan, const std::vector<NpyData>& data);
 
 // <target>/registry.c and <target>/bundle_entry.c, with `embedded_data` (embedded_weights_c, or
 // "") in registry.c.

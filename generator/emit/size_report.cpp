@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "base/process.h"
+#include "emit/dtypes.h"
 #include "emit/libraries.h"
 
 namespace padfold {
@@ -65,7 +66,7 @@ SizeReport bundle_size_report(const BundlePlan& plan, const fs::path& root, bool
   for (const WeightFile& w : plan.weight_files) {
     int64_t n = 1;
     for (int64_t d : w.shape) n *= d;
-    r.weights_bytes += n * static_cast<int64_t>(sizeof(float));
+    r.weights_bytes += n * dtype_size(w.dtype);
   }
   r.weight_buffers = plan.weight_files.size();
   r.weights_embedded = plan.embedded_weights;

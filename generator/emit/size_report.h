@@ -30,7 +30,7 @@ struct TargetSizes {
 
 struct SizeReport {
   std::vector<TargetSizes> targets;  // in plan order
-  int64_t weights_bytes = 0;         // float32 values of every weights/bias buffer with a file
+  int64_t weights_bytes = 0;         // the values of every weights/bias buffer with a file
   size_t weight_buffers = 0;
   bool weights_embedded = false;  // in each target's registry.c (read-only data) or weights/
   MemoryPlan arena;

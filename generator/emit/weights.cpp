@@ -7,6 +7,8 @@
 
 #include "algorithm/algorithm.h"
 #include "base/npy.h"
+#include "base/npy_dtype.h"
+#include "emit/dtypes.h"
 
 namespace padfold {
 
@@ -17,26 +19,39 @@ std::vector<WeightFile> weight_files(const Model& model) {
       const std::string& path = b.role == PF_ROLE_WEIGHTS ? L.weights_file
                                 : b.role == PF_ROLE_BIAS  ? L.bias_file
                                                           : std::string();
-      if (!path.empty()) files.push_back({&L, b.name, b.role, path, b.shape});
+      if (!path.empty()) files.push_back({&L, b.name, b.role, path, b.shape, b.dtype});
     }
   return files;
 }
 
-std::vector<float> read_weight_file(const Model& model, const WeightFile& w) {
+NpyData read_weight_file(const Model& model, const WeightFile& w) {
   const std::string where =
       fmt::format("{}: layer '{}': field 'weight_files.{}'", model.file, w.layer->name, w.buffer);
-  NpyArray a;
+  const std::optional<NpyDType> want = npy_dtype_of(w.dtype);
+  if (!want)
+    throw std::runtime_error(
+        fmt::format("{}: the layer's {} buffer is {}, which no .npy file holds", where, w.buffer,
+                    name_of(kDtypeNames, w.dtype)));
+  NpyData a;
   try {
-    a = read_npy_f32(w.path);
+    a = read_npy(w.path);
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("{}: {}", where, e.what()));
   }
+  if (a.dtype != *want)
+    throw std::runtime_error(fmt::format(
+        "{}: {} holds {} ('{}'); expected {} ('{}'), the dtype of the layer's {} buffer{}", where,
+        w.path, npy_dtype_name(a.dtype), npy_descr(a.dtype), npy_dtype_name(*want),
+        npy_descr(*want), w.buffer,
+        w.layer->quantized()
+            ? " (a quantized layer's weights are int8, its bias int32: docs/int8.md)"
+            : ""));
   if (a.shape != w.shape)
     throw std::runtime_error(fmt::format(
         "{}: {} holds an array of shape ({}); expected ({}), the layer's {} buffer{}", where,
         w.path, fmt::join(a.shape, ", "), fmt::join(w.shape, ", "), w.buffer,
         w.role == PF_ROLE_WEIGHTS ? " in weight_layout " + w.layer->weight_layout.order : ""));
-  return std::move(a.data);
+  return a;
 }
 
 void check_weight_files(const Model& model) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/npy.h"
 #include "frontend/spec.h"
 #include "padfold_registry.h"
 
@@ -18,6 +19,8 @@ struct WeightFile {
   pf_role role = PF_ROLE_WEIGHTS;  // PF_ROLE_WEIGHTS or PF_ROLE_BIAS
   std::string path;                // as resolved by the spec parser
   std::vector<int64_t> shape;      // the buffer's shape in its layout
+  // The buffer's dtype: float32, or a quantized layer's int8 weights and int32 bias (docs/int8.md).
+  pf_dtype dtype = PF_F32;
 
   std::string bundle_path() const { return "weights/" + layer->name + "_" + buffer + ".npy"; }
 };
@@ -25,9 +28,10 @@ struct WeightFile {
 // Every weights/bias buffer whose layer names its file, in layer order.
 std::vector<WeightFile> weight_files(const Model& model);
 
-// Reads one file and checks it holds exactly the buffer: float32, C order, the buffer's shape.
-// Errors name the spec file, the layer, the field and the path.
-std::vector<float> read_weight_file(const Model& model, const WeightFile& w);
+// Reads one file and checks it holds exactly the buffer: the buffer's dtype, C order, the buffer's
+// shape. Errors name the spec file, the layer, the field and the path (a dtype mismatch both
+// dtypes).
+NpyData read_weight_file(const Model& model, const WeightFile& w);
 
 // Checks every weight file of the model (read_weight_file), throwing at the first bad one.
 void check_weight_files(const Model& model);

@@ -164,4 +164,8 @@ std::string to_string(DType dtype) {
   return name_of(kDTypeNames, dtype);
 }
 
+std::string to_string(Requantize mode) {
+  return name_of(kRequantizeNames, mode);
+}
+
 }  // namespace padfold

@@ -18,7 +18,26 @@ namespace padfold {
 // Softmax normalizes over channels: one input, no window (a classifier's probabilities).
 enum class Op { Conv, ConvTranspose, MaxPool, AvgPool, Add, Mul, Concat, Softmax };
 enum class Activation { None, Relu, Relu6, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Silu };
-enum class DType { F32, F16, I8 };  // only F32 is generated today
+enum class DType { F32, F16, I8, U8 };  // F32, and I8/U8 quantized layers (quant below)
+
+// A quantized tensor's integers q stand for scale * (q - zero_point).
+struct QuantParams {
+  float scale = 1.f;
+  int32_t zero_point = 0;
+};
+
+// Whose integer arithmetic a quantized layer reproduces bit for bit: TFLite's (gemmlowp fixed-point
+// multipliers, double rounding) or ONNX Runtime's (float scales, round half to even).
+enum class Requantize { Tflite, Onnx };
+
+// The quantization of an int8/uint8 layer (docs/int8.md). Weights are int8 with zero point 0, one
+// scale per tensor or per output channel; bias is int32 with scale input scale x weight scale.
+struct LayerQuant {
+  std::vector<QuantParams> inputs;  // one per input (add: two)
+  QuantParams output;
+  std::vector<float> weight_scales;  // conv: 1 (per tensor) or out_channels (per channel)
+  Requantize requantize = Requantize::Tflite;
+};
 
 // Tensor layout: channels-first (NCHW-style) or channels-last (NHWC-style), 1-3 spatial dims.
 // Spatial dims are always listed outermost-first: D, H, W.
@@ -54,6 +73,7 @@ struct Layer {
   TensorLayout layout;
   WeightLayout weight_layout;
   DType dtype = DType::F32;
+  std::optional<LayerQuant> quant;  // set exactly for I8/U8 layers
 
   int64_t batch = 1;
   int64_t in_channels = 1;
@@ -98,6 +118,7 @@ struct Layer {
   bool has_weights() const { return op == Op::Conv || op == Op::ConvTranspose; }
   bool is_join() const { return op == Op::Add || op == Op::Mul || op == Op::Concat; }
   bool has_window() const { return padfold::has_window(op); }
+  bool quantized() const { return dtype == DType::I8 || dtype == DType::U8; }
   // A pool that ignores its padding (padding.h's pool_ignores_padding): padded taps are left out.
   bool ignores_padding() const;
   double flops() const;  // 2*MACs over every output, taps in the padding included
@@ -156,5 +177,6 @@ std::string implicit_input_name(const std::string& layer);
 std::string to_string(Op op);
 std::string to_string(Activation act);
 std::string to_string(DType dtype);
+std::string to_string(Requantize mode);
 
 }  // namespace padfold

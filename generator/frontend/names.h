@@ -33,6 +33,12 @@ inline constexpr EnumName<DType> kDTypeNames[] = {
     {DType::F32, "float32"}, {DType::F32, "f32", Spelling::Alias},
     {DType::F16, "float16"}, {DType::F16, "f16", Spelling::Alias},
     {DType::I8, "int8"},     {DType::I8, "i8", Spelling::Alias},
+    {DType::U8, "uint8"},    {DType::U8, "u8", Spelling::Alias},
+};
+
+inline constexpr EnumName<Requantize> kRequantizeNames[] = {
+    {Requantize::Tflite, "tflite"},
+    {Requantize::Onnx, "onnx"},
 };
 
 }  // namespace padfold

@@ -3,6 +3,7 @@
 // buffers checked. The spec parser and the ONNX importer both resolve layers here.
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@ struct TensorSource {
   std::string what;  // for messages: "input layer 'a'", "model input 'x'"
   TensorLayout layout;
   std::vector<int64_t> shape;  // in layout order
+  DType dtype = DType::F32;
+  std::optional<QuantParams> quant;  // a quantized layer's output
 };
 
 // A layer that cannot be resolved. `field` is the spec field at fault (groups, padding, border,

@@ -18,6 +18,7 @@
 #include "frontend/json_fields.h"
 #include "frontend/json_text.h"
 #include "frontend/names.h"
+#include "frontend/quant_fields.h"
 #include "frontend/resolve.h"
 
 namespace padfold {
@@ -32,7 +33,7 @@ const SpecKeys& spec_keys() {
       {"name", "description", "op", "input", "input_shape", "layout", "dtype", "weight_layout",
        "out_channels", "kernel", "stride", "dilation", "groups", "depth_multiplier", "padding",
        "convention", "output_padding", "output_shape", "ceil_mode", "count_include_pad", "border",
-       "bias", "activation", "weight_files", "read_by"}};
+       "bias", "activation", "quant", "weight_files", "read_by"}};
   // clang-format on
   return keys;
 }
@@ -252,7 +253,10 @@ class Parser {
                   layout_expected(dims));
       in.layout = {layout->channels_last, dims};
       Layer probe;
-      if (j.contains("dtype")) parse_dtype(j["dtype"], at + ".dtype", top_, probe);
+      if (j.contains("dtype"))
+        parse_dtype(j["dtype"], at + ".dtype", top_, probe);
+      else if (!defaults_.dtype.is_null())
+        parse_dtype(defaults_.dtype, "defaults.dtype", top_, probe);
       in.dtype = probe.dtype;
       const std::optional<int64_t> bytes = buffer_bytes(in.shape, in.dtype);
       if (!bytes || *bytes >= kMaxBufferBytes)
@@ -351,6 +355,7 @@ class Parser {
     if (j.contains("read_by"))
       l.read_by = c.get_string(j["read_by"], "read_by", "the ops outside padfold that read it");
     std::vector<TensorSource> sources = parse_sources(j, c, m, l);
+    const std::vector<TensorSource> read = sources;
     const TensorSource* src = sources.empty() ? nullptr : &sources[0];
     parse_layout_and_dims(j, c, src, l);
     if (l.has_window()) {
@@ -364,6 +369,8 @@ class Parser {
       parse_padding(j, c, l);
     }
     parse_options(j, c, l);
+    parse_quant(j.contains("quant") ? j["quant"] : json(), c, l);
+    check_source_types(read, c, l);
     resolving(j, c, [&] { resolve_shapes(l); });
     return l;
   }
@@ -431,6 +438,34 @@ class Parser {
     }
   }
 
+  static TensorSource layer_source(const Layer& prev) {
+    return {prev.name,   fmt::format("input layer '{}'", prev.name),
+            prev.layout, prev.output_shape_full(),
+            prev.dtype,  prev.quant ? std::optional(prev.quant->output) : std::nullopt};
+  }
+
+  // Each input holds this layer's dtype, and a quantized layer's input the quantization it
+  // expects: a mismatch would compute on integers meaning something else.
+  static void check_source_types(const std::vector<TensorSource>& sources, const Ctx& c,
+                                 const Layer& l) {
+    for (size_t i = 0; i < sources.size(); ++i) {
+      const TensorSource& s = sources[i];
+      if (s.dtype != l.dtype)
+        c.fail("dtype",
+               fmt::format("'{}' reading {}, which is {}", to_string(l.dtype), s.what,
+                           to_string(s.dtype)),
+               "the dtype of its inputs (padfold does not convert between dtypes)");
+      if (!l.quant || !s.quant) continue;
+      const QuantParams& want = l.quant->inputs[i];
+      if (s.quant->scale != want.scale || s.quant->zero_point != want.zero_point)
+        c.fail(
+            l.op == Op::Add ? fmt::format("quant.inputs[{}]", i) : std::string("quant.input"),
+            fmt::format("scale {} and zero point {}, but {} writes scale {} and zero point {}",
+                        want.scale, want.zero_point, s.what, s.quant->scale, s.quant->zero_point),
+            "the quantization its input is written in");
+    }
+  }
+
   TensorSource find_source(const json& name_j, const std::string& field, const Ctx& c,
                            const Model& m, const Layer& l) const {
     const auto name = c.get_string(name_j, field, "the name of an earlier layer or model input");
@@ -438,11 +473,10 @@ class Parser {
       c.fail(field,
              fmt::format("'{}' is this layer itself (a layer cannot read its own output)", name),
              "the name of an earlier layer or of a model input (spec field inputs)");
-    if (const Layer* prev = find_layer(m, name))
-      return {name, fmt::format("input layer '{}'", name), prev->layout, prev->output_shape_full()};
+    if (const Layer* prev = find_layer(m, name)) return layer_source(*prev);
     if (const auto it = input_index_.find(name); it != input_index_.end()) {
       const ModelInput& in = m.inputs[it->second];
-      return {name, fmt::format("model input '{}'", name), in.layout, in.shape};
+      return {name, fmt::format("model input '{}'", name), in.layout, in.shape, in.dtype, {}};
     }
     const bool later = all_names_.count(name) > 0;
     c.fail(field,
@@ -470,9 +504,7 @@ class Parser {
       if (m.layers.empty())
         c.fail("input_shape", "missing on the first layer",
                "the full input tensor shape in layout order, e.g. [1, 224, 224, 3] for NHWC");
-      const Layer& prev = m.layers.back();
-      sources.push_back({prev.name, fmt::format("input layer '{}'", prev.name), prev.layout,
-                         prev.output_shape_full()});
+      sources.push_back(layer_source(m.layers.back()));
     }
     for (const TensorSource& s : sources) l.inputs.push_back(s.name);
     return sources;
@@ -544,7 +576,7 @@ class Parser {
                          shape_text(src->shape)),
              "them to agree (or give only one of input and input_shape)");
     if (src) return *src;
-    return {implicit_input_name(l.name), "input_shape", l.layout, shape};
+    return {implicit_input_name(l.name), "input_shape", l.layout, shape, l.dtype, {}};
   }
 
   void parse_kernel(const json& j, const Ctx& c, Layer& l) {
@@ -671,20 +703,12 @@ class Parser {
   }
 
   void parse_dtype(const json& t, const std::string& field, const Ctx& c, Layer& l) {
-    const std::string generated = to_string(DType::F32);  // the only dtype generated today
-    const auto s = c.get_string(t, field, generated.c_str());
+    const std::string names = "float32, int8 or uint8";
+    const auto s = c.get_string(t, field, names.c_str());
     const auto dtype = value_of(kDTypeNames, s);
-    if (!dtype) {
-      std::string expected = generated;
-      for (const auto& e : kDTypeNames)
-        if (e.value == DType::F32 && e.spelling == Spelling::Alias)
-          expected += fmt::format(" (or {})", e.name);
-      c.fail(field, "'" + s + "'", expected);
-    }
+    if (!dtype) c.fail(field, "'" + s + "'", names + " (or f32, i8, u8)");
     l.dtype = *dtype;
-    if (l.dtype != DType::F32)
-      c.fail(field, fmt::format("'{}' is not supported yet (only {} is generated)", s, generated),
-             generated);
+    if (l.dtype == DType::F16) c.fail(field, fmt::format("'{}' is not supported yet", s), names);
   }
 
   void parse_options(const json& j, const Ctx& c, Layer& l) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -16,18 +17,45 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-// 64-byte aligned memory of a buffer, filled with uniform [-1, 1) values of its dtype.
+// 64-byte aligned memory of a buffer, filled with random values of its dtype: float32 uniform in
+// [-1, 1); int8 and uint8 uniform over their whole range (a quantized layer's activations and
+// weights); int32 (a quantized layer's bias) uniform in [-2^16, 2^16], the size of a bias of
+// real scales, which keeps the accumulators far from overflow.
 struct Memory {
   std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};
   size_t bytes = 0;
   Memory(const pf_buffer_desc& b, std::mt19937& rng) : bytes(pf_buffer_bytes(&b)) {
     data.reset(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
     if (!data) throw std::runtime_error("out of memory for buffer " + std::string(b.name));
-    std::uniform_real_distribution<float> dist(-1.f, 1.f);
-    if (b.dtype == PF_F32)
-      for (size_t i = 0; i < bytes / 4; ++i) static_cast<float*>(data.get())[i] = dist(rng);
-    else
-      for (size_t i = 0; i < bytes; ++i) static_cast<int8_t*>(data.get())[i] = int8_t(rng() & 63);
+    switch (b.dtype) {
+      case PF_F32: {
+        std::uniform_real_distribution<float> dist(-1.f, 1.f);
+        for (size_t i = 0; i < bytes / 4; ++i) static_cast<float*>(data.get())[i] = dist(rng);
+        break;
+      }
+      case PF_I8: {
+        std::uniform_int_distribution<int> dist(-128, 127);
+        for (size_t i = 0; i < bytes; ++i)
+          static_cast<int8_t*>(data.get())[i] = static_cast<int8_t>(dist(rng));
+        break;
+      }
+      case PF_U8: {
+        std::uniform_int_distribution<int> dist(0, 255);
+        for (size_t i = 0; i < bytes; ++i)
+          static_cast<uint8_t*>(data.get())[i] = static_cast<uint8_t>(dist(rng));
+        break;
+      }
+      case PF_I32: {
+        std::uniform_int_distribution<int32_t> dist(-(1 << 16), 1 << 16);
+        for (size_t i = 0; i < bytes / 4; ++i) static_cast<int32_t*>(data.get())[i] = dist(rng);
+        break;
+      }
+      case PF_F16:  // small normal halves (sign, exponent 14 or 15: [0.5, 2)), never NaN or Inf
+        for (size_t i = 0; i < bytes / 2; ++i)
+          static_cast<uint16_t*>(data.get())[i] =
+              static_cast<uint16_t>((rng() & 0x83ff) | (rng() & 1 ? 0x3800 : 0x3c00));
+        break;
+    }
   }
 };
 

@@ -1,6 +1,7 @@
 #include "reference/layer_reference.h"
 
 #include <random>
+#include <stdexcept>
 
 namespace padfold::ref {
 
@@ -111,6 +112,100 @@ ref::Tensor reference_output(const Layer& L, const LayerData& d) {
   }
   y = ref::activation(y, activation_kind(L.activation), L.activation_alpha, L.activation_beta);
   return L.layout.channels_last ? ref::to_channels_last(y) : y;
+}
+
+namespace {
+
+// Layout changes go through float tensors: every value is an integer below 2^24, held exactly.
+Tensor as_float(const QTensor& q) {
+  return Tensor(q.shape, std::vector<float>(q.data.begin(), q.data.end()));
+}
+QTensor as_ints(const Tensor& t) {
+  return QTensor(t.shape, std::vector<int32_t>(t.data.begin(), t.data.end()));
+}
+QTensor to_logical(const Layer& L, const QTensor& t) {
+  return L.layout.channels_last ? as_ints(from_channels_last(as_float(t))) : t;
+}
+QTensor from_logical(const Layer& L, const QTensor& t) {
+  return L.layout.channels_last ? as_ints(to_channels_last(as_float(t))) : t;
+}
+
+QTensor random_ints(std::vector<int64_t> shape, int32_t lo, int32_t hi, std::mt19937& rng) {
+  QTensor t(std::move(shape));
+  std::uniform_int_distribution<int32_t> dist(lo, hi);
+  for (int32_t& v : t.data) v = dist(rng);
+  return t;
+}
+
+QParams qparams(const QuantParams& q) {
+  return {q.scale, q.zero_point};
+}
+
+}  // namespace
+
+std::pair<int32_t, int32_t> quant_range(DType dtype) {
+  return dtype == DType::U8 ? std::pair{0, 255} : std::pair{-128, 127};
+}
+
+QLayerData random_quant_data(const Layer& L, unsigned seed) {
+  std::mt19937 rng(seed);
+  const auto [lo, hi] = quant_range(L.dtype);
+  QLayerData d;
+  for (size_t i = 0; i < L.inputs.size(); ++i)
+    d.inputs.push_back(random_ints(L.input_shape(i), lo, hi, rng));
+  if (L.has_weights()) d.weights = random_ints(L.weight_shape(), -127, 127, rng);
+  if (L.bias) d.bias = random_ints({L.out_channels}, -20000, 20000, rng).data;
+  return d;
+}
+
+QTensor quant_reference_output(const Layer& L, const QLayerData& d) {
+  if (!L.quant) throw std::invalid_argument("layer '" + L.name + "' is not quantized");
+  const LayerQuant& q = *L.quant;
+  const auto [lo, hi] = quant_range(L.dtype);
+  const QMode mode = q.requantize == Requantize::Onnx ? QMode::Onnx : QMode::Tflite;
+  const int act = L.activation == Activation::Relu ? 1 : L.activation == Activation::Relu6 ? 2 : 0;
+  const auto [act_min, act_max] = qactivation_range(act, qparams(q.output), lo, hi, mode);
+  std::vector<int64_t> before, after;
+  for (const AxisPads& p : L.pads.axes) {
+    before.push_back(p.before);
+    after.push_back(p.after);
+  }
+  // The constant border is the real value quantized with the input's parameters.
+  const float border =
+      L.border == Border::Constant
+          ? static_cast<float>(qround_quantize(L.border_value, qparams(q.inputs[0]), lo, hi, mode))
+          : 0.f;
+  QTensor y;
+  switch (L.op) {
+    case Op::Conv: {
+      const QTensor w = as_ints(permute(as_float(d.weights), L.weight_layout.order,
+                                        "OI" + spatial_letters(L.spatial_dims)));
+      const ConvParams p{L.stride, L.dilation, before, after, L.groups, border_kind(L.border),
+                         border};
+      y = qconv(to_logical(L, d.inputs[0]), w, d.bias, p, qparams(q.inputs[0]), q.weight_scales,
+                qparams(q.output), act_min, act_max, lo, hi, mode, L.out_spatial);
+      break;
+    }
+    case Op::MaxPool:
+    case Op::AvgPool: {
+      const PoolParams p{
+          L.kernel, L.stride,           L.dilation, before, after, border_kind(L.border),
+          border,   L.count_include_pad};
+      y = L.op == Op::MaxPool
+              ? qmax_pool(to_logical(L, d.inputs[0]), p, act_min, act_max, L.out_spatial)
+              : qavg_pool(to_logical(L, d.inputs[0]), p, qparams(q.inputs[0]), qparams(q.output),
+                          act_min, act_max, lo, hi, mode, L.out_spatial);
+      break;
+    }
+    case Op::Add:
+      y = qadd(to_logical(L, d.inputs[0]), to_logical(L, d.inputs[1]), qparams(q.inputs[0]),
+               qparams(q.inputs[1]), qparams(q.output), act_min, act_max, lo, hi, mode);
+      break;
+    default:
+      throw std::invalid_argument("layer '" + L.name + "': no quantized reference for " +
+                                  L.op_name);
+  }
+  return from_logical(L, y);
 }
 
 Tensor add_output(const Layer& add, const Tensor& a, const Tensor& b) {

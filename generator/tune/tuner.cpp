@@ -219,15 +219,21 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
     if (!L->has_window())
       throw std::invalid_argument("--layers: layer '" + name + "' (" + L->op_name +
                                   ") has no knobs to tune");
+    if (L->quantized())
+      throw std::invalid_argument("--layers: layer '" + name + "' is " + to_string(L->dtype) +
+                                  ": the tuner measures float32 layers only (quantized layers "
+                                  "compile with their default schedule)");
     layers.push_back(L);
   }
   // Without --layers: every layer that compiles as a kernel of its own (a fused block's knobs
   // are not searched), with the `--fuse` of padfold compile.
   if (opt.layers.empty()) {
-    std::vector<std::string> fused;
+    std::vector<std::string> fused, quantized;
     for (const Block& block : plan_fusion(model, parse_fuse_option(opt.fuse)).blocks) {
       const std::vector<const Layer*> chain = block.chain();
-      if (chain.size() == 1 && chain.front()->has_window())
+      if (chain.size() == 1 && chain.front()->quantized())
+        quantized.push_back(chain.front()->name);
+      else if (chain.size() == 1 && chain.front()->has_window())
         layers.push_back(chain.front());
       else if (chain.size() > 1)
         for (const Layer* L : chain) fused.push_back(L->name);
@@ -237,6 +243,11 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
                  "tune: {} layer(s) run inside fused blocks (--fuse {}) and are not tuned: {} "
                  "(--fuse none tunes them; compile with the same --fuse)\n",
                  fused.size(), opt.fuse, names_of(fused, 6));
+    if (!quantized.empty())
+      fmt::print(stderr,
+                 "tune: {} quantized layer(s) keep their default schedule (the tuner measures "
+                 "float32 layers only): {}\n",
+                 quantized.size(), names_of(quantized, 6));
   }
   // One tuning per signature: layers computing the same thing share it.
   std::map<std::string, const Layer*> by_signature;

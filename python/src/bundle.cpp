@@ -45,6 +45,8 @@ std::string dtype_text(nb::dlpack::dtype t) {
 std::optional<pf_dtype> pf_dtype_of(nb::dlpack::dtype t) {
   if (t == nb::dtype<float>()) return PF_F32;
   if (t == nb::dtype<int8_t>()) return PF_I8;
+  if (t == nb::dtype<uint8_t>()) return PF_U8;
+  if (t == nb::dtype<int32_t>()) return PF_I32;
   if (t.code == uint8_t(nb::dlpack::dtype_code::Float) && t.bits == 16 && t.lanes == 1)
     return PF_F16;
   return std::nullopt;
@@ -74,8 +76,8 @@ void bind(Bound& b, const std::string& name, const nb::object& obj, bool writabl
   const std::optional<pf_dtype> dtype = pf_dtype_of(a.dtype());
   if (!dtype)
     throw TensorError("buffer '" + name + "': dtype " + dtype_text(a.dtype()) +
-                      " is none padfold's kernels take (float32, float16, int8); nothing is "
-                      "converted: pass an array of the kernel's dtype");
+                      " is none padfold's kernels take (float32, float16, int8, uint8, int32); "
+                      "nothing is converted: pass an array of the kernel's dtype");
   b.array = obj;
   size_t span = 1;
   bool empty = false;

@@ -26,7 +26,8 @@ extern "C" {
  * cache line. */
 #define PF_ARENA_ALIGNMENT 64
 
-typedef enum pf_dtype { PF_F32 = 0, PF_F16 = 1, PF_I8 = 2 } pf_dtype;
+/* Quantized layers (docs/int8.md): int8/uint8 activations, int8 weights, int32 bias. */
+typedef enum pf_dtype { PF_F32 = 0, PF_F16 = 1, PF_I8 = 2, PF_U8 = 3, PF_I32 = 4 } pf_dtype;
 typedef enum pf_role {
   PF_ROLE_INPUT = 0,
   PF_ROLE_WEIGHTS = 1,

@@ -60,7 +60,8 @@ typedef enum pf_status {
 /* "PF_ERR_SHAPE", ... ("PF_UNKNOWN_STATUS" for other values). */
 const char* pf_status_name(pf_status s);
 
-/* "float32", "float16", "int8"; "input", "weights", "bias", "output"; NULL if out of range. */
+/* "float32", "float16", "int8", "uint8", "int32"; "input", "weights", "bias", "output"; NULL if
+ * out of range. */
 const char* pf_dtype_name(pf_dtype t);
 const char* pf_role_name(pf_role r);
 size_t pf_dtype_size(pf_dtype t); /* bytes per element, 0 if unknown */
@@ -185,7 +186,8 @@ typedef struct pf_model_options {
  * embedded data, an input buffer's source names no model input or earlier layer (or a tensor of
  * another dtype, shape or strides), or a model output names no layer. Weight files are read once,
  * here (bundle directories only: a linked registry's weights must be embedded, `padfold compile
- * --embed-weights`), and are checked (float32 .npy, C order, the buffer's exact shape, file size).
+ * --embed-weights`), and are checked (a .npy of the buffer's dtype: float32, int8, uint8 or int32;
+ * C order, the buffer's exact shape, file size).
  * The bundle must outlive the model. opts may be NULL. On error *out is NULL. */
 pf_status pf_model_open(pf_bundle* b, const pf_model_options* opts, pf_model** out, char* err,
                         size_t errlen);

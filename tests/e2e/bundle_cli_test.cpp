@@ -198,6 +198,25 @@ TEST_F(PadfoldRunErrors, Float64NpyNamesFlagAndFile) {
                {"--weights", w64, "float32"});
 }
 
+// A quantized layer's files (int8 activations and weights, int32 bias) given to float32 buffers:
+// refused naming the flag, the file, the buffer and both dtypes, before anything runs.
+TEST_F(PadfoldRunErrors, IntegerNpyForAFloatBufferNamesBothDtypes) {
+  const std::string x8 = write_npy<int8_t>(dir / "x_int8.npy", data.input);
+  expect_error("--layer stem --input " + shell_quote(x8) + " --weights " + shell_quote(w) +
+                   " --bias " + shell_quote(b) + " --output " + shell_quote(y),
+               {"--input " + x8 +
+                ": dtype int8 ('|i1') does not match kernel 'stem' buffer "
+                "'input', which is float32: give a .npy file of float32 ('<f4')"});
+  const std::string xu8 = write_npy<uint8_t>(dir / "x_uint8.npy", data.input);
+  expect_error("--layer stem --input " + shell_quote(xu8) + " --weights " + shell_quote(w) +
+                   " --bias " + shell_quote(b) + " --output " + shell_quote(y),
+               {"--input", xu8, "dtype uint8 ('|u1')", "buffer 'input'", "float32"});
+  const std::string b32 = write_npy<int32_t>(dir / "b_int32.npy", data.bias);
+  expect_error("--layer stem --input " + shell_quote(x) + " --weights " + shell_quote(w) +
+                   " --bias " + shell_quote(b32) + " --output " + shell_quote(y),
+               {"--bias", b32, "dtype int32 ('<i4') does not match kernel 'stem' buffer 'bias'"});
+}
+
 TEST_F(PadfoldRunErrors, MissingWeightsNamesFlag) {
   expect_error("--layer stem --input " + shell_quote(x) + " --bias " + shell_quote(b) +
                    " --output " + shell_quote(y),
@@ -345,8 +364,11 @@ TEST_F(PadfoldRunNpy, MalformedHeadersSayWhatIsWrong) {
        "True or False"},
       {"structured", v1("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (147,)}"),
        "structured dtype"},
+      // int32 is a dtype of quantized layers' files: valid, but not this float32 buffer's.
       {"int32", v1("{'descr': '<i4', 'fortran_order': False, 'shape': (1, 7, 7, 3)}"),
-       "dtype '<i4' is int32"},
+       "dtype int32 ('<i4') does not match kernel 'stem' buffer 'input', which is float32"},
+      {"int16", v1("{'descr': '<i2', 'fortran_order': False, 'shape': (1, 7, 7, 3)}"),
+       "dtype '<i2' is int16, expected"},
       {"junk_after", v1("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 7, 7, 3)} x"),
        "unexpected bytes after the header dict"},
       {"unterminated", v1("{'descr': '<f4, 'fortran_order': False, 'shape': (1, 7, 7, 3)}"),

@@ -522,6 +522,21 @@ TEST(ModelRun, CliRunsTheModel) {
                   shell_quote(y.string()) + " --weights " + shell_quote(x.string()));
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(contains(r.output, "--model takes no --weights or --bias")) << r.output;
+  // A quantized model's input (int8) for this float32 model input: refused naming both dtypes.
+  const fs::path x8 = kWork / "cli" / "x_int8.npy";
+  padfold::write_npy(x8.string(), {1, 7, 7, 3}, padfold::NpyDType::I8,
+                     std::vector<int8_t>(7 * 7 * 3, 1).data());
+  fs::remove(y);
+  r = run_command(std::string(PADFOLD_BIN) + " run " + shell_quote(c.bundle.string()) +
+                  " --model --input " + shell_quote(x8.string()) + " --output " +
+                  shell_quote(y.string()));
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "--input stem.input " + x8.string() +
+                                     ": dtype int8 ('|i1') does not match model input "
+                                     "'stem.input', which is float32: give a .npy file of "
+                                     "float32 ('<f4')"))
+      << r.output;
+  EXPECT_FALSE(fs::exists(y));
 }
 
 // Outputs dw and join: when one cannot be written, the other is not written either (it keeps its

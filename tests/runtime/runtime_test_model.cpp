@@ -1246,6 +1246,25 @@ INSTANTIATE_TEST_SUITE_P(
                "'shape' (n) is not a tuple; expected (n,)"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// The fake bundle's bias is float32: an int32 file (a quantized layer's bias) is refused at open,
+// naming the file and both dtypes.
+TEST_F(BundleModel, WeightsFileOfAnotherDtypeIsRefused) {
+  padfold::write_npy(BiasFile().string(), {3}, padfold::NpyDType::I32,
+                     std::vector<int32_t>{100, 200, 300}.data());
+  Hooks& h = hooks_;
+  pf_model_options opts = h.Options();
+  EXPECT_EQ(OpenModel(&opts), PF_ERR_IO);
+  EXPECT_EQ(model_, nullptr);
+  EXPECT_EQ(h.live, 0);
+  EXPECT_HAS(err_, ("kernel 'add_bias' buffer 'bias': " + BiasFile().string() +
+                    ": dtype int32 ('<i4'), expected float32 ('<f4'), the buffer's dtype")
+                       .c_str());
+  padfold::write_npy(BiasFile().string(), {3}, padfold::NpyDType::I8,
+                     std::vector<int8_t>{1, 2, 3}.data());
+  EXPECT_EQ(OpenModel(&opts), PF_ERR_IO);
+  EXPECT_HAS(err_, "dtype int8 ('|i1'), expected float32 ('<f4')");
+}
+
 TEST_F(BundleModel, MissingOrMisplacedWeightsFile) {
   fs::remove(BiasFile());
   EXPECT_EQ(OpenModel(), PF_ERR_IO);
@@ -1295,10 +1314,11 @@ TEST(NpyLoader, PathsMustStayInsideTheBundle) {
   b.source = "w.npy";
   b.dtype = PF_F16;
   EXPECT_EQ(pf_npy_load_weights("/tmp", "l", &b, dst, 6, err, sizeof err), PF_ERR_IO);
-  EXPECT_HAS(err, "the runtime reads dense float32 buffers only");
+  EXPECT_HAS(err, "the runtime reads dense float32, int8, uint8 and int32 buffers only");
 }
 
-// The C header parser agrees with the C++ reader (generator/base/npy.h) on what it accepts.
+// The C header parser agrees with the C++ reader (generator/base/npy.h) on what it accepts (and
+// runtime_test_dtypes.cpp on the files of other dtypes).
 TEST(NpyLoader, HeaderParserAgreesWithTheCppReader) {
   std::vector<std::string> files;
   for (auto shape : std::vector<std::vector<int64_t>>{{}, {0}, {3}, {1, 3, 4, 5}, {2, 0, 7}}) {
@@ -1326,7 +1346,7 @@ TEST(NpyLoader, HeaderParserAgreesWithTheCppReader) {
     bool cpp_ok = true;
     std::vector<int64_t> cpp_shape;
     try {
-      cpp_shape = padfold::parse_npy_f32(f, "f").shape;
+      cpp_shape = padfold::parse_npy(f, "f").shape;
     } catch (const std::exception&) {
       cpp_ok = false;
     }

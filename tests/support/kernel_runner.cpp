@@ -19,7 +19,51 @@ Halide::Buffer<float> as_buffer(const ref::Tensor& t) {
   return Halide::Buffer<float>(const_cast<float*>(t.data.data()), sizes);
 }
 
+// A Halide buffer of `type` holding t's values (layout order, outermost first).
+Halide::Buffer<> int_buffer(const ref::QTensor& t, Halide::Type type) {
+  std::vector<int> sizes(t.shape.rbegin(), t.shape.rend());
+  Halide::Buffer<> b(type, sizes);
+  for (size_t i = 0; i < t.data.size(); ++i) {
+    const int32_t v = t.data[i];
+    if (type == Halide::Int(8))
+      static_cast<int8_t*>(b.data())[i] = static_cast<int8_t>(v);
+    else if (type == Halide::UInt(8))
+      static_cast<uint8_t*>(b.data())[i] = static_cast<uint8_t>(v);
+    else
+      static_cast<int32_t*>(b.data())[i] = v;
+  }
+  return b;
+}
+
+ref::QTensor ints_of(const Halide::Buffer<>& b, std::vector<int64_t> shape) {
+  ref::QTensor t(std::move(shape));
+  for (size_t i = 0; i < t.data.size(); ++i)
+    t.data[i] = b.type() == Halide::Int(8) ? static_cast<const int8_t*>(b.data())[i]
+                                           : static_cast<const uint8_t*>(b.data())[i];
+  return t;
+}
+
 }  // namespace
+
+ref::QTensor quant_kernel_output(const Layer& L, const ref::QLayerData& d,
+                                 const std::string& target_name, const nlohmann::json& schedule) {
+  const Halide::Target target = resolve_target(target_name);
+  Kernel k = lower(L, target, schedule);
+  const Halide::Type act = element_type(L);
+  if (L.is_join()) {
+    for (size_t i = 0; i < d.inputs.size(); ++i)
+      k.param("input" + std::to_string(i)).set(int_buffer(d.inputs[i], act));
+  } else {
+    k.param("input").set(int_buffer(d.inputs.at(0), act));
+  }
+  if (L.has_weights()) k.param("weights").set(int_buffer(d.weights, Halide::Int(8)));
+  if (L.bias)
+    k.param("bias").set(int_buffer(ref::QTensor({L.out_channels}, d.bias), Halide::Int(32)));
+  const std::vector<int64_t> shape = L.output_shape_full();
+  Halide::Buffer<> out(act, std::vector<int>(shape.rbegin(), shape.rend()));
+  k.pipeline.realize(out, codegen_target(target));
+  return ints_of(out, shape);
+}
 
 ref::Tensor kernel_output(const Layer& L, const ref::LayerData& d, const std::string& target_name,
                           const nlohmann::json& schedule) {

@@ -18,6 +18,11 @@ ref::Tensor kernel_output(const Layer& layer, const ref::LayerData& data,
                           const std::string& target = "host",
                           const nlohmann::json& schedule = nlohmann::json::object());
 
+// A quantized layer's output (docs/int8.md) on `data`, JIT-compiled as kernel_output is.
+ref::QTensor quant_kernel_output(const Layer& layer, const ref::QLayerData& data,
+                                 const std::string& target = "host",
+                                 const nlohmann::json& schedule = nlohmann::json::object());
+
 // Every CPU knob at a random in-range value: a search value or, on ranges of at most 256, any
 // value of the range (as `--schedules` or a hand-edited database may give them).
 nlohmann::json random_cpu_knobs(std::mt19937& rng);

@@ -263,10 +263,100 @@ TEST(SpecErrors, NameNotIdentifier) {
   expect_error(one_layer({{"name", ""}}), {"t.json: layer '' (#0): field 'name': ''"});
 }
 
+// A quantized conv (docs/int8.md): every quant field parsed, and each mistake named by its field.
+TEST(SpecQuant, ConvFieldsAreParsedAndCheckedAgainstTheLayer) {
+  const json q = {{"dtype", "uint8"},
+                  {"activation", "relu6"},
+                  {"quant",
+                   {{"requantize", "onnx"},
+                    {"input", {{"scale", 0.5}, {"zero_point", 128}}},
+                    {"output", {{"scale", 0.25}, {"zero_point", 3}}},
+                    {"weight_scale", {0.1, 0.2, 0.3, 0.4}}}}};
+  const Layer L = parse(one_layer(q)).layers[0];
+  ASSERT_TRUE(L.quant);
+  EXPECT_EQ(L.dtype, DType::U8);
+  EXPECT_EQ(L.quant->requantize, Requantize::Onnx);
+  EXPECT_EQ(L.quant->inputs.size(), 1u);
+  EXPECT_EQ(L.quant->inputs[0].zero_point, 128);
+  EXPECT_FLOAT_EQ(L.quant->output.scale, 0.25f);
+  EXPECT_EQ(L.quant->weight_scales, (std::vector<float>{0.1f, 0.2f, 0.3f, 0.4f}));
+  auto with = [&](const json& patch) {
+    json j = q;
+    j.merge_patch(patch);
+    return j.dump();
+  };
+  expect_layer_error(with({{"quant", {{"weight_scale", {0.1, 0.2}}}}}), "quant.weight_scale",
+                     {"a list of 2; expected a positive scale, or a list of 4"});
+  expect_layer_error(with({{"quant", {{"input", {{"zero_point", 256}}}}}}),
+                     "quant.input.zero_point", {"256; expected an integer in [0, 255] (uint8)"});
+  expect_layer_error(with({{"quant", {{"output", {{"scale", 0}}}}}}), "quant.output.scale",
+                     {"a positive, normal float32 scale"});
+  expect_layer_error(with({{"quant", {{"requantize", "tvm"}}}}), "quant.requantize",
+                     {"'tvm'; expected tflite or onnx"});
+  expect_layer_error(with({{"quant", {{"output", nullptr}}}}), "quant.output", {"missing"});
+  expect_layer_error(with({{"quant", {{"scale", 1}}}}), "quant.scale", {"unknown field"});
+  expect_layer_error(with({{"activation", "sigmoid"}}), "activation",
+                     {"'sigmoid' on a uint8 layer; expected none, relu or relu6"});
+  expect_layer_error(R"({"quant": {}})", "quant", {"given on a layer of dtype float32"});
+}
+
+TEST(SpecQuant, PoolsKeepTheirInputsQuantizationAndOtherOpsAreRefused) {
+  const json pool = {{"op", "max_pool"},
+                     {"out_channels", nullptr},
+                     {"dtype", "int8"},
+                     {"quant", {{"input", {{"scale", 0.5}, {"zero_point", -3}}}}}};
+  const Layer L = parse(one_layer(pool)).layers[0];
+  EXPECT_EQ(L.quant->output.zero_point, -3);  // the output defaults to the input's
+  json differs = pool;
+  differs["quant"]["output"] = {{"scale", 0.5}, {"zero_point", 4}};
+  expect_layer_error(differs.dump(), "quant.output", {"differ from the input's"});
+  differs["op"] = "avg_pool";
+  differs["quant"]["requantize"] = "onnx";  // ONNX Runtime's average pool requantizes
+  EXPECT_EQ(parse(one_layer(differs)).layers[0].quant->output.zero_point, 4);
+  expect_layer_error(R"({"op": "conv_transpose2d", "dtype": "int8"})", "dtype",
+                     {"'int8' on a conv_transpose2d layer; expected int8 only on conv, max_pool, "
+                      "avg_pool and add layers"});
+}
+
+// A quantized layer reads its input as the producer wrote it: dtype, scale and zero point.
+TEST(SpecQuant, InputsMustHaveTheLayersDtypeAndQuantization) {
+  const json first = {{"name", "a"},
+                      {"op", "conv2d"},
+                      {"input_shape", {1, 3, 8, 8}},
+                      {"out_channels", 4},
+                      {"kernel", 3},
+                      {"dtype", "int8"},
+                      {"quant",
+                       {{"input", {{"scale", 0.5}, {"zero_point", 0}}},
+                        {"output", {{"scale", 0.25}, {"zero_point", 3}}},
+                        {"weight_scale", 0.1}}}};
+  json second = {{"name", "b"},
+                 {"op", "max_pool"},
+                 {"kernel", 2},
+                 {"dtype", "int8"},
+                 {"quant", {{"input", {{"scale", 0.25}, {"zero_point", 3}}}}}};
+  EXPECT_NO_THROW(parse(layers({first, second})));
+  second["quant"]["input"]["zero_point"] = 4;
+  expect_error(layers({first, second}),
+               {"layer 'b' (#1): field 'quant.input': scale 0.25 and zero point 4, but input "
+                "layer 'a' writes scale 0.25 and zero point 3"});
+  second.erase("quant");
+  second["dtype"] = "float32";
+  expect_error(layers({first, second}),
+               {"field 'dtype': 'float32' reading input layer 'a', which is int8"});
+  // Model inputs take defaults.dtype.
+  const Model m = parse(R"({"model": "m", "defaults": {"dtype": "int8"},
+      "inputs": [{"name": "x", "shape": [1, 3, 8, 8]}],
+      "layers": [{"name": "p", "op": "max_pool", "input": "x", "kernel": 2,
+                  "quant": {"input": {"scale": 1, "zero_point": 0}}}]})");
+  EXPECT_EQ(m.inputs.at(0).dtype, DType::I8);
+}
+
 TEST(SpecErrors, Dtype) {
   expect_layer_error(R"({"dtype": "float16"})", "dtype",
-                     {"'float16' is not supported yet (only float32 is generated)"});
+                     {"'float16' is not supported yet; expected float32, int8 or uint8"});
   expect_layer_error(R"({"dtype": "float64"})", "dtype", {"'float64'; expected float32"});
+  expect_layer_error(R"({"dtype": "int8"})", "quant", {"missing for a layer of dtype int8"});
 }
 
 TEST(SpecErrors, OpOnlyFields) {
@@ -821,10 +911,11 @@ TEST(Spec, NameTables) {
   EXPECT_EQ(to_string(DType::F16), "float16");
   EXPECT_EQ(to_string(DType::I8), "int8");
   EXPECT_EQ(parse(one_layer({{"dtype", "float32"}})).layers[0].dtype, DType::F32);
+  EXPECT_EQ(to_string(DType::U8), "uint8");
   EXPECT_EQ(error_of(one_layer({{"dtype", "float64"}})),
-            "t.json: layer 'c' (#0): field 'dtype': 'float64'; expected float32 (or f32)");
-  expect_layer_error(R"({"dtype": "i8"})", "dtype",
-                     {"'i8' is not supported yet (only float32 is generated); expected float32"});
+            "t.json: layer 'c' (#0): field 'dtype': 'float64'; expected float32, int8 or uint8 "
+            "(or f32, i8, u8)");
+  expect_layer_error(R"({"dtype": "f16"})", "dtype", {"'f16' is not supported yet"});
   expect_layer_error(R"({"padding": true})", "padding",
                      {"boolean true; expected a padding name (valid, same, same_upper, "
                       "same_lower, torch_same, scipy_same, causal, full), an integer"});

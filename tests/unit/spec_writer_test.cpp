@@ -103,7 +103,7 @@ std::string field_of(Layer l, const std::vector<TensorSource>& in) {
 }
 
 TEST(ResolveLayer, ResolvesAndNamesTheFieldAtFault) {
-  const TensorSource x{"x", "model input 'x'", {false, 2}, {1, 6, 9, 9}};
+  const TensorSource x{"x", "model input 'x'", {false, 2}, {1, 6, 9, 9}, DType::F32, {}};
   Layer ok = conv(3, 9);
   resolve_layer(ok, {x});
   EXPECT_EQ(ok.output_shape_full(), (std::vector<int64_t>{1, 9, 9, 9}));
@@ -116,7 +116,7 @@ TEST(ResolveLayer, ResolvesAndNamesTheFieldAtFault) {
   wide.border = Border::Reflect;
   wide.padding = explicit_padding({9, 0, 0, 0}, 2);
   EXPECT_EQ(field_of(wide, {x}), "border");  // reflect needs a pad under the input
-  const TensorSource nhwc{"y", "model input 'y'", {true, 2}, {1, 9, 9, 6}};
+  const TensorSource nhwc{"y", "model input 'y'", {true, 2}, {1, 9, 9, 6}, DType::F32, {}};
   EXPECT_EQ(field_of(conv(1, 2), {nhwc}), "layout");
 
   Layer add;
@@ -125,7 +125,7 @@ TEST(ResolveLayer, ResolvesAndNamesTheFieldAtFault) {
   add.op_name = "add";
   add.layout = {false, 2};
   add.inputs = {"x", "z"};
-  const TensorSource z{"z", "model input 'z'", {false, 2}, {1, 6, 9, 8}};
+  const TensorSource z{"z", "model input 'z'", {false, 2}, {1, 6, 9, 8}, DType::F32, {}};
   EXPECT_EQ(field_of(add, {x, z}), "input");
   EXPECT_EQ(field_of(add, {x, x}), "");
 }

@@ -743,8 +743,12 @@ std::vector<TensorSource> sources_of(const Context& c, const Layer& l) {
   std::vector<TensorSource> sources;
   for (const std::string& t : l.inputs) {
     const std::vector<int64_t> shape = c.type(t)->shape;  // the drafts check it is known
-    sources.push_back(
-        {t, "input '" + t + "'", layout_for(static_cast<int>(shape.size()) - 2), shape});
+    sources.push_back({t,
+                       "input '" + t + "'",
+                       layout_for(static_cast<int>(shape.size()) - 2),
+                       shape,
+                       l.dtype,
+                       {}});
   }
   return sources;
 }

@@ -1,0 +1,315 @@
+#include "algorithm/requantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace padfold {
+
+using namespace Halide;
+
+namespace {
+
+constexpr int32_t kInt32Max = std::numeric_limits<int32_t>::max();
+// x86's float -> int32 conversions (cvtps2dq, cvttss2si) give INT32_MIN for a value past int32.
+constexpr float kTwoTo31 = 2147483648.f;
+
+const LayerQuant& quant_of(const Layer& L) {
+  if (!L.quant) throw std::invalid_argument("layer '" + L.name + "' has no quantization");
+  return *L.quant;
+}
+
+[[noreturn]] void refuse(const Layer& L, const std::string& why) {
+  throw std::invalid_argument("layer '" + L.name + "': " + why);
+}
+
+template <typename T>
+bool all_equal(const std::vector<T>& values) {
+  return std::adjacent_find(values.begin(), values.end(), std::not_equal_to<>()) == values.end();
+}
+
+// A per-channel constant: a scalar when every channel shares it, else an embedded buffer.
+template <typename T>
+Expr per_channel(const std::vector<T>& values, Expr channel, const std::string& name) {
+  if (all_equal(values)) return Expr(values.front());
+  Buffer<T> buffer({static_cast<int>(values.size())}, Internal::unique_name(name));
+  for (size_t i = 0; i < values.size(); ++i) buffer(static_cast<int>(i)) = values[i];
+  // Read as any input is: Halide checks the channels a schedule computes lie in the table.
+  return buffer(channel);
+}
+
+// An already rounded float to the dtype as x86 ORT converts it: past int32 the conversion gives
+// INT32_MIN, which the saturating packs (or clamp) then take to the dtype's minimum.
+Expr x86_saturate(Expr rounded, DType dtype) {
+  const auto [qmin, qmax] = dtype_range(dtype);
+  const Expr in_dtype =
+      cast<int32_t>(clamp(rounded, static_cast<float>(qmin), static_cast<float>(qmax)));
+  return select(strict_float(rounded >= kTwoTo31), qmin, in_dtype);
+}
+
+}  // namespace
+
+FixedPointMultiplier quantize_multiplier(double real) {
+  if (!std::isfinite(real))
+    throw std::invalid_argument("quantize_multiplier of a non-finite value");
+  if (real == 0.) return {};
+  int shift = 0;
+  const double q = std::frexp(real, &shift);
+  auto fixed = static_cast<int64_t>(std::round(q * static_cast<double>(int64_t{1} << 31)));
+  if (fixed == (int64_t{1} << 31)) {
+    fixed /= 2;
+    ++shift;
+  }
+  if (shift < -31) return {};
+  return {static_cast<int32_t>(fixed), shift};
+}
+
+FixedPointMultiplier quantize_multiplier_smaller_than_one(double real) {
+  if (!(real > 0. && real < 1.))
+    throw std::invalid_argument("a multiplier smaller than one must lie in (0, 1), got " +
+                                std::to_string(real));
+  const FixedPointMultiplier m = quantize_multiplier(real);
+  // Just below 1, q * 2^31 rounds up to 2^31 and the shift becomes 1: TFLite's check fails.
+  if (m.shift > 0)
+    throw std::invalid_argument("multiplier " + std::to_string(real) + " rounds up to 1");
+  return m;
+}
+
+std::pair<int32_t, int32_t> dtype_range(DType dtype) {
+  switch (dtype) {
+    case DType::I8:
+      return {-128, 127};
+    case DType::U8:
+      return {0, 255};
+    case DType::F32:
+    case DType::F16:
+      break;
+  }
+  throw std::invalid_argument("dtype " + to_string(dtype) + " is not quantized");
+}
+
+int32_t quantize_value(float v, const QuantParams& q, DType dtype, Requantize mode) {
+  const auto [qmin, qmax] = dtype_range(dtype);
+  const float scaled = v / q.scale;
+  if (std::isnan(scaled)) throw std::invalid_argument("cannot quantize " + std::to_string(v));
+  // nearbyint rounds half to even in the default rounding mode, which the generator never changes.
+  const float rounded = mode == Requantize::Tflite ? std::round(scaled) : std::nearbyint(scaled);
+  const double value = static_cast<double>(rounded) + q.zero_point;
+  return static_cast<int32_t>(
+      std::clamp(value, static_cast<double>(qmin), static_cast<double>(qmax)));
+}
+
+std::pair<int32_t, int32_t> activation_range(const Layer& L) {
+  const auto [qmin, qmax] = dtype_range(L.dtype);
+  const QuantParams& out = quant_of(L).output;
+  const Requantize mode = quant_of(L).requantize;
+  switch (L.activation) {
+    case Activation::None:
+      return {qmin, qmax};
+    case Activation::Relu:
+      return {std::max(qmin, quantize_value(0.f, out, L.dtype, mode)), qmax};
+    case Activation::Relu6:
+      return {std::max(qmin, quantize_value(0.f, out, L.dtype, mode)),
+              std::min(qmax, quantize_value(6.f, out, L.dtype, mode))};
+    default:
+      break;
+  }
+  refuse(L, "a quantized layer's activation must be none, relu or relu6, not " +
+                to_string(L.activation));
+}
+
+ConvRequantization conv_requantization(const Layer& L) {
+  const LayerQuant& q = quant_of(L);
+  const size_t channels = static_cast<size_t>(L.out_channels);
+  if (q.inputs.empty()) refuse(L, "no input quantization");
+  if (q.weight_scales.size() != 1 && q.weight_scales.size() != channels)
+    refuse(L, std::to_string(q.weight_scales.size()) + " weight scales for " +
+                  std::to_string(channels) + " output channels");
+  const float sx = q.inputs[0].scale, sy = q.output.scale;
+  ConvRequantization r;
+  for (size_t o = 0; o < channels; ++o) {
+    const float sw = q.weight_scales[q.weight_scales.size() == 1 ? 0 : o];
+    if (q.requantize == Requantize::Onnx) {
+      r.scale.push_back(sx * sw / sy);
+      continue;
+    }
+    const FixedPointMultiplier m = quantize_multiplier(
+        static_cast<double>(sx) * static_cast<double>(sw) / static_cast<double>(sy));
+    // TFLite computes x * (1 << shift): a larger shift is undefined there.
+    if (m.shift > 30) refuse(L, "requantization scale above 2^30");
+    r.fixed.push_back(m);
+  }
+  return r;
+}
+
+Expr saturating_rounding_doubling_high_mul(Expr a, Expr b) {
+  // gemmlowp adds a nudge of 2^30 (1 - 2^30 when a * b < 0) and divides by 2^31 truncating. For a
+  // negative n, trunc((n + 1 - 2^30) / 2^31) == floor((n + 2^30) / 2^31), so both signs are one
+  // rounding shift: ties go toward +infinity. Only INT32_MIN * INT32_MIN leaves int32. A faster
+  // vector form: Halide's rounding_mul_shift_right(a, b, 31) is the same operation (one VQRDMULH on
+  // ARM), where this one spells out the 64-bit product.
+  const Expr product = cast<int64_t>(std::move(a)) * cast<int64_t>(std::move(b));
+  return cast<int32_t>(min((product + (1 << 30)) >> 31, kInt32Max));
+}
+
+Expr rounding_divide_by_pot(Expr x, Expr exponent) {
+  // Unsigned shift counts: Halide reads a signed count's sign as a direction.
+  const Expr e = cast<uint32_t>(std::move(exponent));
+  const Expr mask = cast<int32_t>((cast<int64_t>(1) << cast<uint64_t>(e)) - 1);
+  const Expr remainder = x & mask;
+  const Expr threshold = (mask >> 1) + select(x < 0, 1, 0);
+  return (x >> e) + select(remainder > threshold, 1, 0);
+}
+
+Expr multiply_by_quantized_multiplier(Expr x, Expr multiplier, Expr shift) {
+  const Expr left = cast<uint64_t>(max(shift, 0));
+  const Expr right = max(-shift, 0);
+  // TFLite's int32 x * (1 << left) wraps; Halide assumes int32 arithmetic does not, so wrap
+  // explicitly through int64.
+  const Expr shifted = cast<int32_t>(cast<int64_t>(std::move(x)) << left);
+  return rounding_divide_by_pot(
+      saturating_rounding_doubling_high_mul(shifted, std::move(multiplier)), right);
+}
+
+Expr requantize_float(Expr acc, Expr scale, int32_t zero_point, int32_t lo, int32_t hi) {
+  // MlasRequantizeOutput (and the ConvSym kernels' post-processing): mulps, maxps, minps,
+  // cvtps2dq (round half to even), paddd. The clamp keeps the conversion inside int32.
+  const Expr scaled = strict_float(
+      min(max(cast<float>(std::move(acc)) * std::move(scale), static_cast<float>(lo - zero_point)),
+          static_cast<float>(hi - zero_point)));
+  return cast<int32_t>(round(scaled)) + zero_point;
+}
+
+Expr requantize_conv(const Layer& L, Expr acc, Expr channel) {
+  const LayerQuant& q = quant_of(L);
+  const auto [lo, hi] = activation_range(L);
+  const int32_t zy = q.output.zero_point;
+  const ConvRequantization r = conv_requantization(L);
+  if (q.requantize == Requantize::Onnx)
+    return requantize_float(std::move(acc), per_channel(r.scale, channel, L.name + "_scale"), zy,
+                            lo, hi);
+  std::vector<int32_t> multipliers, shifts;
+  for (const FixedPointMultiplier& m : r.fixed) {
+    multipliers.push_back(m.multiplier);
+    shifts.push_back(m.shift);
+  }
+  const Expr scaled = multiply_by_quantized_multiplier(
+      std::move(acc), per_channel(multipliers, channel, L.name + "_multiplier"),
+      per_channel(shifts, channel, L.name + "_shift"));
+  // TFLite's acc += output_offset wraps in int32.
+  return clamp(cast<int32_t>(cast<int64_t>(scaled) + zy), lo, hi);
+}
+
+Expr fused_multiply_add(Expr a, Expr b, Expr c) {
+  // The product of two floats is exact in double. TwoSum (Knuth) gives the error of the double sum,
+  // and rounding that sum to odd before rounding to float gives the correctly rounded result
+  // (Boldo and Melquiond, "Emulation of FMA and correctly rounded sums", 2008).
+  const Expr p = strict_float(cast<double>(std::move(a)) * cast<double>(std::move(b)));
+  const Expr cd = cast<double>(std::move(c));
+  const Expr sum = strict_float(p + cd);
+  const Expr cv = strict_float(sum - p);
+  const Expr pv = strict_float(sum - cv);
+  const Expr error = strict_float((p - pv) + (cd - cv));
+  const Expr bits = reinterpret<int64_t>(sum);
+  // Moving one ulp toward the error makes the last bit odd; in sign-magnitude that is +1 when the
+  // error has the sum's sign.
+  const Expr zero = Expr(0.0);
+  const Expr away_from_zero = strict_float((error > zero) == (sum > zero));
+  const Expr odd = select(strict_float(error != zero) && (bits & 1) == 0,
+                          bits + select(away_from_zero, Expr(int64_t{1}), Expr(int64_t{-1})), bits);
+  return cast<float>(reinterpret<double>(odd));
+}
+
+bool average_pool_onnx_global(const Layer& L) {
+  if (L.op != Op::AvgPool || !L.quant || L.quant->requantize != Requantize::Onnx) return false;
+  if (L.kernel != L.in_spatial) return false;
+  return std::all_of(L.pads.axes.begin(), L.pads.axes.end(),
+                     [](const AxisPads& p) { return p.before == 0 && p.after == 0; });
+}
+
+Expr average_pool_zero(const Layer& L) {
+  const bool float_sum = quant_of(L).requantize == Requantize::Onnx && !average_pool_onnx_global(L);
+  return float_sum ? Expr(0.f) : Expr(0);
+}
+
+Expr average_pool_accumulate(const Layer& L, Expr sum, Expr x) {
+  const LayerQuant& q = quant_of(L);
+  if (q.requantize == Requantize::Tflite || average_pool_onnx_global(L))
+    return std::move(sum) + cast<int32_t>(std::move(x));
+  // QLinearAveragePool dequantizes the input (x_scale * (int(x) - x_zero_point)) and sums floats.
+  const QuantParams& in = q.inputs.at(0);
+  return strict_float(std::move(sum) +
+                      in.scale * cast<float>(cast<int32_t>(std::move(x)) - in.zero_point));
+}
+
+Expr average_pool_tflite(Expr sum, Expr count) {
+  // C's truncating division, from Halide's flooring one on non-negative numerators (Halide's `/`
+  // also stays defined in masked vector lanes whose count is 0).
+  const Expr half = count / 2;
+  return select(sum > 0, (sum + half) / count, -((half - sum) / count));
+}
+
+Expr average_pool_onnx(Expr sum, Expr count, const QuantParams& out, DType dtype) {
+  // qlinear_pool.cc: AveragePool::Finalize divides by the count, then quantize_value computes
+  // nearbyintf(y / y_scale + y_zero_point): the zero point is added before rounding.
+  const Expr value = strict_float(std::move(sum) / cast<float>(std::move(count)) / out.scale +
+                                  static_cast<float>(out.zero_point));
+  return x86_saturate(round(value), dtype);
+}
+
+Expr average_pool_quantized(const Layer& L, Expr sum, Expr count) {
+  const LayerQuant& q = quant_of(L);
+  const auto [lo, hi] = activation_range(L);
+  if (q.requantize == Requantize::Tflite)
+    return clamp(average_pool_tflite(std::move(sum), std::move(count)), lo, hi);
+  if (!average_pool_onnx_global(L))
+    return clamp(average_pool_onnx(std::move(sum), std::move(count), q.output, L.dtype), lo, hi);
+  // MlasQLinearGlobalAveragePoolNchw/Nhwc: sum(x) - zx * taps, requantized with one float scale.
+  int64_t taps = 1;
+  for (int64_t extent : L.in_spatial) taps *= extent;
+  const QuantParams& in = q.inputs.at(0);
+  const float scale = in.scale / (q.output.scale * static_cast<float>(taps));
+  if (taps >= (int64_t{1} << 24) || scale < std::ldexp(1.f, -32) || scale >= 256.f)
+    refuse(L, "ONNX Runtime's global average pool refuses this input size or scale ratio");
+  const Expr acc = std::move(sum) - in.zero_point * static_cast<int32_t>(taps);
+  return requantize_float(acc, scale, q.output.zero_point, lo, hi);
+}
+
+Expr add_quantized(const Layer& L, Expr x0, Expr x1) {
+  const LayerQuant& q = quant_of(L);
+  if (q.inputs.size() != 2) refuse(L, "a quantized add needs the quantization of two inputs");
+  const QuantParams &a = q.inputs[0], &b = q.inputs[1], &out = q.output;
+  const auto [lo, hi] = activation_range(L);
+  if (q.requantize == Requantize::Tflite) {
+    constexpr int kLeftShift = 20;  // 8-bit inputs (add.cc: 15 is int16's)
+    const double twice_max = 2 * std::max(a.scale, b.scale);
+    const double out_real = twice_max / ((1 << kLeftShift) * out.scale);
+    if (out_real >= 1.) refuse(L, "TFLite's add needs 2 * max(input scales) < 2^20 * output scale");
+    const FixedPointMultiplier ma = quantize_multiplier_smaller_than_one(a.scale / twice_max);
+    const FixedPointMultiplier mb = quantize_multiplier_smaller_than_one(b.scale / twice_max);
+    const FixedPointMultiplier mo = quantize_multiplier_smaller_than_one(out_real);
+    const auto scaled = [](Expr x, int32_t zero_point, FixedPointMultiplier m) {
+      return multiply_by_quantized_multiplier((std::move(x) - zero_point) * (1 << kLeftShift),
+                                              m.multiplier, m.shift);
+    };
+    const Expr sum =
+        scaled(std::move(x0), a.zero_point, ma) + scaled(std::move(x1), b.zero_point, mb);
+    return clamp(multiply_by_quantized_multiplier(sum, mo.multiplier, mo.shift) + out.zero_point,
+                 lo, hi);
+  }
+  // qladd_avx2.cpp (what ORT runs on every AVX2 x86-64 CPU): the fixed part is the C++ expression
+  // zc - (ra * za + rb * zb), which GCC contracts to zc - fma(ra, za, rb * zb) (ORT 1.32 agrees on
+  // every int8 and uint8 pair); each element is cvtps2dq(fma(a, ra, fma(b, rb, fixed))).
+  const float ra = a.scale / out.scale, rb = b.scale / out.scale;
+  const float fixed =
+      static_cast<float>(out.zero_point) -
+      std::fma(ra, static_cast<float>(a.zero_point), rb * static_cast<float>(b.zero_point));
+  const Expr with_b = fused_multiply_add(cast<float>(std::move(x1)), rb, fixed);
+  const Expr value = fused_multiply_add(cast<float>(std::move(x0)), ra, with_b);
+  return clamp(x86_saturate(round(value), L.dtype), lo, hi);
+}
+
+}  // namespace padfold

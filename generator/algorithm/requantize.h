@@ -1,0 +1,116 @@
+// The integer arithmetic of quantized (int8/uint8) layers, bit for bit as the peers do it
+// (docs/int8.md): TFLite's reference kernels (gemmlowp fixed point, double rounding, the default
+// build without TFLITE_SINGLE_ROUNDING) and ONNX Runtime's x86-64 CPU kernels (MLAS float
+// requantization). Compile-time constants are plain C++; the per-element arithmetic is Halide
+// expressions on int32 (or float) Exprs that vectorize and call no extern function per lane.
+//
+// Float arithmetic here is wrapped in Halide::strict_float: by default Halide lets LLVM
+// reassociate and contract (fma) float operations, which would change the peers' roundings.
+#pragma once
+
+#include <Halide.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "frontend/layer.h"
+
+namespace padfold {
+
+// ---- Compile-time constants.
+
+// real ~= multiplier * 2^(shift - 31), multiplier in [2^30, 2^31) (0 for real == 0).
+struct FixedPointMultiplier {
+  int32_t multiplier = 0;
+  int shift = 0;
+};
+// TFLite's QuantizeMultiplier: frexp, round(q * 2^31) half away from zero, 2^31 -> 2^30 with
+// shift + 1, shift < -31 flushed to (0, 0).
+FixedPointMultiplier quantize_multiplier(double real);
+// QuantizeMultiplierSmallerThanOneExp: the same for 0 < real < 1; throws std::invalid_argument
+// otherwise (TFLite fails the model).
+FixedPointMultiplier quantize_multiplier_smaller_than_one(double real);
+
+// [-128, 127] or [0, 255]; throws std::invalid_argument for a float dtype.
+std::pair<int32_t, int32_t> dtype_range(DType dtype);
+// The integer of the dtype standing for v: round(v / q.scale) (float division) + q.zero_point,
+// saturated. Tflite rounds half away from zero (TfLiteRound), Onnx half to even (MLAS
+// QuantizeLinear).
+int32_t quantize_value(float v, const QuantParams& q, DType dtype, Requantize mode);
+// The clamp of L's quantized output: none [qmin, qmax]; relu [max(qmin, zy), qmax]; relu6 also
+// min(qmax, quantize_value(6)). TFLite: CalculateActivationRangeQuantized. ONNX Runtime has no
+// fused activation: a QDQ Relu/Clip(0, 6) on the output's own scale and zero point computes
+// exactly this clamp (with its QuantizeLinear's half-to-even rounding of 6 / sy). Throws
+// std::invalid_argument for another activation.
+std::pair<int32_t, int32_t> activation_range(const Layer& L);
+
+// One entry per output channel (a per-tensor weight scale is broadcast). Tflite fills `fixed`
+// from double(sx) * double(sw[o]) / double(sy) (PopulateConvolutionQuantizationParams); Onnx fills
+// `scale` with sx * sw[o] / sy in float, left to right (QLinearConv's output scales).
+struct ConvRequantization {
+  std::vector<FixedPointMultiplier> fixed;
+  std::vector<float> scale;
+};
+ConvRequantization conv_requantization(const Layer& L);
+
+// ---- Halide expressions. Integer arguments are Int(32) Exprs, scalar or vector.
+
+// gemmlowp's SaturatingRoundingDoublingHighMul: round(a * b / 2^31), ties toward +infinity,
+// INT32_MIN * INT32_MIN saturating to INT32_MAX (ARM's VQRDMULH).
+Halide::Expr saturating_rounding_doubling_high_mul(Halide::Expr a, Halide::Expr b);
+// gemmlowp's RoundingDivideByPOT: x / 2^exponent rounded half away from zero; exponent in [0, 31].
+Halide::Expr rounding_divide_by_pot(Halide::Expr x, Halide::Expr exponent);
+// TFLite's MultiplyByQuantizedMultiplier (double rounding); shift in [-31, 30]. The x * 2^shift of
+// a positive shift wraps as TFLite's int32 product does.
+Halide::Expr multiply_by_quantized_multiplier(Halide::Expr x, Halide::Expr multiplier,
+                                              Halide::Expr shift);
+// MLAS's MlasRequantizeOutput on an int32 accumulator and a float scale, then clamped to
+// [lo, hi]: float(acc) * scale, clamped in float to [lo - zp, hi - zp], rounded half to even,
+// plus zp. With [lo, hi] the dtype's range this is MLAS itself; a narrower [lo, hi] (an activation
+// range) gives the same as MLAS followed by that clamp.
+Halide::Expr requantize_float(Halide::Expr acc, Halide::Expr scale, int32_t zero_point, int32_t lo,
+                              int32_t hi);
+// A conv's output from its int32 accumulator (bias added) for output channel `channel`: the mode's
+// requantization with conv_requantization(L)'s constants (a scalar when every channel shares one,
+// else an embedded buffer indexed by `channel`), zy added, clamped to activation_range(L).
+Halide::Expr requantize_conv(const Layer& L, Halide::Expr acc, Halide::Expr channel);
+
+// A correctly rounded float fma(a, b, c) from double arithmetic (no fma instruction needed).
+Halide::Expr fused_multiply_add(Halide::Expr a, Halide::Expr b, Halide::Expr c);
+
+// ---- Average pooling. The taps that count are summed in a reduction the caller writes:
+//   sum = average_pool_zero(L); for each counted tap: sum = average_pool_accumulate(L, sum, x)
+// over the taps inside the input, in row-major window order (the last spatial axis innermost):
+// TFLite skips the padding; ORT sums only the taps inside the input even with count_include_pad
+// (which only changes `count`). A tap in the padding may instead add average_pool_zero(L).
+
+// The 0 the sum starts from: int32 (Tflite; Onnx's global path) or float (Onnx).
+Halide::Expr average_pool_zero(const Layer& L);
+// sum plus tap x (L's input dtype): Tflite sum + x; Onnx (QLinearAveragePool) the float
+// sum + sx * float(x - zx), strict; Onnx's global path sum + x.
+Halide::Expr average_pool_accumulate(const Layer& L, Halide::Expr sum, Halide::Expr x);
+// The output from the finished sum and the number of counted taps `count` (Int(32)), clamped to
+// activation_range(L).
+Halide::Expr average_pool_quantized(const Layer& L, Halide::Expr sum, Halide::Expr count);
+// ORT routes a pool whose kernel is the whole input with no pads to MlasQLinearGlobalAveragePool:
+// an integer sum, requantized by requantize_float with sx / (sy * float(taps)) (every input
+// position is a tap: average_pool_quantized ignores `count` there).
+bool average_pool_onnx_global(const Layer& L);
+
+// reference_integer_ops AveragePool: sum (of the integers) > 0 ? (sum + count / 2) / count :
+// (sum - count / 2) / count in C's truncating division.
+Halide::Expr average_pool_tflite(Halide::Expr sum, Halide::Expr count);
+// QLinearAveragePool's float path: nearbyint(sum / float(count) / sy + float(zy)) (sum the float
+// sum of dequantized taps), saturated as x86 does it: a value past int32 (cvttss2si's INT32_MIN)
+// gives the dtype's minimum.
+Halide::Expr average_pool_onnx(Halide::Expr sum, Halide::Expr count, const QuantParams& out,
+                               DType dtype);
+
+// ---- Add: int32 inputs (each in its dtype's range), the final clamped int32.
+// Tflite (kernels/add.cc, reference_integer_ops::Add): left shift 20, multipliers s_i / (2 max s)
+// and 2 max s / (2^20 sy); ONNX Runtime: MLAS's AVX2 QLinearAdd kernel (float ratios and fma).
+// Throws std::invalid_argument where the peer refuses the scales.
+Halide::Expr add_quantized(const Layer& L, Halide::Expr x0, Halide::Expr x1);
+
+}  // namespace padfold

@@ -1,0 +1,209 @@
+// Quantized (int8/uint8) kernels against the integer reference (reference/quant_reference.h),
+// bit for bit: the float kernel matrix (every op x convention x border x layout) made quantized
+// with random scales and zero points across the dtype's range, in both requantize modes, on every
+// CPU family (compiled only where this CPU cannot run it); the zero point as the border; add.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "kernel_cases.h"
+#include "kernel_runner.h"
+
+namespace padfold::testing {
+namespace {
+
+using json = nlohmann::json;
+
+double log_uniform(std::mt19937& rng, double lo, double hi) {
+  return std::exp(std::uniform_real_distribution<double>(std::log(lo), std::log(hi))(rng));
+}
+
+json params(double scale, int32_t zero_point) {
+  return {{"scale", static_cast<float>(scale)}, {"zero_point", zero_point}};
+}
+
+// Zero points at both ends of the range, at real 0's usual places and anywhere.
+int32_t zero_point(std::mt19937& rng, bool u8) {
+  const int32_t lo = u8 ? 0 : -128, hi = u8 ? 255 : 127;
+  switch (rng() % 4) {
+    case 0:
+      return lo;
+    case 1:
+      return hi;
+    case 2:
+      return u8 ? 128 : 0;
+    default:
+      return std::uniform_int_distribution<int32_t>(lo, hi)(rng);
+  }
+}
+
+int64_t taps(const json& L, const Layer& parsed) {
+  int64_t t = 1;
+  for (int64_t k : parsed.kernel) t *= k;
+  return L.value("op", "").rfind("conv", 0) == 0 ? t * parsed.in_channels / parsed.groups : t;
+}
+
+// The float case's layer as an int8/uint8 one; nullopt for ops without quantized kernels.
+std::optional<std::string> quantized_spec(const KernelCase& c, std::mt19937& rng) {
+  json spec = json::parse(c.spec);
+  json& L = spec["layers"][0];
+  const std::string op = L["op"];
+  if (op.rfind("conv_transpose", 0) == 0) return std::nullopt;
+  const Layer parsed = parse_spec(c.spec, c.name).layers.at(0);
+  const bool u8 = rng() % 2;
+  L["dtype"] = u8 ? "uint8" : "int8";
+  if (L.contains("activation")) {
+    const char* acts[] = {"none", "relu", "relu6"};
+    L["activation"] = acts[rng() % 3];
+  }
+  const bool onnx = rng() % 2;
+  const double sx = log_uniform(rng, 1e-3, 1e-1);
+  json q = {{"requantize", onnx ? "onnx" : "tflite"}, {"input", params(sx, zero_point(rng, u8))}};
+  if (op.rfind("conv", 0) == 0) {
+    // Per-channel scales over four decades in a third of the cases, else within 4x of each
+    // other; the output scale keeps most outputs inside the range.
+    const bool wide = rng() % 3 == 0;
+    const double base = log_uniform(rng, 1e-3, 1e-1);
+    json ws = json::array();
+    for (int64_t o = 0; o < parsed.out_channels; ++o)
+      ws.push_back(static_cast<float>(wide ? log_uniform(rng, 1e-4, 1.0)
+                                           : base * log_uniform(rng, 0.5, 2.0)));
+    q["weight_scale"] = rng() % 4 == 0 ? json(ws[0]) : ws;
+    const double sy = sx * base * std::sqrt(static_cast<double>(taps(L, parsed))) * 40;
+    q["output"] = params(sy, zero_point(rng, u8));
+  } else if (op.rfind("avg_pool", 0) == 0 && onnx) {
+    q["output"] = params(sx * log_uniform(rng, 0.5, 2.0), zero_point(rng, u8));
+  }
+  L["quant"] = q;
+  return spec.dump();
+}
+
+struct QuantCase {
+  std::string target, name, spec;
+  json schedule = json::object();
+};
+
+void PrintTo(const QuantCase& c, std::ostream* os) {
+  *os << c.target << "/" << c.name << " " << c.schedule.dump();
+}
+
+std::vector<QuantCase> matrix(const std::string& target, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<QuantCase> out;
+  for (const KernelCase& k : make_kernel_cases(seed, 1))
+    if (auto spec = quantized_spec(k, rng)) out.push_back({target, "q_" + k.name, *spec});
+  return out;
+}
+
+std::vector<QuantCase> family_cases() {
+  std::vector<QuantCase> out;
+  for (const TargetFamilyCase& f : cpu_target_families())
+    for (QuantCase& c : matrix(f.target, f.seed + 100)) out.push_back(std::move(c));
+  for (QuantCase& c : matrix("host", 2027)) out.push_back(std::move(c));
+  // Random knobs on a third of another draw: any combination resolves to a correct kernel.
+  std::mt19937 rng(99);
+  std::vector<QuantCase> knobbed = matrix("host", 4711);
+  for (size_t i = 0; i < knobbed.size(); i += 3) {
+    knobbed[i].schedule = random_cpu_knobs(rng);
+    out.push_back(knobbed[i]);
+  }
+  return out;
+}
+
+void expect_same(const ref::QTensor& got, const ref::QTensor& want, const std::string& what) {
+  ASSERT_EQ(got.shape, want.shape) << what;
+  size_t wrong = 0, first = 0;
+  for (size_t i = 0; i < want.data.size(); ++i)
+    if (got.data[i] != want.data[i] && wrong++ == 0) first = i;
+  EXPECT_EQ(wrong, 0u) << wrong << " of " << want.data.size() << " differ; first at " << first
+                       << ": " << got.data[first] << " vs " << want.data[first] << "\n"
+                       << what;
+}
+
+class QuantKernelVsReference : public ::testing::TestWithParam<QuantCase> {};
+
+TEST_P(QuantKernelVsReference, IsBitExact) {
+  const QuantCase& c = GetParam();
+  const Model model = parse_spec(c.spec, c.name);
+  const Layer& L = model.layers.at(0);
+  if (!runs_here(c.target)) {
+    EXPECT_GT(compile_only(L, c.target, c.schedule), 0) << c.spec;
+    return;
+  }
+  const ref::QLayerData data = ref::random_quant_data(L, 1234);
+  const ref::QTensor want = ref::quant_reference_output(L, data);
+  expect_same(quant_kernel_output(L, data, c.target, c.schedule), want,
+              c.spec + "\nschedule: " + c.schedule.dump());
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, QuantKernelVsReference, ::testing::ValuesIn(family_cases()));
+
+Layer one_layer(const std::string& spec) {
+  return parse_spec(spec, "test").layers.at(0);
+}
+
+// "zeros" pads with the input zero point, the integer meaning 0.0: padding with integer 0 would
+// be another answer, and this kernel must not give it.
+TEST(QuantBorder, ZerosIsTheInputZeroPoint) {
+  for (const char* dtype : {"int8", "uint8"}) {
+    for (const char* mode : {"tflite", "onnx"}) {
+      SCOPED_TRACE(std::string(dtype) + " " + mode);
+      const int zx = std::string(dtype) == "int8" ? -128 : 200;
+      const std::string spec = R"({"model": "m", "layers": [{"name": "c", "op": "conv2d",
+          "dtype": ")" + std::string(dtype) +
+                               R"(", "input_shape": [1, 9, 8, 3], "layout": "NHWC",
+          "out_channels": 4, "kernel": 3, "stride": 2, "padding": "same",
+          "convention": "tensorflow", "bias": true, "quant": {"requantize": ")" +
+                               mode + R"(", "input": {"scale": 0.02, "zero_point": )" +
+                               std::to_string(zx) + R"(}, "weight_scale": [0.01, 0.02, 0.005, 0.01],
+          "output": {"scale": 0.5, "zero_point": 3}}}]})";
+      const Layer L = one_layer(spec);
+      const ref::QLayerData data = ref::random_quant_data(L, 5);
+      const ref::QTensor got = quant_kernel_output(L, data);
+      expect_same(got, ref::quant_reference_output(L, data), spec);
+      // The same layer padding with integer 0: a constant border whose quantized value is 0.
+      Layer zero_padded = L;
+      zero_padded.border = Border::Constant;
+      zero_padded.border_value = -zx * 0.02f;
+      const ref::QTensor wrong = ref::quant_reference_output(zero_padded, data);
+      EXPECT_NE(got.data, wrong.data) << "the kernel pads with integer 0";
+    }
+  }
+}
+
+// Two inputs of their own scales and zero points, in both modes and dtypes, with each activation.
+TEST(QuantAdd, IsBitExact) {
+  std::mt19937 rng(8);
+  for (const char* dtype : {"int8", "uint8"})
+    for (const char* mode : {"tflite", "onnx"})
+      for (const char* act : {"none", "relu", "relu6"})
+        for (const char* layout : {"NHWC", "NCHW"}) {
+          const bool u8 = std::string(dtype) == "uint8";
+          json spec = {
+              {"model", "m"},
+              {"inputs",
+               {{{"name", "a"}, {"shape", {1, 5, 7, 6}}, {"layout", layout}, {"dtype", dtype}},
+                {{"name", "b"}, {"shape", {1, 5, 7, 6}}, {"layout", layout}, {"dtype", dtype}}}},
+              {"layers",
+               {{{"name", "sum"},
+                 {"op", "add"},
+                 {"input", {"a", "b"}},
+                 {"dtype", dtype},
+                 {"activation", act},
+                 {"quant",
+                  {{"requantize", mode},
+                   {"inputs",
+                    {params(log_uniform(rng, 1e-3, 1e-1), zero_point(rng, u8)),
+                     params(log_uniform(rng, 1e-3, 1e-1), zero_point(rng, u8))}},
+                   {"output", params(log_uniform(rng, 1e-2, 2e-1), zero_point(rng, u8))}}}}}}};
+          const Layer L = one_layer(spec.dump());
+          const ref::QLayerData data = ref::random_quant_data(L, 9);
+          expect_same(quant_kernel_output(L, data), ref::quant_reference_output(L, data),
+                      spec.dump());
+        }
+}
+
+}  // namespace
+}  // namespace padfold::testing
