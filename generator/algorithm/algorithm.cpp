@@ -428,6 +428,15 @@ void build_softmax(Algorithm& a) {
 
 // Input i holds channels [offset_i, offset_i + channels_i) of the output. Each read is clamped to
 // its input's channels, so bounds inference asks no input for channels it does not have.
+// The edges of a quantized model: float32 -> int8/uint8 and back, element by element.
+void build_quantize(Algorithm& a) {
+  a.output(a.vars) = quantize_element(*a.layer, a.input(a.vars));
+}
+
+void build_dequantize(Algorithm& a) {
+  a.output(a.vars) = dequantize_element(*a.layer, a.input(a.vars));
+}
+
 void build_concat(Algorithm& a) {
   const Layer& L = *a.layer;
   const size_t ch = L.layout.channels_last ? 0 : a.vars.size() - 2;  // Halide order
@@ -479,11 +488,11 @@ Halide::Type halide_type(pf_dtype dtype) {
 }
 
 Halide::Type element_type(const Layer& L) {
-  return halide_type(pf_dtype_of(L.dtype));
+  return halide_type(pf_dtype_of(L.output_dtype()));
 }
 
 std::vector<BufferInfo> buffer_infos(const Layer& L) {
-  const pf_dtype act = pf_dtype_of(L.dtype);
+  const pf_dtype act = pf_dtype_of(L.input_dtype());
   const bool q = L.quantized();
   std::vector<BufferInfo> out;
   if (L.is_join()) {
@@ -498,7 +507,8 @@ std::vector<BufferInfo> buffer_infos(const Layer& L) {
                    q ? PF_I8 : PF_F32});
   if (L.bias)
     out.push_back({"bias", PF_ROLE_BIAS, "O", {L.out_channels}, L.name, q ? PF_I32 : PF_F32});
-  out.push_back({"output", PF_ROLE_OUTPUT, L.layout.name(), L.output_shape_full(), L.name, act});
+  out.push_back({"output", PF_ROLE_OUTPUT, L.layout.name(), L.output_shape_full(), L.name,
+                 pf_dtype_of(L.output_dtype())});
   return out;
 }
 
@@ -582,6 +592,12 @@ Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_bord
       break;
     case Op::Concat:
       build_concat(a);
+      break;
+    case Op::Quantize:
+      build_quantize(a);
+      break;
+    case Op::Dequantize:
+      build_dequantize(a);
       break;
   }
   if (!a.output.defined() && L.quantized()) {

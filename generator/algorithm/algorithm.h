@@ -29,7 +29,7 @@ struct BufferInfo {
 };
 std::vector<BufferInfo> buffer_infos(const Layer& layer);
 
-// The Halide type of a buffer's elements, and of a layer's activations.
+// The Halide type of a buffer's elements, and of a layer's output.
 Halide::Type halide_type(pf_dtype dtype);
 Halide::Type element_type(const Layer& layer);
 

@@ -312,4 +312,25 @@ Expr add_quantized(const Layer& L, Expr x0, Expr x1) {
   return clamp(x86_saturate(round(value), L.dtype), lo, hi);
 }
 
+Expr quantize_element(const Layer& L, Expr real) {
+  const QuantParams& out = quant_of(L).output;
+  const auto [qmin, qmax] = dtype_range(L.dtype);
+  const Expr scaled =
+      strict_float(clamp(std::move(real) / out.scale, static_cast<float>(qmin - out.zero_point),
+                         static_cast<float>(qmax - out.zero_point)));
+  Expr rounded;
+  if (quant_of(L).requantize == Requantize::Onnx) {
+    rounded = round(scaled);  // half to even
+  } else {                    // half away from zero; scaled - trunc(scaled) is exact
+    const Expr t = trunc(scaled);
+    rounded = strict_float(select(abs(scaled - t) >= 0.5f, t + select(scaled < 0.f, -1.f, 1.f), t));
+  }
+  return cast(L.dtype == DType::U8 ? UInt(8) : Int(8), cast<int32_t>(rounded) + out.zero_point);
+}
+
+Expr dequantize_element(const Layer& L, Expr q) {
+  const QuantParams& in = quant_of(L).output;
+  return strict_float(cast<float>(cast<int32_t>(std::move(q)) - in.zero_point) * in.scale);
+}
+
 }  // namespace padfold

@@ -76,6 +76,15 @@ Halide::Expr requantize_float(Halide::Expr acc, Halide::Expr scale, int32_t zero
 // else an embedded buffer indexed by `channel`), zy added, clamped to activation_range(L).
 Halide::Expr requantize_conv(const Layer& L, Halide::Expr acc, Halide::Expr channel);
 
+// A quantize layer's element (ONNX QuantizeLinear, TFLite QUANTIZE): the float32 `real` divided by
+// the output scale, clamped to [qmin - zp, qmax - zp], rounded (onnx: half to even, as MLAS's
+// QuantizeLinear kernels; tflite: half away from zero, TfLiteRound), plus zp: quantize_value's
+// arithmetic element by element. A NaN input gives an unspecified value of the dtype.
+Halide::Expr quantize_element(const Layer& L, Halide::Expr real);
+// A dequantize layer's element: float(q - zp) * scale (ONNX DequantizeLinear; TFLite's
+// double-precision product rounds to the same float).
+Halide::Expr dequantize_element(const Layer& L, Halide::Expr q);
+
 // A correctly rounded float fma(a, b, c) from double arithmetic (no fma instruction needed).
 Halide::Expr fused_multiply_add(Halide::Expr a, Halide::Expr b, Halide::Expr c);
 

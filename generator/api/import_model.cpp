@@ -26,8 +26,17 @@ oi::ImportOutput import_model(const ImportRequest& a) {
   try {
     StagedDirectory staged(a.out, kImportDirectory);
     fs::create_directory(staged.path() / "weights");
-    for (const oi::WeightFile& w : result.weights)
-      write_npy_f32((staged.path() / w.path).string(), w.shape, w.data.data());
+    for (const oi::WeightFile& w : result.weights) {
+      const std::string path = (staged.path() / w.path).string();
+      if (w.dtype == NpyDType::F32) {
+        write_npy_f32(path, w.shape, w.data.data());
+      } else if (w.dtype == NpyDType::I8) {
+        const std::vector<int8_t> bytes(w.ints.begin(), w.ints.end());
+        write_npy(path, w.shape, w.dtype, bytes.data());
+      } else {
+        write_npy(path, w.shape, w.dtype, w.ints.data());
+      }
+    }
     write_file_replacing((staged.path() / (result.model_name + ".json")).string(), out.spec_text);
     write_file_replacing((staged.path() / "import-report.json").string(), out.report_text);
     if (out.normalized) write_file_replacing(a.emit_onnx, out.onnx_bytes);

@@ -103,6 +103,9 @@ double Layer::flops() const {
       return 0;
     case Op::Softmax:  // a max, an exp, a sum and a divide per output, as multiply-adds
       return 4 * n * out_channels * product(out_spatial);
+    case Op::Quantize:  // a divide (multiply) and a round per element
+    case Op::Dequantize:
+      return n * out_channels * product(out_spatial);
   }
   return 0;
 }

@@ -16,7 +16,21 @@ namespace padfold {
 
 // Add, Mul and Concat join branches of a model graph: no weights, no padding, several inputs.
 // Softmax normalizes over channels: one input, no window (a classifier's probabilities).
-enum class Op { Conv, ConvTranspose, MaxPool, AvgPool, Add, Mul, Concat, Softmax };
+// Quantize (float32 -> int8/uint8) and Dequantize (int8/uint8 -> float32) convert a tensor
+// element by element at a quantized model's edges (docs/int8.md); their dtype is the quantized
+// side.
+enum class Op {
+  Conv,
+  ConvTranspose,
+  MaxPool,
+  AvgPool,
+  Add,
+  Mul,
+  Concat,
+  Softmax,
+  Quantize,
+  Dequantize
+};
 enum class Activation { None, Relu, Relu6, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Silu };
 enum class DType { F32, F16, I8, U8 };  // F32, and I8/U8 quantized layers (quant below)
 
@@ -33,8 +47,9 @@ enum class Requantize { Tflite, Onnx };
 // The quantization of an int8/uint8 layer (docs/int8.md). Weights are int8 with zero point 0, one
 // scale per tensor or per output channel; bias is int32 with scale input scale x weight scale.
 struct LayerQuant {
-  std::vector<QuantParams> inputs;  // one per input (add: two)
-  QuantParams output;
+  std::vector<QuantParams>
+      inputs;          // one per input (add: two; quantize, whose input is float: none)
+  QuantParams output;  // dequantize, whose output is float: its input's
   std::vector<float> weight_scales;  // conv: 1 (per tensor) or out_channels (per channel)
   Requantize requantize = Requantize::Tflite;
 };
@@ -119,6 +134,10 @@ struct Layer {
   bool is_join() const { return op == Op::Add || op == Op::Mul || op == Op::Concat; }
   bool has_window() const { return padfold::has_window(op); }
   bool quantized() const { return dtype == DType::I8 || dtype == DType::U8; }
+  // The dtype of the inputs and of the output: the layer's, but for quantize (float32 in) and
+  // dequantize (float32 out).
+  DType input_dtype() const { return op == Op::Quantize ? DType::F32 : dtype; }
+  DType output_dtype() const { return op == Op::Dequantize ? DType::F32 : dtype; }
   // A pool that ignores its padding (padding.h's pool_ignores_padding): padded taps are left out.
   bool ignores_padding() const;
   double flops() const;  // 2*MACs over every output, taps in the padding included

@@ -15,7 +15,8 @@ namespace {
 using json = nlohmann::json;
 
 bool has_quantized_kernel(Op op) {
-  return op == Op::Conv || op == Op::MaxPool || op == Op::AvgPool || op == Op::Add;
+  return op == Op::Conv || op == Op::MaxPool || op == Op::AvgPool || op == Op::Add ||
+         op == Op::Quantize || op == Op::Dequantize;
 }
 
 std::pair<int32_t, int32_t> range_of(DType dtype) {
@@ -64,14 +65,35 @@ void parse_weight_scales(const json& j, const Ctx& c, Layer& l) {
         positive_scale(j[i], c, fmt::format("quant.weight_scale[{}]", i)));
 }
 
+// quantize: quant.output (its input is float32); dequantize: quant.input (its output is).
+void parse_edge_quant(const json& q, const Ctx& c, Layer& l) {
+  LayerQuant& lq = *l.quant;
+  const bool quantize = l.op == Op::Quantize;
+  const std::string side = quantize ? "output" : "input";
+  const std::string other = quantize ? "input" : "output";
+  for (const char* key : {"inputs", "weight_scale"})
+    if (q.contains(key))
+      c.fail(std::string("quant.") + key, "given on a " + l.op_name, "quant." + side);
+  if (q.contains(other))
+    c.fail("quant." + other, "given on a " + l.op_name,
+           fmt::format("quant.{} only (its {} is float32)", side, other));
+  if (!q.contains(side)) c.fail("quant." + side, "missing", "{\"scale\": s, \"zero_point\": z}");
+  const QuantParams p = parse_params(q[side], c, "quant." + side, l.dtype);
+  lq.output = p;
+  if (!quantize) lq.inputs = {p};
+}
+
 }  // namespace
 
 const char* quantized_ops_text() {
-  return "conv, max_pool, avg_pool and add";
+  return "conv, max_pool, avg_pool, add, quantize and dequantize";
 }
 
 void parse_quant(const json& q, const Ctx& c, Layer& l) {
   if (!l.quantized()) {
+    if (l.op == Op::Quantize || l.op == Op::Dequantize)
+      c.fail("dtype", fmt::format("'{}' on a {} layer", to_string(l.dtype), l.op_name),
+             "int8 or uint8: the quantized side of the conversion");
     if (!q.is_null())
       c.fail("quant", "given on a layer of dtype " + to_string(l.dtype),
              "quant only with dtype int8 or uint8");
@@ -96,6 +118,10 @@ void parse_quant(const json& q, const Ctx& c, Layer& l) {
     const auto m = value_of(kRequantizeNames, mode);
     if (!m) c.fail("quant.requantize", "'" + mode + "'", "tflite or onnx");
     lq.requantize = *m;
+  }
+  if (l.op == Op::Quantize || l.op == Op::Dequantize) {
+    parse_edge_quant(q, c, l);
+    return;
   }
   if (l.op == Op::Add) {
     if (q.contains("input")) c.fail("quant.input", "given on an add", "quant.inputs (one each)");

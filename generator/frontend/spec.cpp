@@ -439,9 +439,11 @@ class Parser {
   }
 
   static TensorSource layer_source(const Layer& prev) {
-    return {prev.name,   fmt::format("input layer '{}'", prev.name),
-            prev.layout, prev.output_shape_full(),
-            prev.dtype,  prev.quant ? std::optional(prev.quant->output) : std::nullopt};
+    const bool quantized_output = prev.quant && prev.op != Op::Dequantize;
+    return {
+        prev.name,           fmt::format("input layer '{}'", prev.name),
+        prev.layout,         prev.output_shape_full(),
+        prev.output_dtype(), quantized_output ? std::optional(prev.quant->output) : std::nullopt};
   }
 
   // Each input holds this layer's dtype, and a quantized layer's input the quantization it
@@ -450,12 +452,15 @@ class Parser {
                                  const Layer& l) {
     for (size_t i = 0; i < sources.size(); ++i) {
       const TensorSource& s = sources[i];
-      if (s.dtype != l.dtype)
+      if (s.dtype != l.input_dtype())
         c.fail("dtype",
                fmt::format("'{}' reading {}, which is {}", to_string(l.dtype), s.what,
                            to_string(s.dtype)),
-               "the dtype of its inputs (padfold does not convert between dtypes)");
-      if (!l.quant || !s.quant) continue;
+               l.op == Op::Quantize
+                   ? std::string("a float32 input (quantize converts float32 to its dtype)")
+                   : std::string("the dtype of its inputs (padfold converts between dtypes only "
+                                 "in quantize and dequantize layers)"));
+      if (!l.quant || !s.quant || l.quant->inputs.size() <= i) continue;
       const QuantParams& want = l.quant->inputs[i];
       if (s.quant->scale != want.scale || s.quant->zero_point != want.zero_point)
         c.fail(

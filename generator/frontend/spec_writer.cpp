@@ -33,6 +33,27 @@ ojson activation_json(const Layer& l) {
   return to_string(l.activation);
 }
 
+ojson params_json(const QuantParams& q) {
+  return {{"scale", q.scale}, {"zero_point", q.zero_point}};
+}
+
+// docs/int8.md's quant object, read back by frontend/quant_fields.h as it was.
+ojson quant_json(const Layer& l) {
+  const LayerQuant& q = *l.quant;
+  ojson j = {{"requantize", to_string(q.requantize)}};
+  if (l.op == Op::Add) {
+    j["inputs"] = ojson::array();
+    for (const QuantParams& p : q.inputs) j["inputs"].push_back(params_json(p));
+  } else if (l.op != Op::Quantize) {
+    j["input"] = params_json(q.inputs.at(0));
+  }
+  if (l.op != Op::Dequantize) j["output"] = params_json(q.output);
+  if (l.op == Op::Conv)
+    j["weight_scale"] =
+        q.weight_scales.size() == 1 ? ojson(q.weight_scales[0]) : ojson(q.weight_scales);
+  return j;
+}
+
 std::string relative_to(const std::string& path, const fs::path& folder) {
   if (folder.empty()) return path;
   const fs::path rel = fs::path(path).lexically_relative(folder);
@@ -51,6 +72,7 @@ ojson layer_json(const Model& m, const Layer& l) {
     j["input"] = l.inputs[0];
   if (l.has_window()) j["input_shape"] = l.input_shape();
   j["layout"] = l.layout.name();
+  if (l.dtype != DType::F32) j["dtype"] = to_string(l.dtype);
   if (l.has_weights()) {
     j["weight_layout"] = l.weight_layout.order;
     j["out_channels"] = l.out_channels;
@@ -69,6 +91,7 @@ ojson layer_json(const Model& m, const Layer& l) {
   if (l.has_window() && l.border != Border::Zeros) j["border"] = border_json(l);
   if (l.has_weights()) j["bias"] = l.bias;
   if (l.activation != Activation::None) j["activation"] = activation_json(l);
+  if (l.quant) j["quant"] = quant_json(l);
   if (!l.weights_file.empty()) {
     const fs::path folder = fs::path(m.file).parent_path();
     ojson files = {{"weights", relative_to(l.weights_file, folder)}};

@@ -109,6 +109,9 @@ ref::Tensor reference_output(const Layer& L, const LayerData& d) {
     case Op::Mul:
     case Op::Concat:  // several inputs: join_kernels_test has their reference
       throw std::invalid_argument("reference_output: layer '" + L.name + "' joins several inputs");
+    case Op::Quantize:  // float <-> integers: quantize_reference, dequantize_reference
+    case Op::Dequantize:
+      throw std::invalid_argument("reference_output: layer '" + L.name + "' converts dtypes");
   }
   y = ref::activation(y, activation_kind(L.activation), L.activation_alpha, L.activation_beta);
   return L.layout.channels_last ? ref::to_channels_last(y) : y;
@@ -206,6 +209,20 @@ QTensor quant_reference_output(const Layer& L, const QLayerData& d) {
                                   L.op_name);
   }
   return from_logical(L, y);
+}
+
+QTensor quantize_reference(const Layer& L, const Tensor& x) {
+  if (L.op != Op::Quantize || !L.quant)
+    throw std::invalid_argument("layer '" + L.name + "' is not a quantize layer");
+  const auto [lo, hi] = quant_range(L.dtype);
+  return quantize(x, qparams(L.quant->output), lo, hi,
+                  L.quant->requantize == Requantize::Onnx ? QMode::Onnx : QMode::Tflite);
+}
+
+Tensor dequantize_reference(const Layer& L, const QTensor& q) {
+  if (L.op != Op::Dequantize || !L.quant)
+    throw std::invalid_argument("layer '" + L.name + "' is not a dequantize layer");
+  return dequantize(q, qparams(L.quant->inputs.at(0)));
 }
 
 Tensor add_output(const Layer& add, const Tensor& a, const Tensor& b) {

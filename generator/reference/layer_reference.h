@@ -34,6 +34,11 @@ QLayerData random_quant_data(const Layer& layer, unsigned seed);
 // output layout.
 QTensor quant_reference_output(const Layer& layer, const QLayerData& data);
 
+// A quantize layer (float32 in, the layer's dtype out) and a dequantize layer (the reverse),
+// element by element, layout-independent.
+QTensor quantize_reference(const Layer& layer, const Tensor& x);
+Tensor dequantize_reference(const Layer& layer, const QTensor& q);
+
 // The dtype's range: int8 [-128, 127], uint8 [0, 255].
 std::pair<int32_t, int32_t> quant_range(DType dtype);
 

@@ -17,6 +17,7 @@
 #include "frontend/onnx/hoist_transposes.h"
 #include "frontend/onnx/import_ops.h"
 #include "frontend/onnx/names.h"
+#include "frontend/onnx/quant_graph.h"
 #include "frontend/spec_writer.h"
 
 namespace padfold::onnx_import {
@@ -37,7 +38,8 @@ enum class Role {
   FusedActivation,
   Bypassed,
   Constant,
-  LayoutEdge
+  LayoutEdge,
+  Quantization  // a QuantizeLinear or DequantizeLinear absorbed into quantized layers
 };
 
 const char* const kLayerOps[] = {
@@ -63,10 +65,8 @@ std::string quoted_node(const onnx::NodeProto& n) {
   return "'" + n.name() + "' (" + n.op_type() + ")";
 }
 
-WindowOp window_op(Op op) {
-  return op == Op::Conv      ? WindowOp::Conv
-         : op == Op::MaxPool ? WindowOp::MaxPool
-                             : WindowOp::AvgPool;
+std::string pad_mode_text(const PadInfo& p) {
+  return p.mode == "constant" ? fmt::format("constant {}", p.pad.value) : p.mode;
 }
 
 class Importer {
@@ -79,6 +79,7 @@ class Importer {
     role_.assign(static_cast<size_t>(n), Role::Left);
     reason_.assign(static_cast<size_t>(n), "");
     for (int i = 0; i < n; ++i) classify_bypass(i);
+    if (detail::is_quantized_graph(g_)) return run_quantized();
     for (int i = 0; i < n; ++i) cancel_transpose_pair(i);
     for (int i = 0; i < n; ++i) mark_edge_affine_chain(i);
     for (int i = 0; i < n; ++i) {  // in topological order: a layer reads through the reshapes
@@ -124,6 +125,29 @@ class Importer {
   }
 
  private:
+  // A quantized graph: every node becomes part of an int8/uint8 layer (quant_graph.h) or the
+  // import fails naming the node; none is left to the caller.
+  ImportResult run_quantized() {
+    detail::QuantGraph q = detail::recognize_quantized(c_);
+    for (const auto& [i, role] : q.absorbed)
+      role_[static_cast<size_t>(i)] =
+          std::string(role) == "pad" ? Role::FoldedPad : Role::Quantization;
+    for (detail::QuantLayer& l : q.layers) {
+      const int i = l.draft.node;
+      role_[static_cast<size_t>(i)] = Role::Layer;
+      if (l.draft.act_node >= 0)
+        role_[static_cast<size_t>(l.draft.act_node)] = Role::FusedActivation;
+      if (l.draft.pad_node >= 0) pad_mode_[i] = l.pad_mode;
+      c_.set_layer_shape(l.draft.output, l.draft.layer.output_shape_full());
+      draft_by_output_[l.draft.output] = i;
+      drafts_.emplace(i, std::move(l.draft));
+    }
+    if (o_.layout == ImportLayout::ChannelsLast) channels_last_ = relaid_out_ = true;
+    for (int i = g_.num_nodes() - 1; i >= 0; --i) classify_constant(i);
+    for (int i = 0; i < g_.num_nodes(); ++i) classify_rest(i);
+    return assemble();
+  }
+
   void classify_bypass(int i) {
     const onnx::NodeProto& node = g_.node(i);
     if (!default_domain(node) || (node.op_type() != "Identity" && node.op_type() != "Dropout"))
@@ -360,41 +384,11 @@ class Importer {
     if (it == drafts_.end() || it->second.layer.is_join())
       return "its reader " + quoted_node(rn) + " is not a padfold conv or pool";
     Draft& d = it->second;
-    const Layer& l = d.layer;
-    if (l.op == Op::ConvTranspose)
-      return "its reader " + quoted_node(rn) +
-             " is a ConvTranspose, whose pads crop its output: a Pad before it is no border";
-    if (l.inputs[0] != c_.canon(out)) return "it does not feed input 0 of " + quoted_node(rn);
-    const auto folded =
-        fold_explicit_pad(p.pad, {window_op(l.op), &l.pads, l.border, l.count_include_pad});
-    if (const auto* why = std::get_if<std::string>(&folded))
-      return "its reader " + quoted_node(rn) + " " + *why;
-    const FoldedPad& f = std::get<FoldedPad>(folded);
-    Draft nd = d;
-    nd.layer.inputs[0] = p.input;
-    std::vector<int64_t> pads = f.before;
-    pads.insert(pads.end(), f.after.begin(), f.after.end());
-    nd.layer.border = f.border;
-    nd.layer.border_value = f.border_value;
-    nd.layer.count_include_pad = f.count_include_pad;
-    std::string why;
-    try {
-      nd.layer.padding = explicit_padding(pads, l.spatial_dims);
-      why = detail::resolve_draft(c_, nd);
-    } catch (const PaddingError& e) {
-      why = e.what();
-    }
-    if (!why.empty()) return "folded into " + quoted_node(rn) + ", padfold refuses it: " + why;
-    const std::vector<int64_t> shape = nd.layer.output_shape_full();
-    if (shape != l.output_shape_full())
-      return "folding it into " + quoted_node(rn) + " gives the output " + shape_text(shape) +
-             " instead of " + shape_text(l.output_shape_full()) +
-             " (ceil_mode counts from the input, not "
-             "the padded tensor)";
-    nd.pad_node = i;
+    if (d.layer.op != Op::ConvTranspose && d.layer.inputs[0] != c_.canon(out))
+      return "it does not feed input 0 of " + quoted_node(rn);
+    if (std::string why = detail::fold_pad_into(c_, d, i, p); !why.empty()) return why;
     folded_into_[i] = r;
-    pad_mode_[r] = p.mode == "constant" ? fmt::format("constant {}", p.pad.value) : p.mode;
-    d = std::move(nd);
+    pad_mode_[r] = pad_mode_text(p);
     return "";
   }
 
@@ -731,6 +725,7 @@ class Importer {
     if (d.act_node >= 0) s += " + " + node_text(d.act_node);
     if (const auto m = silu_mul_.find(d.node); m != silu_mul_.end())
       s += " + " + node_text(m->second);
+    for (int q : d.quant_nodes) s += " + " + node_text(q);
     return s + "; output tensor '" + d.output + "'";
   }
 
@@ -776,6 +771,8 @@ class Importer {
       in.name = tensor_name[t];
       in.layout = {channels_last_, static_cast<int>(ty.shape.size()) - 2};
       in.shape = in_layout_order(ty.shape);
+      if (ty.elem_type == onnx::TensorProto::INT8) in.dtype = DType::I8;
+      if (ty.elem_type == onnx::TensorProto::UINT8) in.dtype = DType::U8;
       ojson rep = {{"name", tensor_name[t]}, {"onnx_tensor", t}, {"produced_by", nullptr}};
       if (g_.is_graph_input(t)) {
         in.description = "ONNX graph input '" + t + "'";
@@ -830,6 +827,7 @@ class Importer {
       if (d.act_node >= 0) nodes.push_back(node_ref(d.act_node, "activation"));
       if (const auto m = silu_mul_.find(i); m != silu_mul_.end())
         nodes.push_back(node_ref(m->second, "activation"));
+      for (int q : d.quant_nodes) nodes.push_back(node_ref(q, "quantization"));
       const ojson input = l.is_join() ? ojson(l.inputs) : ojson(l.inputs[0]);
       report_layers.push_back({{"name", name},
                                {"op", l.op_name},
@@ -871,10 +869,11 @@ class Importer {
                         {"index", i},
                         {"reason", reason_[i]}});
       } else if (role_[i] == Role::Bypassed || role_[i] == Role::Constant ||
-                 role_[i] == Role::LayoutEdge) {
-        absorbed.push_back(node_ref(i, role_[i] == Role::Bypassed   ? "bypassed"
-                                       : role_[i] == Role::Constant ? "constant"
-                                                                    : "layout"));
+                 role_[i] == Role::LayoutEdge || role_[i] == Role::Quantization) {
+        absorbed.push_back(node_ref(i, role_[i] == Role::Bypassed       ? "bypassed"
+                                       : role_[i] == Role::Constant     ? "constant"
+                                       : role_[i] == Role::Quantization ? "quantization"
+                                                                        : "layout"));
       }
     }
 
@@ -932,11 +931,25 @@ class Importer {
   void add_weight_files(const Draft& d, const std::string& name, Layer& l,
                         std::vector<WeightFile>& out) const {
     l.weights_file = "weights/" + name + "_weights.npy";
-    WeightFile w = d.affine_layer ? WeightFile{l.weights_file, l.weight_shape(),
-                                               std::vector<float>(l.out_channels, 1.f)}
+    if (l.quantized()) {  // int8 weights, int32 bias, as the initializers hold them
+      WeightFile w = int_weight_file(l.weights_file, *d.weights, d.node, NpyDType::I8);
+      if (!d.dropped_axes.empty()) w.shape = detail::weight_dims(d);
+      if (channels_last_) to_spatial_in_out(w, l);
+      out.push_back(std::move(w));
+      if (l.bias) {
+        l.bias_file = "weights/" + name + "_bias.npy";
+        out.push_back(int_weight_file(l.bias_file, *d.bias, d.node, NpyDType::I32));
+      }
+      return;
+    }
+    WeightFile w = d.affine_layer ? WeightFile{l.weights_file,
+                                               l.weight_shape(),
+                                               std::vector<float>(l.out_channels, 1.f),
+                                               {},
+                                               {}}
                                   : weight_file(l.weights_file, *d.weights, d.node, 1);
     if (!d.dropped_axes.empty()) w.shape = detail::weight_dims(d);  // unit axes: the same data
-    WeightFile b{"weights/" + name + "_bias.npy", {l.out_channels}, {}};
+    WeightFile b{"weights/" + name + "_bias.npy", {l.out_channels}, {}, {}, {}};
     if (d.bias) b = weight_file(b.path, *d.bias, d.node, 2);
     if (d.dense) {
       detail::dense_as_conv(*d.dense, d.layer, w.shape, w.data, b.data);
@@ -964,17 +977,30 @@ class Importer {
     const size_t o = static_cast<size_t>(w.shape[0]), i = static_cast<size_t>(w.shape[1]);
     size_t taps = 1;
     for (size_t k = 2; k < w.shape.size(); ++k) taps *= static_cast<size_t>(w.shape[k]);
-    std::vector<float> data(w.data.size());
-    for (size_t a = 0; a < o; ++a)
-      for (size_t b = 0; b < i; ++b)
-        for (size_t t = 0; t < taps; ++t)
-          data[(t * i + b) * o + a] = w.data[(a * i + b) * taps + t];
-    w.data = std::move(data);
+    const auto permuted = [&](const auto& values) {
+      std::remove_const_t<std::remove_reference_t<decltype(values)>> data(values.size());
+      for (size_t a = 0; a < o; ++a)
+        for (size_t b = 0; b < i; ++b)
+          for (size_t t = 0; t < taps; ++t)
+            data[(t * i + b) * o + a] = values[(a * i + b) * taps + t];
+      return data;
+    };
+    w.data = permuted(w.data);
+    w.ints = permuted(w.ints);
     std::vector<int64_t> shape(w.shape.begin() + 2, w.shape.end());
     shape.push_back(w.shape[1]);
     shape.push_back(w.shape[0]);
     w.shape = std::move(shape);
     l.weight_layout.order = spatial_letters(l.spatial_dims) + "IO";
+  }
+
+  WeightFile int_weight_file(const std::string& path, const onnx::TensorProto& t, int node,
+                             NpyDType dtype) const {
+    const std::vector<int64_t> v =
+        c_.at_node(node, [&] { return to_int64s(t, "'" + t.name() + "'"); });
+    WeightFile w{path, {t.dims().begin(), t.dims().end()}, {}, dtype, {}};
+    w.ints.assign(v.begin(), v.end());
+    return w;
   }
 
   WeightFile weight_file(const std::string& path, const onnx::TensorProto& t, int node,
@@ -983,7 +1009,7 @@ class Importer {
       return to_float_tensor(
           t, "input " + std::to_string(input) + " '" + g_.node(node).input(input) + "'");
     });
-    return {path, f.shape, f.data};
+    return {path, f.shape, f.data, NpyDType::F32, {}};
   }
 
   // padfold's output shape against ONNX shape inference's (which lacks, e.g., the ceil_mode rule

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/npy.h"
 #include "frontend/layer.h"
 #include "frontend/onnx/normalize.h"
 #include "frontend/onnx/onnx_graph.h"
@@ -43,7 +44,9 @@ ImportLayout parse_import_layout(const std::string& text);
 struct WeightFile {
   std::string path;  // weights/<layer>_weights.npy or weights/<layer>_bias.npy
   std::vector<int64_t> shape;
-  std::vector<float> data;
+  std::vector<float> data;         // float32
+  NpyDType dtype = NpyDType::F32;  // quantized layers: int8 weights, int32 bias
+  std::vector<int32_t> ints;       // their values, for dtype I8 or I32
 };
 
 struct LeftNode {

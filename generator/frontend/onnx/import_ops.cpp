@@ -44,10 +44,16 @@ std::string input_of(const onnx::NodeProto& n, int k) {
   return k < n.input_size() ? n.input(k) : std::string();
 }
 
-// check_data_input for a conv or pool, whose data input must be float32 (an error, naming node i).
-std::string check_float_input(const Context& c, int i, const std::string& t, TensorType& type) {
+bool quantized_type(int elem_type) {
+  return elem_type == onnx::TensorProto::INT8 || elem_type == onnx::TensorProto::UINT8;
+}
+
+// check_data_input for a conv or pool, whose data input must be float32 (an error, naming node i),
+// or, drafting a quantized graph's layer, int8/uint8 too.
+std::string check_float_input(const Context& c, int i, const std::string& t, TensorType& type,
+                              const DraftOptions& o = {}) {
   if (std::string why = check_data_input(c, t, type); !why.empty()) return why;
-  if (type.elem_type != kFloat)
+  if (type.elem_type != kFloat && !(o.quantized && quantized_type(type.elem_type)))
     c.fail(i, "input '" + t + "' is " + elem_type_name(type.elem_type) +
                   "; expected float32 (padfold generates float32 kernels)");
   return "";
@@ -55,7 +61,21 @@ std::string check_float_input(const Context& c, int i, const std::string& t, Ten
 
 // A float32 constant input (weights, bias); `role` names it in messages.
 const onnx::TensorProto* float_constant(const Context& c, int node, const std::string& t,
-                                        const std::string& role, std::string& why) {
+                                        const std::string& role, std::string& why,
+                                        const DraftOptions& o = {}) {
+  if (o.quantized) {  // int8 weights, int32 bias: an initializer, or one DequantizeLinear'd (QDQ)
+    const onnx::TensorProto* q = c.constant(t);
+    const int p = c.graph().producer(c.canon(t));
+    if (!q && p >= 0 && c.graph().node(p).op_type() == "DequantizeLinear" &&
+        c.graph().node(p).input_size() > 0)
+      q = c.constant(c.graph().node(p).input(0));
+    if (!q)
+      c.fail(node, role + " '" + t +
+                       "' are neither an initializer nor a DequantizeLinear of one; expected the "
+                       "quantized " +
+                       role + " as a constant");
+    return q;
+  }
   const onnx::TensorProto* w = c.constant(t);
   if (!w) {
     why = role + " '" + t +
@@ -159,32 +179,33 @@ std::string lower_rank(Layer& l, const std::vector<size_t>& dropped) {
   return "";
 }
 
-std::variant<Draft, Left> draft_conv(const Context& c, int i) {
+std::variant<Draft, Left> draft_conv(const Context& c, int i, const DraftOptions& o) {
   const onnx::NodeProto& n = c.graph().node(i);
   const bool transposed = n.op_type() == "ConvTranspose";
-  if (input_of(n, 0).empty() || input_of(n, 1).empty())
+  const std::string w_in = input_of(n, o.w);
+  if (input_of(n, o.x).empty() || w_in.empty())
     c.fail(i, "expected inputs X and W; found " + std::to_string(n.input_size()) + " input(s)");
   Draft d;
   d.node = i;
   Layer& l = d.layer;
   l.op = transposed ? Op::ConvTranspose : Op::Conv;
-  const std::string x = c.canon(n.input(0));
+  const std::string x = c.canon(n.input(o.x));
   TensorType xt;
-  if (std::string why = check_float_input(c, i, x, xt); !why.empty()) return Left{why};
-  d.dropped_axes = at_node_rank(c, n.input(0), xt);
+  if (std::string why = check_float_input(c, i, x, xt, o); !why.empty()) return Left{why};
+  d.dropped_axes = at_node_rank(c, n.input(o.x), xt);
   std::string why;
-  d.weights = float_constant(c, i, n.input(1), "weights", why);
+  d.weights = float_constant(c, i, w_in, "weights", why, o);
   if (!d.weights) return Left{why};
-  const std::string b = input_of(n, 2);
+  const std::string b = input_of(n, o.b);
   if (!b.empty()) {
-    d.bias = float_constant(c, i, b, "bias", why);
+    d.bias = float_constant(c, i, b, "bias", why, o);
     if (!d.bias) return Left{why};
   }
   const std::vector<int64_t> w = dims_of(*d.weights);
   if (w.size() != xt.shape.size())
-    c.fail(i, "input 1 (weights) '" + n.input(1) + "' has shape " + shape_text(w) +
-                  "; expected rank " + std::to_string(xt.shape.size()) + " like input '" + x +
-                  "' " + shape_text(xt.shape, true));
+    c.fail(i, "input " + std::to_string(o.w) + " (weights) '" + w_in + "' has shape " +
+                  shape_text(w) + "; expected rank " + std::to_string(xt.shape.size()) +
+                  " like input '" + x + "' " + shape_text(xt.shape, true));
   const int dims = static_cast<int>(xt.shape.size()) - 2;
   l.spatial_dims = dims;
   l.layout = layout_for(dims);
@@ -254,12 +275,12 @@ std::string reduce_axes_are_spatial(const Context& c, int i, size_t rank) {
 
 // MaxPool and AveragePool; GlobalMaxPool and GlobalAveragePool, and ReduceMax and ReduceMean over
 // the spatial axes, as the pool whose one window is the whole input (VALID, stride 1).
-std::variant<Draft, Left> draft_pool(const Context& c, int i) {
+std::variant<Draft, Left> draft_pool(const Context& c, int i, const DraftOptions& o) {
   const onnx::NodeProto& n = c.graph().node(i);
-  const bool max =
-      n.op_type() == "MaxPool" || n.op_type() == "GlobalMaxPool" || n.op_type() == "ReduceMax";
-  const bool reduce = n.op_type().rfind("Reduce", 0) == 0;
-  const bool global = reduce || n.op_type().rfind("Global", 0) == 0;
+  const std::string op = o.as_op.empty() ? n.op_type() : o.as_op;
+  const bool max = op == "MaxPool" || op == "GlobalMaxPool" || op == "ReduceMax";
+  const bool reduce = op.rfind("Reduce", 0) == 0;
+  const bool global = reduce || op.rfind("Global", 0) == 0;
   if (input_of(n, 0).empty()) c.fail(i, "expected input X");
   Draft d;
   d.node = i;
@@ -267,7 +288,7 @@ std::variant<Draft, Left> draft_pool(const Context& c, int i) {
   l.op = max ? Op::MaxPool : Op::AvgPool;
   const std::string x = c.canon(n.input(0));
   TensorType xt;
-  if (std::string why = check_float_input(c, i, x, xt); !why.empty()) return Left{why};
+  if (std::string why = check_float_input(c, i, x, xt, o); !why.empty()) return Left{why};
   if (!reduce) d.dropped_axes = at_node_rank(c, n.input(0), xt);
   const int dims = static_cast<int>(xt.shape.size()) - 2;
   if (reduce)
@@ -605,14 +626,15 @@ std::optional<Left> bypass_check(const Context& c, int i) {
   return std::nullopt;
 }
 
-std::variant<Draft, Left> draft_layer(const Context& c, int i) {
+std::variant<Draft, Left> draft_layer(const Context& c, int i, const DraftOptions& o) {
   const onnx::NodeProto& n = c.graph().node(i);
   if (n.output_size() < 1 || n.output(0).empty()) return Left{"it has no output"};
   std::variant<Draft, Left> r;
-  if (n.op_type() == "Conv" || n.op_type() == "ConvTranspose")
-    r = draft_conv(c, i);
-  else if (n.op_type().find("Pool") != std::string::npos || n.op_type().rfind("Reduce", 0) == 0)
-    r = draft_pool(c, i);
+  const std::string op = o.as_op.empty() ? n.op_type() : o.as_op;
+  if (op == "Conv" || op == "ConvTranspose")
+    r = draft_conv(c, i, o);
+  else if (op.find("Pool") != std::string::npos || op.rfind("Reduce", 0) == 0)
+    r = draft_pool(c, i, o);
   else if (n.op_type() == "Gemm" || n.op_type() == "MatMul")
     r = draft_dense(c, i);
   else if (n.op_type() == "Softmax")
@@ -628,14 +650,54 @@ std::variant<Draft, Left> draft_layer(const Context& c, int i) {
   const Layer& l = d.layer;
   if (!l.has_window() || d.dense) return r;  // a dense draft's B and C are checked as B and C
   if (d.weights && l.weight_shape() != weight_dims(d))
-    c.fail(i, "input 1 (weights) '" + n.input(1) + "' has shape " +
+    c.fail(i, "input " + std::to_string(o.w) + " (weights) '" + n.input(o.w) + "' has shape " +
                   shape_text(dims_of(*d.weights)) + "; expected " + shape_text(l.weight_shape()) +
                   " for " + std::to_string(l.in_channels) + " input channels in " +
                   std::to_string(l.groups) + " group(s)");
   if (d.bias && dims_of(*d.bias) != std::vector<int64_t>{l.out_channels})
-    c.fail(i, "input 2 (bias) '" + n.input(2) + "' has shape " + shape_text(dims_of(*d.bias)) +
-                  "; expected [" + std::to_string(l.out_channels) + "]");
+    c.fail(i, "input " + std::to_string(o.b) + " (bias) '" + n.input(o.b) + "' has shape " +
+                  shape_text(dims_of(*d.bias)) + "; expected [" + std::to_string(l.out_channels) +
+                  "]");
   return r;
+}
+
+std::string fold_pad_into(const Context& c, Draft& d, int pad_node, const PadInfo& p) {
+  const onnx::NodeProto& rn = c.graph().node(d.node);
+  const std::string reader = "'" + rn.name() + "' (" + rn.op_type() + ")";
+  const Layer& l = d.layer;
+  if (l.op == Op::ConvTranspose)
+    return "its reader " + reader +
+           " is a ConvTranspose, whose pads crop its output: a Pad before it is no border";
+  const WindowOp op = l.op == Op::Conv      ? WindowOp::Conv
+                      : l.op == Op::MaxPool ? WindowOp::MaxPool
+                                            : WindowOp::AvgPool;
+  const auto folded = fold_explicit_pad(p.pad, {op, &l.pads, l.border, l.count_include_pad});
+  if (const auto* why = std::get_if<std::string>(&folded))
+    return "its reader " + reader + " " + *why;
+  const FoldedPad& f = std::get<FoldedPad>(folded);
+  Draft nd = d;
+  nd.layer.inputs[0] = p.input;
+  std::vector<int64_t> pads = f.before;
+  pads.insert(pads.end(), f.after.begin(), f.after.end());
+  nd.layer.border = f.border;
+  nd.layer.border_value = f.border_value;
+  nd.layer.count_include_pad = f.count_include_pad;
+  std::string why;
+  try {
+    nd.layer.padding = explicit_padding(pads, l.spatial_dims);
+    why = resolve_draft(c, nd);
+  } catch (const PaddingError& e) {
+    why = e.what();
+  }
+  if (!why.empty()) return "folded into " + reader + ", padfold refuses it: " + why;
+  const std::vector<int64_t> shape = nd.layer.output_shape_full();
+  if (shape != l.output_shape_full())
+    return "folding it into " + reader + " gives the output " + shape_text(shape) + " instead of " +
+           shape_text(l.output_shape_full()) +
+           " (ceil_mode counts from the input, not the padded tensor)";
+  nd.pad_node = pad_node;
+  d = std::move(nd);
+  return "";
 }
 
 std::variant<PadInfo, Left> pad_info(const Context& c, int i) {
@@ -747,7 +809,7 @@ std::vector<TensorSource> sources_of(const Context& c, const Layer& l) {
                        "input '" + t + "'",
                        layout_for(static_cast<int>(shape.size()) - 2),
                        shape,
-                       l.dtype,
+                       l.input_dtype(),
                        {}});
   }
   return sources;

@@ -20,6 +20,9 @@ namespace padfold::onnx_import::detail {
 // computes, plus where it comes from.
 struct Draft {
   int node = -1;  // the ONNX node it comes from
+  // Quantized graphs: the QuantizeLinear writing its output and the DequantizeLinears of its
+  // weights and bias (quant_graph.h), for the report.
+  std::vector<int> quant_nodes;
   Layer layer;
   std::string output;  // the tensor it produces (the activation's, once fused)
   const onnx::TensorProto* weights = nullptr;
@@ -131,10 +134,25 @@ void dense_as_conv(const Draft::Dense& dense, const Layer& l, std::vector<int64_
 // Identity / Dropout: whether the node can be bypassed (output 0 stands for input 0).
 std::optional<Left> bypass_check(const Context& c, int node);
 
+// How draft_layer reads a node of a quantized graph (quant_graph.h): its data input may be
+// int8/uint8 (QOperator), its weights and bias int8/int32 initializers, directly or through a
+// DequantizeLinear (QDQ); x, w, b are the positions of X, W and B (QLinearConv: 0, 3, 8), and
+// as_op the op it is drafted as (QLinearAveragePool: AveragePool).
+struct DraftOptions {
+  bool quantized = false;
+  int x = 0, w = 1, b = 2;
+  std::string as_op;
+};
+
 // Conv, ConvTranspose, MaxPool, AveragePool, their Global forms, ReduceMean/ReduceMax over the
 // spatial axes, Gemm, MatMul, Add, Concat: a draft, or why not. Errors for a node
 // that breaks the ONNX spec in a way that matters (pads with auto_pad, a wrong weight shape...).
-std::variant<Draft, Left> draft_layer(const Context& c, int node);
+std::variant<Draft, Left> draft_layer(const Context& c, int node, const DraftOptions& o = {});
+
+// Folds Pad node `pad_node` (`p`) into the conv or pool `d` reading its output: d then reads
+// p.input with the pads and border of the padding module's fold_explicit_pad, resolved; "" or why
+// not (a reason that reads after "its reader ...").
+std::string fold_pad_into(const Context& c, Draft& d, int pad_node, const PadInfo& p);
 std::variant<PadInfo, Left> pad_info(const Context& c, int node);
 std::variant<ActInfo, Left> act_info(const Context& c, int node);
 

@@ -378,8 +378,27 @@ std::vector<int64_t> to_int64s(const TP& t, const std::string& what) {
     } else {
       out.assign(t.int32_data().begin(), t.int32_data().end());
     }
+  } else if (t.data_type() == TP::INT8 || t.data_type() == TP::UINT8) {
+    const bool is_signed = t.data_type() == TP::INT8;
+    if (t.has_raw_data()) {
+      if (t.raw_data().size() != count)
+        fail(what + ": raw_data has " + std::to_string(t.raw_data().size()) + " bytes; expected " +
+             std::to_string(count));
+      for (size_t i = 0; i < count; ++i) {
+        const auto byte = static_cast<unsigned char>(t.raw_data()[i]);
+        out.push_back(is_signed ? static_cast<int64_t>(static_cast<int8_t>(byte)) : byte);
+      }
+    } else {  // int32_data, one element each
+      for (int32_t v : t.int32_data()) {
+        if (v < (is_signed ? -128 : 0) || v > (is_signed ? 127 : 255))
+          fail(what + ": value " + std::to_string(v) + " is out of the range of " +
+               elem_type_name(t.data_type()));
+        out.push_back(v);
+      }
+    }
   } else {
-    fail(what + ": element type " + elem_type_name(t.data_type()) + "; expected int64");
+    fail(what + ": element type " + elem_type_name(t.data_type()) +
+         "; expected an integer type (int64, int32, int8 or uint8)");
   }
   if (out.size() != count)
     fail(what + ": " + std::to_string(out.size()) + " values for a shape of " +

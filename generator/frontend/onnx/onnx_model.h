@@ -56,7 +56,7 @@ struct FloatTensor {
 // (e.g. "model.onnx: initializer 'W'"). Refuses external data, non-numeric types, negative dims and
 // a data size that does not match the shape.
 FloatTensor to_float_tensor(const onnx::TensorProto& t, const std::string& what);
-// The values of an integer tensor (INT64 or INT32), as Pad's pads input is.
+// The values of an integer tensor (INT64, INT32, INT8 or UINT8): Pad's pads, quantized weights.
 std::vector<int64_t> to_int64s(const onnx::TensorProto& t, const std::string& what);
 
 // One node attribute. `type` is the onnx::AttributeProto::AttributeType value.

@@ -1,0 +1,579 @@
+#include "frontend/onnx/quant_graph.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <set>
+
+namespace padfold::onnx_import::detail {
+namespace {
+
+using TP = onnx::TensorProto;
+
+const char* const kQOps[] = {"QuantizeLinear", "DequantizeLinear",   "QLinearConv",
+                             "QLinearAdd",     "QLinearAveragePool", "QLinearGlobalAveragePool"};
+// Float ops between DequantizeLinear and QuantizeLinear (QDQ).
+const char* const kQdqOps[] = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "Add"};
+constexpr const char* kImported =
+    "padfold imports QuantizeLinear of the model's float input, DequantizeLinear of an output, "
+    "QLinearConv, MaxPool, com.microsoft QLinearAdd, QLinearAveragePool and "
+    "QLinearGlobalAveragePool (QOperator), DequantizeLinear -> Conv, MaxPool, AveragePool, "
+    "GlobalAveragePool or Add [-> Relu or Clip(0, 6)] -> QuantizeLinear (QDQ), and a Pad before "
+    "a quantized conv or pool";
+
+template <size_t N>
+bool one_of(const std::string& s, const char* const (&list)[N]) {
+  return std::find(std::begin(list), std::end(list), s) != std::end(list);
+}
+
+bool is_default(const onnx::NodeProto& n) {
+  return n.domain().empty() || n.domain() == "ai.onnx";
+}
+
+std::string input_of(const onnx::NodeProto& n, int k) {
+  return k < n.input_size() ? n.input(k) : std::string();
+}
+
+// A quantized tensor: its dtype and parameters; `pad` >= 0 when it is a Pad's output not yet
+// folded (then `padded` is the tensor the Pad reads and `pad_info` the Pad, value in real terms).
+struct QTensor {
+  DType dtype = DType::I8;
+  QuantParams q;
+  std::string tensor;  // the tensor a layer reads: itself, or the padded tensor
+  int pad = -1;
+  PadInfo pad_info;
+  std::string pad_mode;
+};
+
+bool same(const QuantParams& a, const QuantParams& b) {
+  return a.scale == b.scale && a.zero_point == b.zero_point;
+}
+
+class Recognizer {
+ public:
+  explicit Recognizer(Context& c) : c_(c), g_(c.graph()) {}
+
+  QuantGraph run() {
+    for (int i = 0; i < g_.num_nodes(); ++i) {
+      if (covered_.count(i) || c_.bypassed(i)) continue;
+      const onnx::NodeProto& n = g_.node(i);
+      if (is_default(n) && (n.op_type() == "Constant" || g_.folded(i))) continue;
+      visit(i);
+    }
+    for (const auto& [i, role] : out_.absorbed) covered_.insert(i);
+    for (const QuantLayer& l : out_.layers) covered_.insert(l.draft.node);
+    // Pads that no layer folded.
+    for (const auto& [t, q] : quant_)
+      if (q.pad >= 0 && !covered_.count(q.pad))
+        c_.fail(q.pad, "its output '" + t +
+                           "' is not read by a quantized conv or pool; padfold folds a Pad of a "
+                           "quantized tensor into the conv or pool reading it");
+    for (const auto& [t, q] : deq_)
+      if (q.pad >= 0 && !covered_.count(q.pad))
+        c_.fail(q.pad, "its output '" + t +
+                           "' is not read by a quantized conv or pool; padfold folds a Pad of a "
+                           "quantized tensor into the conv or pool reading it");
+    for (int k = 0; k < g_.graph().output_size(); ++k) {
+      const std::string t = c_.canon(g_.graph().output(k).name());
+      if (!produced_.count(t))
+        throw ImportError(g_.label() + ": graph output '" + t +
+                          "' is not computed by a quantized layer or a DequantizeLinear of one; " +
+                          kImported);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  void visit(int i) {
+    const onnx::NodeProto& n = g_.node(i);
+    const std::string& op = n.op_type();
+    if (is_default(n) && op == "QuantizeLinear") return quantize(i);
+    if (is_default(n) && op == "DequantizeLinear") return dequantize(i);
+    if (is_default(n) && op == "Pad") return pad(i);
+    if (is_default(n) && op == "QLinearConv") return qlinear_conv(i);
+    if (n.domain() == "com.microsoft" &&
+        (op == "QLinearAdd" || op == "QLinearAveragePool" || op == "QLinearGlobalAveragePool"))
+      return op == "QLinearAdd" ? qlinear_add(i) : qlinear_pool(i);
+    if (is_default(n) && op == "MaxPool" && g_.type(n.input(0)) &&
+        g_.type(n.input(0))->elem_type != TP::FLOAT)
+      return qop_max_pool(i);
+    if (is_default(n) && one_of(op, kQdqOps)) return qdq_op(i);
+    c_.fail(i, (is_default(n) ? op : op + " of domain '" + n.domain() + "'") +
+                   " in a quantized graph; " + kImported);
+  }
+
+  // --- quantization parameters -------------------------------------------------------------
+
+  const TP& constant_input(int i, int k, const std::string& role) const {
+    const std::string t = input_of(g_.node(i), k);
+    if (t.empty()) c_.fail(i, "input " + std::to_string(k) + " (" + role + ") is missing");
+    const TP* v = c_.constant(t);
+    if (!v)
+      c_.fail(i, "input " + std::to_string(k) + " (" + role + ") '" + t +
+                     "' is computed at run time; expected an initializer");
+    return *v;
+  }
+
+  std::vector<float> scales(int i, int k) const {
+    const TP& t = constant_input(i, k, "scale");
+    if (t.data_type() != TP::FLOAT)
+      c_.fail(i, "input " + std::to_string(k) + " (scale) '" + g_.node(i).input(k) + "' is " +
+                     elem_type_name(t.data_type()) + "; expected float32");
+    const FloatTensor f = c_.at_node(i, [&] { return to_float_tensor(t, "scale"); });
+    for (float s : f.data)
+      if (!(s > 0) || !std::isnormal(s))
+        c_.fail(i, fmt::format("scale {} in '{}'; expected positive, normal float32 scales", s,
+                               g_.node(i).input(k)));
+    return f.data;
+  }
+
+  // The zero points at input k (absent: uint8 0, as ONNX says) and their dtype.
+  std::vector<int64_t> zero_points(int i, int k, DType& dtype) const {
+    const std::string t = input_of(g_.node(i), k);
+    if (t.empty()) {
+      dtype = DType::U8;
+      return {0};
+    }
+    const TP& v = constant_input(i, k, "zero point");
+    if (v.data_type() == TP::INT8)
+      dtype = DType::I8;
+    else if (v.data_type() == TP::UINT8)
+      dtype = DType::U8;
+    else
+      c_.fail(i, "zero point '" + t + "' is " + elem_type_name(v.data_type()) +
+                     "; expected int8 or uint8 (padfold's quantized layers)");
+    return c_.at_node(i, [&] { return to_int64s(v, "zero point '" + t + "'"); });
+  }
+
+  // One scale and zero point (per tensor) at inputs ks, kz.
+  QTensor params(int i, int ks, int kz) const {
+    const std::vector<float> s = scales(i, ks);
+    QTensor q;
+    const std::vector<int64_t> z = zero_points(i, kz, q.dtype);
+    if (s.size() != 1 || z.size() != 1)
+      c_.fail(i, fmt::format("{} scales and {} zero points for an activation; expected one each "
+                             "(padfold quantizes activations per tensor)",
+                             s.size(), z.size()));
+    q.q = {s[0], static_cast<int32_t>(z[0])};
+    return q;
+  }
+
+  // --- tensors ---------------------------------------------------------------------------------
+
+  // The quantized tensor `t` (QOperator: int8/uint8 in the graph), or an error at node i.
+  QTensor quantized(int i, const std::string& name) const {
+    const std::string t = c_.canon(name);
+    const auto it = quant_.find(t);
+    if (it == quant_.end())
+      c_.fail(i, "input '" + t +
+                     "' is not a quantized tensor padfold computes (a QuantizeLinear of the "
+                     "model's input or a quantized layer's output)");
+    return it->second;
+  }
+
+  // The quantized tensor a float tensor dequantizes (QDQ), or an error at node i.
+  QTensor dequantized(int i, const std::string& name) const {
+    const std::string t = c_.canon(name);
+    const auto it = deq_.find(t);
+    if (it == deq_.end())
+      c_.fail(i, "input '" + t +
+                     "' is not the DequantizeLinear of a quantized tensor; expected the QDQ "
+                     "form DequantizeLinear -> op -> QuantizeLinear");
+    return it->second;
+  }
+
+  static void no_pad(const Context& c, int i, const QTensor& q) {
+    if (q.pad >= 0)
+      c.fail(i, "it reads the output of Pad '" + c.graph().node(q.pad).name() +
+                    "'; padfold folds a Pad of a quantized tensor only into a conv or pool");
+  }
+
+  void add_layer(Draft d, const QTensor& out, const std::string& pad_mode = "") {
+    Layer& l = d.layer;
+    l.dtype = out.dtype;
+    l.quant->requantize = Requantize::Onnx;
+    if (std::string why = resolve_draft(c_, d); !why.empty())
+      c_.fail(d.node, "padfold refuses the quantized layer: " + why);
+    // What the layers reading it get (ONNX shape inference knows no com.microsoft op).
+    c_.set_layer_shape(d.output, l.output_shape_full());
+    QTensor o = out;
+    o.tensor = d.output;
+    quant_[d.output] = o;
+    produced_.insert(d.output);
+    out_.layers.push_back({std::move(d), pad_mode});
+  }
+
+  // A conv or pool draft of node i reading `in` (which may be a pending Pad: folded here).
+  Draft window_draft(int i, const DraftOptions& o, const QTensor& in, std::string& pad_mode) {
+    auto r = draft_layer(c_, i, o);
+    if (const auto* left = std::get_if<Left>(&r)) c_.fail(i, left->reason);
+    Draft d = std::get<Draft>(std::move(r));
+    d.layer.inputs[0] = in.tensor;
+    if (in.pad >= 0) {
+      PadInfo p = in.pad_info;
+      p.input = in.tensor;
+      if (std::string why = fold_pad_into(c_, d, in.pad, p); !why.empty())
+        c_.fail(in.pad, "not folded: " + why);
+      out_.absorbed[in.pad] = "pad";
+      pad_mode = in.pad_mode;
+    }
+    return d;
+  }
+
+  // --- nodes -----------------------------------------------------------------------------------
+
+  void quantize(int i) {
+    const onnx::NodeProto& n = g_.node(i);
+    if (input_of(n, 0).empty() || n.output_size() < 1) c_.fail(i, "expected input x and output y");
+    const QTensor q = params(i, 1, 2);
+    const std::string x = c_.canon(n.input(0));
+    if (const auto it = deq_.find(x); it != deq_.end()) {  // DequantizeLinear -> QuantizeLinear
+      if (!same(it->second.q, q.q) || it->second.dtype != q.dtype)
+        c_.fail(i, fmt::format("it requantizes '{}' (scale {}, zero point {}) to scale {}, zero "
+                               "point {}; padfold takes a QuantizeLinear after a "
+                               "DequantizeLinear only with the same parameters",
+                               x, it->second.q.scale, it->second.q.zero_point, q.q.scale,
+                               q.q.zero_point));
+      quant_[n.output(0)] = it->second;
+      produced_.insert(n.output(0));
+      out_.absorbed[i] = "quantization";
+      return;
+    }
+    TensorType xt;
+    if (std::string why = check_data_input(c_, x, xt); !why.empty()) c_.fail(i, why);
+    if (!g_.is_graph_input(x) || xt.elem_type != TP::FLOAT)
+      c_.fail(i, "it quantizes '" + x +
+                     "', which is neither the model's float32 input nor the float output of an "
+                     "op between DequantizeLinear and QuantizeLinear (QDQ)");
+    Draft d;
+    d.node = i;
+    d.output = n.output(0);
+    Layer& l = d.layer;
+    l.op = Op::Quantize;
+    l.op_name = "quantize";
+    l.spatial_dims = static_cast<int>(xt.shape.size()) - 2;
+    l.layout = {false, l.spatial_dims};
+    l.inputs = {x};
+    l.quant.emplace().output = q.q;
+    add_layer(std::move(d), q);
+  }
+
+  void dequantize(int i) {
+    const onnx::NodeProto& n = g_.node(i);
+    if (input_of(n, 0).empty() || n.output_size() < 1) c_.fail(i, "expected input x and output y");
+    const std::string x = c_.canon(n.input(0));
+    if (c_.constant(x)) {  // weights or bias: read by the layers drafting their conv
+      out_.absorbed[i] = "quantization";
+      return;
+    }
+    const QTensor q = params(i, 1, 2);
+    const QTensor in = quantized(i, x);
+    if (!same(in.q, q.q) || in.dtype != q.dtype)
+      c_.fail(i, fmt::format("it dequantizes '{}' with scale {}, zero point {}; that tensor is "
+                             "written with scale {}, zero point {} ({})",
+                             x, q.q.scale, q.q.zero_point, in.q.scale, in.q.zero_point,
+                             to_string(in.dtype)));
+    deq_[n.output(0)] = in;
+    out_.absorbed[i] = "quantization";
+    if (!c_.reaches_graph_output(n.output(0))) return;
+    no_pad(c_, i, in);
+    Draft d;  // the model's float output
+    d.node = i;
+    d.output = n.output(0);
+    Layer& l = d.layer;
+    l.op = Op::Dequantize;
+    l.op_name = "dequantize";
+    TensorType ty;
+    if (std::string why = check_data_input(c_, in.tensor, ty); !why.empty()) c_.fail(i, why);
+    l.spatial_dims = static_cast<int>(ty.shape.size()) - 2;
+    l.layout = {false, l.spatial_dims};
+    l.inputs = {in.tensor};
+    LayerQuant& lq = l.quant.emplace();
+    lq.inputs = {in.q};
+    lq.output = in.q;
+    out_.absorbed.erase(i);
+    add_layer(std::move(d), in);
+    quant_.erase(n.output(0));  // float
+  }
+
+  void pad(int i) {
+    const onnx::NodeProto& n = g_.node(i);
+    auto info = pad_info(c_, i);
+    if (const auto* left = std::get_if<Left>(&info)) c_.fail(i, "not folded: " + left->reason);
+    PadInfo p = std::get<PadInfo>(info);
+    const std::string x = c_.canon(n.input(0));
+    const bool on_float = deq_.count(x) != 0;
+    QTensor q = on_float ? deq_.at(x) : quantized(i, x);
+    no_pad(c_, i, q);
+    if (!on_float && p.pad.fill == PadFill::Constant)  // the integer value in real terms
+      p.pad.value = (p.pad.value - static_cast<float>(q.q.zero_point)) * q.q.scale;
+    q.pad = i;
+    q.pad_info = p;
+    q.pad_mode = p.mode == "constant" ? fmt::format("constant {}", p.pad.value) : p.mode;
+    (on_float ? deq_ : quant_)[n.output(0)] = q;
+    if (!on_float) produced_.insert(n.output(0));
+  }
+
+  // The QuantizeLinear reading op node i's output, through a Relu or Clip(0, 6) (QDQ).
+  QTensor output_quantize(int i, Draft& d) {
+    std::string t = g_.node(i).output(0);
+    for (int step = 0;; ++step) {
+      const std::vector<int> readers = c_.readers(t);
+      if (c_.reaches_graph_output(t) || readers.size() != 1)
+        c_.fail(i, "its output '" + t + "' is read by " + std::to_string(readers.size()) +
+                       " node(s)" + (c_.reaches_graph_output(t) ? " and is a graph output" : "") +
+                       "; expected one QuantizeLinear (QDQ), through a Relu or Clip");
+      const int r = readers[0];
+      const onnx::NodeProto& rn = g_.node(r);
+      if (is_default(rn) && rn.op_type() == "QuantizeLinear") {
+        covered_.insert(r);
+        out_.absorbed[r] = "quantization";
+        d.quant_nodes.push_back(r);
+        d.output = rn.output(0);
+        return params(r, 1, 2);
+      }
+      if (step == 0 && is_default(rn) && (rn.op_type() == "Relu" || rn.op_type() == "Clip") &&
+          (d.layer.op == Op::Conv || d.layer.op == Op::Add)) {
+        auto a = act_info(c_, r);
+        if (const auto* left = std::get_if<Left>(&a)) c_.fail(r, left->reason);
+        d.layer.activation = std::get<ActInfo>(a).activation;
+        d.act_node = r;
+        covered_.insert(r);
+        t = rn.output(0);
+        continue;
+      }
+      c_.fail(r, "it reads the float output of '" + g_.node(i).name() +
+                     "'; expected a QuantizeLinear (QDQ: DequantizeLinear -> op [-> Relu or "
+                     "Clip(0, 6) of a conv or add] -> QuantizeLinear)");
+    }
+  }
+
+  // The weight scales of a conv (per tensor or per output channel), its int8 symmetric weights
+  // checked, and its int32 bias's scale checked against input scale x weight scale.
+  std::vector<float> weight_scales(int i, const Draft& d, const QTensor& in, int w_node, int ws,
+                                   int wz, int b_node) {
+    const int64_t channels = d.layer.out_channels;
+    const std::vector<float> s = scales(w_node, ws);
+    DType wtype = DType::I8;
+    const std::vector<int64_t> z = zero_points(w_node, wz, wtype);
+    if (d.weights->data_type() != TP::INT8 || wtype != DType::I8)
+      c_.fail(i, "its weights are " + elem_type_name(d.weights->data_type()) +
+                     "; expected int8 (padfold's quantized convs take int8 weights)");
+    if (std::any_of(z.begin(), z.end(), [](int64_t v) { return v != 0; }))
+      c_.fail(i, "its weights have a nonzero zero point; expected 0 (symmetric weights)");
+    if (s.size() != 1 && s.size() != static_cast<size_t>(channels))
+      c_.fail(i, fmt::format("{} weight scales for {} output channels; expected 1 or {}", s.size(),
+                             channels, channels));
+    if (s.size() > 1 && w_node != i) {
+      const NodeAttributes a = c_.at_node(w_node, [&] { return NodeAttributes(g_.node(w_node)); });
+      const int64_t axis = c_.at_node(w_node, [&] { return a.get_int("axis", 1); });
+      if (axis != 0)
+        c_.fail(w_node, "axis " + std::to_string(axis) +
+                            "; expected 0 (per output channel of the conv's weights)");
+    }
+    if (d.bias) {
+      if (d.bias->data_type() != TP::INT32)
+        c_.fail(i, "its bias is " + elem_type_name(d.bias->data_type()) + "; expected int32");
+      if (b_node >= 0) {  // QDQ: the bias's own scale must be input scale x weight scale
+        const std::vector<float> bs = scales(b_node, 1);
+        const std::string bz = input_of(g_.node(b_node), 2);
+        if (!bz.empty()) {
+          const TP& zt = constant_input(b_node, 2, "zero point");
+          const auto zs = c_.at_node(b_node, [&] { return to_int64s(zt, "zero point"); });
+          if (std::any_of(zs.begin(), zs.end(), [](int64_t v) { return v != 0; }))
+            c_.fail(b_node, "the bias has a nonzero zero point; expected 0");
+        }
+        for (int64_t o = 0; o < channels; ++o) {
+          const float want = in.q.scale * s[s.size() == 1 ? 0 : static_cast<size_t>(o)];
+          const float got = bs[bs.size() == 1 ? 0 : static_cast<size_t>(o)];
+          if (std::fabs(got - want) > 1e-6f * want)
+            c_.fail(b_node, fmt::format("bias scale {} for output channel {}; expected the input "
+                                        "scale times the weight scale, {}",
+                                        got, o, want));
+        }
+      }
+    }
+    return s;
+  }
+
+  int dq_producer(const std::string& t) const {
+    const int p = g_.producer(c_.canon(t));
+    return p >= 0 && g_.node(p).op_type() == "DequantizeLinear" ? p : -1;
+  }
+
+  void qdq_op(int i) {
+    const onnx::NodeProto& n = g_.node(i);
+    if (n.op_type() == "Add") return qdq_add(i);
+    if (input_of(n, 0).empty()) c_.fail(i, "expected input X");
+    const QTensor in = dequantized(i, n.input(0));
+    std::string pad_mode;
+    Draft d = window_draft(i, {true, 0, 1, 2, ""}, in, pad_mode);
+    LayerQuant& lq = d.layer.quant.emplace();
+    lq.inputs = {in.q};
+    if (d.layer.op == Op::Conv) {
+      const int w_node = dq_producer(n.input(1));
+      const int b_node = input_of(n, 2).empty() ? -1 : dq_producer(n.input(2));
+      if (w_node < 0)
+        c_.fail(i, "its weights '" + n.input(1) + "' are not a DequantizeLinear of int8 weights");
+      if (!input_of(n, 2).empty() && b_node < 0)
+        c_.fail(i, "its bias '" + n.input(2) + "' is not a DequantizeLinear of an int32 bias");
+      lq.weight_scales = weight_scales(i, d, in, w_node, 1, 2, b_node);
+      d.quant_nodes.push_back(w_node);
+      if (b_node >= 0) d.quant_nodes.push_back(b_node);
+    } else if (d.layer.op != Op::MaxPool && d.layer.op != Op::AvgPool) {
+      c_.fail(i, "it is a " + d.layer.op_name + "; expected a conv or pool");
+    }
+    const QTensor out = output_quantize(i, d);
+    lq.output = out.q;
+    check_pool_output(i, d, in, out);
+    add_layer(std::move(d), out, pad_mode);
+  }
+
+  void check_pool_output(int i, const Draft& d, const QTensor& in, const QTensor& out) const {
+    if (out.dtype != in.dtype)
+      c_.fail(i, "its input is " + to_string(in.dtype) + " and its output " + to_string(out.dtype) +
+                     "; expected one dtype");
+    if (d.layer.op == Op::MaxPool && !same(in.q, out.q))
+      c_.fail(i, fmt::format("its output is quantized with scale {}, zero point {}, its input "
+                             "with {}, {}; expected the input's (padfold's quantized max_pool "
+                             "keeps its input's quantization)",
+                             out.q.scale, out.q.zero_point, in.q.scale, in.q.zero_point));
+  }
+
+  Draft add_draft(int i, const std::vector<QTensor>& ins) {
+    const onnx::NodeProto& n = g_.node(i);
+    Draft d;
+    d.node = i;
+    d.output = n.output(0);
+    Layer& l = d.layer;
+    l.op = Op::Add;
+    l.op_name = "add";
+    std::vector<int64_t> first;
+    for (const QTensor& q : ins) {
+      no_pad(c_, i, q);
+      TensorType ty;
+      if (std::string why = check_data_input(c_, q.tensor, ty); !why.empty()) c_.fail(i, why);
+      if (!first.empty() && ty.shape != first)
+        c_.fail(i, "its inputs have the shapes " + shape_text(first, true) + " and " +
+                       shape_text(ty.shape, true) +
+                       "; padfold's add takes tensors of one shape (no broadcasting)");
+      first = ty.shape;
+      l.inputs.push_back(q.tensor);
+      if (q.dtype != ins[0].dtype) c_.fail(i, "its inputs have different dtypes");
+    }
+    l.spatial_dims = static_cast<int>(first.size()) - 2;
+    l.layout = {false, l.spatial_dims};
+    LayerQuant& lq = l.quant.emplace();
+    for (const QTensor& q : ins) lq.inputs.push_back(q.q);
+    return d;
+  }
+
+  void qdq_add(int i) {
+    const onnx::NodeProto& n = g_.node(i);
+    if (n.input_size() != 2) c_.fail(i, "expected two inputs");
+    Draft d = add_draft(i, {dequantized(i, n.input(0)), dequantized(i, n.input(1))});
+    const QTensor out = output_quantize(i, d);
+    if (out.dtype != quant_.at(d.layer.inputs[0]).dtype)
+      c_.fail(i, "its output dtype differs from its inputs'");
+    d.layer.quant->output = out.q;
+    add_layer(std::move(d), out);
+  }
+
+  void qlinear_conv(int i) {
+    const onnx::NodeProto& n = g_.node(i);
+    if (n.input_size() < 8) c_.fail(i, "expected 8 or 9 inputs (x, x_scale, x_zero_point, w, ...)");
+    QTensor in = quantized(i, n.input(0));
+    const QTensor declared = params(i, 1, 2);
+    check_declared(i, in, declared);
+    std::string pad_mode;
+    Draft d = window_draft(i, {true, 0, 3, 8, "Conv"}, in, pad_mode);
+    LayerQuant& lq = d.layer.quant.emplace();
+    lq.inputs = {in.q};
+    lq.weight_scales = weight_scales(i, d, in, i, 4, 5, -1);
+    const QTensor out = params(i, 6, 7);
+    if (out.dtype != in.dtype)
+      c_.fail(i, "its input is " + to_string(in.dtype) + " and its output " + to_string(out.dtype) +
+                     "; expected one dtype");
+    lq.output = out.q;
+    add_layer(std::move(d), out, pad_mode);
+  }
+
+  void check_declared(int i, const QTensor& in, const QTensor& declared) const {
+    if (!same(in.q, declared.q) || in.dtype != declared.dtype)
+      c_.fail(i, fmt::format("it reads its input with scale {}, zero point {} ({}); the tensor is "
+                             "written with scale {}, zero point {} ({})",
+                             declared.q.scale, declared.q.zero_point, to_string(declared.dtype),
+                             in.q.scale, in.q.zero_point, to_string(in.dtype)));
+  }
+
+  void qop_max_pool(int i) {
+    const onnx::NodeProto& n = g_.node(i);
+    const QTensor in = quantized(i, n.input(0));
+    std::string pad_mode;
+    Draft d = window_draft(i, {true, 0, 1, 2, ""}, in, pad_mode);
+    LayerQuant& lq = d.layer.quant.emplace();
+    lq.inputs = {in.q};
+    lq.output = in.q;
+    QTensor out = in;
+    out.pad = -1;
+    add_layer(std::move(d), out, pad_mode);
+  }
+
+  void qlinear_pool(int i) {
+    const onnx::NodeProto& n = g_.node(i);
+    const bool global = n.op_type() == "QLinearGlobalAveragePool";
+    const NodeAttributes a = c_.at_node(i, [&] { return NodeAttributes(n); });
+    if (c_.at_node(i, [&] { return a.get_int("channels_last", 0); }) != 0)
+      c_.fail(i, "channels_last 1; expected 0 (the ONNX layout, channels first)");
+    if (n.input_size() < 5) c_.fail(i, "expected inputs X, x_scale, x_zero_point, y_scale, ...");
+    const QTensor in = quantized(i, n.input(0));
+    check_declared(i, in, params(i, 1, 2));
+    std::string pad_mode;
+    Draft d = window_draft(i, {true, 0, 1, 2, global ? "GlobalAveragePool" : "AveragePool"}, in,
+                           pad_mode);
+    LayerQuant& lq = d.layer.quant.emplace();
+    lq.inputs = {in.q};
+    const QTensor out = params(i, 3, 4);
+    check_pool_output(i, d, in, out);
+    lq.output = out.q;
+    add_layer(std::move(d), out, pad_mode);
+  }
+
+  void qlinear_add(int i) {
+    const onnx::NodeProto& n = g_.node(i);
+    if (n.input_size() < 7 || n.output_size() < 1)
+      c_.fail(i, "expected inputs A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale");
+    const QTensor a = quantized(i, n.input(0)), b = quantized(i, n.input(3));
+    check_declared(i, a, params(i, 1, 2));
+    check_declared(i, b, params(i, 4, 5));
+    Draft d = add_draft(i, {a, b});
+    const QTensor out = params(i, 6, 7);
+    if (out.dtype != a.dtype) c_.fail(i, "its output dtype differs from its inputs'");
+    d.layer.quant->output = out.q;
+    add_layer(std::move(d), out);
+  }
+
+  Context& c_;
+  const GraphIndex& g_;
+  QuantGraph out_;
+  std::set<int> covered_;
+  std::map<std::string, QTensor> quant_;  // quantized tensors (QOperator's, Q outputs)
+  std::map<std::string, QTensor> deq_;    // float tensors that DequantizeLinear a quantized one
+  std::set<std::string> produced_;        // tensors the layers compute
+};
+
+}  // namespace
+
+bool is_quantized_graph(const GraphIndex& g) {
+  for (int i = 0; i < g.num_nodes(); ++i)
+    if (one_of(g.node(i).op_type(), kQOps)) return true;
+  return false;
+}
+
+QuantGraph recognize_quantized(Context& c) {
+  return Recognizer(c).run();
+}
+
+}  // namespace padfold::onnx_import::detail

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Quantized ONNX models imported and run bit-exact with ONNX Runtime (tests/data/int8, written by
+make_int8_data.py there): ort_qdq.onnx (QDQ, per-channel weights) and ort_qop.onnx (QLinearConv,
+int8 MaxPool, QLinearAdd) through `padfold import`, `padfold compile` and `padfold run --model`
+on the float input. The int8 tensor before the last DequantizeLinear (graph output y_int8, the
+add layer) must equal ORT's bit for bit and the float output y exactly.
+
+Usage: int8_onnx_test.py PADFOLD_BIN DATA_DIR WORK_DIR   (run with the project's .venv python)
+"""
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+
+def run(cmd):
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    return r.stdout
+
+
+def compare(name, what, got, want):
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return f"{name} {what}: {got.dtype} {got.shape}, ONNX Runtime {want.dtype} {want.shape}"
+    wrong = int((got != want).sum())
+    if wrong:
+        i = np.flatnonzero(got != want)[0]
+        return (f"{name} {what}: {wrong} of {want.size} differ from ONNX Runtime (first at {i}: "
+                f"{got.flat[i]} vs {want.flat[i]})")
+    return None
+
+
+def check(padfold, data, work, name):
+    d = work / name
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    run([padfold, "import", data / f"ort_{name}.onnx", "-o", d / "import"])
+    spec = json.loads((d / "import" / f"ort_{name}.json").read_text())
+    report = json.loads((d / "import" / "import-report.json").read_text())
+    if report["left_to_caller"]:
+        return f"{name}: nodes left to the caller: {report['left_to_caller']}"
+    ops = [l["op"] for l in spec["layers"]]
+    if ops[0] != "quantize" or ops[-1] != "dequantize":
+        return f"{name}: layers {ops}; expected a quantize first and a dequantize last"
+    if any(l.get("dtype") != "int8" or l["quant"]["requantize"] != "onnx" for l in spec["layers"]):
+        return f"{name}: a layer is not int8 with requantize onnx"
+    # The layer writing graph output y_int8 and the one writing y.
+    out = {o["onnx_tensor"]: o["name"] for o in report["outputs"]}
+    if set(out) != {"y", "y_int8"}:
+        return f"{name}: outputs {sorted(out)}; expected y and y_int8"
+    run([padfold, "compile", d / "import" / f"ort_{name}.json", "-o", d / "bundle", "--target",
+         "host"])
+    run([padfold, "run", d / "bundle", "--model", "--input", f"x={data / f'ort_{name}_x.npy'}",
+         "--output", f"{out['y_int8']}={d / 'yq.npy'}", "--output", f"{out['y']}={d / 'y.npy'}"])
+    for what, got, want in [
+        ("y_int8", np.load(d / "yq.npy"), np.load(data / f"ort_{name}_yq.npy")),
+        ("y", np.load(d / "y.npy"), np.load(data / f"ort_{name}_y.npy")),
+    ]:
+        if failure := compare(name, what, got, want):
+            return failure
+    print(f"{name}: {len(ops)} layers {ops}; y_int8 bit-exact and y exact with ONNX Runtime: OK")
+    return None
+
+
+def main():
+    padfold, data, work = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+    failures = []
+    for name in ["qdq", "qop"]:
+        try:
+            failure = check(padfold, data, work, name)
+        except RuntimeError as e:
+            failure = f"{name}: {e}"
+        if failure:
+            failures.append(failure)
+    for f in failures:
+        print("FAIL", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
