@@ -1626,5 +1626,152 @@ TEST(OnnxNormalize, AutoPadBecomesPads) {
   }
 }
 
+// --- quantized graphs (quant_graph.h) --------------------------------------------------------
+
+// An int8/uint8/int32 initializer (values in int32_data, as ONNX stores them).
+void typed_initializer(ModelBuilder& b, const std::string& name, int type,
+                       const std::vector<int64_t>& shape, const std::vector<int32_t>& values) {
+  onnx::TensorProto* t = b.model().mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(type);
+  for (int64_t d : shape) t->add_dims(d);
+  for (int32_t v : values) t->add_int32_data(v);
+}
+
+constexpr int kI8 = onnx::TensorProto::INT8, kI32 = onnx::TensorProto::INT32;
+
+// x -> QuantizeLinear (scale 0.02, zero point 3) -> xq, and its DequantizeLinear xd.
+ModelBuilder quantized_input() {
+  ModelBuilder b;
+  b.input("x", {1, 2, 5, 5});
+  b.initializer("xs", {}, {0.02f});
+  typed_initializer(b, "xz", kI8, {}, {3});
+  b.node("QuantizeLinear", {"x", "xs", "xz"}, {"xq"}, "qx");
+  b.node("DequantizeLinear", {"xq", "xs", "xz"}, {"xd"}, "dqx");
+  return b;
+}
+
+std::vector<int32_t> int8_weights() {
+  std::vector<int32_t> w(3 * 2 * 3 * 3);
+  for (size_t k = 0; k < w.size(); ++k) w[k] = static_cast<int32_t>(k % 7) * 20 - 60;
+  return w;
+}
+
+TEST(OnnxImportQuant, QdqConvPerChannelWeightsReluAndEdges) {
+  ModelBuilder b = quantized_input();
+  typed_initializer(b, "w", kI8, {3, 2, 3, 3}, int8_weights());
+  const std::vector<float> ws = {0.01f, 0.02f, 0.03f};
+  b.initializer("ws", {3}, ws);
+  typed_initializer(b, "wz", kI8, {3}, {0, 0, 0});
+  b.node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}, "dqw").i("axis", 0);
+  typed_initializer(b, "bias", kI32, {3}, {100, -200, 300});
+  b.initializer("bs", {3}, {0.02f * ws[0], 0.02f * ws[1], 0.02f * ws[2]});
+  typed_initializer(b, "bz", kI32, {3}, {0, 0, 0});
+  b.node("DequantizeLinear", {"bias", "bs", "bz"}, {"bd"}, "dqb").i("axis", 0);
+  b.node("Conv", {"xd", "wd", "bd"}, {"c"}, "conv").ints("pads", {1, 1, 1, 1});
+  b.node("Relu", {"c"}, {"r"}, "relu");
+  b.initializer("ys", {}, {0.05f});
+  typed_initializer(b, "yz", kI8, {}, {-128});
+  b.node("QuantizeLinear", {"r", "ys", "yz"}, {"yq"}, "qy");
+  b.node("DequantizeLinear", {"yq", "ys", "yz"}, {"y"}, "dqy");
+  b.output("y");
+  const ImportResult r = import(b);
+  const json layers = spec(r)["layers"];
+  ASSERT_EQ(layers.size(), 3u) << layers.dump(2);
+  EXPECT_EQ(layers[0]["op"], "quantize");
+  EXPECT_EQ(layers[0]["input"], "x");
+  EXPECT_EQ(layers[0]["quant"]["output"]["zero_point"], 3);
+  const json conv = layers[1];
+  EXPECT_EQ(conv["op"], "conv2d");
+  EXPECT_EQ(conv["dtype"], "int8");
+  EXPECT_EQ(conv["activation"], "relu");
+  EXPECT_EQ(conv["quant"]["requantize"], "onnx");
+  EXPECT_EQ(conv["quant"]["input"]["scale"].get<float>(), 0.02f);
+  EXPECT_EQ(conv["quant"]["input"]["zero_point"], 3);
+  EXPECT_EQ(conv["quant"]["output"]["zero_point"], -128);
+  ASSERT_EQ(conv["quant"]["weight_scale"].size(), 3u);
+  for (size_t o = 0; o < 3; ++o) EXPECT_EQ(conv["quant"]["weight_scale"][o].get<float>(), ws[o]);
+  EXPECT_EQ(layers[2]["op"], "dequantize");
+  EXPECT_EQ(layers[2]["input"], conv["name"]);
+  EXPECT_EQ(spec(r)["outputs"], json::array({layers[2]["name"]}));
+  ASSERT_EQ(r.weights.size(), 2u);
+  EXPECT_EQ(r.weights[0].dtype, NpyDType::I8);
+  EXPECT_EQ(r.weights[0].shape, (std::vector<int64_t>{3, 2, 3, 3}));
+  EXPECT_EQ(r.weights[0].ints, int8_weights());
+  EXPECT_EQ(r.weights[1].dtype, NpyDType::I32);
+  EXPECT_EQ(r.weights[1].ints, (std::vector<int32_t>{100, -200, 300}));
+  EXPECT_TRUE(r.left_to_caller.empty());
+  EXPECT_EQ(absorbed_roles(r)["dqx"], "quantization");
+}
+
+// x -> Q -> Pad(constant `value`, an int8 initializer) -> QLinearConv -> DequantizeLinear.
+ModelBuilder padded_qlinear_conv(int32_t value) {
+  ModelBuilder b = quantized_input();
+  b.int_initializer("pads", {0, 0, 1, 2, 0, 0, 1, 2});
+  typed_initializer(b, "pv", kI8, {}, {value});
+  b.node("Pad", {"xq", "pads", "pv"}, {"xp"}, "pad");
+  typed_initializer(b, "w", kI8, {3, 2, 3, 3}, int8_weights());
+  b.initializer("ws", {}, {0.01f});
+  typed_initializer(b, "wz", kI8, {}, {0});
+  b.initializer("ys", {}, {0.05f});
+  typed_initializer(b, "yz", kI8, {}, {-1});
+  b.node("QLinearConv", {"xp", "xs", "xz", "w", "ws", "wz", "ys", "yz"}, {"cq"}, "qconv");
+  b.node("DequantizeLinear", {"cq", "ys", "yz"}, {"y"}, "dqy");
+  b.output("y");
+  return b;
+}
+
+TEST(OnnxImportQuant, PadOfTheZeroPointFoldsAsZeros) {
+  const ImportResult r = import(padded_qlinear_conv(3));  // 3: the zero point, the real 0
+  const json conv = layer(r, 1);
+  EXPECT_EQ(conv["op"], "conv2d");
+  EXPECT_EQ(conv["input"], layer(r, 0)["name"]);  // the unpadded tensor
+  EXPECT_EQ(conv["padding"]["pads"], json::array({1, 2, 1, 2}));
+  EXPECT_FALSE(conv.contains("border")) << conv.dump();  // zeros: the zero point
+  EXPECT_EQ(conv["quant"]["weight_scale"].get<float>(), 0.01f);
+  EXPECT_EQ(absorbed_roles(r).count("pad"), 0u);  // folded, listed with the layer
+  EXPECT_TRUE(r.left_to_caller.empty());
+  ASSERT_EQ(rep(r)["layers"][1]["onnx_nodes"][0]["name"], "pad");
+}
+
+TEST(OnnxImportQuant, PadOfAnotherValueFoldsAsItsRealValue) {
+  const json conv = layer(import(padded_qlinear_conv(5)), 1);
+  EXPECT_EQ(conv["padding"]["pads"], json::array({1, 2, 1, 2}));
+  ASSERT_TRUE(conv.contains("border"));
+  EXPECT_EQ(conv["border"]["mode"], "constant");
+  EXPECT_NEAR(conv["border"]["value"].get<double>(), (5 - 3) * 0.02, 1e-7);
+}
+
+TEST(OnnxImportQuant, UnsupportedNodeInAQuantizedGraphIsAnErrorNamingIt) {
+  ModelBuilder b = quantized_input();
+  b.node("Sigmoid", {"xd"}, {"s"}, "sig");
+  b.node("QuantizeLinear", {"s", "xs", "xz"}, {"sq"}, "qs");
+  b.node("DequantizeLinear", {"sq", "xs", "xz"}, {"y"}, "dqy");
+  b.output("y");
+  const std::string e = import_error(b);
+  EXPECT_TRUE(has(e, "node 'sig' (Sigmoid, #2)")) << e;
+  EXPECT_TRUE(has(e, "in a quantized graph; padfold imports")) << e;
+}
+
+TEST(OnnxImportQuant, BiasScaleOtherThanInputTimesWeightScaleIsRefused) {
+  ModelBuilder b = quantized_input();
+  typed_initializer(b, "w", kI8, {3, 2, 3, 3}, int8_weights());
+  b.initializer("ws", {}, {0.01f});
+  typed_initializer(b, "wz", kI8, {}, {0});
+  b.node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}, "dqw");
+  typed_initializer(b, "bias", kI32, {3}, {1, 2, 3});
+  b.initializer("bs", {}, {0.001f});  // not 0.02 * 0.01
+  b.node("DequantizeLinear", {"bias", "bs"}, {"bd"}, "dqb");
+  b.node("Conv", {"xd", "wd", "bd"}, {"c"}, "conv");
+  b.initializer("ys", {}, {0.05f});
+  typed_initializer(b, "yz", kI8, {}, {0});
+  b.node("QuantizeLinear", {"c", "ys", "yz"}, {"yq"}, "qy");
+  b.node("DequantizeLinear", {"yq", "ys", "yz"}, {"y"}, "dqy");
+  b.output("y");
+  const std::string e = import_error(b);
+  EXPECT_TRUE(has(e, "node 'dqb' (DequantizeLinear")) << e;
+  EXPECT_TRUE(has(e, "expected the input scale times the weight scale")) << e;
+}
+
 }  // namespace
 }  // namespace padfold::onnx_test

@@ -985,8 +985,8 @@ class Importer {
             data[(t * i + b) * o + a] = values[(a * i + b) * taps + t];
       return data;
     };
-    w.data = permuted(w.data);
-    w.ints = permuted(w.ints);
+    if (!w.data.empty()) w.data = permuted(w.data);
+    if (!w.ints.empty()) w.ints = permuted(w.ints);
     std::vector<int64_t> shape(w.shape.begin() + 2, w.shape.end());
     shape.push_back(w.shape[1]);
     shape.push_back(w.shape[0]);
