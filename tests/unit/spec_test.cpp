@@ -315,7 +315,52 @@ TEST(SpecQuant, PoolsKeepTheirInputsQuantizationAndOtherOpsAreRefused) {
   EXPECT_EQ(parse(one_layer(differs)).layers[0].quant->output.zero_point, 4);
   expect_layer_error(R"({"op": "conv_transpose2d", "dtype": "int8"})", "dtype",
                      {"'int8' on a conv_transpose2d layer; expected int8 only on conv, max_pool, "
-                      "avg_pool and add layers"});
+                      "avg_pool, add, quantize and dequantize layers"});
+}
+
+// quantize: float32 in, its dtype out with quant.output; dequantize: the reverse with quant.input.
+TEST(SpecQuant, QuantizeAndDequantizeConvertAtTheEdges) {
+  const json q = {{"scale", 0.25}, {"zero_point", 3}};
+  const auto model = [&](const json& first, const json& second) {
+    return json{{"model", "m"},
+                {"inputs", {{{"name", "x"}, {"shape", {1, 2, 4, 4}}}}},
+                {"layers", {first, second}}}
+        .dump();
+  };
+  const json quant = {{"name", "q"},
+                      {"op", "quantize"},
+                      {"input", "x"},
+                      {"dtype", "uint8"},
+                      {"quant", {{"requantize", "onnx"}, {"output", q}}}};
+  const json deq = {{"name", "d"},
+                    {"op", "dequantize"},
+                    {"input", "q"},
+                    {"dtype", "uint8"},
+                    {"quant", {{"input", q}}}};
+  const Model m = parse(model(quant, deq));
+  EXPECT_EQ(m.layers[0].input_dtype(), DType::F32);
+  EXPECT_EQ(m.layers[0].output_dtype(), DType::U8);
+  EXPECT_EQ(m.layers[0].quant->output.zero_point, 3);
+  EXPECT_EQ(m.layers[1].input_dtype(), DType::U8);
+  EXPECT_EQ(m.layers[1].output_dtype(), DType::F32);
+  EXPECT_EQ(m.layers[1].output_shape_full(), (std::vector<int64_t>{1, 2, 4, 4}));
+  json wrong = deq;
+  wrong["quant"] = {{"input", {{"scale", 0.5}, {"zero_point", 3}}}};
+  expect_error(model(quant, wrong),
+               {"field 'quant.input'", "the quantization its input is written in"});
+  wrong = quant;
+  wrong["quant"] = {{"input", q}};
+  expect_error(model(wrong, deq), {"field 'quant.input': given on a quantize"});
+  wrong = quant;
+  wrong["dtype"] = "float32";
+  wrong.erase("quant");
+  expect_error(model(wrong, deq), {"field 'dtype': 'float32' on a quantize layer"});
+  json twice = quant;
+  twice["input"] = "x";
+  json again = quant;
+  again["name"] = "q2";
+  again["input"] = "q";
+  expect_error(model(twice, again), {"field 'dtype'", "a float32 input"});
 }
 
 // A quantized layer reads its input as the producer wrote it: dtype, scale and zero point.
@@ -900,7 +945,7 @@ TEST(Spec, NameTables) {
   EXPECT_EQ(error_of(one_layer({{"op", "conv_2d"}})),
             "t.json: layer 'c' (#0): field 'op': 'conv_2d'; expected one of conv1d, conv2d, "
             "conv3d, conv_transpose[1d|2d|3d], max_pool[1d|2d|3d], avg_pool[1d|2d|3d], add, mul, "
-            "concat, softmax");
+            "concat, softmax, quantize, dequantize");
   for (Activation a :
        {Activation::None, Activation::Relu, Activation::Relu6, Activation::LeakyRelu})
     EXPECT_EQ(parse(one_layer({{"activation", to_string(a)}})).layers[0].activation, a);
