@@ -9,7 +9,6 @@
 #include "algorithm/requantize.h"
 #include "algorithm/winograd.h"
 #include "base/enum_names.h"
-#include "emit/dtypes.h"
 
 namespace padfold {
 

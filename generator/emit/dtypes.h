@@ -6,7 +6,6 @@
 #include <cstdint>
 
 #include "base/enum_names.h"
-#include "frontend/layer.h"
 #include "padfold_registry.h"
 
 namespace padfold {
@@ -18,21 +17,6 @@ inline constexpr EnumName<pf_dtype> kDtypeNames[] = {
 // The C constants registry.c writes.
 inline constexpr EnumName<pf_dtype> kDtypeConstants[] = {
     {PF_F32, "PF_F32"}, {PF_F16, "PF_F16"}, {PF_I8, "PF_I8"}, {PF_U8, "PF_U8"}, {PF_I32, "PF_I32"}};
-
-// The runtime's dtype of a spec's tensor type (a model input's, a layer's activations).
-inline pf_dtype pf_dtype_of(DType dtype) {
-  switch (dtype) {
-    case DType::F32:
-      return PF_F32;
-    case DType::F16:
-      return PF_F16;
-    case DType::I8:
-      return PF_I8;
-    case DType::U8:
-      return PF_U8;
-  }
-  return PF_F32;
-}
 
 // Bytes of one element, as the runtime's pf_dtype_size.
 inline int64_t dtype_size(pf_dtype t) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "padding/padding.h"
+#include "padfold_registry.h"
 
 namespace padfold {
 
@@ -33,6 +34,21 @@ enum class Op {
 };
 enum class Activation { None, Relu, Relu6, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Silu };
 enum class DType { F32, F16, I8, U8 };  // F32, and I8/U8 quantized layers (quant below)
+
+// The runtime's dtype of a spec's tensor type (a model input's, a layer's activations).
+inline pf_dtype pf_dtype_of(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return PF_F32;
+    case DType::F16:
+      return PF_F16;
+    case DType::I8:
+      return PF_I8;
+    case DType::U8:
+      return PF_U8;
+  }
+  return PF_F32;
+}
 
 // A quantized tensor's integers q stand for scale * (q - zero_point).
 struct QuantParams {

@@ -3,7 +3,8 @@
 // tensor checks, whole-model runs whose intermediates and arena are sized by dtype, the manifest's
 // dtype names, and .npy weight files of int8, uint8 and int32 (pf_npy_load_weights, and the C++
 // reader it must agree with) with their dtype mismatches. The emitter's dtype tables
-// (emit/dtypes.h, base/npy_dtype.h) are checked against the runtime's.
+// (emit/dtypes.h, frontend/layer.h's pf_dtype_of, base/npy_dtype.h) are checked against the
+// runtime's.
 #include <HalideRuntime.h>
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "base/npy.h"
 #include "base/npy_dtype.h"
 #include "emit/dtypes.h"
+#include "frontend/layer.h"
 #include "runtime_test_util.h"
 
 extern "C" {
