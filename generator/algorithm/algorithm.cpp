@@ -198,12 +198,12 @@ Expr activate(Expr v, const Layer& L) {
 
 // Reduction domain: input channels of a group (when more than one), then kernel taps innermost
 // spatial axis first.
-RDom make_rdom(const Layer& L, int64_t channels) {
+RDom make_rdom(const Layer& L, int64_t channels, const std::string& suffix = "_r") {
   Region dom;
   if (channels > 1) dom.emplace_back(0, static_cast<int>(channels));
   for (size_t j = 0; j < L.kernel.size(); ++j)
     dom.emplace_back(0, static_cast<int>(L.kernel[axis_of(j, L.kernel.size())]));
-  return RDom(dom, L.name + "_r");
+  return RDom(dom, L.name + suffix);
 }
 
 void split_rdom(const RDom& r, int64_t channels, Expr& rc, std::vector<Expr>& rk) {
@@ -280,7 +280,58 @@ Expr border_fill(const Layer& L) {
   return L.border == Border::Constant ? L.border_value : 0.f;
 }
 
+bool quantized_dot_product(const Layer& L) {
+  return L.quantized() && L.op == Op::Conv && L.layout.channels_last &&
+         (L.in_channels / L.groups) % 4 == 0;
+}
+
 namespace {
+
+// sum (x - zx) * w as sum x' * w - zx' * sum w, with x' the input as uint8 (int8 offset by 128,
+// its zero point with it): u8 x i8 products are what the dot-product instructions take (x86
+// vpdpbusd, arm sdot/udot). The weights' sums per output channel are tabulated once per call.
+// Every tap is counted, so the identity holds at the border too: a padded tap reads the zero point
+// under zeros (x' = zx', adding zx' * w to both terms), and a value under the other borders.
+// Subtracting zx' * sum w only where the window is inside (apache/tvm#13364) would be wrong there.
+void build_quantized_conv(Algorithm& a, const Layer& L, const Expr& x) {
+  const bool signed_input = L.dtype == DType::I8;
+  const Expr xu = signed_input ? reinterpret<uint8_t>(x) ^ cast<uint8_t>(128) : x;
+  const int32_t zx = L.quant->inputs[0].zero_point + (signed_input ? 128 : 0);
+  const int64_t in_per_group = L.in_channels / L.groups;
+  Expr rc;
+  std::vector<Expr> rk;
+  split_rdom(a.r, in_per_group, rc, rk);
+  const int D = static_cast<int>(L.in_spatial.size());
+  Expr w = a.weights(weight_args(L.weight_layout, D, a.c, rc, rk));
+  if (quantized_dot_product(L)) {
+    Var i4("i4"), io("io");
+    std::vector<Var> args{i4, a.c, io};
+    std::vector<Expr> taps;
+    for (int j = 0; j < D; ++j) taps.push_back(args.emplace_back("k" + std::to_string(j)));
+    Func dot_weights(L.name + "_dot_weights");
+    dot_weights(args) = a.weights(weight_args(L.weight_layout, D, a.c, io * 4 + i4, taps));
+    a.dot_weights = dot_weights;
+    a.helpers.push_back(dot_weights);
+    std::vector<Expr> at{rc % 4, a.c, rc / 4};
+    at.insert(at.end(), rk.begin(), rk.end());
+    w = dot_weights(at);
+  }
+  a.reduce(a.vars) = 0;
+  a.reduce(a.vars) += cast<int32_t>(xu) * cast<int32_t>(w);
+
+  const RDom rw = make_rdom(L, in_per_group, "_rw");
+  Expr wc;
+  std::vector<Expr> wk;
+  split_rdom(rw, in_per_group, wc, wk);
+  Func weight_sum(L.name + "_weight_sum");
+  weight_sum(a.c) = 0;
+  weight_sum(a.c) += cast<int32_t>(a.weights(weight_args(L.weight_layout, D, a.c, wc, wk)));
+  a.helpers.push_back(weight_sum);
+
+  Expr acc = a.reduce(a.vars) - zx * weight_sum(a.c);
+  if (L.bias) acc = acc + a.bias(a.c);
+  a.output(a.vars) = cast(element_type(L), requantize_conv(L, acc, a.c));
+}
 
 void build_conv(Algorithm& a, const Layer& L) {
   const size_t D = L.in_spatial.size();
@@ -298,10 +349,7 @@ void build_conv(Algorithm& a, const Layer& L) {
   const Expr x = a.bordered(tensor_args(L.layout, ic, tap_positions(a, L, rk), a.n));
   const Expr w = a.weights(weight_args(L.weight_layout, static_cast<int>(D), a.c, rc, rk));
   if (L.quantized()) {
-    // A padded tap reads the zero point under zeros, so it adds (zx - zx) * w = 0, as TFLite's
-    // skipped taps do.
-    a.reduce(a.vars) = 0;
-    a.reduce(a.vars) += (cast<int32_t>(x) - L.quant->inputs[0].zero_point) * cast<int32_t>(w);
+    build_quantized_conv(a, L, x);
     return;
   }
   a.reduce(a.vars) = 0.f;

@@ -59,7 +59,9 @@ struct Algorithm {
   std::vector<Halide::Var> spatial;  // spatial[0] is the innermost spatial axis (W)
   Halide::RDom r;                    // reduction domain of `reduce`
   std::vector<Halide::Func>
-      helpers;  // small tables (e.g. avg-pool divisors) a schedule computes at root
+      helpers;               // small tables (e.g. avg-pool divisors) a schedule computes at root
+  Halide::Func dot_weights;  // quantized_dot_product: the weights as the dot products read them
+                             // (also a helper)
 
   std::vector<BufferParam> buffers;  // every buffer in manifest order; input/weights/bias above
                                      // are the same parameters
@@ -79,6 +81,12 @@ struct Algorithm {
 Algorithm build_algorithm(const Layer& layer, const Halide::Func& source = Halide::Func(),
                           bool explicit_border = false, const Layer* residual = nullptr,
                           int winograd_m = 0);
+
+// A quantized conv, channels last, whose groups reduce a multiple of 4 channels: it sums u8 x i8
+// products 4 input channels at a time (x86 vpdpbusd, arm dot products), reading its weights
+// through a table with those 4 channels innermost, then the output channels (one dense load per
+// vector of accumulators). The table is one of the helpers.
+bool quantized_dot_product(const Layer& layer);
 
 // The residual buffer of a conv whose output an add sums with another tensor.
 BufferInfo residual_buffer(const Layer& add);

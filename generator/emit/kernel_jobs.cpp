@@ -110,7 +110,13 @@ std::vector<KernelBuild> compile_kernels(
   const auto job = [&](size_t i) {
     return CompileJob{build_label(plan, builds[i]),
                       plan.kernels[builds[i].kernel].block.last().name, false,
-                      [&plan, &builds, &root, i] { compile_kernel(plan, builds[i], root); }};
+                      [&plan, &builds, &root, i] {
+                        try {
+                          compile_kernel(plan, builds[i], root);
+                        } catch (const Halide::Error& e) {  // not a std::exception: its text
+                          throw std::runtime_error(e.what());
+                        }
+                      }};
   };
   std::vector<CompileJob> jobs;
   for (size_t i = 0; i < builds.size(); ++i) jobs.push_back(job(i));

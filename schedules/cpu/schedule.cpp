@@ -161,6 +161,9 @@ ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParam
   r.min_task_kflop = 0;
   r.fused_strips = 0;                     // a block's (resolve_block_schedule sets it back)
   r.winograd = r.winograd_min_tiles = 0;  // direct (winograd_holds)
+  // The dot products read the bordered input staged per tile: read inline, the border's selects
+  // in every partition of the loops make LLVM run for more than 10 minutes on one 28x28 kernel.
+  if (quantized_dot_product(L)) r.inline_border = false;
   if (p.rows_per_task > 0 && !parallel_over_channels(r, L, ax)) {
     const int64_t row_tiles =
         ax.dims >= 2 ? (ax.rows + ty - 1) / ty : (ax.unr_extent + unroll - 1) / unroll;
@@ -192,8 +195,24 @@ void schedule_reduction(Algorithm& a, const ScheduleParams& p, const LoopLevel& 
   const int first_tap = a.r.dimensions() - D;
   const bool has_rc = first_tap > 0;
   std::vector<VarOrRVar> channel_loops, tap_loops;
-  if (has_rc) {
-    const int64_t rc_extent = L.in_channels / L.groups;  // only convolutions reduce channels
+  const int64_t rc_extent = has_rc ? L.in_channels / L.groups : 1;  // only convolutions do
+  RVar dot("rdot");
+  const bool dot4 = quantized_dot_product(L);
+  if (dot4) {
+    // Four channels per step in a vector reduction: one u8 x i8 dot product per accumulator lane.
+    RVar rest("rdot_o");
+    update.split(a.r[0], rest, dot, 4);
+    const int f = p.unroll_channels > 1 ? divisor_at_most(rc_extent / 4, p.unroll_channels) : 1;
+    channel_loops = {rest};
+    if (f > 1 && f < rc_extent / 4) {
+      RVar rco("rco"), rci("rci");
+      update.split(rest, rco, rci, f);
+      channel_loops = {rci, rco};
+      update.unroll(rci);
+    } else if (f > 1) {
+      update.unroll(rest);
+    }
+  } else if (has_rc) {
     const int f = p.unroll_channels > 1 ? divisor_at_most(rc_extent, p.unroll_channels) : 1;
     if (f > 1 && f < rc_extent) {
       RVar rco("rco"), rci("rci");
@@ -207,12 +226,14 @@ void schedule_reduction(Algorithm& a, const ScheduleParams& p, const LoopLevel& 
   }
   for (int i = first_tap; i < a.r.dimensions(); ++i) tap_loops.push_back(a.r[i]);
   std::vector<VarOrRVar> update_order = inner;
+  if (dot4) update_order.insert(update_order.begin(), dot);
   const auto& first = p.taps_inner ? tap_loops : channel_loops;
   const auto& second = p.taps_inner ? channel_loops : tap_loops;
   update_order.insert(update_order.end(), first.begin(), first.end());
   update_order.insert(update_order.end(), second.begin(), second.end());
   for (int j = 2; j < D; ++j) update_order.push_back(a.spatial[j]);
   update_order.push_back(a.n);
+  if (dot4) update.atomic().vectorize(dot);
   update.reorder(update_order).vectorize(vec_var, lanes).unroll(vec_var).unroll(unr_var);
   if (D >= 2) update.unroll(a.spatial[1]);
   // Short kernel axes are unrolled: the innermost one (the RDom's first spatial variable) up to
@@ -236,9 +257,10 @@ void schedule_reduction(Algorithm& a, const ScheduleParams& p, const LoopLevel& 
 void pack_block_weights(Algorithm& a, const ScheduleParams& p, const LoopLevel& block,
                         int vec_tile) {
   const Layer& L = *a.layer;
-  if (!a.weights.defined() || p.pack_weights_kb <= 0) return;
+  // The dot products' weights are a table of their own already (quantized_dot_product).
+  if (!a.weights.defined() || p.pack_weights_kb <= 0 || a.dot_weights.defined()) return;
   if (weight_bytes(L) / L.out_channels * vec_tile > int64_t{1024} * p.pack_weights_kb) return;
-  Func packed = a.weights.in();
+  Func packed = a.weights.in(a.reduce);  // the reduction's reads only (not weight sums)
   std::vector<Var> args = packed.args();
   const std::string& order = L.weight_layout.order;  // outermost first; Halide's args innermost
   const size_t o = order.size() - 1 - order.find('O');
@@ -257,6 +279,10 @@ ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target& target
   ScheduleResult result{p};
   const Layer& L = *a.layer;
   for (Func h : a.helpers) h.compute_root();
+  if (a.dot_weights.defined()) {  // 16 output channels x 4 input channels: one 64-byte store
+    const std::vector<Var> args = a.dot_weights.args();
+    a.dot_weights.vectorize(args[0]).vectorize(args[1], std::min<int>(16, L.out_channels));
+  }
   const Axes ax = axes_of(L);
   const int D = ax.dims;
   const bool cl = ax.channels_last;

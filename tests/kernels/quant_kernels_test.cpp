@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "algorithm/algorithm.h"
 #include "kernel_cases.h"
 #include "kernel_runner.h"
 
@@ -171,6 +172,76 @@ TEST(QuantBorder, ZerosIsTheInputZeroPoint) {
       EXPECT_NE(got.data, wrong.data) << "the kernel pads with integer 0";
     }
   }
+}
+
+// A conv channels-last over 8 input channels (quantized_dot_product: u8 x i8 sums of 4 channels,
+// the weights' sum times the offset zero point subtracted), 9x11 input, 3x3 SAME stride 2:
+// asymmetric pads, so the first and last rows and columns each read taps in the padding.
+Layer dot_conv(const std::string& dtype, int zx, const json& border, const std::string& convention,
+               const std::string& mode) {
+  const json spec = {{"model", "m"},
+                     {"layers",
+                      {{{"name", "c"},
+                        {"op", "conv2d"},
+                        {"dtype", dtype},
+                        {"input_shape", {1, 9, 11, 8}},
+                        {"layout", "NHWC"},
+                        {"out_channels", 20},
+                        {"kernel", 3},
+                        {"stride", 2},
+                        {"padding", "same"},
+                        {"convention", convention},
+                        {"border", border},
+                        {"bias", true},
+                        {"quant",
+                         {{"requantize", mode},
+                          {"input", params(0.02, zx)},
+                          {"weight_scale", 0.01},
+                          {"output", params(0.3, dtype == "int8" ? -5 : 120)}}}}}}};
+  return one_layer(spec.dump());
+}
+
+// The zero point's term is subtracted at every output, the border's included: a padded tap adds
+// x' * w to the dot product and zx' * w to what is subtracted, which cancel under zeros (x' is the
+// zero point there) and leave (x - zx) * w under the other borders. Precomputing the term for
+// interior windows only (apache/tvm#13364) gives other values in the first and last rows and
+// columns. Each border, both conventions' pad sides, zero points at both ends of the range, on
+// this CPU (vpdpbusd where it has AVX512-VNNI) and as AVX2 (16-bit multiply-adds).
+TEST(QuantDotProduct, CountsEveryTapAtTheBorder) {
+  const json borders[] = {
+      "zeros", {{"mode", "constant"}, {"value", 0.7}}, "reflect", "replicate", "circular"};
+  int i = 0;
+  for (const char* dtype : {"int8", "uint8"})
+    for (const json& border : borders)
+      for (const char* target : {"host", "x86-64-linux-avx2-fma"}) {
+        const bool u8 = std::string(dtype) == "uint8";
+        const int zx =
+            (u8 ? std::vector<int>{0, 200, 255} : std::vector<int>{-128, 37, 127})[i % 3];
+        const char* convention = i % 2 ? "onnx_lower" : "tensorflow";
+        const Layer L = dot_conv(dtype, zx, border, convention, ++i % 4 < 2 ? "onnx" : "tflite");
+        const std::string what = std::string(dtype) + " zx " + std::to_string(zx) + " " +
+                                 border.dump() + " " + convention + " " + target;
+        SCOPED_TRACE(what);
+        ASSERT_TRUE(quantized_dot_product(L));
+        if (!runs_here(target)) continue;  // this CPU has no AVX2: host covered it
+        const ref::QLayerData data = ref::random_quant_data(L, 77);
+        expect_same(quant_kernel_output(L, data, target), ref::quant_reference_output(L, data),
+                    what);
+      }
+}
+
+// The generated code uses the dot-product instructions where the target has them: vpdpbusd
+// (AVX512-VNNI as Halide's avx512_zen4 features name it: Zen 4 and 5, Sapphire Rapids), and
+// 16-bit multiply-adds (vpmaddwd) on AVX2; compiled for those targets whatever this CPU is.
+TEST(QuantDotProduct, UsesTheTargetsDotInstructions) {
+  const Layer L = dot_conv("int8", -128, "zeros", "tensorflow", "tflite");
+  const std::string vnni = compiled_assembly(
+      L,
+      "x86-64-linux-avx-avx2-avx512-avx512_skylake-avx512_cannonlake-avx512_zen4-f16c-fma-sse41");
+  EXPECT_NE(vnni.find("vpdpbusd"), std::string::npos);
+  const std::string avx2 = compiled_assembly(L, "x86-64-linux-avx-avx2-f16c-fma-sse41");
+  EXPECT_EQ(avx2.find("vpdpbusd"), std::string::npos);
+  EXPECT_NE(avx2.find("vpmaddwd"), std::string::npos);
 }
 
 // Two inputs of their own scales and zero points, in both modes and dtypes, with each activation.

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "compile/lower.h"
 #include "compile/target.h"
@@ -110,17 +111,40 @@ bool runs_here(const std::string& target) {
   return can_run_here(resolve_target(target));
 }
 
-int64_t compile_only(const Layer& L, const std::string& target_name,
-                     const nlohmann::json& schedule) {
+namespace {
+
+// The kernel compiled for `target_name` into a temporary file of `type`; `read` gets its path.
+template <typename Read>
+auto compiled_file(const Layer& L, const std::string& target_name, const nlohmann::json& schedule,
+                   Halide::OutputFileType type, Read read) {
   namespace fs = std::filesystem;
   const Halide::Target target = resolve_target(target_name);
   Kernel k = lower(L, target, schedule);
-  const fs::path obj =
-      fs::temp_directory_path() / ("padfold_compile_only_" + std::to_string(getpid()) + ".o");
-  compile_kernel_files(k, target, {{Halide::OutputFileType::object, obj.string()}}, "kernel");
-  const auto bytes = static_cast<int64_t>(fs::file_size(obj));
-  fs::remove(obj);
-  return bytes;
+  const fs::path file =
+      fs::temp_directory_path() / ("padfold_compile_only_" + std::to_string(getpid()) + ".out");
+  compile_kernel_files(k, target, {{type, file.string()}}, "kernel");
+  auto result = read(file);
+  fs::remove(file);
+  return result;
+}
+
+}  // namespace
+
+int64_t compile_only(const Layer& L, const std::string& target_name,
+                     const nlohmann::json& schedule) {
+  return compiled_file(L, target_name, schedule, Halide::OutputFileType::object,
+                       [](const std::filesystem::path& f) {
+                         return static_cast<int64_t>(std::filesystem::file_size(f));
+                       });
+}
+
+std::string compiled_assembly(const Layer& L, const std::string& target_name,
+                              const nlohmann::json& schedule) {
+  return compiled_file(L, target_name, schedule, Halide::OutputFileType::assembly,
+                       [](const std::filesystem::path& f) {
+                         std::ifstream in(f);
+                         return std::string(std::istreambuf_iterator<char>(in), {});
+                       });
 }
 
 }  // namespace padfold::testing

@@ -43,6 +43,10 @@ const std::vector<TargetFamilyCase>& cpu_target_families();
 int64_t compile_only(const Layer& layer, const std::string& target,
                      const nlohmann::json& schedule = nlohmann::json::object());
 
+// The kernel's assembly for `target`, as compile_only compiles it.
+std::string compiled_assembly(const Layer& layer, const std::string& target,
+                              const nlohmann::json& schedule = nlohmann::json::object());
+
 // Whether this CPU runs code for `target` ("host" or a Halide target string).
 bool runs_here(const std::string& target);
 
