@@ -1,4 +1,4 @@
-// CPU schedule of add, mul, concat and softmax: memory-bound copies and sums with no reduction. The
+// CPU schedule of add, mul, concat, softmax, quantize and dequantize: memory-bound copies and sums with no reduction. The
 // innermost axis is vectorized (channels when channels-last, else x) and rows go over threads; the
 // register tile knobs of schedule.cpp do not apply.
 #include <algorithm>

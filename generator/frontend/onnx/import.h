@@ -71,7 +71,9 @@ inline constexpr const char* kInternalError = "internal error (a bug of padfold 
 inline constexpr const char* kGeneratedOps =
     "Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean and "
     "ReduceMax over the spatial axes, Gemm and MatMul on a global pool's output, Add, Mul by one "
-    "value per channel, Concat and Softmax over channels";
+    "value per channel, Concat and Softmax over channels; quantized: QuantizeLinear, "
+    "DequantizeLinear, QLinearConv, QLinearAdd, QLinearAveragePool, QLinearGlobalAveragePool and "
+    "QDQ groups around Conv, MaxPool, AveragePool and Add";
 
 // Why a default-domain node of `op_type` is left to the caller when no pattern covers it.
 std::string not_generated_reason(const std::string& op_type);
