@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""int8 against float32 on the benchmark layers, padfold against itself, one run side by side.
+
+Compiles bench/layers.json's layers as float32 (bench/make_bench_spec.py, without the prepadded
+twins) and as int8 (make_int8_spec.py), times both bundles with `padfold bench --json` at 1 and 2
+threads, and writes a Markdown table of each layer's medians and the int8/float32 speedup, the CPU
+named (lscpu's model and whether it has AVX512-VNNI).
+
+usage: bench/int8/run.py PADFOLD_BINARY OUT.md [--target host] [--min-time 0.3] [--work DIR]
+"""
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def run(cmd):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
+def cpu_line():
+    info = dict(l.split(":", 1) for l in run(["lscpu"]).splitlines() if ":" in l)
+    flags = info.get("Flags", "").split()
+    model = " ".join(info.get("Model name", "?").split())
+    family = f"family {info.get('CPU family', '?').strip()} model {info.get('Model', '?').strip()}"
+    vnni = "AVX512-VNNI" if "avx512_vnni" in flags else "no AVX512-VNNI"
+    isa = "AVX-512" if "avx512f" in flags else ("AVX2" if "avx2" in flags else "SSE")
+    return f"{model} ({family}), {isa}, {vnni}"
+
+
+def bench(padfold, spec, out, target, min_time):
+    run([padfold, "compile", str(spec), "--target", target, "-o", str(out)])
+    manifest = json.loads((out / "manifest.json").read_text())
+    fallbacks = [k for t in manifest["targets"] for k, s in t["schedules"].items()
+                 if "fallback" in s]
+    if fallbacks:
+        raise SystemExit(f"{spec}: kernels fell back to the conservative schedule: {fallbacks}")
+    got = json.loads(run([padfold, "bench", str(out), "--threads", "1,2", "--min-time",
+                          str(min_time), "--json"]))
+    return {r["threads"]: {k["layer"]: k for k in r["kernels"]} for r in got["runs"]}, got
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("padfold")
+    ap.add_argument("out")
+    ap.add_argument("--target", default="host")
+    ap.add_argument("--min-time", type=float, default=0.3)
+    ap.add_argument("--work")
+    a = ap.parse_args()
+    work = pathlib.Path(a.work or tempfile.mkdtemp(prefix="padfold_int8_bench_"))
+    work.mkdir(parents=True, exist_ok=True)
+    full = work / "float_all.json"
+    run([sys.executable, str(HERE.parent / "make_bench_spec.py"),
+         str(HERE.parent / "layers.json"), str(full)])
+    spec = json.loads(full.read_text())
+    spec["layers"] = [L for L in spec["layers"] if not L["name"].endswith("_prepadded")]
+    fspec = work / "float.json"
+    fspec.write_text(json.dumps(spec))
+    qspec = work / "int8.json"
+    run([sys.executable, str(HERE / "make_int8_spec.py"), str(fspec), str(qspec)])
+    f, fmeta = bench(a.padfold, fspec, work / "float", a.target, a.min_time)
+    q, qmeta = bench(a.padfold, qspec, work / "int8", a.target, a.min_time)
+    lines = [
+        "# int8 against float32 (padfold against itself)", "",
+        f"CPU: {cpu_line()}. Target `{qmeta['target']}`.", "",
+        f"Command: `bench/int8/run.py {a.padfold} {a.out} --target {a.target} "
+        f"--min-time {a.min_time}`. Both bundles timed in one run with `padfold bench` "
+        "(medians after warm-up); int8 layers: TFLite arithmetic, per-channel weight scales, "
+        "input zero point -128, bias and ReLU6 in the epilogue; float32 layers: no bias or "
+        "activation, default schedules (Winograd where the default table picks it).", "",
+    ]
+    for threads in sorted(f):
+        lines += [f"## {threads} thread(s)", "",
+                  "| layer | MFLOP | float32 ms | int8 ms | int8 GOP/s | int8 speedup |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        tf = tq = 0.0
+        for name, fk in f[threads].items():
+            qk = q[threads][name]
+            tf += fk["median_ms"]
+            tq += qk["median_ms"]
+            lines.append(f"| {name} | {fk['mflops']:.1f} | {fk['median_ms']:.4f} | "
+                         f"{qk['median_ms']:.4f} | {qk['gflops']:.0f} | "
+                         f"{fk['median_ms'] / qk['median_ms']:.2f}x |")
+        lines += [f"| all | | {tf:.3f} | {tq:.3f} | | {tf / tq:.2f}x |", ""]
+    pathlib.Path(a.out).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
