@@ -1,5 +1,5 @@
-/* What both example programs print and write: a buffer's layout and shape, and an output as raw
- * float32 (OUTDIR/<name>.bin, which the tests read). */
+/* What both example programs print and write: a buffer's layout and shape, and an output's raw
+ * bytes in its dtype (OUTDIR/<name>.bin, which the tests read). */
 #ifndef PADFOLD_EXAMPLE_IO_H
 #define PADFOLD_EXAMPLE_IO_H
 
@@ -15,7 +15,7 @@ static void format_shape(const pf_buffer_desc* b, char* buf, size_t len) {
     used += (size_t)snprintf(buf + used, len - used, d ? "x%lld" : "%lld", (long long)b->shape[d]);
 }
 
-static int write_output(const char* dir, const char* name, const float* y, size_t n) {
+static int write_output(const char* dir, const char* name, const void* y, size_t bytes) {
   char path[1024];
   FILE* f;
   size_t written;
@@ -25,8 +25,8 @@ static int write_output(const char* dir, const char* name, const float* y, size_
     fprintf(stderr, "cannot write %s\n", path);
     return 2;
   }
-  written = fwrite(y, sizeof(float), n, f);
-  if (fclose(f) != 0 || written != n) {
+  written = fwrite(y, 1, bytes, f);
+  if (fclose(f) != 0 || written != bytes) {
     fprintf(stderr, "cannot write %s\n", path);
     return 2;
   }

@@ -4,11 +4,13 @@
  * so any machine computes the same thing; the program prints a checksum line per kernel.
  *
  *   usage: app [OUTDIR|- [LAYER...]]
- *     OUTDIR  also write each output as OUTDIR/<layer>.bin (raw float32, native byte order, in the
- *             layout the kernel lists, e.g. NHWC); "-": write nothing
+ *     OUTDIR  also write each output as OUTDIR/<layer>.bin (raw values of its dtype, float32 or
+ *             int8/uint8, native byte order, in the layout the kernel lists, e.g. NHWC); "-":
+ *             write nothing
  *     LAYER   run these layers (looked up by name), in this order; default: every kernel
  * Exit status: 0 on success, 1 if a kernel fails, 2 on bad usage or I/O errors. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,21 +26,45 @@
 #endif
 extern const pf_registry PF_REGISTRY;
 
+/* Element i of an output buffer of dtype t, as a double. */
+static double value_at(const void* y, pf_dtype t, size_t i) {
+  switch (t) {
+    case PF_I8:
+      return ((const int8_t*)y)[i];
+    case PF_U8:
+      return ((const uint8_t*)y)[i];
+    case PF_I32:
+      return ((const int32_t*)y)[i];
+    default:
+      return ((const float*)y)[i];
+  }
+}
+
+/* Fills an input, weights or bias buffer: float32 values in [-1, 1), or integers (lcg.h). */
+static void fill(void* data, const pf_buffer_desc* b, size_t bytes, uint32_t seed) {
+  const size_t size = pf_dtype_size(b->dtype);
+  if (b->dtype == PF_F32)
+    pf_lcg_fill((float*)data, bytes / size, seed);
+  else
+    pf_lcg_fill_int(data, bytes / size, (int)size, b->dtype != PF_U8, seed);
+}
+
 /* Runs kernel k on freshly filled buffers; prints "layer op output-shape sum max|y|". */
 static int run_kernel(const pf_kernel_desc* k, const char* outdir) {
   char err[PF_ERRLEN], shape[64];
   pf_tensor t[PF_MAX_BUFFERS];
-  const float* y = NULL;
+  const void* y = NULL;
   const pf_buffer_desc* yb = NULL;
-  size_t i, n = 0;
+  size_t i, n = 0, y_bytes = 0;
   int j, nb = 0, rc = 0;
   double sum = 0, amax = 0;
   for (nb = 0; nb < k->num_buffers; nb++) {
     const pf_buffer_desc* b = &k->buffers[nb];
     const size_t bytes = pf_buffer_bytes(b);
-    float* data = (float*)malloc(bytes);
-    if (!data) {
-      fprintf(stderr, "%s: out of memory\n", k->layer);
+    void* data = malloc(bytes);
+    if (!data || pf_dtype_size(b->dtype) == 0) {
+      fprintf(stderr, "%s: %s\n", k->layer, data ? "unknown dtype" : "out of memory");
+      free(data);
       rc = 2;
       goto done;
     }
@@ -46,9 +72,10 @@ static int run_kernel(const pf_kernel_desc* k, const char* outdir) {
       memset(data, 0, bytes);
       y = data;
       yb = b;
-      n = bytes / sizeof(float);
+      y_bytes = bytes;
+      n = bytes / pf_dtype_size(b->dtype);
     } else {
-      pf_lcg_fill(data, bytes / sizeof(float), pf_lcg_seed(k->layer, b->name));
+      fill(data, b, bytes, pf_lcg_seed(k->layer, b->name));
     }
     t[nb] = pf_tensor_of(b, data, bytes);
   }
@@ -58,12 +85,13 @@ static int run_kernel(const pf_kernel_desc* k, const char* outdir) {
     goto done;
   }
   for (i = 0; i < n; i++) {
-    sum += y[i];
-    if (fabs(y[i]) > amax) amax = fabs(y[i]);
+    const double v = value_at(y, yb->dtype, i);
+    sum += v;
+    if (fabs(v) > amax) amax = fabs(v);
   }
   format_shape(yb, shape, sizeof shape);
   printf("  %-10s %-9s %-18s sum %+11.5f  max|y| %.5f\n", k->layer, k->op, shape, sum, amax);
-  if (outdir) rc = write_output(outdir, k->layer, y, n);
+  if (outdir) rc = write_output(outdir, k->layer, y, y_bytes);
 done:
   for (j = 0; j < nb; j++) free(t[j].data);
   return rc;

@@ -252,8 +252,7 @@ done:
   pf_bundle_close(bundle);
   /* The output files are written after padfold is done: nothing above touched the filesystem. */
   for (i = 0; i < n_out && rc == 0 && outdir; i++) {
-    rc =
-        write_output(outdir, out_names[i], (const float*)out[i].data, out_bytes[i] / sizeof(float));
+    rc = write_output(outdir, out_names[i], out[i].data, out_bytes[i]);
   }
   for (i = 0; i < n_in; i++) arena_free(&app_mem, in[i].data);
   for (i = 0; i < n_out; i++) arena_free(&app_mem, out[i].data);

@@ -285,18 +285,31 @@ bool quantized_dot_product(const Layer& L) {
          (L.in_channels / L.groups) % 4 == 0;
 }
 
+DotOperands dot_operands(const Target& target) {
+  return target.arch == Target::ARM ? DotOperands::I8xI8 : DotOperands::U8xI8;
+}
+
 namespace {
 
-// sum (x - zx) * w as sum x' * w - zx' * sum w, with x' the input as uint8 (int8 offset by 128,
-// its zero point with it): u8 x i8 products are what the dot-product instructions take (x86
-// vpdpbusd, arm sdot/udot). The weights' sums per output channel are tabulated once per call.
-// Every tap is counted, so the identity holds at the border too: a padded tap reads the zero point
-// under zeros (x' = zx', adding zx' * w to both terms), and a value under the other borders.
-// Subtracting zx' * sum w only where the window is inside (apache/tvm#13364) would be wrong there.
+// sum (x - zx) * w as sum x' * w - zx' * sum w, with x' the input in the type the target's
+// dot-product instructions take (a.dot; uint8 and int8 convert by flipping the top bit, that is
+// offsetting by 128, and the zero point moves with them). The weights' sums per output channel
+// are tabulated once per call. Every tap is counted, so the identity holds at the border too: a
+// padded tap reads the zero point under zeros (x' = zx', adding zx' * w to both terms), and a
+// value under the other borders. Subtracting zx' * sum w only where the window is inside
+// (apache/tvm#13364) would be wrong there.
 void build_quantized_conv(Algorithm& a, const Layer& L, const Expr& x) {
-  const bool signed_input = L.dtype == DType::I8;
-  const Expr xu = signed_input ? reinterpret<uint8_t>(x) ^ cast<uint8_t>(128) : x;
-  const int32_t zx = L.quant->inputs[0].zero_point + (signed_input ? 128 : 0);
+  const bool want_signed = a.dot == DotOperands::I8xI8;
+  const bool flip = (L.dtype == DType::I8) != want_signed;
+  int32_t zx = L.quant->inputs[0].zero_point;
+  Expr xu = x;
+  if (flip && want_signed) {
+    xu = reinterpret<int8_t>(x ^ cast<uint8_t>(128));
+    zx -= 128;
+  } else if (flip) {
+    xu = reinterpret<uint8_t>(x) ^ cast<uint8_t>(128);
+    zx += 128;
+  }
   const int64_t in_per_group = L.in_channels / L.groups;
   Expr rc;
   std::vector<Expr> rk;
@@ -564,7 +577,7 @@ BufferInfo residual_buffer(const Layer& add) {
 }
 
 Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_border,
-                          const Layer* residual, int winograd_m) {
+                          const Layer* residual, int winograd_m, DotOperands dot) {
   if (L.dtype != DType::F32 && !L.quantized())
     throw std::runtime_error("layer '" + L.name + "': " + to_string(L.dtype) +
                              " kernels are not generated (float32, int8 and uint8 are)");
@@ -578,6 +591,7 @@ Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_bord
   a.layer = &L;
   a.source = source;
   a.explicit_border = explicit_border;
+  a.dot = dot;
   for (const BufferInfo& b : buffer_infos(L)) {
     if (source.defined() && b.role == PF_ROLE_INPUT) continue;  // the producer's Func instead
     BufferParam bp{b, {}};

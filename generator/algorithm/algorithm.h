@@ -39,6 +39,11 @@ struct BufferParam {
   Halide::ImageParam param;
 };
 
+// The operands a target's dot-product instructions multiply, and so the type a quantized conv's
+// input is offset to: x86's vpdpbusd takes uint8 x int8, arm's sdot int8 x int8.
+enum class DotOperands { U8xI8, I8xI8 };
+DotOperands dot_operands(const Halide::Target& target);
+
 // The Funcs and parameters of one layer's pipeline, exposed so a schedule can be applied.
 struct Algorithm {
   const Layer* layer = nullptr;
@@ -63,9 +68,10 @@ struct Algorithm {
   Halide::Func dot_weights;  // quantized_dot_product: the weights as the dot products read them
                              // (also a helper)
 
-  std::vector<BufferParam> buffers;  // every buffer in manifest order; input/weights/bias above
-                                     // are the same parameters
-  WinogradStages winograd;           // a conv computed as F(m, 3) (winograd.m > 0): its stages
+  std::vector<BufferParam> buffers;      // every buffer in manifest order; input/weights/bias above
+                                         // are the same parameters
+  WinogradStages winograd;               // a conv computed as F(m, 3) (winograd.m > 0): its stages
+  DotOperands dot = DotOperands::U8xI8;  // a quantized conv's input offset to these operands
 };
 
 // Builds the algorithm for a resolved layer. The buffers have fixed shapes and dense strides. With
@@ -78,15 +84,17 @@ struct Algorithm {
 // output: a "residual" input buffer (the add's output shape, named after the add) is read once
 // per output element in the epilogue, and the output buffer is the add's.
 // With `winograd_m` (2 or 4; winograd_applies(layer)), the conv is computed as F(m, 3).
+// `dot`: the target's dot_operands (quantized convs only).
 Algorithm build_algorithm(const Layer& layer, const Halide::Func& source = Halide::Func(),
                           bool explicit_border = false, const Layer* residual = nullptr,
-                          int winograd_m = 0);
+                          int winograd_m = 0, DotOperands dot = DotOperands::U8xI8);
 
-// A quantized conv, channels last, whose groups reduce a multiple of 4 channels: it sums u8 x i8
-// products 4 input channels at a time (x86 vpdpbusd, arm dot products), reading its weights
-// through a table with those 4 channels innermost, then the output channels (one dense load per
-// vector of accumulators). The table is one of the helpers.
+// A quantized conv, channels last, whose groups reduce a multiple of 4 channels: it sums 8-bit
+// products 4 input channels at a time (x86 vpdpbusd, arm sdot), reading its weights through a
+// table with those 4 channels innermost, then the output channels (one dense load per vector of
+// accumulators). The table is one of the helpers.
 bool quantized_dot_product(const Layer& layer);
+
 
 // The residual buffer of a conv whose output an add sums with another tensor.
 BufferInfo residual_buffer(const Layer& add);

@@ -46,7 +46,7 @@ int winograd_m(const Layer& layer, const Halide::Target& target, const ScheduleP
 Kernel lower(const Layer& layer, const Halide::Target& target, const ScheduleParams& requested) {
   Algorithm a = build_algorithm(layer, Halide::Func(),
                                 strategy_for(layer, target).capabilities.explicit_border, nullptr,
-                                winograd_m(layer, target, requested));
+                                winograd_m(layer, target, requested), dot_operands(target));
   Kernel k;
   k.name = layer.name;
   k.schedule = apply_schedule(a, requested, target).resolved;
@@ -78,8 +78,9 @@ Kernel lower_block(const Block& block, const Halide::Target& target,
     // A fused chain's consumer is never Winograd (resolve_block_schedule); a conv with a residual
     // add alone may be.
     const int m = block.chain().size() == 1 ? winograd_m(*L, target, requested) : 0;
-    chain.push_back(build_algorithm(
-        *L, source, strategy_for(*L, target).capabilities.explicit_border, residual, m));
+    chain.push_back(build_algorithm(*L, source,
+                                    strategy_for(*L, target).capabilities.explicit_border, residual,
+                                    m, dot_operands(target)));
     source = chain.back().output;
   }
   Kernel k;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithm/algorithm.h"
 #include "base/npy.h"
 #include "bundle_util.h"
 #include "frontend/spec.h"
@@ -387,6 +388,80 @@ TEST_P(EmbeddedCross, WholeModelWithEmbeddedWeightsUnderQemuMatchesReference) {
 
 // make_weights.py, the example's way for a user to make the weight files, writes byte for byte
 // the files the test writes from lcg.h.
+// ---- quantized layers on arm64 (model_int8.json): sdot, integer buffers ----
+
+// lcg.h's integers for a buffer of `shape` and dtype, as the example fills it (pf_lcg_fill_int).
+padfold::ref::QTensor lcg_ints(std::vector<int64_t> shape, padfold::DType dtype, int bytes,
+                               const std::string& layer, const char* buffer) {
+  padfold::ref::QTensor t(std::move(shape));
+  const uint32_t seed = pf_lcg_seed(layer.c_str(), buffer);
+  std::vector<int32_t> i32(t.data.size());
+  std::vector<int8_t> i8(t.data.size());
+  std::vector<uint8_t> u8(t.data.size());
+  if (bytes == 4) {
+    pf_lcg_fill_int(i32.data(), i32.size(), 4, 1, seed);
+    t.data = i32;
+  } else if (dtype == padfold::DType::U8) {
+    pf_lcg_fill_int(u8.data(), u8.size(), 1, 0, seed);
+    t.data.assign(u8.begin(), u8.end());
+  } else {
+    pf_lcg_fill_int(i8.data(), i8.size(), 1, 1, seed);
+    t.data.assign(i8.begin(), i8.end());
+  }
+  return t;
+}
+
+// The int8 example layers built for arm64 with the dot-product extension (qemu's "max" CPU has
+// it), run by the same program through the static registry: every output bit-exact with the
+// integer reference on the same lcg.h data. The int8 conv's code uses sdot.
+TEST(EmbeddedCrossInt8, Arm64DotProductUnderQemuIsBitExact) {
+  const CrossArch a{"aarch64_int8", "arm-64-linux-arm_dot_prod", "aarch64-linux-gnu",
+                    "qemu-aarch64", "g++-aarch64-linux-gnu",     false,
+                    "max"};
+  ASSERT_NO_FATAL_FAILURE(require_tools(a));
+  const fs::path spec = fs::path(PF_EXAMPLE_DIR) / "model_int8.json";
+  const fs::path work = fs::path(PF_WORK_DIR) / a.name;
+  const fs::path bundle = work / "bundle", build = work / "build", out = work / "out";
+  fs::remove_all(work);
+  fs::create_directories(out);
+  ASSERT_TRUE(step("padfold compile",
+                   std::string(PADFOLD_BIN) + " compile " + shell_quote(spec.string()) + " -o " +
+                       shell_quote(bundle.string()) + " --target " + a.halide_target));
+  ASSERT_TRUE(build_example(a, bundle, build, "embedded_int8", "app"));
+  std::string printed;
+  ASSERT_TRUE(step("running the int8 example under qemu",
+                   qemu_command(a) + " " + shell_quote((build / "app").string()) + " " +
+                       shell_quote(out.string()),
+                   &printed));
+  EXPECT_TRUE(contains(printed, "\nok\n")) << printed;
+
+  const padfold::Model model = padfold::load_spec(spec.string());
+  ASSERT_EQ(model.layers.size(), 5u);
+  for (const padfold::Layer& L : model.layers) {
+    SCOPED_TRACE("layer " + L.name);
+    ASSERT_TRUE(L.quantized());
+    padfold::ref::QLayerData d;
+    d.inputs.push_back(lcg_ints(L.input_shape(), L.dtype, 1, L.name, "input"));
+    if (L.has_weights())
+      d.weights = lcg_ints(L.weight_shape(), padfold::DType::I8, 1, L.name, "weights");
+    if (L.bias) d.bias = lcg_ints({L.out_channels}, padfold::DType::I8, 4, L.name, "bias").data;
+    const padfold::ref::QTensor want = padfold::ref::quant_reference_output(L, d);
+    std::ifstream f(out / (L.name + ".bin"), std::ios::binary);
+    const std::vector<char> raw((std::istreambuf_iterator<char>(f)), {});
+    ASSERT_EQ(raw.size(), want.data.size()) << out / (L.name + ".bin");
+    size_t wrong = 0;
+    for (size_t i = 0; i < raw.size(); ++i) {
+      const int32_t got = L.dtype == padfold::DType::U8 ? static_cast<uint8_t>(raw[i])
+                                                        : static_cast<int8_t>(raw[i]);
+      wrong += got != want.data[i];
+    }
+    EXPECT_EQ(wrong, 0u) << "of " << raw.size();
+  }
+  const padfold::Layer& conv = model.layers.at(0);
+  EXPECT_TRUE(padfold::quantized_dot_product(conv));
+  EXPECT_TRUE(contains(padfold::testing::compiled_assembly(conv, a.halide_target), "sdot"));
+}
+
 TEST(EmbeddedExample, MakeWeightsScriptWritesTheLcgWeights) {
   const fs::path work = fs::path(PF_WORK_DIR) / "make_weights";
   fs::remove_all(work);

@@ -231,8 +231,9 @@ TEST(QuantDotProduct, CountsEveryTapAtTheBorder) {
 }
 
 // The generated code uses the dot-product instructions where the target has them: vpdpbusd
-// (AVX512-VNNI as Halide's avx512_zen4 features name it: Zen 4 and 5, Sapphire Rapids), and
-// 16-bit multiply-adds (vpmaddwd) on AVX2; compiled for those targets whatever this CPU is.
+// (AVX512-VNNI as Halide's avx512_zen4 features name it: Zen 4 and 5, Sapphire Rapids), 16-bit
+// multiply-adds (vpmaddwd) on AVX2, sdot on arm64; compiled for those targets whatever this CPU
+// is (the cross targets' results: tests/e2e/embedded_cross_test.cpp, under qemu).
 TEST(QuantDotProduct, UsesTheTargetsDotInstructions) {
   const Layer L = dot_conv("int8", -128, "zeros", "tensorflow", "tflite");
   const std::string vnni = compiled_assembly(
@@ -242,6 +243,10 @@ TEST(QuantDotProduct, UsesTheTargetsDotInstructions) {
   const std::string avx2 = compiled_assembly(L, "x86-64-linux-avx-avx2-f16c-fma-sse41");
   EXPECT_EQ(avx2.find("vpdpbusd"), std::string::npos);
   EXPECT_NE(avx2.find("vpmaddwd"), std::string::npos);
+  // arm64 with the dot-product extension: sdot on the input offset to int8 (dot_operands).
+  const std::string arm = compiled_assembly(L, "arm-64-linux-arm_dot_prod");
+  EXPECT_NE(arm.find("sdot"), std::string::npos);
+  EXPECT_EQ(arm.find("udot"), std::string::npos);
 }
 
 // Two inputs of their own scales and zero points, in both modes and dtypes, with each activation.
