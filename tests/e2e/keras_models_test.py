@@ -9,18 +9,12 @@ Usage: keras_models_test.py PADFOLD_BIN DATA_DIR WORK_DIR   (run with the projec
 import json
 import pathlib
 import shutil
-import subprocess
 import sys
 
 import numpy as np
 import onnx
 
-
-def run(cmd):
-    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
-    return r.stdout
+from e2e_util import run
 
 
 def check(padfold, data, work, name):

@@ -8,13 +8,14 @@ Usage: onnx_models_test.py PADFOLD_BIN WORK_DIR [MODEL ...]   (run with the proj
 import json
 import pathlib
 import shutil
-import subprocess
 import sys
 
 import numpy as np
 import onnx
 import onnxruntime
 from onnx import TensorProto, helper, numpy_helper
+
+from e2e_util import run
 
 OPSET = 13
 RNG = np.random.default_rng(2026)
@@ -411,13 +412,6 @@ MODELS = {f.__name__: f for f in [
     conv_batchnorm, affine_before_convs, activations, global_pools, classifier_gemm,
     classifier_nhwc_matmul, reduce_max_squeeze, squeeze_excite, input_normalization,
     softmax_channels, nhwc_input_normalization]}
-
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
-    return r.stdout
 
 
 # Channels-first models imported with --layout nhwc: the layers, inputs and outputs channels last.
