@@ -4,9 +4,12 @@
 Compiles bench/layers.json's layers as float32 (bench/make_bench_spec.py, without the prepadded
 twins) and as int8 (make_int8_spec.py), times both bundles with `padfold bench --json` at 1 and 2
 threads, and writes a Markdown table of each layer's medians and the int8/float32 speedup, the CPU
-named (lscpu's model and whether it has AVX512-VNNI).
+named (lscpu's model and whether it has AVX512-VNNI). With --peer (bench_int8, built with
+-DPADFOLD_BUILD_BENCH=ON), also padfold's int8 kernels against oneDNN's int8 convolution, timed
+side by side in interleaved blocks by that program.
 
 usage: bench/int8/run.py PADFOLD_BINARY OUT.md [--target host] [--min-time 0.3] [--work DIR]
+                         [--peer BUILD/bin/bench_int8]
 """
 import argparse
 import json
@@ -44,6 +47,30 @@ def bench(padfold, spec, out, target, min_time):
     return {r["threads"]: {k["layer"]: k for k in r["kernels"]} for r in got["runs"]}, got
 
 
+def peer_tables(a, qspec, bundle):
+    """padfold int8 against oneDNN int8 (bench_int8's interleaved medians), per thread count."""
+    out = bundle.parent / "peer.json"
+    run([a.peer, "--bundle", str(bundle), "--spec", str(qspec), "--threads", "1,2",
+         "--min-time", str(a.min_time), "--json", str(out)])
+    got = json.loads(out.read_text())
+    lines = ["# int8 against oneDNN int8", "",
+             "`bench_int8` (bench/int8/bench_int8.cpp): the same int8 bundle against oneDNN 2.6's "
+             "s8 convolution (input and output zero points, per-channel output scales, s32 bias, "
+             "ReLU6 as a clip; NHWC src/dst, weights in its own layout, reordered outside timing), "
+             "timed in interleaved blocks, medians. \"(busy)\": the machine was loaded through "
+             "every retry.", ""]
+    for r in got["runs"]:
+        lines += [f"## {r['threads']} thread(s), oneDNN", "",
+                  "| layer | padfold int8 ms | oneDNN int8 ms | padfold speedup | oneDNN kernel |",
+                  "|---|---:|---:|---:|---|"]
+        for L in r["layers"]:
+            busy = "" if L["quiet"] else " (busy)"
+            lines.append(f"| {L['layer']} | {L['padfold_ms']:.4f} | {L['onednn_ms']:.4f} | "
+                         f"{L['onednn_ms'] / L['padfold_ms']:.2f}x{busy} | {L['onednn_impl']} |")
+        lines.append("")
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("padfold")
@@ -51,6 +78,7 @@ def main():
     ap.add_argument("--target", default="host")
     ap.add_argument("--min-time", type=float, default=0.3)
     ap.add_argument("--work")
+    ap.add_argument("--peer", help="bench_int8: padfold int8 against oneDNN int8")
     a = ap.parse_args()
     work = pathlib.Path(a.work or tempfile.mkdtemp(prefix="padfold_int8_bench_"))
     work.mkdir(parents=True, exist_ok=True)
@@ -87,6 +115,8 @@ def main():
                          f"{qk['median_ms']:.4f} | {qk['gflops']:.0f} | "
                          f"{fk['median_ms'] / qk['median_ms']:.2f}x |")
         lines += [f"| all | | {tf:.3f} | {tq:.3f} | | {tf / tq:.2f}x |", ""]
+    if a.peer:
+        lines += peer_tables(a, qspec, work / "int8")
     pathlib.Path(a.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
