@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from e2e_util import run
+from e2e_util import run, run_checks
 
 
 def compare(name, what, got, want):
@@ -62,17 +62,7 @@ def check(padfold, data, work, name):
 
 def main():
     padfold, data, work = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
-    failures = []
-    for name in ["qdq", "qop"]:
-        try:
-            failure = check(padfold, data, work, name)
-        except RuntimeError as e:
-            failure = f"{name}: {e}"
-        if failure:
-            failures.append(failure)
-    for f in failures:
-        print("FAIL", f)
-    return 1 if failures else 0
+    return run_checks(check, ["qdq", "qop"], padfold, data, work)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from e2e_util import run
+from e2e_util import run, run_checks
 
 
 def inputs_of(spec, data, name):
@@ -54,17 +54,7 @@ def main():
     if not names:
         print(f"no tfl_*.json specs in {data}")
         return 1
-    failures = []
-    for name in names:
-        try:
-            failure = check(padfold, data, work, name)
-        except RuntimeError as e:
-            failure = f"{name}: {e}"
-        if failure:
-            failures.append(failure)
-    for f in failures:
-        print("FAIL", f)
-    return 1 if failures else 0
+    return run_checks(check, names, padfold, data, work)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import onnx
 
-from e2e_util import run
+from e2e_util import run, run_checks
 
 
 def check(padfold, data, work, name):
@@ -67,17 +67,9 @@ def main():
     if not names:
         print(f"no .onnx files in {data}")
         return 1
-    failures = []
-    for name in names:
-        try:
-            failure = check(padfold, data, work, name)
-        except RuntimeError as e:
-            failure = f"{name}: {e}"
-        if failure:
-            failures.append(failure)
-            print("FAIL:", failure)
-    print(f"{len(names)} Keras model(s), {len(failures)} failure(s)")
-    return 1 if failures else 0
+    status = run_checks(check, names, padfold, data, work)
+    print(f"{len(names)} Keras model(s): {'a failure' if status else 'all passed'}")
+    return status
 
 
 if __name__ == "__main__":
