@@ -95,7 +95,6 @@ Algorithm build_algorithm(const Layer& layer, const Halide::Func& source = Halid
 // accumulators). The table is one of the helpers.
 bool quantized_dot_product(const Layer& layer);
 
-
 // The residual buffer of a conv whose output an add sums with another tensor.
 BufferInfo residual_buffer(const Layer& add);
 

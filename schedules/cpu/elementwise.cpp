@@ -1,6 +1,6 @@
-// CPU schedule of add, mul, concat, softmax, quantize and dequantize: memory-bound copies and sums with no reduction. The
-// innermost axis is vectorized (channels when channels-last, else x) and rows go over threads; the
-// register tile knobs of schedule.cpp do not apply.
+// CPU schedule of add, mul, concat, softmax, quantize and dequantize: memory-bound copies and sums
+// with no reduction. The innermost axis is vectorized (channels when channels-last, else x) and
+// rows go over threads; the register tile knobs of schedule.cpp do not apply.
 #include <algorithm>
 
 #include "schedules/cpu/cpu.h"
