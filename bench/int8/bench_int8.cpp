@@ -2,7 +2,7 @@
 // side in interleaved blocks (generator/measure/timing.h: medians, warm-up, retries while the
 // machine is busy).
 //
-// The layers come from an int8 spec (make_int8_spec.py) and its bundle (padfold compile): each
+// The layers come from an int8 spec (bench/int8/run.py) and its bundle (padfold compile): each
 // conv2d layer, NHWC, weights HWIO, per-channel weight scales, zero points on the input and the
 // output, bias, ReLU6. oneDNN 2.6 computes the same layer as an s8 x s8 convolution with the
 // input's zero point (a runtime value), per-channel output scales, an s32 bias, clip(0, 6) and the

@@ -2,7 +2,7 @@
 """int8 against float32 on the benchmark layers, padfold against itself, one run side by side.
 
 Compiles bench/layers.json's layers as float32 (bench/make_bench_spec.py, without the prepadded
-twins) and as int8 (make_int8_spec.py), times both bundles with `padfold bench --json` at 1 and 2
+twins) and as int8 (int8_spec below), times both bundles with `padfold bench --json` at 1 and 2
 threads, and writes a Markdown table of each layer's medians and the int8/float32 speedup, the CPU
 named (lscpu's model and whether it has AVX512-VNNI). With --peer (bench_int8, built with
 -DPADFOLD_BUILD_BENCH=ON), also padfold's int8 kernels against oneDNN's int8 convolution, timed
@@ -45,6 +45,25 @@ def bench(padfold, spec, out, target, min_time):
     got = json.loads(run([padfold, "bench", str(out), "--threads", "1,2", "--min-time",
                           str(min_time), "--json"]))
     return {r["threads"]: {k["layer"]: k for k in r["kernels"]} for r in got["runs"]}, got
+
+
+def int8_spec(spec):
+    """The float benchmark spec's layers as int8: TFLite arithmetic, per-channel weight scales,
+    input zero point -128 (a uint8 image's), bias, ReLU6, the usual post-training quantized conv.
+    Scales are fixed, not calibrated: the timing does not depend on them."""
+    layers = []
+    for L in spec["layers"]:
+        q = dict(L, dtype="int8", bias=True, activation="relu6")
+        q["quant"] = {
+            "requantize": "tflite",
+            "input": {"scale": 0.02, "zero_point": -128},
+            "weight_scale": [0.004 + 0.0001 * (o % 7) for o in range(L["out_channels"])],
+            "output": {"scale": 0.05, "zero_point": -128},
+        }
+        layers.append(q)
+    return dict(spec, model=spec["model"] + "_int8", layers=layers,
+                defaults=dict(spec.get("defaults", {}), dtype="int8"),
+                description="bench/int8/run.py: the benchmark layers as int8 (TFLite).")
 
 
 def peer_tables(a, qspec, bundle):
@@ -90,7 +109,7 @@ def main():
     fspec = work / "float.json"
     fspec.write_text(json.dumps(spec))
     qspec = work / "int8.json"
-    run([sys.executable, str(HERE / "make_int8_spec.py"), str(fspec), str(qspec)])
+    qspec.write_text(json.dumps(int8_spec(spec), indent=1))
     f, fmeta = bench(a.padfold, fspec, work / "float", a.target, a.min_time)
     q, qmeta = bench(a.padfold, qspec, work / "int8", a.target, a.min_time)
     lines = [

@@ -298,7 +298,9 @@ namespace {
 // padded tap reads the zero point under zeros (x' = zx', adding zx' * w to both terms), and a
 // value under the other borders. Subtracting zx' * sum w only where the window is inside
 // (apache/tvm#13364) would be wrong there.
-void build_quantized_conv(Algorithm& a, const Layer& L, const Expr& x) {
+// x and w: the tap's input (bordered) and weight at reduction channel rc and taps rk.
+void build_quantized_conv(Algorithm& a, const Layer& L, const Expr& x, Expr w, const Expr& rc,
+                          const std::vector<Expr>& rk) {
   const bool want_signed = a.dot == DotOperands::I8xI8;
   const bool flip = (L.dtype == DType::I8) != want_signed;
   int32_t zx = L.quant->inputs[0].zero_point;
@@ -311,11 +313,7 @@ void build_quantized_conv(Algorithm& a, const Layer& L, const Expr& x) {
     zx += 128;
   }
   const int64_t in_per_group = L.in_channels / L.groups;
-  Expr rc;
-  std::vector<Expr> rk;
-  split_rdom(a.r, in_per_group, rc, rk);
   const int D = static_cast<int>(L.in_spatial.size());
-  Expr w = a.weights(weight_args(L.weight_layout, D, a.c, rc, rk));
   if (quantized_dot_product(L)) {
     Var i4("i4"), io("io");
     std::vector<Var> args{i4, a.c, io};
@@ -362,7 +360,7 @@ void build_conv(Algorithm& a, const Layer& L) {
   const Expr x = a.bordered(tensor_args(L.layout, ic, tap_positions(a, L, rk), a.n));
   const Expr w = a.weights(weight_args(L.weight_layout, static_cast<int>(D), a.c, rc, rk));
   if (L.quantized()) {
-    build_quantized_conv(a, L, x);
+    build_quantized_conv(a, L, x, w, rc, rk);
     return;
   }
   a.reduce(a.vars) = 0.f;

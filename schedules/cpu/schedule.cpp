@@ -195,33 +195,27 @@ void schedule_reduction(Algorithm& a, const ScheduleParams& p, const LoopLevel& 
   const int first_tap = a.r.dimensions() - D;
   const bool has_rc = first_tap > 0;
   std::vector<VarOrRVar> channel_loops, tap_loops;
-  const int64_t rc_extent = has_rc ? L.in_channels / L.groups : 1;  // only convolutions do
+  // Quantized dot products take four channels per step in a vector reduction (one u8 x i8 or
+  // i8 x i8 dot product per accumulator lane): the channel loop below steps over groups of four.
   RVar dot("rdot");
   const bool dot4 = quantized_dot_product(L);
-  if (dot4) {
-    // Four channels per step in a vector reduction: one u8 x i8 dot product per accumulator lane.
-    RVar rest("rdot_o");
-    update.split(a.r[0], rest, dot, 4);
-    const int f = p.unroll_channels > 1 ? divisor_at_most(rc_extent / 4, p.unroll_channels) : 1;
-    channel_loops = {rest};
-    if (f > 1 && f < rc_extent / 4) {
-      RVar rco("rco"), rci("rci");
-      update.split(rest, rco, rci, f);
-      channel_loops = {rci, rco};
-      update.unroll(rci);
-    } else if (f > 1) {
-      update.unroll(rest);
+  if (has_rc) {
+    const int64_t per_step = dot4 ? 4 : 1;
+    const int64_t steps = L.in_channels / L.groups / per_step;  // only convolutions reduce channels
+    RVar channels = a.r[0];
+    if (dot4) {
+      channels = RVar("rdot_o");
+      update.split(a.r[0], channels, dot, 4);
     }
-  } else if (has_rc) {
-    const int f = p.unroll_channels > 1 ? divisor_at_most(rc_extent, p.unroll_channels) : 1;
-    if (f > 1 && f < rc_extent) {
+    const int f = p.unroll_channels > 1 ? divisor_at_most(steps, p.unroll_channels) : 1;
+    if (f > 1 && f < steps) {
       RVar rco("rco"), rci("rci");
-      update.split(a.r[0], rco, rci, f);
+      update.split(channels, rco, rci, f);
       channel_loops = {rci, rco};
       update.unroll(rci);
     } else {
-      channel_loops = {a.r[0]};
-      if (f > 1) update.unroll(a.r[0]);
+      channel_loops = {channels};
+      if (f > 1) update.unroll(channels);
     }
   }
   for (int i = first_tap; i < a.r.dimensions(); ++i) tap_loops.push_back(a.r[i]);
