@@ -2,6 +2,7 @@
 // at each thread count, GFLOP/s and peak shares consistent with the manifest's flops and the
 // measured FMA peak, one kernel with --layer, and clear errors.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -17,7 +18,10 @@ using padfold::testing::contains;
 using padfold::testing::run_command;
 using padfold::testing::shell_quote;
 
-const fs::path kWork = PF_WORK_DIR;
+// One folder per process: ctest runs each test of this suite as a process of its own, two at a
+// time, and each compiles the bundle in SetUpTestSuite; a shared folder was removed under the
+// other.
+const fs::path kWork = fs::path(PF_WORK_DIR) / std::to_string(getpid());
 
 std::string padfold_cmd(const std::string& args) {
   return shell_quote(PADFOLD_BIN) + " " + args;
@@ -38,6 +42,7 @@ class BenchCli : public ::testing::Test {
                                 shell_quote(bundle())));
     ASSERT_EQ(r.status, 0) << r.output;
   }
+  static void TearDownTestSuite() { fs::remove_all(kWork); }
   static std::string bundle() { return (kWork / "bundle").string(); }
 
   static json bench_json(const std::string& args) {
