@@ -1254,6 +1254,24 @@ TEST(OnnxImport, BadModelsNameTheNodeAndField) {
       << import_error(u8);
 }
 
+// Found by tests/fuzz/fuzz_onnx_graph: a ConvTranspose read only by a Constant that had an input,
+// and graph outputs no node produced, imported to a spec with no outputs that did not parse.
+TEST(OnnxImport, GraphOutputsAndConstantsMustBeWellFormed) {
+  ModelBuilder unproduced;
+  unproduced.input("x", {1, 2, 5, 5}).output("y").output("z");
+  add_conv(unproduced, "conv1", "x", "y", 2, 2, 3);
+  EXPECT_EQ(import_error(unproduced),
+            "m.onnx: graph output 1 'z' is not a graph input, an initializer or the output of "
+            "any node; expected every graph output to be one of these");
+
+  ModelBuilder constant_reads;
+  constant_reads.input("x", {1, 2, 5, 5}).output("y");
+  add_conv(constant_reads, "conv1", "x", "u", 2, 2, 3);
+  constant_reads.node("Constant", {"u"}, {"y"}, "k");
+  EXPECT_EQ(import_error(constant_reads),
+            "m.onnx: node 'k' (Constant, #1): has 1 input(s); expected a Constant to have none");
+}
+
 TEST(OnnxImport, NothingSupportedIsAnError) {
   ModelBuilder b;
   b.input("x", {1, 2, 5, 5}).output("y");

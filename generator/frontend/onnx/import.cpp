@@ -858,6 +858,11 @@ class Importer {
       }
       m.layers.push_back(std::move(l));
     }
+    if (m.outputs.empty())
+      throw ImportError(p_.label +
+                        ": no layer's output is a graph output, read by a node left "
+                        "to the caller or unread; expected at least one (the spec "
+                        "would have no outputs)");
 
     ojson left = ojson::array(), absorbed = ojson::array();
     for (int i = 0; i < g_.num_nodes(); ++i) {

@@ -380,8 +380,12 @@ GraphIndex::GraphIndex(const onnx::ModelProto& model, const std::string& label)
              "' is also a graph input or initializer; expected a new tensor name");
       producer_[out] = i;
     }
-    if (n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx") &&
-        n.output_size() == 1) {
+    const bool constant_op =
+        n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx");
+    if (constant_op && n.input_size() > 0)
+      fail(label + ": " + node_label(n, i) + ": has " + std::to_string(n.input_size()) +
+           " input(s); expected a Constant to have none");
+    if (constant_op && n.output_size() == 1) {
       for (const auto& a : n.attribute()) {
         if (a.name() == "value" && a.has_t()) {
           constants_[n.output(0)] = &a.t();
@@ -420,6 +424,13 @@ GraphIndex::GraphIndex(const onnx::ModelProto& model, const std::string& label)
            "' is not a graph input, an initializer or the output of any node; expected every "
            "input to be one of these (a missing initializer?)");
     }
+  }
+  for (int k = 0; k < g.output_size(); ++k) {
+    const std::string& out = g.output(k).name();
+    if (!producer_.count(out) && !constants_.count(out) && !inputs_.count(out))
+      fail(label + ": graph output " + std::to_string(k) + " '" + out +
+           "' is not a graph input, an initializer or the output of any node; expected every "
+           "graph output to be one of these");
   }
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& n = g.node(i);
