@@ -18,14 +18,21 @@ spec file's parameters reproduces that output bit-exactly, and records whether T
 kernels (with and without the default XNNPACK delegate) agree with the reference ones
 (results.json).
 
-Part b, ONNX Runtime ("requantize": "onnx"): a float ONNX model (Conv with explicit asymmetric
-pads, stride 2, bias, Relu; MaxPool; a SAME_UPPER Conv; an Add of the two branches) quantized by
-onnxruntime.quantization.quantize_static into ort_qdq.onnx (QDQ) and ort_qop.onnx (QOperator:
-QLinearConv, QLinearAdd), each with the int8 tensor before the last DequantizeLinear added as a
-second graph output "y_int8". ort_<name>_x.npy is the float input, ort_<name>_y.npy ORT's float
-output and ort_<name>_yq.npy the int8 one (graph optimizations ALL, one thread); ort_float.onnx is
-the float model. The script checks each int8 tensor of ort_qop.onnx against docs/int8.md's "onnx"
-arithmetic in numpy. See README.md for the results.
+Part b, ONNX Runtime ("requantize": "onnx"): two float ONNX models quantized by
+onnxruntime.quantization.quantize_static (per-channel int8 weights), each into <p>qdq.onnx (QDQ)
+and <p>qop.onnx (QOperator), with the int8/uint8 tensor before the last DequantizeLinear added as
+a second graph output "y_int8". <p>float.onnx is the float model, <p>{qdq,qop}_x.npy the float
+input, _y.npy ORT's float output and _yq.npy its y_int8 (graph optimizations ALL, one thread).
+- p = ort_: int8 activations; Conv with explicit asymmetric pads, stride 2, bias, Relu; MaxPool;
+  a SAME_UPPER Conv; an Add of the two branches (QLinearConv, MaxPool, QLinearAdd).
+- p = ort_u8: uint8 activations (QUInt8 with QInt8 weights, what ORT's quantization docs advise
+  for x86-64 CPUs and get_qdq_config's default; quantize_static's own default is QInt8); a 1x1
+  Conv + Relu, then a depthwise 5x5 stride-2 Conv with auto_pad SAME_UPPER (asymmetric pads) and an
+  AveragePool 3x3 stride 2 with asymmetric pads and count_include_pad 0, their Add and a
+  GlobalAveragePool (QLinearConv, QLinearAveragePool, QLinearAdd, QLinearGlobalAveragePool). Its
+  intermediate quantized tensors are graph outputs too, written as ort_u8<fmt>_<output>.npy.
+The script checks each int8/uint8 tensor of the QOperator models against docs/int8.md's "onnx"
+arithmetic (ORT's x86 kernels) in numpy. See README.md for the results.
 """
 import json
 import math
@@ -33,6 +40,7 @@ import os
 import pathlib
 import sys
 import tempfile
+from fractions import Fraction
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
@@ -544,6 +552,57 @@ def float_onnx_model():
     return model
 
 
+def float_onnx_model_u8():
+    """The second float model (quantized with uint8 activations): a 1x1 Conv + Relu (r1), then
+    two branches of r1 with the same output size, a depthwise 5x5 stride-2 Conv with auto_pad
+    SAME_UPPER (d1; pads 1/2 in both dims) and an AveragePool 3x3 stride 2 with explicit
+    asymmetric pads, count_include_pad 0 (p1), their Add (a1) and a GlobalAveragePool (y)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(610)
+
+    def init(name, shape):
+        return numpy_helper.from_array(rng.uniform(-0.5, 0.5, shape).astype(np.float32), name)
+
+    inits = [init("w1", (8, 4, 1, 1)), init("b1", (8,)), init("w2", (8, 1, 5, 5)), init("b2", (8,))]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        # 16x14 -> 8x7: the SAME total pad is 3 in both dims, 1 before and 2 after (SAME_UPPER).
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["d1"], name="dw", kernel_shape=[5, 5],
+                         strides=[2, 2], auto_pad="SAME_UPPER", group=8),
+        # pads [h_begin, w_begin, h_end, w_end]: 16x14 -> 8x7, the last column's windows have 2
+        # taps inside, the first row's 2 rows.
+        helper.make_node("AveragePool", ["r1"], ["p1"], name="pool", kernel_shape=[3, 3],
+                         strides=[2, 2], pads=[1, 0, 0, 2], count_include_pad=0),
+        helper.make_node("Add", ["d1", "p1"], ["a1"], name="add"),
+        helper.make_node("GlobalAveragePool", ["a1"], ["y"], name="gap"),
+    ]
+    graph = helper.make_graph(
+        nodes, "padfold_uint8",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 16, 14])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 1, 1])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                              producer_name="padfold make_int8_data.py")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+# prefix: (float model, input shape, activation type, calibration seed, input seed, the
+# intermediate quantized tensors added as graph outputs: {output: (float tensor, QDQ's quantized
+# tensor, QOperator's)}). The files are <prefix>float.onnx, <prefix>qdq.onnx, <prefix>qop.onnx.
+ORT_MODELS = {
+    "ort_": (float_onnx_model, (1, 3, 16, 15), "QInt8", 700, 800, {}),
+    "ort_u8": (float_onnx_model_u8, (1, 4, 16, 14), "QUInt8", 710, 810, {
+        "r1_q": ("r1", "r1_QuantizeLinear_Output", "c1_quantized"),
+        "d1_q": ("d1", "d1_QuantizeLinear_Output", "d1_quantized"),
+        "p1_q": ("p1", "p1_QuantizeLinear_Output", "p1_quantized"),
+        "a1_q": ("a1", "a1_QuantizeLinear_Output", "a1_quantized"),
+    }),
+}
+
+
 def ort_session(path_or_bytes, optimized_path=None):
     import onnxruntime as ort
     so = ort.SessionOptions()
@@ -555,49 +614,101 @@ def ort_session(path_or_bytes, optimized_path=None):
     return ort.InferenceSession(path_or_bytes, so, providers=["CPUExecutionProvider"])
 
 
-def add_int8_output(model):
-    """Adds the int8 input of the last DequantizeLinear as the graph output "y_int8"."""
+def activation_elem_type(model):
+    """The TensorProto type of the quantized activations: the zero point's of the last
+    DequantizeLinear."""
+    (out,) = [o for o in model.graph.output if o.name == "y"]
+    (deq,) = [n for n in model.graph.node if out.name in n.output]
+    assert deq.op_type == "DequantizeLinear", deq.op_type
+    (zp,) = [t for t in model.graph.initializer if t.name == deq.input[2]]
+    return zp.data_type
+
+
+def add_int8_output(model, extra=None):
+    """Adds the int8/uint8 input of the last DequantizeLinear as the graph output "y_int8", and
+    each tensor of extra ({output name: (tensor, shape)}) as the graph output of that name."""
     import onnx
     from onnx import helper
     model = onnx.ModelProto.FromString(model.SerializeToString())
+    elem = activation_elem_type(model)
     (out,) = model.graph.output
     (deq,) = [n for n in model.graph.node if out.name in n.output]
-    assert deq.op_type == "DequantizeLinear", deq.op_type
-    q = deq.input[0]
-    # Rename the producer's output so the graph output is a plain name: y_int8.
-    for n in model.graph.node:
-        for lst in (n.input, n.output):
-            for k, v in enumerate(lst):
-                if v == q:
-                    lst[k] = "y_int8"
     shape = [d.dim_value for d in out.type.tensor_type.shape.dim]
-    model.graph.output.append(helper.make_tensor_value_info("y_int8", onnx.TensorProto.INT8, shape))
+    outputs = {"y_int8": (deq.input[0], shape)}
+    outputs.update(extra or {})
+    for name, (q, shape) in outputs.items():
+        assert any(q in n.output for n in model.graph.node), q
+        # Rename the producer's output so the graph output is a plain name (y_int8).
+        for n in model.graph.node:
+            for lst in (n.input, n.output):
+                for k, v in enumerate(lst):
+                    if v == q:
+                        lst[k] = name
+        model.graph.output.append(helper.make_tensor_value_info(name, elem, shape))
     onnx.checker.check_model(model)
     return model
 
 
-# The "onnx" arithmetic of docs/int8.md, checked against ORT's own int8 tensors.
+# The "onnx" arithmetic of docs/int8.md, checked against ORT's own int8/uint8 tensors.
 
-def onnx_qlinear_conv(xq, sx, zx, w, sw, b, sy, zy, pads, stride):
+def qrange(zero_point):
+    """(qmin, qmax) of a zero point's dtype (int8 or uint8)."""
+    info = np.iinfo(np.asarray(zero_point).dtype)
+    return int(info.min), int(info.max)
+
+
+def same_pads_onnx(size, k, s, upper):
+    """auto_pad SAME_UPPER / SAME_LOWER: (before, after); the odd one out goes after (UPPER)."""
+    out = -(-size // s)
+    total = max((out - 1) * s + k - size, 0)
+    small = total // 2
+    return (small, total - small) if upper else (total - small, small)
+
+
+def onnx_conv_pads(attrs, shape):
+    """QLinearConv / QLinearAveragePool pads [h_begin, w_begin, h_end, w_end] from the
+    attributes, for the NCHW input shape."""
+    k = attrs["kernel_shape"]
+    s = attrs.get("strides", [1, 1])
+    auto = attrs.get("auto_pad", b"NOTSET")
+    if auto in (b"SAME_UPPER", b"SAME_LOWER"):
+        (hb, he), (wb, we) = (same_pads_onnx(shape[2 + d], k[d], s[d], auto == b"SAME_UPPER")
+                              for d in range(2))
+        return [hb, wb, he, we]
+    assert auto in (b"NOTSET", b"VALID"), auto
+    return list(attrs.get("pads", [0, 0, 0, 0]))
+
+
+def onnx_qlinear_conv(xq, sx, zx, w, sw, b, sy, zy, pads, stride, group=1, pad_value=None):
     """QLinearConv, NCHW, OIHW weights: int32 accumulation with the input zero point in the
-    padding; scale = sx * sw[o] / sy in float32; round half to even; saturate."""
+    padding; scale = sx * sw[o] / sy in float32; round half to even; saturate. stride: one or
+    one per dim. pad_value: what the padding reads (the input zero point unless given)."""
+    qmin, qmax = qrange(zy)
+    sh, sw_ = per_dim(stride)
     xq = xq.astype(np.int64)
     n, c, h, wd = xq.shape
-    o, _, kh, kw = w.shape
-    xp = np.full((n, c, h + pads[0] + pads[2], wd + pads[1] + pads[3]), int(zx), np.int64)
+    o, cg, kh, kw = w.shape
+    assert c == cg * group and o % group == 0
+    og = o // group
+    xp = np.full((n, c, h + pads[0] + pads[2], wd + pads[1] + pads[3]),
+                 int(zx) if pad_value is None else pad_value, np.int64)
     xp[:, :, pads[0]:pads[0] + h, pads[1]:pads[1] + wd] = xq
-    oh = (xp.shape[2] - kh) // stride + 1
-    ow = (xp.shape[3] - kw) // stride + 1
+    oh = (xp.shape[2] - kh) // sh + 1
+    ow = (xp.shape[3] - kw) // sw_ + 1
     acc = np.zeros((n, o, oh, ow), np.int64)
-    for i in range(kh):
-        for j in range(kw):
-            patch = xp[:, :, i:i + (oh - 1) * stride + 1:stride, j:j + (ow - 1) * stride + 1:stride]
-            acc += np.einsum("nchw,oc->nohw", patch - int(zx), w[:, :, i, j].astype(np.int64))
+    for g in range(group):
+        xg = xp[:, g * cg:(g + 1) * cg]
+        wg = w[g * og:(g + 1) * og].astype(np.int64)
+        for i in range(kh):
+            for j in range(kw):
+                patch = xg[:, :, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw_ + 1:sw_]
+                acc[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch - int(zx),
+                                                         wg[:, :, i, j])
     acc += b.astype(np.int64)[None, :, None, None]
     assert acc.min() >= I32_MIN and acc.max() <= I32_MAX
     scale = (np.float32(sx) * np.asarray(sw, np.float32)) / np.float32(sy)
     v = acc.astype(np.float32) * scale[None, :, None, None]
-    return np.clip(np.round(v) + int(zy), -128, 127).astype(np.int8)  # np.round: half to even
+    return np.clip(np.round(v) + int(zy), qmin, qmax).astype(np.asarray(zy).dtype)  # half to even
 
 
 def onnx_max_pool(xq, k, pads, stride):
@@ -607,118 +718,272 @@ def onnx_max_pool(xq, k, pads, stride):
     oh = (xp.shape[2] - k) // stride + 1
     ow = (xp.shape[3] - k) // stride + 1
     return np.max([xp[:, :, i:i + (oh - 1) * stride + 1:stride, j:j + (ow - 1) * stride + 1:stride]
-                   for i in range(k) for j in range(k)], axis=0).astype(np.int8)
+                   for i in range(k) for j in range(k)], axis=0).astype(xq.dtype)
 
 
-def onnx_qlinear_add(a, sa, za, b, sb, zb, sc, zc):
-    """MLAS QLinearAdd: (sa / sc) * (a - za) + (sb / sc) * (b - zb) in float32, round half to
-    even, + zc, saturate."""
+def round_to_f32(exact):
+    """The float32 nearest to the Fraction exact, ties to even."""
+    f = np.float32(float(exact))
+    cands = [f, np.nextafter(f, np.float32(np.inf)), np.nextafter(f, np.float32(-np.inf))]
+    return min(cands, key=lambda c: (abs(Fraction(float(c)) - exact),
+                                     int(np.asarray(c).view(np.uint32)) & 1))
+
+
+def fma32(a, b, c):
+    """fmaf: a * b + c rounded once to float32 (elementwise, exact in Fractions)."""
+    a, b, c = np.broadcast_arrays(*(np.asarray(v, np.float32) for v in (a, b, c)))
+    out = [round_to_f32(Fraction(float(p)) * Fraction(float(q)) + Fraction(float(r)))
+           for p, q, r in zip(a.ravel(), b.ravel(), c.ravel())]
+    return np.array(out, np.float32).reshape(a.shape)
+
+
+def onnx_qlinear_add(a, sa, za, b, sb, zb, sc, zc, fused=True):
+    """MLAS QLinearAdd on AVX2 (qladd_avx2.cpp): ra = sa / sc, rb = sb / sc, fixed = float(zc) -
+    (ra * za + rb * zb) (GCC contracts it to fma(ra, za, rb * zb)), y = fma(a, ra, fma(b, rb,
+    fixed)), round half to even, saturate. fused=False: the same without fma,
+    ra * (a - za) + rb * (b - zb) + zc."""
+    qmin, qmax = qrange(zc)
     ra = np.float32(sa) / np.float32(sc)
     rb = np.float32(sb) / np.float32(sc)
+    if fused:
+        fixed = np.float32(zc) - fma32(ra, np.float32(za), rb * np.float32(zb))
+        v = fma32(a.astype(np.float32), ra, fma32(b.astype(np.float32), rb, fixed))
+        return np.clip(np.round(v), qmin, qmax).astype(np.asarray(zc).dtype)
     v = ra * (a.astype(np.float32) - np.float32(za)) + rb * (b.astype(np.float32) - np.float32(zb))
-    return np.clip(np.round(v) + int(zc), -128, 127).astype(np.int8)
+    return np.clip(np.round(v) + int(zc), qmin, qmax).astype(np.asarray(zc).dtype)
+
+
+def onnx_qlinear_global_avg_pool(xq, sx, zx, sy, zy):
+    """MlasQLinearGlobalAveragePoolNchw: acc = sum(x) - zx * n in int32, requantized by
+    MlasRequantizeOutput with scale = sx / (sy * float(n)): round_half_even(clamp(float(acc) *
+    scale, qmin - zy, qmax - zy)) + zy."""
+    qmin, qmax = qrange(zy)
+    n_taps = xq.shape[2] * xq.shape[3]
+    acc = xq.astype(np.int64).sum(axis=(2, 3), keepdims=True) - int(zx) * n_taps
+    scale = np.float32(sx) / (np.float32(sy) * np.float32(n_taps))
+    assert n_taps < (1 << 24) and 2.0 ** -32 <= scale < 256.0
+    v = np.clip(acc.astype(np.float32) * scale, np.float32(qmin - int(zy)),
+                np.float32(qmax - int(zy)))
+    return (np.round(v) + int(zy)).astype(np.asarray(zy).dtype)
+
+
+def onnx_qlinear_avg_pool(xq, sx, zx, sy, zy, k, pads, strides, count_include_pad,
+                          variant="ort", global_path=True):
+    """QLinearAveragePool (qlinear_pool.cc): each input dequantized, sx * float(x - zx); a window
+    sums those floats from 0.f over its taps inside the input in row-major order; then
+    nearbyint(sum / float(count) / sy + float(zy)) (count: the taps inside, or the kernel size
+    with count_include_pad), saturated. A kernel the size of the input with no pads is ORT's
+    global path (global_path=False: the float path all the same). variant: "int_sum" sums the
+    integers and multiplies by sx once; "zp_after" adds the zero point after rounding (what the
+    data can tell apart)."""
+    qmin, qmax = qrange(zy)
+    n, c, h, w = xq.shape
+    if global_path and list(k) == [h, w] and not any(pads):
+        return onnx_qlinear_global_avg_pool(xq, sx, zx, sy, zy)
+    oh = (h + pads[0] + pads[2] - k[0]) // strides[0] + 1
+    ow = (w + pads[1] + pads[3] - k[1]) // strides[1] + 1
+    xi = xq.astype(np.int64) - int(zx)
+    xf = np.float32(sx) * xi.astype(np.float32)
+    total = np.zeros((n, c, oh, ow), np.float32)
+    itotal = np.zeros((n, c, oh, ow), np.int64)
+    count = np.zeros((oh, ow), np.int64)
+    rows0 = np.arange(oh)[:, None] * strides[0] - pads[0]
+    cols0 = np.arange(ow)[None, :] * strides[1] - pads[1]
+    for i in range(k[0]):
+        for j in range(k[1]):
+            r, cc = rows0 + i, cols0 + j
+            inside = (r >= 0) & (r < h) & (cc >= 0) & (cc < w)
+            rr, ccc = np.clip(r, 0, h - 1), np.clip(cc, 0, w - 1)
+            total = np.where(inside, total + xf[:, :, rr, ccc], total).astype(np.float32)
+            itotal += np.where(inside, xi[:, :, rr, ccc], 0)
+            count += inside
+    div = np.float32(k[0] * k[1]) if count_include_pad else count.astype(np.float32)
+    if variant == "int_sum":
+        total = np.float32(sx) * itotal.astype(np.float32)
+    avg = (total / div).astype(np.float32)
+    if variant == "zp_after":
+        q = np.round(avg / np.float32(sy)) + int(zy)
+    else:
+        q = np.round(avg / np.float32(sy) + np.float32(zy))
+    return np.clip(q, qmin, qmax).astype(np.asarray(zy).dtype)
 
 
 def check_ort_qop(model, x):
-    """Runs the QOperator model with its int8 intermediates as extra outputs and recomputes each
-    from the previous one with the numpy above; returns {tensor: mismatches}."""
+    """Runs the QOperator model with its int8/uint8 intermediates as extra outputs and recomputes
+    each from its inputs with the numpy above; returns ({tensor: mismatches}, {a different
+    arithmetic: mismatches}), the second saying what the data tells apart."""
     import onnx
     from onnx import helper, numpy_helper
     m = onnx.ModelProto.FromString(model.SerializeToString())
+    elem = activation_elem_type(m)
     inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
     have = {o.name for o in m.graph.output}
     for node in m.graph.node:
         if node.op_type != "DequantizeLinear" and node.output[0] not in have:
-            m.graph.output.append(helper.make_tensor_value_info(node.output[0],
-                                                                onnx.TensorProto.INT8, None))
+            m.graph.output.append(helper.make_tensor_value_info(node.output[0], elem, None))
     names = [o.name for o in m.graph.output]
     got = dict(zip(names, ort_session(m.SerializeToString()).run(None, {"x": x})))
     assert np.array_equal(got["y"], ort_session(model.SerializeToString()).run(None, {"x": x})[0])
-    res = {}
+    res, alt = {}, {}
+
+    def differ(ref, want):
+        assert ref.dtype == want.dtype and ref.shape == want.shape, (ref.dtype, ref.shape,
+                                                                     want.dtype, want.shape)
+        return int((ref != want).sum())
+
     for node in m.graph.node:
         a = lambda i: inits[node.input[i]] if node.input[i] in inits else got[node.input[i]]  # noqa: E731
         attrs = {t.name: helper.get_attribute_value(t) for t in node.attribute}
+        key = f"{node.op_type} -> {node.output[0]}"
+        want = got[node.output[0]] if node.op_type != "DequantizeLinear" else None
         if node.op_type == "QuantizeLinear":
-            ref = np.clip(np.round(x / a(1)) + a(2), -128, 127).astype(np.int8)
+            qmin, qmax = qrange(a(2))
+            ref = np.clip(np.round(x / a(1)) + a(2), qmin, qmax).astype(np.asarray(a(2)).dtype)
         elif node.op_type == "QLinearConv":
-            k = attrs["kernel_shape"]
-            if attrs.get("auto_pad", b"NOTSET") == b"SAME_UPPER":
-                assert attrs.get("strides", [1, 1]) == [1, 1]
-                pads = [(k[0] - 1) // 2, (k[1] - 1) // 2, k[0] // 2, k[1] // 2]
-            else:
-                pads = attrs.get("pads", [0, 0, 0, 0])
-            ref = onnx_qlinear_conv(a(0), a(1), a(2), a(3), a(4), a(8), a(6), a(7), pads,
-                                    attrs.get("strides", [1, 1])[0])
+            pads = onnx_conv_pads(attrs, a(0).shape)
+            conv = lambda p, **kw: onnx_qlinear_conv(  # noqa: E731
+                a(0), a(1), a(2), a(3), a(4), a(8), a(6), a(7), p, attrs.get("strides", [1, 1]),
+                attrs.get("group", 1), **kw)
+            ref = conv(pads)
+            if pads[:2] != pads[2:]:
+                alt[f"{key}: the pads before and after swapped"] = differ(
+                    conv(pads[2:] + pads[:2]), want)
+            if any(pads) and int(a(2)) != 0:
+                alt[f"{key}: padding with integer 0, not the zero point"] = differ(
+                    conv(pads, pad_value=0), want)
         elif node.op_type == "MaxPool":
             ref = onnx_max_pool(a(0), attrs["kernel_shape"][0], attrs["pads"], attrs["strides"][0])
         elif node.op_type == "QLinearAdd":
             ref = onnx_qlinear_add(a(0), a(1), a(2), a(3), a(4), a(5), a(6), a(7))
+            alt[f"{key}: without fma"] = differ(onnx_qlinear_add(
+                a(0), a(1), a(2), a(3), a(4), a(5), a(6), a(7), fused=False), want)
+        elif node.op_type == "QLinearAveragePool":
+            assert attrs.get("channels_last", 0) == 0 and attrs.get("ceil_mode", 0) == 0
+            pool = lambda **kw: onnx_qlinear_avg_pool(  # noqa: E731
+                a(0), a(1), a(2), a(3), a(4), attrs["kernel_shape"],
+                onnx_conv_pads(attrs, a(0).shape), attrs.get("strides", [1, 1]),
+                attrs.get("count_include_pad", 0), **kw)
+            ref = pool()
+            for variant, what in (("int_sum", "sx times the integer sum"),
+                                  ("zp_after", "the zero point added after rounding")):
+                alt[f"{key}: {what}"] = differ(pool(variant=variant), want)
+        elif node.op_type == "QLinearGlobalAveragePool":
+            assert attrs.get("channels_last", 0) == 0
+            ref = onnx_qlinear_global_avg_pool(a(0), a(1), a(2), a(3), a(4))
+            h, w = a(0).shape[2:]
+            alt[f"{key}: QLinearAveragePool's float path"] = differ(onnx_qlinear_avg_pool(
+                a(0), a(1), a(2), a(3), a(4), [h, w], [0, 0, 0, 0], [1, 1], 0,
+                global_path=False), want)
         else:
             continue
-        res[f"{node.op_type} -> {node.output[0]}"] = int((ref != got[node.output[0]]).sum())
-    return res
+        res[key] = differ(ref, want)
+    return res, alt
 
 
 def make_ort(out, results):
+    for prefix, spec in ORT_MODELS.items():
+        make_ort_model(out, results, prefix, *spec)
+
+
+def make_ort_model(out, results, prefix, make_float, shape, act_type, cal_seed, x_seed, extra):
     import onnx
     from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
                                           quantize_static)
 
     class Reader(CalibrationDataReader):
         def __init__(self):
-            r = np.random.default_rng(700)
-            self.data = iter([{"x": r.uniform(-1, 1, (1, 3, 16, 15)).astype(np.float32)}
+            r = np.random.default_rng(cal_seed)
+            self.data = iter([{"x": r.uniform(-1, 1, shape).astype(np.float32)}
                               for _ in range(32)])
 
         def get_next(self):
             return next(self.data, None)
 
-    fmodel = float_onnx_model()
-    x = np.random.default_rng(800).uniform(-1, 1, (1, 3, 16, 15)).astype(np.float32)
-    results["ort_float"] = {"ops": [n.op_type for n in fmodel.graph.node]}
+    fmodel = make_float()
+    x = np.random.default_rng(x_seed).uniform(-1, 1, shape).astype(np.float32)
+    results[f"{prefix}float"] = {"ops": [n.op_type for n in fmodel.graph.node]}
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+              for v in onnx.shape_inference.infer_shapes(fmodel).graph.value_info}
     yqs = {}
-    (out / "ort_float.onnx").write_bytes(fmodel.SerializeToString())
-    for name, fmt in (("qdq", QuantFormat.QDQ), ("qop", QuantFormat.QOperator)):
+    (out / f"{prefix}float.onnx").write_bytes(fmodel.SerializeToString())
+    for fi, (name, fmt) in enumerate((("qdq", QuantFormat.QDQ), ("qop", QuantFormat.QOperator))):
+        key = f"{prefix}{name}"
         with tempfile.TemporaryDirectory() as tmp:
             tmp = pathlib.Path(tmp)
             onnx.save(fmodel, tmp / "f.onnx")
             quantize_static(str(tmp / "f.onnx"), str(tmp / "q.onnx"), Reader(), quant_format=fmt,
-                            per_channel=True, activation_type=QuantType.QInt8,
+                            per_channel=True, activation_type=getattr(QuantType, act_type),
                             weight_type=QuantType.QInt8)
             qmodel = onnx.load(tmp / "q.onnx")
             (y_plain,) = ort_session(qmodel.SerializeToString()).run(None, {"x": x})
-            model = add_int8_output(qmodel)
+            ext = {o: (t[1 + fi], shapes[t[0]]) for o, t in extra.items()}
+            model = add_int8_output(qmodel, ext)
             data = model.SerializeToString()
-            y, yq = ort_session(data, tmp / "opt.onnx").run(None, {"x": x})
+            outs = ort_session(data, tmp / "opt.onnx").run(None, {"x": x})
+            got = dict(zip([o.name for o in model.graph.output], outs))
+            y, yq = got["y"], got["y_int8"]
             opt_ops = [(n.domain + "." if n.domain else "") + n.op_type
                        for n in onnx.load(tmp / "opt.onnx").graph.node]
-        assert yq.dtype == np.int8
+            if extra:
+                # The extra outputs change neither y_int8 nor the ops ORT optimizes the model to.
+                only = add_int8_output(qmodel)
+                (_, yq_only) = ort_session(only.SerializeToString(), tmp / "opt1.onnx").run(
+                    None, {"x": x})
+                assert np.array_equal(yq, yq_only), "the extra outputs changed y_int8"
+                assert opt_ops == [(n.domain + "." if n.domain else "") + n.op_type
+                                   for n in onnx.load(tmp / "opt1.onnx").graph.node]
+        dtype = {"QInt8": np.int8, "QUInt8": np.uint8}[act_type]
+        assert yq.dtype == dtype
         assert np.array_equal(y, y_plain), "the extra output changed ORT's result"
-        (out / f"ort_{name}.onnx").write_bytes(data)
-        np.save(out / f"ort_{name}_x.npy", x)
-        np.save(out / f"ort_{name}_y.npy", y)
-        np.save(out / f"ort_{name}_yq.npy", yq)
+        (out / f"{key}.onnx").write_bytes(data)
+        np.save(out / f"{key}_x.npy", x)
+        np.save(out / f"{key}_y.npy", y)
+        np.save(out / f"{key}_yq.npy", yq)
+        for o in extra:
+            assert got[o].dtype == dtype
+            np.save(out / f"{key}_{o}.npy", got[o])
         ops = [n.op_type for n in model.graph.node]
         inits = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
         deq = [n for n in model.graph.node if n.op_type == "DequantizeLinear" and "y" in n.output][0]
-        results[f"ort_{name}"] = {
+        results[key] = {
             "ops": ops, "ops_after_ort_optimization": opt_ops,
             "y_int8_scale": f32(inits[deq.input[1]]), "y_int8_zero_point": int(inits[deq.input[2]]),
             "y_equals_dequantized_y_int8": bool(np.array_equal(
                 y, ((yq.astype(np.float32) - inits[deq.input[2]].astype(np.float32))
                     * inits[deq.input[1]]).astype(np.float32))),
         }
+        if extra:
+            results[key]["quantization"] = quant_params(model)
         yqs[name] = yq
         if name == "qop":
-            chk = check_ort_qop(model, x)
-            results["ort_qop"]["numpy_onnx_arithmetic_mismatches"] = chk
-            print(f"  numpy onnx-mode arithmetic vs ORT's int8 tensors (mismatches): {chk}")
-        print(f"ort_{name}: ops {ops}\n  after ORT's optimizations: {opt_ops}\n"
-              f"  y {y.shape} yq {yq.dtype} scale {results[f'ort_{name}']['y_int8_scale']} "
-              f"zp {results[f'ort_{name}']['y_int8_zero_point']}")
+            chk, alt = check_ort_qop(model, x)
+            results[key]["numpy_onnx_arithmetic_mismatches"] = chk
+            results[key]["numpy_other_arithmetic_mismatches"] = alt
+            print(f"  numpy onnx-mode arithmetic vs ORT's {np.dtype(dtype).name} tensors "
+                  f"(mismatches): {chk}\n  other arithmetic (mismatches): {alt}")
+        print(f"{key}: ops {ops}\n  after ORT's optimizations: {opt_ops}\n"
+              f"  y {y.shape} yq {yq.dtype} scale {results[key]['y_int8_scale']} "
+              f"zp {results[key]['y_int8_zero_point']}")
     diff = int((yqs["qdq"] != yqs["qop"]).sum())
-    results["ort_qdq_vs_qop_y_int8_mismatches"] = diff
-    print(f"ort: y_int8 of qdq and qop differ in {diff} of {yqs['qdq'].size}")
+    results[f"{prefix}qdq_vs_qop_y_int8_mismatches"] = diff
+    print(f"{prefix}: y_int8 of qdq and qop differ in {diff} of {yqs['qdq'].size}")
+
+
+def quant_params(model):
+    """{tensor: [scale, zero point]} of each activation (per tensor) and {weights: [scales]} (per
+    output channel), from the model's <name>_scale / <name>_zero_point initializers."""
+    from onnx import numpy_helper
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    q = {}
+    for name, v in sorted(inits.items()):
+        base = name[:-len("_scale")]
+        if not name.endswith("_scale") or base.endswith("_quantized"):  # the biases' scales
+            continue
+        if v.ndim == 0:
+            q[base] = [f32(v), int(inits[base + "_zero_point"])]
+        else:
+            q[base] = [f32(s) for s in v]
+    return q
 
 
 def versions():
@@ -740,8 +1005,8 @@ def main():
     make_ort(out, results)
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     bad = [k for k, v in results.items() if k.startswith("tfl_") and not v["numpy_matches_reference"]]
-    bad += [k for k, v in results.get("ort_qop", {}).get("numpy_onnx_arithmetic_mismatches", {}).items()
-            if v]
+    bad += [f"{m}: {k}" for m in ORT_MODELS for k, v in
+            results.get(f"{m}qop", {}).get("numpy_onnx_arithmetic_mismatches", {}).items() if v]
     if bad:
         sys.exit(f"the numpy arithmetic differs from TFLite's / ORT's: {bad}")
 
