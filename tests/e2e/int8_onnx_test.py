@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Quantized ONNX models imported and run bit-exact with ONNX Runtime (tests/data/int8, written by
-make_int8_data.py there): ort_qdq.onnx (QDQ, per-channel weights) and ort_qop.onnx (QLinearConv,
-int8 MaxPool, QLinearAdd) through `padfold import`, `padfold compile` and `padfold run --model`
-on the float input. The int8 tensor before the last DequantizeLinear (graph output y_int8, the
-add layer) must equal ORT's bit for bit and the float output y exactly.
+make_int8_data.py there) through `padfold import`, `padfold compile` and `padfold run --model` on
+the float input: ort_qdq.onnx (QDQ, per-channel weights) and ort_qop.onnx (QLinearConv, int8
+MaxPool, QLinearAdd), int8 activations; ort_u8qdq.onnx and ort_u8qop.onnx (uint8 activations: a
+depthwise conv with asymmetric SAME_UPPER pads, QLinearAveragePool with asymmetric pads and
+count_include_pad 0, QLinearAdd, QLinearGlobalAveragePool). The int8/uint8 tensor before the last
+DequantizeLinear (graph output y_int8) and every other quantized graph output
+(ort_<name>_<output>.npy: the u8 models' r1_q, d1_q, p1_q, a1_q) must equal ORT's bit for bit and
+the float output y exactly.
 
 Usage: int8_onnx_test.py PADFOLD_BIN DATA_DIR WORK_DIR   (run with the project's .venv python)
 """
@@ -40,29 +44,40 @@ def check(padfold, data, work, name):
     ops = [l["op"] for l in spec["layers"]]
     if ops[0] != "quantize" or ops[-1] != "dequantize":
         return f"{name}: layers {ops}; expected a quantize first and a dequantize last"
-    if any(l.get("dtype") != "int8" or l["quant"]["requantize"] != "onnx" for l in spec["layers"]):
-        return f"{name}: a layer is not int8 with requantize onnx"
-    # The layer writing graph output y_int8 and the one writing y.
+    # The activations' dtype: ORT's y_int8 (int8, or uint8 for the u8 models).
+    dtype = np.load(data / f"ort_{name}_yq.npy").dtype.name
+    if any(l.get("dtype") != dtype or l["quant"]["requantize"] != "onnx" for l in spec["layers"]):
+        return f"{name}: a layer is not {dtype} with requantize onnx"
+    # ORT's other quantized graph outputs: ort_<name>_<output>.npy.
+    extra = sorted(p.name[len(f"ort_{name}_"):-len(".npy")]
+                   for p in data.glob(f"ort_{name}_*.npy"))
+    extra = [e for e in extra if e not in ("x", "y", "yq")]
+    # The layers writing graph outputs y_int8, y and the extra ones.
     out = {o["onnx_tensor"]: o["name"] for o in report["outputs"]}
-    if set(out) != {"y", "y_int8"}:
-        return f"{name}: outputs {sorted(out)}; expected y and y_int8"
+    if set(out) != {"y", "y_int8", *extra}:
+        return f"{name}: outputs {sorted(out)}; expected y, y_int8 and {extra}"
     run([padfold, "compile", d / "import" / f"ort_{name}.json", "-o", d / "bundle", "--target",
          "host"])
     run([padfold, "run", d / "bundle", "--model", "--input", f"x={data / f'ort_{name}_x.npy'}",
-         "--output", f"{out['y_int8']}={d / 'yq.npy'}", "--output", f"{out['y']}={d / 'y.npy'}"])
-    for what, got, want in [
+         "--output", f"{out['y_int8']}={d / 'yq.npy'}", "--output", f"{out['y']}={d / 'y.npy'}",
+         *[a for e in extra for a in ("--output", f"{out[e]}={d / f'{e}.npy'}")]])
+    # The intermediate outputs first: a mismatch there says which layer.
+    checks = [(e, np.load(d / f"{e}.npy"), np.load(data / f"ort_{name}_{e}.npy")) for e in extra]
+    checks += [
         ("y_int8", np.load(d / "yq.npy"), np.load(data / f"ort_{name}_yq.npy")),
         ("y", np.load(d / "y.npy"), np.load(data / f"ort_{name}_y.npy")),
-    ]:
+    ]
+    for what, got, want in checks:
         if failure := compare(name, what, got, want):
             return failure
-    print(f"{name}: {len(ops)} layers {ops}; y_int8 bit-exact and y exact with ONNX Runtime: OK")
+    print(f"{name}: {len(ops)} layers {ops}; {dtype} outputs {extra + ['y_int8']} bit-exact and y "
+          "exact with ONNX Runtime: OK")
     return None
 
 
 def main():
     padfold, data, work = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
-    return run_checks(check, ["qdq", "qop"], padfold, data, work)
+    return run_checks(check, ["qdq", "qop", "u8qdq", "u8qop"], padfold, data, work)
 
 
 if __name__ == "__main__":
