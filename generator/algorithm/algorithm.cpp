@@ -280,9 +280,22 @@ Expr border_fill(const Layer& L) {
   return L.border == Border::Constant ? L.border_value : 0.f;
 }
 
+namespace {
+
+bool dot_product_conv(const Layer& L) {
+  return L.quantized() && L.op == Op::Conv && L.layout.channels_last;
+}
+
+}  // namespace
+
 bool quantized_dot_product(const Layer& L) {
-  return L.quantized() && L.op == Op::Conv && L.layout.channels_last &&
-         (L.in_channels / L.groups) % 4 == 0;
+  return dot_product_conv(L) && (L.groups == 1 || (L.in_channels / L.groups) % 4 == 0);
+}
+
+int64_t reduction_channels(const Layer& L) {
+  if (!L.has_weights()) return 1;
+  const int64_t per_group = L.in_channels / L.groups;
+  return dot_product_conv(L) && L.groups == 1 ? (per_group + 3) / 4 * 4 : per_group;
 }
 
 DotOperands dot_operands(const Target& target) {
@@ -291,27 +304,41 @@ DotOperands dot_operands(const Target& target) {
 
 namespace {
 
-// sum (x - zx) * w as sum x' * w - zx' * sum w, with x' the input in the type the target's
-// dot-product instructions take (a.dot; uint8 and int8 convert by flipping the top bit, that is
-// offsetting by 128, and the zero point moves with them). The weights' sums per output channel
-// are tabulated once per call. Every tap is counted, so the identity holds at the border too: a
-// padded tap reads the zero point under zeros (x' = zx', adding zx' * w to both terms), and a
-// value under the other borders. Subtracting zx' * sum w only where the window is inside
-// (apache/tvm#13364) would be wrong there.
-// x and w: the tap's input (bordered) and weight at reduction channel rc and taps rk.
-void build_quantized_conv(Algorithm& a, const Layer& L, const Expr& x, Expr w, const Expr& rc,
-                          const std::vector<Expr>& rk) {
+// The bordered input as the conv's reduction reads it: in the type the target's dot-product
+// instructions take (a.dot; uint8 and int8 convert by flipping the top bit, that is offsetting by
+// 128, and the zero point moves with them), over reduction_channels. A Func of its own replacing
+// a.bordered, so that a schedule staging the bordered input stages it flipped (read at every tap,
+// the flip cost an instruction per multiply-add). Returns the input zero point in that type.
+int32_t dot_input(Algorithm& a, const Layer& L) {
   const bool want_signed = a.dot == DotOperands::I8xI8;
   const bool flip = (L.dtype == DType::I8) != want_signed;
-  int32_t zx = L.quant->inputs[0].zero_point;
-  Expr xu = x;
-  if (flip && want_signed) {
-    xu = reinterpret<int8_t>(x ^ cast<uint8_t>(128));
-    zx -= 128;
-  } else if (flip) {
-    xu = reinterpret<uint8_t>(x) ^ cast<uint8_t>(128);
-    zx += 128;
-  }
+  const int32_t zx = L.quant->inputs[0].zero_point;
+  const bool padded = reduction_channels(L) != L.in_channels / L.groups;
+  if (!flip && !padded) return zx;
+  const std::vector<Var> args = a.bordered.args();
+  std::vector<Expr> at(args.begin(), args.end());
+  // Channels past the input's (reduction_channels) read its last channel again; their weight is 0
+  // (dot_weights) and weight_sum leaves them out.
+  const int ch = L.layout.channels_last ? 0 : L.spatial_dims;
+  if (padded) at[ch] = min(at[ch], static_cast<int>(L.in_channels) - 1);
+  Expr x = a.bordered(at);
+  if (flip && want_signed) x = reinterpret<int8_t>(x ^ cast<uint8_t>(128));
+  if (flip && !want_signed) x = reinterpret<uint8_t>(x) ^ cast<uint8_t>(128);
+  Func read(L.name + "_dot_input");
+  read(args) = x;
+  a.bordered = read;
+  if (!flip) return zx;
+  return want_signed ? zx - 128 : zx + 128;
+}
+
+// sum (x - zx) * w as sum x * w - zx * sum w, x and zx in the dot-product type
+// (dot_input). The weights' sums per output channel are tabulated once per call. Every
+// tap is counted, so the identity holds at the border too: a padded tap reads the zero point
+// under zeros (x = zx, adding zx * w to both terms), and a value under the other borders.
+// Subtracting zx * sum w only where the window is inside (apache/tvm#13364) would be wrong there.
+// x and w: the tap's input (bordered, flipped) and weight at reduction channel rc and taps rk.
+void build_quantized_conv(Algorithm& a, const Layer& L, const Expr& x, Expr w, int32_t zx,
+                          const Expr& rc, const std::vector<Expr>& rk) {
   const int64_t in_per_group = L.in_channels / L.groups;
   const int D = static_cast<int>(L.in_spatial.size());
   if (quantized_dot_product(L)) {
@@ -320,7 +347,10 @@ void build_quantized_conv(Algorithm& a, const Layer& L, const Expr& x, Expr w, c
     std::vector<Expr> taps;
     for (int j = 0; j < D; ++j) taps.push_back(args.emplace_back("k" + std::to_string(j)));
     Func dot_weights(L.name + "_dot_weights");
-    dot_weights(args) = a.weights(weight_args(L.weight_layout, D, a.c, io * 4 + i4, taps));
+    const Expr wc = io * 4 + i4;
+    const int channels = static_cast<int>(in_per_group);
+    const Expr w_at = a.weights(weight_args(L.weight_layout, D, a.c, min(wc, channels - 1), taps));
+    dot_weights(args) = select(wc < channels, w_at, cast(w_at.type(), 0));
     a.dot_weights = dot_weights;
     a.helpers.push_back(dot_weights);
     std::vector<Expr> at{rc % 4, a.c, rc / 4};
@@ -328,7 +358,7 @@ void build_quantized_conv(Algorithm& a, const Layer& L, const Expr& x, Expr w, c
     w = dot_weights(at);
   }
   a.reduce(a.vars) = 0;
-  a.reduce(a.vars) += cast<int32_t>(xu) * cast<int32_t>(w);
+  a.reduce(a.vars) += cast<int32_t>(x) * cast<int32_t>(w);
 
   const RDom rw = make_rdom(L, in_per_group, "_rw");
   Expr wc;
@@ -349,10 +379,11 @@ void build_conv(Algorithm& a, const Layer& L) {
   const int64_t in_per_group = L.in_channels / L.groups;
   const int64_t out_per_group = L.out_channels / L.groups;
   a.bordered = apply_border(a, L, L.border, border_fill(L));
-  a.r = make_rdom(L, in_per_group);
+  const int32_t zx = L.quantized() ? dot_input(a, L) : 0;
+  a.r = make_rdom(L, reduction_channels(L));
   Expr rc;
   std::vector<Expr> rk;
-  split_rdom(a.r, in_per_group, rc, rk);
+  split_rdom(a.r, reduction_channels(L), rc, rk);
 
   Expr ic = rc;
   if (L.groups > 1)
@@ -360,7 +391,7 @@ void build_conv(Algorithm& a, const Layer& L) {
   const Expr x = a.bordered(tensor_args(L.layout, ic, tap_positions(a, L, rk), a.n));
   const Expr w = a.weights(weight_args(L.weight_layout, static_cast<int>(D), a.c, rc, rk));
   if (L.quantized()) {
-    build_quantized_conv(a, L, x, w, rc, rk);
+    build_quantized_conv(a, L, x, w, zx, rc, rk);
     return;
   }
   a.reduce(a.vars) = 0.f;

@@ -89,11 +89,18 @@ Algorithm build_algorithm(const Layer& layer, const Halide::Func& source = Halid
                           bool explicit_border = false, const Layer* residual = nullptr,
                           int winograd_m = 0, DotOperands dot = DotOperands::U8xI8);
 
-// A quantized conv, channels last, whose groups reduce a multiple of 4 channels: it sums 8-bit
-// products 4 input channels at a time (x86 vpdpbusd, arm sdot), reading its weights through a
-// table with those 4 channels innermost, then the output channels (one dense load per vector of
-// accumulators). The table is one of the helpers.
+// A quantized conv, channels last, whose groups reduce a multiple of 4 channels, or of one group
+// (its channels padded to a multiple of 4, reduction_channels): it sums 8-bit products 4 input
+// channels at a time (x86 vpdpbusd, arm sdot), reading its weights through a table with those 4
+// channels innermost, then the output channels (one dense load per vector of accumulators). The
+// table is one of the helpers.
 bool quantized_dot_product(const Layer& layer);
+
+// The input channels each output sums over (its RDom's channel extent): in_channels / groups (1
+// for layers without weights), rounded up to a multiple of 4 for a one-group quantized dot
+// product (a stem's 3 channels as 4: the extra channel reads weight 0, and 4-wide dot products
+// of which one lane is idle beat 1-wide multiply-adds).
+int64_t reduction_channels(const Layer& layer);
 
 // The residual buffer of a conv whose output an add sums with another tensor.
 BufferInfo residual_buffer(const Layer& add);

@@ -201,7 +201,7 @@ void schedule_reduction(Algorithm& a, const ScheduleParams& p, const LoopLevel& 
   const bool dot4 = quantized_dot_product(L);
   if (has_rc) {
     const int64_t per_step = dot4 ? 4 : 1;
-    const int64_t steps = L.in_channels / L.groups / per_step;  // only convolutions reduce channels
+    const int64_t steps = reduction_channels(L) / per_step;  // only convolutions reduce channels
     RVar channels = a.r[0];
     if (dot4) {
       channels = RVar("rdot_o");

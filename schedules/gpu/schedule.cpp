@@ -35,12 +35,6 @@ int spatial_index(const Layer& L, int d) {
   return j >= 0 && j < L.spatial_dims ? j : -1;
 }
 
-// Reduction extent of the input channels (1 for pools, depthwise and joins).
-int64_t reduced_channels(const Layer& L) {
-  if (!L.has_weights()) return 1;
-  return L.in_channels / L.groups;
-}
-
 ScheduleParams resolve(const Layer& L, const Target&, const ScheduleParams& p) {
   ScheduleParams r = p;
   const int64_t e0 = out_extent(L, 0), e1 = out_extent(L, 1);
@@ -51,7 +45,7 @@ ScheduleParams resolve(const Layer& L, const Target&, const ScheduleParams& p) {
   r.gpu_tile_x = clamp_int(p.gpu_tile_x, 1, e0 / r.gpu_threads_x);
   r.gpu_threads_y = clamp_int(p.gpu_threads_y, 1, std::min<int64_t>(e1, 1024 / r.gpu_threads_x));
   r.gpu_tile_y = clamp_int(p.gpu_tile_y, 1, e1 / r.gpu_threads_y);
-  r.gpu_unroll_channels = divisor_at_most(reduced_channels(L), p.gpu_unroll_channels);
+  r.gpu_unroll_channels = divisor_at_most(reduction_channels(L), p.gpu_unroll_channels);
   r.winograd = 0;  // direct convolution only
   return r;
 }
@@ -61,7 +55,7 @@ ScheduleParams resolve(const Layer& L, const Target&, const ScheduleParams& p) {
 int64_t staged_bytes(const Layer& L, const ScheduleParams& p) {
   if (!L.has_window()) return 0;
   const int rank = L.spatial_dims + 2;
-  const int64_t per_group = reduced_channels(L);
+  const int64_t per_group = reduction_channels(L);
   const int64_t out_per_group = L.has_weights() ? L.out_channels / L.groups : 1;
   int64_t elements = 1;
   for (int d = 0; d < rank - 1; ++d) {  // the batch: one per block
@@ -122,7 +116,7 @@ ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   std::vector<VarOrRVar> outer;
   if (first_tap > 0) {
     const int f = p.gpu_unroll_channels;
-    if (f > 1 && f < reduced_channels(L)) {
+    if (f > 1 && f < reduction_channels(L)) {
       RVar rco("rco"), rci("rci");
       update.split(a.r[0], rco, rci, f).unroll(rci);
       update_order.push_back(rci);

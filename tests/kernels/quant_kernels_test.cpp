@@ -178,13 +178,13 @@ TEST(QuantBorder, ZerosIsTheInputZeroPoint) {
 // the weights' sum times the offset zero point subtracted), 9x11 input, 3x3 SAME stride 2:
 // asymmetric pads, so the first and last rows and columns each read taps in the padding.
 Layer dot_conv(const std::string& dtype, int zx, const json& border, const std::string& convention,
-               const std::string& mode) {
+               const std::string& mode, int channels = 8) {
   const json spec = {{"model", "m"},
                      {"layers",
                       {{{"name", "c"},
                         {"op", "conv2d"},
                         {"dtype", dtype},
-                        {"input_shape", {1, 9, 11, 8}},
+                        {"input_shape", {1, 9, 11, channels}},
                         {"layout", "NHWC"},
                         {"out_channels", 20},
                         {"kernel", 3},
@@ -228,6 +228,38 @@ TEST(QuantDotProduct, CountsEveryTapAtTheBorder) {
         expect_same(quant_kernel_output(L, data, target), ref::quant_reference_output(L, data),
                     what);
       }
+}
+
+// One group of input channels that are not a multiple of 4 (a stem's 3) is padded to the next
+// multiple (reduction_channels): the extra channels read weight 0, and the weights' sum leaves
+// them out. Each border, as the dot products compute it on this CPU and on AVX2.
+TEST(QuantDotProduct, PadsOneGroupsChannelsToAMultipleOfFour) {
+  const json borders[] = {
+      "zeros", {{"mode", "constant"}, {"value", -0.4}}, "reflect", "replicate", "circular"};
+  int i = 0;
+  for (int channels : {3, 5, 6})
+    for (const json& border : borders) {
+      const bool u8 = i % 2;
+      const int zx = (u8 ? std::vector<int>{0, 200, 255} : std::vector<int>{-128, 37, 127})[i % 3];
+      const char* target = ++i % 3 ? "host" : "x86-64-linux-avx2-fma";
+      const Layer L =
+          dot_conv(u8 ? "uint8" : "int8", zx, border, i % 2 ? "onnx_lower" : "tensorflow",
+                   i % 4 < 2 ? "onnx" : "tflite", channels);
+      const std::string what =
+          std::to_string(channels) + " channels, " + border.dump() + ", " + target;
+      SCOPED_TRACE(what);
+      ASSERT_TRUE(quantized_dot_product(L));
+      EXPECT_EQ(reduction_channels(L), (channels + 3) / 4 * 4);
+      if (!runs_here(target)) continue;
+      const ref::QLayerData data = ref::random_quant_data(L, 78 + i);
+      expect_same(quant_kernel_output(L, data, target), ref::quant_reference_output(L, data), what);
+    }
+  const Layer stem = dot_conv("int8", -128, "zeros", "tensorflow", "tflite", 3);
+  EXPECT_NE(compiled_assembly(stem,
+                              "x86-64-linux-avx-avx2-avx512-avx512_skylake-"
+                              "avx512_cannonlake-avx512_zen4-f16c-fma-sse41")
+                .find("vpdpbusd"),
+            std::string::npos);
 }
 
 // The generated code uses the dot-product instructions where the target has them: vpdpbusd
