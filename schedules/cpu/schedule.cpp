@@ -267,16 +267,31 @@ void pack_block_weights(Algorithm& a, const ScheduleParams& p, const LoopLevel& 
   packed.reorder(loops).vectorize(args[o], p.vector_lanes);
 }
 
+// The dot products' weight table, 16 output channels x 4 input channels per 64-byte store. Each
+// block's 64 weights are first loaded into registers in the weights' own layout (four dense rows
+// of 16 output channels in HWIO), so that the table's 4 x 16 transpose becomes shuffles: read
+// straight from the weights, every byte was a load of its own (70 us per call on a 1280 x 320
+// pointwise conv, a third of its time).
+void schedule_dot_weights(Algorithm& a, const Layer& L) {
+  const std::vector<Var> args = a.dot_weights.args();
+  Var co("co"), ci("ci");
+  a.dot_weights.split(args[1], co, ci, std::min<int>(16, L.out_channels))
+      .reorder(args[0], ci, co)
+      .vectorize(ci)
+      .vectorize(args[0]);
+  Func block = a.weights.in(a.dot_weights);
+  const std::vector<Var> dims = block.args();
+  block.compute_at(a.dot_weights, co).store_in(MemoryType::Register).vectorize(dims[0]);
+  for (size_t i = 1; i < dims.size(); ++i) block.unroll(dims[i]);
+}
+
 // One shape for every op (see the top of this file), from resolved knobs.
 ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target& target) {
   if (p.winograd > 0) return apply_winograd(a, p, target);
   ScheduleResult result{p};
   const Layer& L = *a.layer;
   for (Func h : a.helpers) h.compute_root();
-  if (a.dot_weights.defined()) {  // 16 output channels x 4 input channels: one 64-byte store
-    const std::vector<Var> args = a.dot_weights.args();
-    a.dot_weights.vectorize(args[0]).vectorize(args[1], std::min<int>(16, L.out_channels));
-  }
+  if (a.dot_weights.defined()) schedule_dot_weights(a, L);
   const Axes ax = axes_of(L);
   const int D = ax.dims;
   const bool cl = ax.channels_last;
