@@ -522,9 +522,22 @@ def dump_spec(spec):
 # ----------------------------------------------------------------------------------------------
 # Part b: ONNX Runtime.
 
-def float_onnx_model():
+def checked_model(nodes, inits, name, x_shape, y_shape):
+    """An opset-13 float model of graph input x and output y, checked by onnx.checker."""
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                              producer_name="padfold make_int8_data.py")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def float_onnx_model():
+    from onnx import helper, numpy_helper
     rng = np.random.default_rng(600)
 
     def init(name, shape):
@@ -542,14 +555,7 @@ def float_onnx_model():
                          auto_pad="SAME_UPPER"),
         helper.make_node("Add", ["r1", "c2"], ["y"], name="add"),
     ]
-    graph = helper.make_graph(
-        nodes, "padfold_int8", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 15])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 9, 7])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
-                              producer_name="padfold make_int8_data.py")
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
+    return checked_model(nodes, inits, "padfold_int8", [1, 3, 16, 15], [1, 8, 9, 7])
 
 
 def float_onnx_model_u8():
@@ -557,8 +563,7 @@ def float_onnx_model_u8():
     two branches of r1 with the same output size, a depthwise 5x5 stride-2 Conv with auto_pad
     SAME_UPPER (d1; pads 1/2 in both dims) and an AveragePool 3x3 stride 2 with explicit
     asymmetric pads, count_include_pad 0 (p1), their Add (a1) and a GlobalAveragePool (y)."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
     rng = np.random.default_rng(610)
 
     def init(name, shape):
@@ -578,15 +583,7 @@ def float_onnx_model_u8():
         helper.make_node("Add", ["d1", "p1"], ["a1"], name="add"),
         helper.make_node("GlobalAveragePool", ["a1"], ["y"], name="gap"),
     ]
-    graph = helper.make_graph(
-        nodes, "padfold_uint8",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 16, 14])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 1, 1])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
-                              producer_name="padfold make_int8_data.py")
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
+    return checked_model(nodes, inits, "padfold_uint8", [1, 4, 16, 14], [1, 8, 1, 1])
 
 
 # prefix: (float model, input shape, activation type, calibration seed, input seed, the
