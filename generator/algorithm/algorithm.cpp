@@ -360,13 +360,21 @@ void build_quantized_conv(Algorithm& a, const Layer& L, const Expr& x, Expr w, i
   a.reduce(a.vars) = 0;
   a.reduce(a.vars) += cast<int32_t>(x) * cast<int32_t>(w);
 
-  const RDom rw = make_rdom(L, in_per_group, "_rw");
+  // The dot products sum their own table (the padded channels' weights are 0 there): its output
+  // channels are dense whatever the weights' layout, so a schedule can vectorize across them.
+  const int64_t summed = a.dot_weights.defined() ? reduction_channels(L) : in_per_group;
+  const RDom rw = make_rdom(L, summed, "_rw");
   Expr wc;
   std::vector<Expr> wk;
-  split_rdom(rw, in_per_group, wc, wk);
+  split_rdom(rw, summed, wc, wk);
+  std::vector<Expr> dot_at{wc % 4, a.c, wc / 4};
+  dot_at.insert(dot_at.end(), wk.begin(), wk.end());
   Func weight_sum(L.name + "_weight_sum");
   weight_sum(a.c) = 0;
-  weight_sum(a.c) += cast<int32_t>(a.weights(weight_args(L.weight_layout, D, a.c, wc, wk)));
+  weight_sum(a.c) += cast<int32_t>(a.dot_weights.defined()
+                                       ? a.dot_weights(dot_at)
+                                       : a.weights(weight_args(L.weight_layout, D, a.c, wc, wk)));
+  a.weight_sum = weight_sum;
   a.helpers.push_back(weight_sum);
 
   Expr acc = a.reduce(a.vars) - zx * weight_sum(a.c);

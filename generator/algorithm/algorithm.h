@@ -67,6 +67,7 @@ struct Algorithm {
       helpers;               // small tables (e.g. avg-pool divisors) a schedule computes at root
   Halide::Func dot_weights;  // quantized_dot_product: the weights as the dot products read them
                              // (also a helper)
+  Halide::Func weight_sum;   // a quantized conv's weights summed per output channel (a helper)
 
   std::vector<BufferParam> buffers;      // every buffer in manifest order; input/weights/bias above
                                          // are the same parameters

@@ -178,7 +178,7 @@ TEST(QuantBorder, ZerosIsTheInputZeroPoint) {
 // the weights' sum times the offset zero point subtracted), 9x11 input, 3x3 SAME stride 2:
 // asymmetric pads, so the first and last rows and columns each read taps in the padding.
 Layer dot_conv(const std::string& dtype, int zx, const json& border, const std::string& convention,
-               const std::string& mode, int channels = 8) {
+               const std::string& mode, int channels = 8, int out_channels = 20) {
   const json spec = {{"model", "m"},
                      {"layers",
                       {{{"name", "c"},
@@ -186,7 +186,7 @@ Layer dot_conv(const std::string& dtype, int zx, const json& border, const std::
                         {"dtype", dtype},
                         {"input_shape", {1, 9, 11, channels}},
                         {"layout", "NHWC"},
-                        {"out_channels", 20},
+                        {"out_channels", out_channels},
                         {"kernel", 3},
                         {"stride", 2},
                         {"padding", "same"},
@@ -260,6 +260,18 @@ TEST(QuantDotProduct, PadsOneGroupsChannelsToAMultipleOfFour) {
                               "avx512_cannonlake-avx512_zen4-f16c-fma-sse41")
                 .find("vpdpbusd"),
             std::string::npos);
+}
+
+// A weight table of 64 KiB or more is built and summed by every thread (schedule_dot_weights):
+// 256 input channels x 32 output channels x 9 taps, with a zero point whose term is not 0.
+TEST(QuantDotProduct, LargeWeightTablesAreExact) {
+  for (const char* dtype : {"int8", "uint8"}) {
+    const Layer L = dot_conv(dtype, 17, "reflect", "tensorflow", "tflite", 256, 32);
+    SCOPED_TRACE(dtype);
+    ASSERT_GE(L.out_channels * reduction_channels(L) * 9, 64 * 1024);
+    const ref::QLayerData data = ref::random_quant_data(L, 79);
+    expect_same(quant_kernel_output(L, data, "host"), ref::quant_reference_output(L, data), dtype);
+  }
 }
 
 // The generated code uses the dot-product instructions where the target has them: vpdpbusd
