@@ -35,7 +35,7 @@ namespace {
 
 // A quantized conv's weight table (schedule_dot_weights) of this many bytes or more is built by
 // every thread: below, waking the threads costs more than the copy.
-constexpr int64_t kParallelTableBytes = 64 * 1024;
+constexpr int64_t kParallelTableBytes = 256 * 1024;
 
 struct Tile {
   Var vec_outer{"vo"}, vec_inner{"vi"};  // the vectorized axis: channels (NHWC) or x (NCHW)

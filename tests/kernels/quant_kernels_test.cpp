@@ -262,13 +262,13 @@ TEST(QuantDotProduct, PadsOneGroupsChannelsToAMultipleOfFour) {
             std::string::npos);
 }
 
-// A weight table of 64 KiB or more is built and summed by every thread (schedule_dot_weights):
-// 256 input channels x 32 output channels x 9 taps, with a zero point whose term is not 0.
+// A weight table of 256 KiB or more is built and summed by every thread (schedule_dot_weights):
+// 256 input channels x 128 output channels x 9 taps, with a zero point whose term is not 0.
 TEST(QuantDotProduct, LargeWeightTablesAreExact) {
   for (const char* dtype : {"int8", "uint8"}) {
-    const Layer L = dot_conv(dtype, 17, "reflect", "tensorflow", "tflite", 256, 32);
+    const Layer L = dot_conv(dtype, 17, "reflect", "tensorflow", "tflite", 256, 128);
     SCOPED_TRACE(dtype);
-    ASSERT_GE(L.out_channels * reduction_channels(L) * 9, 64 * 1024);
+    ASSERT_GE(L.out_channels * reduction_channels(L) * 9, 256 * 1024);
     const ref::QLayerData data = ref::random_quant_data(L, 79);
     expect_same(quant_kernel_output(L, data, "host"), ref::quant_reference_output(L, data), dtype);
   }
