@@ -19,6 +19,7 @@ packages=(
   pocl-opencl-icd ocl-icd-opencl-dev clinfo  # GPU tests: OpenCL kernels run on PoCL (CPU)
   libsqlite3-dev               # the tuning database (padfold tune)
   libdnnl-dev                  # oneDNN: the benchmark peer
+  libxnnpack-dev libpthreadpool-dev  # XNNPACK: the int8 benchmark's second peer
   python3-torch                # PyTorch 1.13: the peer of bench/run_blocks.sh
   python3-jsonschema           # validates example specs against the JSON Schema in tests
   qemu-user g++-aarch64-linux-gnu g++-arm-linux-gnueabihf  # embedded (cross) builds

@@ -1,17 +1,21 @@
-// padfold's int8 conv kernels against oneDNN's int8 convolution on the same layers, timed side by
-// side in interleaved blocks (generator/measure/timing.h: medians, warm-up, retries while the
-// machine is busy).
+// padfold's int8 conv kernels against oneDNN's int8 convolution and XNNPACK's per-channel int8
+// (qc8) convolution on the same layers, timed side by side in interleaved blocks
+// (generator/measure/timing.h: medians, warm-up, retries while the machine is busy).
 //
 // The layers come from an int8 spec (bench/int8/run.py) and its bundle (padfold compile): each
 // conv2d layer, NHWC, weights HWIO, per-channel weight scales, zero points on the input and the
 // output, bias, ReLU6. oneDNN 2.6 computes the same layer as an s8 x s8 convolution with the
 // input's zero point (a runtime value), per-channel output scales, an s32 bias, clip(0, 6) and the
 // output's zero point, its pads given natively; src and dst NHWC, weights in the layout it picks
-// (reordered once, outside timing). The arithmetic differs in its rounding (oneDNN's float
-// scales against TFLite's fixed point): this times, it does not compare values.
+// (reordered once, outside timing). XNNPACK (Debian's 2022 snapshot, the operator TFLite's
+// XNNPACK delegate runs for per-channel int8 convs) takes the four pads natively, the weights
+// repacked to its [groups][out][kh][kw][in] once, and ReLU6 as its output range; its threads are
+// a pthreadpool of the thread count. The arithmetic differs in its rounding (float scales against
+// TFLite's fixed point): this times, it does not compare values.
 //
 // usage: bench_int8 --bundle DIR --spec int8.json [--threads 1,2] [--min-time 0.3] [--json OUT]
 #include <omp.h>
+#include <xnnpack.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
@@ -55,7 +59,7 @@ struct Bytes {
 };
 
 struct Buffers {
-  Bytes input, weights, bias, out_pf, out_dnnl;
+  Bytes input, weights, bias, out_pf, out_dnnl, out_xnn;
 };
 
 size_t elems(const std::vector<int64_t>& shape) {
@@ -157,10 +161,59 @@ struct DnnlRun {
   }
 };
 
+struct XnnpackRun {
+  xnn_operator_t op = nullptr;
+  pthreadpool_t pool = nullptr;
+  XnnpackRun(const Layer& L, Buffers& b, int threads) {
+    const size_t C = L.in_channels, O = L.out_channels, G = L.groups, IG = C / G, OG = O / G;
+    const size_t KH = L.kernel[0], KW = L.kernel[1];
+    // HWIO [kh][kw][in][out] -> [group][out in group][kh][kw][in in group]
+    const auto* w = static_cast<const int8_t*>(b.weights.data);
+    std::vector<int8_t> kernel(O * KH * KW * IG);
+    for (size_t o = 0; o < O; ++o)
+      for (size_t kh = 0; kh < KH; ++kh)
+        for (size_t kw = 0; kw < KW; ++kw)
+          for (size_t i = 0; i < IG; ++i)
+            kernel[((o * KH + kh) * KW + kw) * IG + i] = w[((kh * KW + kw) * IG + i) * O + o];
+    const padfold::LayerQuant& q = *L.quant;
+    std::vector<float> scales(O);
+    for (size_t o = 0; o < O; ++o) scales[o] = q.weight_scales[q.weight_scales.size() == 1 ? 0 : o];
+    const int32_t zy = q.output.zero_point;
+    const int32_t hi =
+        std::min<int32_t>(127, zy + static_cast<int32_t>(std::lround(6.f / q.output.scale)));
+    pool = pthreadpool_create(static_cast<size_t>(threads));
+    const auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
+    const xnn_status created = xnn_create_convolution2d_nhwc_qc8(
+        u32(L.pads.axes[0].before), u32(L.pads.axes[1].after), u32(L.pads.axes[0].after),
+        u32(L.pads.axes[1].before), u32(KH), u32(KW), u32(L.stride[0]), u32(L.stride[1]),
+        u32(L.dilation[0]), u32(L.dilation[1]), u32(G), IG, OG, C, O,
+        static_cast<int8_t>(q.inputs[0].zero_point), q.inputs[0].scale, scales.data(),
+        kernel.data(), static_cast<const int32_t*>(b.bias.data), static_cast<int8_t>(zy),
+        q.output.scale, static_cast<int8_t>(std::max<int32_t>(-128, zy)), static_cast<int8_t>(hi),
+        0, &op);
+    if (created != xnn_status_success)
+      fail(L.name + ": xnn_create_convolution2d_nhwc_qc8 failed (" + std::to_string(created) + ")");
+    if (xnn_setup_convolution2d_nhwc_qc8(
+            op, 1, static_cast<size_t>(L.in_spatial[0]), static_cast<size_t>(L.in_spatial[1]),
+            static_cast<const int8_t*>(b.input.data), static_cast<int8_t*>(b.out_xnn.data),
+            pool) != xnn_status_success)
+      fail(L.name + ": xnn_setup_convolution2d_nhwc_qc8 failed");
+  }
+  XnnpackRun(const XnnpackRun&) = delete;
+  XnnpackRun& operator=(const XnnpackRun&) = delete;
+  ~XnnpackRun() {
+    xnn_delete_operator(op);
+    pthreadpool_destroy(pool);
+  }
+  void run() {
+    if (xnn_run_operator(op, pool) != xnn_status_success) fail("xnn_run_operator failed");
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"padfold int8 conv kernels against oneDNN int8, side by side"};
+  CLI::App app{"padfold int8 conv kernels against oneDNN and XNNPACK int8, side by side"};
   std::string bundle_dir, spec_path, json_out;
   std::vector<int> threads{1, 2};
   padfold::measure::QuietLimits limits;
@@ -176,6 +229,7 @@ int main(int argc, char** argv) {
   pf_bundle* bundle = nullptr;
   if (pf_bundle_open(bundle_dir.c_str(), nullptr, &bundle, err, sizeof err) != PF_OK)
     fail(std::string("pf_bundle_open: ") + err);
+  if (xnn_initialize(nullptr) != xnn_status_success) fail("xnn_initialize failed");
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream strm(eng);
   json out = {{"runs", json::array()}};
@@ -193,22 +247,35 @@ int main(int argc, char** argv) {
                 Bytes(elems(L.weight_shape()), rng, false),
                 Bytes(4 * static_cast<size_t>(L.out_channels), rng, true),
                 Bytes(elems(L.output_shape_full()), rng, false),
+                Bytes(elems(L.output_shape_full()), rng, false),
                 Bytes(elems(L.output_shape_full()), rng, false)};
       PadfoldRun pf(bundle, L, b);
       DnnlRun dn(eng, strm, L, b);
+      XnnpackRun xn(L, b, n);
+      // Two pairs, each timed interleaved: padfold against oneDNN, then against XNNPACK. Three
+      // thread pools interleaved on two cores starve each other (OpenMP's and pthreadpool's
+      // workers spin a while after each call), which no user running one of them sees.
       padfold::measure::Method m_pf{"padfold", [&] { pf.run(); }, {}, 0};
       padfold::measure::Method m_dn{"oneDNN", [&] { dn.run(strm); }, {}, 0};
-      std::vector<padfold::measure::Method*> methods{&m_pf, &m_dn};
-      const auto q = padfold::measure::time_while_quiet(methods, n, limits, L.name);
-      const double pf_ms = 1e3 * padfold::measure::median(m_pf.samples);
-      const double dn_ms = 1e3 * padfold::measure::median(m_dn.samples);
-      std::cout << n << "T " << L.name << ": padfold " << pf_ms << " ms, oneDNN " << dn_ms
-                << " ms (" << dn.impl << ")" << (q.met ? "" : " (busy)") << std::endl;
+      padfold::measure::Method m_pf2{"padfold", [&] { pf.run(); }, {}, 0};
+      padfold::measure::Method m_xn{"XNNPACK", [&] { xn.run(); }, {}, 0};
+      std::vector<padfold::measure::Method*> with_dnnl{&m_pf, &m_dn}, with_xnn{&m_pf2, &m_xn};
+      const auto q1 = padfold::measure::time_while_quiet(with_dnnl, n, limits, L.name);
+      const auto q2 = padfold::measure::time_while_quiet(with_xnn, n, limits, L.name);
+      const auto ms = [](const padfold::measure::Method& m) {
+        return 1e3 * padfold::measure::median(m.samples);
+      };
+      std::cout << n << "T " << L.name << ": padfold " << ms(m_pf) << " ms, oneDNN " << ms(m_dn)
+                << " ms (" << dn.impl << "); padfold " << ms(m_pf2) << " ms, XNNPACK " << ms(m_xn)
+                << " ms" << (q1.met && q2.met ? "" : " (busy)") << std::endl;
       run["layers"].push_back({{"layer", L.name},
-                               {"padfold_ms", pf_ms},
-                               {"onednn_ms", dn_ms},
+                               {"padfold_ms", ms(m_pf)},
+                               {"onednn_ms", ms(m_dn)},
                                {"onednn_impl", dn.impl},
-                               {"quiet", q.met}});
+                               {"onednn_quiet", q1.met},
+                               {"padfold_vs_xnnpack_ms", ms(m_pf2)},
+                               {"xnnpack_ms", ms(m_xn)},
+                               {"xnnpack_quiet", q2.met}});
     }
     out["runs"].push_back(run);
   }

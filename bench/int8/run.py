@@ -5,8 +5,8 @@ Compiles bench/layers.json's layers as float32 (bench/make_bench_spec.py, withou
 twins) and as int8 (int8_spec below), times both bundles with `padfold bench --json` at 1 and 2
 threads, and writes a Markdown table of each layer's medians and the int8/float32 speedup, the CPU
 named (lscpu's model and whether it has AVX512-VNNI). With --peer (bench_int8, built with
--DPADFOLD_BUILD_BENCH=ON), also padfold's int8 kernels against oneDNN's int8 convolution, timed
-side by side in interleaved blocks by that program.
+-DPADFOLD_BUILD_BENCH=ON), also padfold's int8 kernels against oneDNN's and XNNPACK's int8
+convolutions, timed side by side in interleaved blocks by that program.
 
 usage: bench/int8/run.py PADFOLD_BINARY OUT.md [--target host] [--min-time 0.3] [--work DIR]
                          [--peer BUILD/bin/bench_int8]
@@ -49,14 +49,16 @@ def bench(padfold, spec, out, target, min_time):
 
 def int8_spec(spec):
     """The float benchmark spec's layers as int8: TFLite arithmetic, per-channel weight scales,
-    input zero point -128 (a uint8 image's), bias, ReLU6, the usual post-training quantized conv.
-    Scales are fixed, not calibrated: the timing does not depend on them."""
+    input zero point -128 on the stems (a uint8 image's) and 5 elsewhere (-128 makes the zero
+    point's term 0 once the input is offset to uint8, and Halide drops it), bias, ReLU6, the usual
+    post-training quantized conv. Scales are fixed, not calibrated: the timing does not depend on
+    them."""
     layers = []
     for L in spec["layers"]:
         q = dict(L, dtype="int8", bias=True, activation="relu6")
         q["quant"] = {
             "requantize": "tflite",
-            "input": {"scale": 0.02, "zero_point": -128},
+            "input": {"scale": 0.02, "zero_point": -128 if L["input_shape"][-1] <= 4 else 5},
             "weight_scale": [0.004 + 0.0001 * (o % 7) for o in range(L["out_channels"])],
             "output": {"scale": 0.05, "zero_point": -128},
         }
@@ -67,25 +69,36 @@ def int8_spec(spec):
 
 
 def peer_tables(a, qspec, bundle):
-    """padfold int8 against oneDNN int8 (bench_int8's interleaved medians), per thread count."""
+    """padfold int8 against oneDNN and XNNPACK int8 (bench_int8's interleaved medians: padfold
+    timed with each peer in a pair of its own), per thread count."""
     out = bundle.parent / "peer.json"
     run([a.peer, "--bundle", str(bundle), "--spec", str(qspec), "--threads", "1,2",
          "--min-time", str(a.min_time), "--json", str(out)])
     got = json.loads(out.read_text())
-    lines = ["# int8 against oneDNN int8", "",
+    lines = ["# int8 against oneDNN and XNNPACK int8", "",
              "`bench_int8` (bench/int8/bench_int8.cpp): the same int8 bundle against oneDNN 2.6's "
              "s8 convolution (input and output zero points, per-channel output scales, s32 bias, "
-             "ReLU6 as a clip; NHWC src/dst, weights in its own layout, reordered outside timing), "
-             "timed in interleaved blocks, medians. \"(busy)\": the machine was loaded through "
-             "every retry.", ""]
+             "ReLU6 as a clip; NHWC src/dst, weights in its own layout, reordered outside timing) "
+             "and XNNPACK's per-channel int8 convolution (`xnn_create_convolution2d_nhwc_qc8`, "
+             "Debian's libxnnpack-dev snapshot of 2022-02, the operator TFLite's XNNPACK delegate "
+             "runs; pads native, ReLU6 as its output range, a pthreadpool of the thread count), "
+             "padfold timed against each in a pair of its own, interleaved blocks, medians (three "
+             "thread pools interleaved on two cores starve each other). \"(busy)\": the machine "
+             "was loaded through every retry.", ""]
     for r in got["runs"]:
-        lines += [f"## {r['threads']} thread(s), oneDNN", "",
-                  "| layer | padfold int8 ms | oneDNN int8 ms | padfold speedup | oneDNN kernel |",
-                  "|---|---:|---:|---:|---|"]
+        lines += [f"## {r['threads']} thread(s)", "",
+                  "| layer | padfold ms | oneDNN ms | padfold speedup | padfold ms | "
+                  "XNNPACK ms | padfold speedup | oneDNN kernel |",
+                  "|---|---:|---:|---:|---:|---:|---:|---|"]
         for L in r["layers"]:
-            busy = "" if L["quiet"] else " (busy)"
-            lines.append(f"| {L['layer']} | {L['padfold_ms']:.4f} | {L['onednn_ms']:.4f} | "
-                         f"{L['onednn_ms'] / L['padfold_ms']:.2f}x{busy} | {L['onednn_impl']} |")
+            busy_d = "" if L["onednn_quiet"] else " (busy)"
+            busy_x = "" if L["xnnpack_quiet"] else " (busy)"
+            lines.append(
+                f"| {L['layer']} | {L['padfold_ms']:.4f} | {L['onednn_ms']:.4f} | "
+                f"{L['onednn_ms'] / L['padfold_ms']:.2f}x{busy_d} | "
+                f"{L['padfold_vs_xnnpack_ms']:.4f} | {L['xnnpack_ms']:.4f} | "
+                f"{L['xnnpack_ms'] / L['padfold_vs_xnnpack_ms']:.2f}x{busy_x} | "
+                f"{L['onednn_impl']} |")
         lines.append("")
     return lines
 
@@ -116,10 +129,12 @@ def main():
         "# int8 against float32 (padfold against itself)", "",
         f"CPU: {cpu_line()}. Target `{qmeta['target']}`.", "",
         f"Command: `bench/int8/run.py {a.padfold} {a.out} --target {a.target} "
-        f"--min-time {a.min_time}`. Both bundles timed in one run with `padfold bench` "
-        "(medians after warm-up); int8 layers: TFLite arithmetic, per-channel weight scales, "
-        "input zero point -128, bias and ReLU6 in the epilogue; float32 layers: no bias or "
-        "activation, default schedules (Winograd where the default table picks it).", "",
+        f"--min-time {a.min_time}{f' --peer {a.peer}' if a.peer else ''}`. Both bundles timed "
+        "in one run with `padfold bench` (medians after warm-up); int8 layers: TFLite "
+        "arithmetic, per-channel weight scales, input zero point -128 on the stems (an image's) "
+        "and 5 elsewhere (so that the zero point's term is computed), bias and ReLU6 in the "
+        "epilogue; float32 layers: no bias or activation, default schedules (Winograd where the "
+        "default table picks it).", "",
     ]
     for threads in sorted(f):
         lines += [f"## {threads} thread(s)", "",
