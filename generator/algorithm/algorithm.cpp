@@ -318,7 +318,7 @@ int32_t dot_input(Algorithm& a, const Layer& L) {
   const std::vector<Var> args = a.bordered.args();
   std::vector<Expr> at(args.begin(), args.end());
   // Channels past the input's (reduction_channels) read its last channel again; their weight is 0
-  // (dot_weights) and weight_sum leaves them out.
+  // (dot_weights), so they add nothing to either sum.
   const int ch = L.layout.channels_last ? 0 : L.spatial_dims;
   if (padded) at[ch] = min(at[ch], static_cast<int>(L.in_channels) - 1);
   Expr x = a.bordered(at);
