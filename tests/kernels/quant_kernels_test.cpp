@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -291,6 +292,60 @@ TEST(QuantDotProduct, UsesTheTargetsDotInstructions) {
   const std::string arm = compiled_assembly(L, "arm-64-linux-arm_dot_prod");
   EXPECT_NE(arm.find("sdot"), std::string::npos);
   EXPECT_EQ(arm.find("udot"), std::string::npos);
+}
+
+// The edges of a quantized model: quantize (float -> integers: x / scale rounded as the mode
+// rounds, ties included, saturated, plus the zero point) and dequantize (every integer of the
+// dtype), bit-exact with the reference, both dtypes and modes, zero points at both ends.
+TEST(QuantEdges, QuantizeAndDequantizeAreExact) {
+  std::mt19937 rng(11);
+  for (const char* dtype : {"int8", "uint8"})
+    for (const char* mode : {"onnx", "tflite"})
+      for (const float scale : {0.125f, 0.0173f})
+        for (int end = 0; end < 2; ++end) {
+          const bool u8 = std::string(dtype) == "uint8";
+          const int zp = u8 ? (end ? 255 : 0) : (end ? 127 : -128);
+          const auto layer = [&](const char* op, const char* side, const char* in_dtype) {
+            const json spec = {{"model", "m"},
+                               {"inputs",
+                                {{{"name", "x"},
+                                  {"shape", {1, 6, 7, 5}},
+                                  {"layout", "NHWC"},
+                                  {"dtype", in_dtype}}}},
+                               {"layers",
+                                {{{"name", "e"},
+                                  {"op", op},
+                                  {"input", "x"},
+                                  {"dtype", dtype},
+                                  {"layout", "NHWC"},
+                                  {"quant", {{"requantize", mode}, {side, params(scale, zp)}}}}}}};
+            return one_layer(spec.dump());
+          };
+          const std::string what = std::string(dtype) + " " + mode + " scale " +
+                                   std::to_string(scale) + " zero point " + std::to_string(zp);
+          SCOPED_TRACE(what);
+          const Layer q = layer("quantize", "output", "float32");
+          ref::Tensor x(q.input_shape());
+          std::uniform_real_distribution<float> wide(-300.f * scale, 300.f * scale);
+          const float specials[] = {0.f, -0.f, 1e30f, -1e30f, INFINITY, -INFINITY};
+          for (size_t i = 0; i < x.data.size(); ++i) {
+            const float tie = (static_cast<float>(static_cast<int>(i % 301) - 150) + 0.5f) * scale;
+            x.data[i] = i % 3 == 0 ? tie : i % 17 == 1 ? specials[i % 6] : wide(rng);
+          }
+          expect_same(quantize_kernel_output(q, x), ref::quantize_reference(q, x), what);
+
+          const Layer d = layer("dequantize", "input", dtype);
+          ref::QTensor ints(d.input_shape());
+          for (size_t i = 0; i < ints.data.size(); ++i)
+            ints.data[i] = static_cast<int32_t>(i % 256) + (u8 ? 0 : -128);
+          const ref::Tensor got = dequantize_kernel_output(d, ints);
+          const ref::Tensor want = ref::dequantize_reference(d, ints);
+          ASSERT_EQ(got.data.size(), want.data.size());
+          size_t wrong = 0;
+          for (size_t i = 0; i < want.data.size(); ++i)
+            wrong += std::memcmp(&got.data[i], &want.data[i], sizeof(float)) != 0;
+          EXPECT_EQ(wrong, 0u) << what;
+        }
 }
 
 // Two inputs of their own scales and zero points, in both modes and dtypes, with each activation.

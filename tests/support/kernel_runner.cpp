@@ -66,6 +66,29 @@ ref::QTensor quant_kernel_output(const Layer& L, const ref::QLayerData& d,
   return ints_of(out, shape);
 }
 
+ref::QTensor quantize_kernel_output(const Layer& L, const ref::Tensor& x,
+                                    const std::string& target_name) {
+  const Halide::Target target = resolve_target(target_name);
+  Kernel k = lower(L, target, nlohmann::json::object());
+  k.param("input").set(as_buffer(x));
+  const std::vector<int64_t> shape = L.output_shape_full();
+  Halide::Buffer<> out(element_type(L), std::vector<int>(shape.rbegin(), shape.rend()));
+  k.pipeline.realize(out, codegen_target(target));
+  return ints_of(out, shape);
+}
+
+ref::Tensor dequantize_kernel_output(const Layer& L, const ref::QTensor& q,
+                                     const std::string& target_name) {
+  const Halide::Target target = resolve_target(target_name);
+  Kernel k = lower(L, target, nlohmann::json::object());
+  k.param("input").set(
+      int_buffer(q, L.input_dtype() == DType::U8 ? Halide::UInt(8) : Halide::Int(8)));
+  ref::Tensor out(L.output_shape_full());
+  Halide::Buffer<float> out_buf = as_buffer(out);
+  k.pipeline.realize(out_buf, codegen_target(target));
+  return out;
+}
+
 ref::Tensor kernel_output(const Layer& L, const ref::LayerData& d, const std::string& target_name,
                           const nlohmann::json& schedule) {
   const Halide::Target target = resolve_target(target_name);

@@ -14,6 +14,13 @@ namespace padfold::testing {
 
 // padfold's output, JIT-compiled for `target` ("host" or a Halide target string) with the default
 // schedule, overridden by `schedule` (ScheduleParams fields as JSON).
+// A quantize layer's integers from real values x, and a dequantize layer's real values from
+// integers q (the edges of a quantized model), JIT-compiled as kernel_output is.
+ref::QTensor quantize_kernel_output(const Layer& layer, const ref::Tensor& x,
+                                    const std::string& target = "host");
+ref::Tensor dequantize_kernel_output(const Layer& layer, const ref::QTensor& q,
+                                     const std::string& target = "host");
+
 ref::Tensor kernel_output(const Layer& layer, const ref::LayerData& data,
                           const std::string& target = "host",
                           const nlohmann::json& schedule = nlohmann::json::object());
