@@ -32,7 +32,8 @@ def cpu_line():
     family = f"family {info.get('CPU family', '?').strip()} model {info.get('Model', '?').strip()}"
     vnni = "AVX512-VNNI" if "avx512_vnni" in flags else "no AVX512-VNNI"
     isa = "AVX-512" if "avx512f" in flags else ("AVX2" if "avx2" in flags else "SSE")
-    return f"{model} ({family}), {isa}, {vnni}"
+    simd = " ".join(sorted(f for f in flags if f.startswith(("avx", "fma", "amx"))))
+    return f"{model} ({family}), {isa}, {vnni}; lscpu flags: {simd}"
 
 
 def bench(padfold, spec, out, target, min_time):
