@@ -1791,5 +1791,199 @@ TEST(OnnxImportQuant, BiasScaleOtherThanInputTimesWeightScaleIsRefused) {
   EXPECT_TRUE(has(e, "expected the input scale times the weight scale")) << e;
 }
 
+// --- the third round of hostile inputs (issue 37) ---------------------------------------------
+
+// The reason node `name` is left to the caller with, or "not left".
+std::string left_reason(const ImportResult& r, const std::string& name) {
+  for (const auto& n : r.left_to_caller)
+    if (n.name == name) return n.reason;
+  return "not left";
+}
+
+// D1: ONNX aligns a rank-2 [N, C] operand to the right against [N, C, H, W]: it scales along W,
+// not per channel, whatever padfold holds the [N, C] as. Three ways to make one (Flatten,
+// ReduceMean keepdims 0, a Gemm), W == C so that the graph is valid: each Mul is left, saying the
+// shapes; the same scale reshaped to [N, C, 1, 1] (tf2onnx's squeeze-and-excite) stays a layer.
+TEST(OnnxImportProbes3, MulBroadcastIsDecidedOnOnnxShapes) {
+  for (const std::string scale : {"flat", "mean", "dense", "reshaped", "gap"}) {
+    ModelBuilder b;
+    b.input("x", {1, 4, 3, 4}).output("y");
+    add_conv(b, "c", "x", "c_out", 4, 4, 1);
+    b.node("GlobalAveragePool", {"c_out"}, {"gap"}, "gap_node");
+    b.node("Flatten", {"gap"}, {"flat"}, "flatten");
+    b.node("ReduceMean", {"c_out"}, {"mean"}, "mean_node").ints("axes", {2, 3}).i("keepdims", 0);
+    b.initializer("fc_w", {4, 4});
+    b.node("Gemm", {"flat", "fc_w"}, {"dense"}, "fc");
+    b.int_initializer("shape", {1, 4, 1, 1});
+    b.node("Reshape", {"flat", "shape"}, {"reshaped"}, "reshape");
+    b.node("Mul", {"c_out", scale}, {"y"}, "se_mul");
+    for (const std::string other : {"flat", "mean", "dense", "reshaped", "gap"})
+      if (other != scale && other != "flat" && other != "gap") b.output(other);
+    const ImportResult r = import(b);
+    const std::string why = left_reason(r, "se_mul");
+    if (scale == "reshaped" || scale == "gap") {
+      EXPECT_EQ(why, "not left") << scale;
+      continue;
+    }
+    EXPECT_TRUE(has(why,
+                    "its inputs have the shapes [1, 4, 3, 4] and [1, 4]; padfold's mul "
+                    "scales a tensor by one value per channel"))
+        << scale << ": " << why;
+  }
+}
+
+// D2: Add of [1, C, 1, 1] and its Flatten [1, C] broadcasts to [1, C, 1, C] in ONNX: left to the
+// caller (no layer of a [1, C, 1, 1] output, no warning-only import).
+TEST(OnnxImportProbes3, AddOfABroadcastShapeIsLeft) {
+  ModelBuilder b;
+  b.input("x", {1, 4, 3, 4}).output("y");
+  add_conv(b, "c", "x", "c_out", 4, 4, 1);
+  b.node("GlobalAveragePool", {"c_out"}, {"g"}, "gap");
+  b.node("Flatten", {"g"}, {"fl"}, "flatten");
+  b.node("Add", {"g", "fl"}, {"y"}, "add");
+  const ImportResult r = import(b);
+  EXPECT_TRUE(has(left_reason(r, "add"),
+                  "its inputs have the shapes [1, 4, 1, 1] and [1, 4]; "
+                  "padfold's add takes tensors of one shape"))
+      << left_reason(r, "add");
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings[0];
+}
+
+// A node whose output ONNX shapes otherwise than padfold (here a MatMul of a rank-4 [1, 1, 1, 1]
+// giving [1, 1, 1, 3], which padfold would hold as [1, 3, 1, 1]) is no layer.
+TEST(OnnxImportProbes3, NodeOfAnotherOutputShapeIsNoLayer) {
+  ModelBuilder b;
+  b.input("x", {1, 1, 4, 4}).output("y");
+  add_conv(b, "c", "x", "c_out", 1, 1, 1);
+  b.node("GlobalAveragePool", {"c_out"}, {"g"}, "gap");
+  b.initializer("w", {1, 3});
+  b.node("MatMul", {"g", "w"}, {"y"}, "mm");
+  const ImportResult r = import(b);
+  EXPECT_TRUE(has(left_reason(r, "mm"),
+                  "ONNX shape inference gives [1, 1, 1, 3] for 'y', "
+                  "padfold computes [1, 3, 1, 1]"))
+      << left_reason(r, "mm");
+}
+
+// D9: Dropout's training_mode is bool (opset 12+): false is bypassed, true left with the reason.
+TEST(OnnxImportProbes3, DropoutWithABoolTrainingModeIsRead) {
+  for (bool training : {false, true}) {
+    ModelBuilder b;
+    b.input("x", {1, 3, 5, 5}).output("y");
+    add_conv(b, "c", "x", "c_out", 3, 2, 3);
+    b.initializer("ratio", {}, {0.5f});
+    onnx::TensorProto* t = b.model().mutable_graph()->add_initializer();
+    t->set_name("tm");
+    t->set_data_type(onnx::TensorProto::BOOL);
+    t->add_int32_data(training ? 1 : 0);
+    b.node("Dropout", {"c_out", "ratio", "tm"}, {"y"}, "drop");
+    const ImportResult r = import(b);
+    if (training)
+      EXPECT_TRUE(has(left_reason(r, "drop"), "training_mode is true")) << left_reason(r, "drop");
+    else
+      EXPECT_EQ(absorbed_roles(r)["drop"], "bypassed");
+  }
+}
+
+// D13: a graph output that is the graph input itself is named in the report and warned of.
+TEST(OnnxImportProbes3, GraphOutputThatIsTheInputIsReported) {
+  ModelBuilder b;
+  b.input("x", {1, 3, 5, 5}).output("y").output("x");
+  add_conv(b, "c", "x", "y", 3, 2, 3);
+  b.node("Identity", {"x"}, {"x_again"}, "id");
+  b.output("x_again");
+  const ImportResult r = import(b);
+  EXPECT_EQ(rep(r)["outputs_that_are_inputs"],
+            json::parse(R"j([{"onnx_tensor": "x", "model_input": "x"},
+                             {"onnx_tensor": "x_again", "model_input": "x"}])j"));
+  ASSERT_EQ(r.warnings.size(), 2u);
+  EXPECT_TRUE(has(r.warnings[0], "graph output 'x' is the model input 'x' itself"))
+      << r.warnings[0];
+}
+
+// D14: with the layout edges folded (channels last), a second output with unit spatial dims that
+// has no edge Transpose is ONNX's [1, C, 1, 1], not the layers' [1, 1, 1, C].
+TEST(OnnxImportProbes3, UnitSpatialOutputKeepsOnnxShape) {
+  ModelBuilder b;
+  b.input("x", {1, 5, 6, 3}).output("y").output("g");
+  b.node("Transpose", {"x"}, {"t"}, "to_nchw").ints("perm", {0, 3, 1, 2});
+  add_conv(b, "c", "t", "c_out", 3, 2, 3).ints("pads", {1, 1, 1, 1});
+  b.node("Transpose", {"c_out"}, {"y"}, "to_nhwc").ints("perm", {0, 2, 3, 1});
+  b.node("GlobalAveragePool", {"c_out"}, {"g"}, "gap");
+  const ImportResult r = import(b);
+  EXPECT_EQ(layer(r, 0)["layout"], "NHWC");
+  EXPECT_EQ(spec(r)["output_shapes"], json::parse(R"j({"gap": [1, 2, 1, 1]})j"));
+}
+
+// x -> Q -> DQ -> Pad(constant `value`, float) -> Conv -> Q -> DQ (QDQ).
+ModelBuilder qdq_padded_conv(float value) {
+  ModelBuilder b = quantized_input();
+  b.int_initializer("pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  b.initializer("pv", {}, {value});
+  b.node("Pad", {"xd", "pads", "pv"}, {"xp"}, "pad");
+  typed_initializer(b, "w", kI8, {3, 2, 3, 3}, int8_weights());
+  b.initializer("ws", {}, {0.01f});
+  typed_initializer(b, "wz", kI8, {}, {0});
+  b.node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}, "dqw");
+  b.node("Conv", {"xp", "wd"}, {"c"}, "conv");
+  b.initializer("ys", {}, {0.05f});
+  typed_initializer(b, "yz", kI8, {}, {0});
+  b.node("QuantizeLinear", {"c", "ys", "yz"}, {"yq"}, "qy");
+  b.node("DequantizeLinear", {"yq", "ys", "yz"}, {"y"}, "dqy");
+  b.output("y");
+  return b;
+}
+
+// D3: a QDQ Pad's float constant folds into the int8 border only where an int8 value
+// dequantizes to it exactly ((q - 3) * 0.02 in float32); elsewhere the import fails naming it.
+TEST(OnnxImportProbes3, QdqPadConstantFoldsOnlyOnTheGrid) {
+  const float on_grid = static_cast<float>(37) * 0.02f;  // q = 40
+  const json conv = layer(import(qdq_padded_conv(on_grid)), 1);
+  EXPECT_EQ(conv["border"]["value"].get<float>(), on_grid);
+  for (float off : {0.5f * 0.02f, 0.37f, 3.f, -0.905f, 1000.f * 0.02f}) {
+    const std::string e = import_error(qdq_padded_conv(off));
+    EXPECT_TRUE(has(e, "node 'pad' (Pad, #2): its constant value")) << off << ": " << e;
+    EXPECT_TRUE(has(e,
+                    "is not on the quantization grid of its input (scale 0.02, zero point 3, "
+                    "int8)"))
+        << e;
+  }
+}
+
+// D4, D10: a bias scale vector, or a QLinearConv weight zero point vector, of a length other than
+// 1 or the output channels is refused naming both (it crashed or was read past its end).
+TEST(OnnxImportProbes3, ScaleAndZeroPointLengthsAreChecked) {
+  for (size_t n : {0u, 2u}) {
+    ModelBuilder b = quantized_input();
+    typed_initializer(b, "w", kI8, {3, 2, 3, 3}, int8_weights());
+    b.initializer("ws", {}, {0.01f});
+    typed_initializer(b, "wz", kI8, {}, {0});
+    b.node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}, "dqw");
+    typed_initializer(b, "bias", kI32, {3}, {1, 2, 3});
+    b.initializer("bs", {static_cast<int64_t>(n)}, std::vector<float>(n, 0.02f * 0.01f));
+    b.node("DequantizeLinear", {"bias", "bs"}, {"bd"}, "dqb").i("axis", 0);
+    b.node("Conv", {"xd", "wd", "bd"}, {"c"}, "conv");
+    b.initializer("ys", {}, {0.05f});
+    typed_initializer(b, "yz", kI8, {}, {0});
+    b.node("QuantizeLinear", {"c", "ys", "yz"}, {"yq"}, "qy");
+    b.node("DequantizeLinear", {"yq", "ys", "yz"}, {"y"}, "dqy");
+    b.output("y");
+    const std::string e = import_error(b);
+    EXPECT_TRUE(has(e, "node 'dqb' (DequantizeLinear")) << e;
+    EXPECT_TRUE(has(e, std::to_string(n) + " bias scales for 3 output channels; expected 1 or 3"))
+        << e;
+  }
+  ModelBuilder b = padded_qlinear_conv(3);
+  onnx::GraphProto* g = b.model().mutable_graph();
+  for (onnx::TensorProto& t : *g->mutable_initializer())
+    if (t.name() == "wz") {
+      t.add_dims(2);
+      t.add_int32_data(0);
+    }
+  const std::string e = import_error(b);
+  EXPECT_TRUE(has(e, "node 'qconv' (QLinearConv")) << e;
+  EXPECT_TRUE(has(e, "2 weight zero points for 3 output channels; expected 1 or 3")) << e;
+}
+
 }  // namespace
 }  // namespace padfold::onnx_test

@@ -888,6 +888,7 @@ class Importer {
     m.description = "Imported by padfold import from " + file + " (ONNX opset " +
                     std::to_string(g_.opset()) +
                     (producer.empty() ? "" : ", producer " + producer) + ")";
+    const ojson same_as_inputs = outputs_that_are_inputs(res.warnings);
     res.spec = to_spec_json(m);
     if (auto w = channels_first_cost_warning(m)) res.warnings.push_back(*w);
     res.model = std::move(m);
@@ -903,26 +904,44 @@ class Importer {
                   {"layers", report_layers},
                   {"inputs", report_inputs},
                   {"outputs", report_outputs},
+                  {"outputs_that_are_inputs", same_as_inputs},
                   {"absorbed", absorbed},
                   {"left_to_caller", left},
                   {"warnings", res.warnings}};
     return res;
   }
 
-  // The shape ONNX gives the graph output that layer output `t` is, where its rank differs from
-  // padfold's `shape` by unit dims only ([N, K] after a Flatten or from a Gemm). Of one rank, the
-  // output keeps the layers' layout.
+  // The shape ONNX gives the graph output that layer output `t` is, where it differs from
+  // padfold's `shape` (in the layers' layout) by unit dims only: [N, K] after a Flatten or from a
+  // Gemm, and (unless --layout nhwc asked for channels-last outputs) [N, C, 1, 1] for a
+  // channels-last [N, 1, 1, C]. Otherwise the output keeps the layers' layout.
   std::optional<std::vector<int64_t>> graph_output_view(const std::string& t,
                                                         const std::vector<int64_t>& shape) const {
     for (int k = 0; k < g_.graph().output_size(); ++k) {
       const std::string& name = g_.graph().output(k).name();
       if (c_.canon(name) != t) continue;
       const auto ty = g_.type(name);
-      if (ty && ty->is_static() && ty->shape.size() != shape.size() &&
+      if (ty && ty->is_static() && ty->shape != shape &&
+          (ty->shape.size() != shape.size() || !relaid_out_) &&
           without_unit_dims(ty->shape) == without_unit_dims(shape))
         return ty->shape;
     }
     return std::nullopt;
+  }
+
+  // Graph outputs that are a graph input itself (through bypassed nodes at most): no layer
+  // computes them, and the caller has them already. Said in the report and as a warning.
+  ojson outputs_that_are_inputs(std::vector<std::string>& warnings) const {
+    ojson out = ojson::array();
+    for (int k = 0; k < g_.graph().output_size(); ++k) {
+      const std::string& name = g_.graph().output(k).name();
+      const std::string t = c_.canon(name);
+      if (!g_.is_graph_input(t) || c_.constant(t)) continue;
+      out.push_back({{"onnx_tensor", name}, {"model_input", t}});
+      warnings.push_back("graph output '" + name + "' is the model input '" + t +
+                         "' itself: no layer computes it (the caller has it)");
+    }
+    return out;
   }
 
   // An ONNX (channels-first) shape in the layout the layers compute in.
@@ -1017,22 +1036,22 @@ class Importer {
     return {path, f.shape, f.data, NpyDType::F32, {}};
   }
 
-  // padfold's output shape against ONNX shape inference's (which lacks, e.g., the ceil_mode rule
-  // that drops a last window starting in the padding).
+  // padfold's output shape against ONNX shape inference's, at the tensor the layer writes once
+  // fused (draft_layer refused the node's own output shape already): a difference ONNX's
+  // inference is wrong about is a warning, any other a bug.
   void check_inferred_shape(const Draft& d, const std::string& name,
                             std::vector<std::string>& warnings) const {
-    const std::string& out = g_.node(d.node).output(0);
-    const auto ty = g_.type(out);
-    const std::vector<int64_t> shape = d.layer.output_shape_full();
-    if (!ty || !ty->is_static() || ty->shape == shape) return;
-    // [N, C] (a ReduceMean's keepdims 0, a Gemm's output) is padfold's [N, C, 1..]: the same
-    // values.
-    if (detail::unit_spatial(shape) && ty->shape == std::vector<int64_t>{shape[0], shape[1]})
-      return;
-    if (!inserted_unit_axes(ty->shape, shape).empty()) return;  // a lowered rank
-    warnings.push_back("layer '" + name + "' (" + node_label(g_.node(d.node), d.node) +
-                       "): ONNX shape inference gives " + shape_text(ty->shape, true) + " for '" +
-                       out + "', padfold computes " + shape_text(shape) + "; padfold's is used");
+    for (const std::string& t : {g_.node(d.node).output(0), d.output}) {
+      const detail::OutputShape s = detail::check_output_shape(c_, d, t);
+      if (!s.refuse.empty())
+        throw ImportError(p_.label + ": " + kInternalError + ": layer '" + name + "' (" +
+                          node_label(g_.node(d.node), d.node) + "): " + s.refuse);
+      if (!s.note.empty()) {
+        warnings.push_back("layer '" + name + "' (" + node_label(g_.node(d.node), d.node) +
+                           "): " + s.note + "; padfold's is used");
+        return;
+      }
+    }
   }
 
   const PreparedModel& p_;

@@ -437,8 +437,33 @@ std::variant<Draft, Left> draft_softmax(const Context& c, int i) {
   return d;
 }
 
+}  // namespace
+
+std::optional<std::vector<int64_t>> onnx_shape(const Context& c, const std::string& t) {
+  const auto ty = c.graph().type(t);
+  if (!ty || !ty->is_static()) return std::nullopt;
+  return ty->shape;
+}
+
+namespace {
+
+// Whether `s`, aligned to the right against `x` as ONNX broadcasts, is one value per channel of
+// x (axis 1): [C, 1, 1] or [N or 1, C, 1, 1] against [N, C, H, W], but not [C] or [N, C].
+bool broadcasts_per_channel(const std::vector<int64_t>& x, const std::vector<int64_t>& s) {
+  if (x.size() < 3 || s.size() > x.size()) return false;
+  const size_t lead = x.size() - s.size();
+  for (size_t k = 0; k < s.size(); ++k) {
+    const size_t axis = lead + k;
+    if (axis == 1 ? s[k] != x[1] : axis == 0 ? (s[k] != 1 && s[k] != x[0]) : s[k] != 1)
+      return false;
+  }
+  return true;
+}
+
 // Add and Concat read two or more computed float32 tensors of rank 3 to 5; Mul two, the second
-// (or, swapped, the first) of one value per channel: squeeze-and-excite's scale.
+// (or, swapped, the first) of one value per channel: squeeze-and-excite's scale. How the inputs
+// broadcast is ONNX's rule on ONNX's shapes (rank and dims), checked before padfold's shapes are:
+// a [N, C] tensor that padfold holds as [N, C, 1, 1] broadcasts along ONNX's last axis.
 std::variant<Draft, Left> draft_join(const Context& c, int i) {
   const onnx::NodeProto& n = c.graph().node(i);
   const bool add = n.op_type() == "Add", mul = n.op_type() == "Mul";
@@ -449,6 +474,7 @@ std::variant<Draft, Left> draft_join(const Context& c, int i) {
   l.op_name = add ? "add" : mul ? "mul" : "concat";
   d.output = n.output(0);
   std::vector<TensorType> types;
+  std::vector<std::vector<int64_t>> onnx_shapes;
   for (int k = 0; k < n.input_size(); ++k) {
     const std::string t = c.canon(n.input(k));
     TensorType ty;
@@ -456,26 +482,39 @@ std::variant<Draft, Left> draft_join(const Context& c, int i) {
     if (ty.elem_type != kFloat)
       return Left{"input '" + t + "' is " + elem_type_name(ty.elem_type) + "; padfold's " +
                   l.op_name + " is float32"};
+    const auto shape = onnx_shape(c, n.input(k));
+    if (!shape)
+      return Left{"the shape of input '" + n.input(k) +
+                  "' is not static after ONNX shape inference; padfold decides broadcasting "
+                  "from it"};
     l.inputs.push_back(t);
     types.push_back(ty);
+    onnx_shapes.push_back(*shape);
   }
   if (types.size() < 2) return Left{"it has a single input"};
   if (add && types.size() > 2) return Left{"it has " + std::to_string(types.size()) + " inputs"};
   if (mul) {
-    if (unit_spatial(types[0].shape) && !unit_spatial(types[1].shape)) {
+    if (broadcasts_per_channel(onnx_shapes[1], onnx_shapes[0]) &&
+        !broadcasts_per_channel(onnx_shapes[0], onnx_shapes[1])) {
       std::swap(l.inputs[0], l.inputs[1]);
       std::swap(types[0], types[1]);
+      std::swap(onnx_shapes[0], onnx_shapes[1]);
     }
     const std::vector<int64_t>& x = types[0].shape;
     std::vector<int64_t> per_channel(x.size(), 1);
     per_channel[0] = x[0];
     per_channel[1] = x[1];
-    if (types[1].shape != per_channel || x == per_channel)
-      return Left{"its inputs have the shapes " + shape_text(x, true) + " and " +
-                  shape_text(types[1].shape, true) +
+    if (!broadcasts_per_channel(onnx_shapes[0], onnx_shapes[1]) || types[1].shape != per_channel ||
+        x == per_channel)
+      return Left{"its inputs have the shapes " + shape_text(onnx_shapes[0], true) + " and " +
+                  shape_text(onnx_shapes[1], true) +
                   "; padfold's mul scales a tensor by one value per channel " +
                   shape_text(per_channel) + " (squeeze-and-excite)"};
   }
+  if (add && onnx_shapes[0] != onnx_shapes[1])
+    return Left{"its inputs have the shapes " + shape_text(onnx_shapes[0], true) + " and " +
+                shape_text(onnx_shapes[1], true) +
+                "; padfold's add takes tensors of one shape (no broadcasting)"};
   const std::vector<int64_t>& s0 = types[0].shape;
   l.spatial_dims = static_cast<int>(s0.size()) - 2;
   l.layout = layout_for(l.spatial_dims);
@@ -492,18 +531,22 @@ std::variant<Draft, Left> draft_join(const Context& c, int i) {
                 " inputs; padfold's concat takes at most " + std::to_string(kMaxJoinInputs)};
   const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
   int64_t axis = c.at_node(i, [&] { return a.get_int("axis", 1); });
-  if (axis < 0) axis += static_cast<int64_t>(s0.size());
+  if (axis < 0) axis += static_cast<int64_t>(onnx_shapes[0].size());
   if (axis != 1)
     return Left{"axis " + std::to_string(axis) + "; padfold's concat joins channels (axis 1)"};
   int64_t channels = 0;
-  for (const TensorType& t : types) {
-    std::vector<int64_t> a0 = t.shape, b0 = s0;
-    if (a0.size() == b0.size()) a0[1] = b0[1] = 0;
-    if (a0 != b0)
-      return Left{"its inputs have the shapes " + shape_text(s0, true) + " and " +
-                  shape_text(t.shape, true) +
-                  "; padfold's concat takes equal batch and spatial sizes"};
-    const auto sum = checked_add(channels, t.shape[1]);
+  for (size_t k = 0; k < types.size(); ++k) {
+    // Equal but for the channels, in ONNX's shapes and in padfold's.
+    for (const auto& [a0, b0] :
+         {std::pair{onnx_shapes[k], onnx_shapes[0]}, std::pair{types[k].shape, s0}}) {
+      std::vector<int64_t> x = a0, y = b0;
+      if (x.size() == y.size() && x.size() >= 2) x[1] = y[1] = 0;
+      if (x != y)
+        return Left{"its inputs have the shapes " + shape_text(b0, true) + " and " +
+                    shape_text(a0, true) +
+                    "; padfold's concat takes equal batch and spatial sizes"};
+    }
+    const auto sum = checked_add(channels, types[k].shape[1]);
     if (!sum) return Left{"its inputs' channels overflow"};
     channels = *sum;
   }
@@ -626,6 +669,49 @@ std::optional<Left> bypass_check(const Context& c, int i) {
   return std::nullopt;
 }
 
+bool same_values(const std::vector<int64_t>& onnx, const std::vector<int64_t>& ours) {
+  return onnx == ours || (unit_spatial(ours) && onnx == std::vector<int64_t>{ours[0], ours[1]}) ||
+         !inserted_unit_axes(onnx, ours).empty();
+}
+
+OutputShape check_output_shape(const Context& c, const Draft& d, const std::string& tensor) {
+  const auto onnx = onnx_shape(c, tensor);
+  const std::vector<int64_t> ours = d.layer.output_shape_full();
+  if (!onnx || same_values(*onnx, ours)) return {};
+  const std::string differ = "ONNX shape inference gives " + shape_text(*onnx, true) + " for '" +
+                             tensor + "', padfold computes " + shape_text(ours);
+  // One window more per axis: Debian's ONNX shape inference lacks ceil_mode's rule that drops a
+  // last window starting in the padding, which ONNX Runtime and padfold apply.
+  const Layer& l = d.layer;
+  bool one_window_more =
+      l.ceil_mode && onnx->size() == ours.size() && (*onnx)[0] == ours[0] && (*onnx)[1] == ours[1];
+  for (size_t k = 2; one_window_more && k < ours.size(); ++k)
+    one_window_more = (*onnx)[k] == ours[k] || (*onnx)[k] == ours[k] + 1;
+  if (one_window_more) return {"", differ + " (ceil_mode's last window)"};
+  // ConvTranspose with auto_pad SAME: ONNX gives input x stride, and ONNX Runtime and padfold
+  // compute that; shape inference gives the uncropped (in - 1) x stride + (k - 1) x dilation + 1.
+  bool uncropped = l.op == Op::ConvTranspose && !l.output_shape &&
+                   (l.padding.mode == PadMode::SameUpper || l.padding.mode == PadMode::SameLower) &&
+                   onnx->size() == ours.size() && (*onnx)[0] == ours[0] && (*onnx)[1] == ours[1];
+  for (size_t k = 0; uncropped && k < l.in_spatial.size(); ++k) {
+    const int64_t pad = k < l.output_padding.size() ? l.output_padding[k] : 0;
+    uncropped = (*onnx)[k + 2] ==
+                (l.in_spatial[k] - 1) * l.stride[k] + (l.kernel[k] - 1) * l.dilation[k] + 1 + pad;
+  }
+  if (uncropped) return {"", differ + " (ConvTranspose's SAME output, input x stride)"};
+  // An input ONNX shapes otherwise than padfold (that pool upstream): ONNX's output shape follows
+  // from it, and padfold's stands.
+  const onnx::NodeProto& n = c.graph().node(d.node);
+  for (const std::string& t : n.input()) {
+    if (t.empty() || c.constant(t)) continue;
+    const auto in_onnx = onnx_shape(c, t);
+    const auto in_ours = c.type(c.canon(t));
+    if (in_onnx && in_ours && in_ours->is_static() && !same_values(*in_onnx, in_ours->shape))
+      return {"", differ + " (from its input '" + t + "')"};
+  }
+  return {differ + "; padfold makes no layer whose output ONNX shapes otherwise", ""};
+}
+
 std::variant<Draft, Left> draft_layer(const Context& c, int i, const DraftOptions& o) {
   const onnx::NodeProto& n = c.graph().node(i);
   if (n.output_size() < 1 || n.output(0).empty()) return Left{"it has no output"};
@@ -647,6 +733,8 @@ std::variant<Draft, Left> draft_layer(const Context& c, int i, const DraftOption
     if (std::string why = lower_rank(d.layer, d.dropped_axes); !why.empty()) return Left{why};
   if (std::string why = resolve_draft(c, d); !why.empty())
     return Left{"padfold refuses the layer: " + why};
+  if (std::string why = check_output_shape(c, d, n.output(0)).refuse; !why.empty())
+    return Left{why};
   const Layer& l = d.layer;
   if (!l.has_window() || d.dense) return r;  // a dense draft's B and C are checked as B and C
   if (d.weights && l.weight_shape() != weight_dims(d))

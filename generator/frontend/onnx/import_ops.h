@@ -131,6 +131,23 @@ bool unit_spatial(const std::vector<int64_t>& shape);
 void dense_as_conv(const Draft::Dense& dense, const Layer& l, std::vector<int64_t>& weight_shape,
                    std::vector<float>& weights, std::vector<float>& bias);
 
+// The shape ONNX's shape inference gives tensor `t` (as written in the graph, not through
+// padfold's aliases: a Flatten's [N, C] stays [N, C]), when static.
+std::optional<std::vector<int64_t>> onnx_shape(const Context& c, const std::string& t);
+
+// Whether ONNX's shape `onnx` of a tensor holds the values padfold's `ours` holds, in the same
+// order: equal, [N, C] for padfold's [N, C, 1..] (a Flatten, a Gemm's output), or `ours` with the
+// unit axes of a lowered rank.
+bool same_values(const std::vector<int64_t>& onnx, const std::vector<int64_t>& ours);
+
+// ONNX's shape of a draft's output `tensor` against padfold's: `refuse` says why no layer may be
+// made of it (a broadcast padfold would not compute); `note`, a difference ONNX's shape inference
+// is wrong about (a ceil_mode pool's last window, upstream of it or here).
+struct OutputShape {
+  std::string refuse, note;
+};
+OutputShape check_output_shape(const Context& c, const Draft& d, const std::string& tensor);
+
 // Identity / Dropout: whether the node can be bypassed (output 0 stands for input 0).
 std::optional<Left> bypass_check(const Context& c, int node);
 

@@ -328,6 +328,7 @@ FloatTensor to_float_tensor(const TP& t, const std::string& what) {
       r.data = raw ? from_raw<double>(t.raw_data(), count, what) : from_field(t.double_data());
       break;
     case TP::UINT8:
+    case TP::BOOL:  // one byte each, as uint8
       r.data = raw ? from_raw<uint8_t>(t.raw_data(), count, what) : from_field(t.int32_data());
       break;
     case TP::INT8:
@@ -341,7 +342,7 @@ FloatTensor to_float_tensor(const TP& t, const std::string& what) {
       break;
     default:
       fail(what + ": element type " + elem_type_name(t.data_type()) +
-           "; expected a numeric type (float32, float64 or an integer type)");
+           "; expected a numeric type (float32, float64, an integer type or bool)");
   }
   if (r.data.size() != count)
     fail(what + ": " + std::to_string(r.data.size()) + " values for a shape of " +

@@ -307,6 +307,7 @@ class Recognizer {
     const bool on_float = deq_.count(x) != 0;
     QTensor q = on_float ? deq_.at(x) : quantized(i, x);
     no_pad(c_, i, q);
+    if (on_float && p.pad.fill == PadFill::Constant) check_on_grid(i, p.pad.value, q);
     if (!on_float && p.pad.fill == PadFill::Constant)  // the integer value in real terms
       p.pad.value = (p.pad.value - static_cast<float>(q.q.zero_point)) * q.q.scale;
     q.pad = i;
@@ -314,6 +315,24 @@ class Recognizer {
     q.pad_mode = p.mode == "constant" ? fmt::format("constant {}", p.pad.value) : p.mode;
     (on_float ? deq_ : quant_)[n.output(0)] = q;
     if (!on_float) produced_.insert(n.output(0));
+  }
+
+  // A QDQ Pad's constant `v` (real terms) folds into a quantized layer's border only where an
+  // integer of the tensor's dtype dequantizes to it exactly, as ONNX Runtime's DequantizeLinear
+  // computes ((q - zero point) * scale in float32): ONNX Runtime pads the float tensor with v
+  // itself, and the border of an integer kernel can only hold such a q.
+  void check_on_grid(int i, float v, const QTensor& q) const {
+    const double steps = std::nearbyint(static_cast<double>(v) / q.q.scale);
+    const double level = steps + q.q.zero_point;
+    const bool in_range =
+        q.dtype == DType::I8 ? level >= -128 && level <= 127 : level >= 0 && level <= 255;
+    if (in_range && static_cast<float>(steps) * q.q.scale == v) return;
+    c_.fail(i,
+            fmt::format("its constant value {} is not on the quantization grid of its input "
+                        "(scale {}, zero point {}, {}): no {} value dequantizes to it, and "
+                        "padfold folds a Pad into a quantized layer's border only as such a "
+                        "value (ONNX Runtime pads the float tensor with {} itself)",
+                        v, q.q.scale, q.q.zero_point, to_string(q.dtype), to_string(q.dtype), v));
   }
 
   // The QuantizeLinear reading op node i's output, through a Relu or Clip(0, 6) (QDQ).
@@ -361,11 +380,14 @@ class Recognizer {
     if (d.weights->data_type() != TP::INT8 || wtype != DType::I8)
       c_.fail(i, "its weights are " + elem_type_name(d.weights->data_type()) +
                      "; expected int8 (padfold's quantized convs take int8 weights)");
-    if (std::any_of(z.begin(), z.end(), [](int64_t v) { return v != 0; }))
-      c_.fail(i, "its weights have a nonzero zero point; expected 0 (symmetric weights)");
     if (s.size() != 1 && s.size() != static_cast<size_t>(channels))
       c_.fail(i, fmt::format("{} weight scales for {} output channels; expected 1 or {}", s.size(),
                              channels, channels));
+    if (z.size() != 1 && z.size() != static_cast<size_t>(channels))
+      c_.fail(i, fmt::format("{} weight zero points for {} output channels; expected 1 or {}",
+                             z.size(), channels, channels));
+    if (std::any_of(z.begin(), z.end(), [](int64_t v) { return v != 0; }))
+      c_.fail(i, "its weights have a nonzero zero point; expected 0 (symmetric weights)");
     if (s.size() > 1 && w_node != i) {
       const NodeAttributes a = c_.at_node(w_node, [&] { return NodeAttributes(g_.node(w_node)); });
       const int64_t axis = c_.at_node(w_node, [&] { return a.get_int("axis", 1); });
@@ -378,6 +400,9 @@ class Recognizer {
         c_.fail(i, "its bias is " + elem_type_name(d.bias->data_type()) + "; expected int32");
       if (b_node >= 0) {  // QDQ: the bias's own scale must be input scale x weight scale
         const std::vector<float> bs = scales(b_node, 1);
+        if (bs.size() != 1 && bs.size() != static_cast<size_t>(channels))
+          c_.fail(b_node, fmt::format("{} bias scales for {} output channels; expected 1 or {}",
+                                      bs.size(), channels, channels));
         const std::string bz = input_of(g_.node(b_node), 2);
         if (!bz.empty()) {
           const TP& zt = constant_input(b_node, 2, "zero point");
