@@ -105,6 +105,26 @@ struct PendingFile {
   std::string tmp, target;
 };
 
+// Where `path` leads through symbolic links, the last of which may name a file that does not
+// exist yet (a dangling link is written through like any other); `path` itself when no link.
+std::string link_target(const std::string& path) {
+  std::string at = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat lst {};
+    if (::lstat(at.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) return at;
+    std::vector<char> buf(4096);
+    const ssize_t n = ::readlink(at.c_str(), buf.data(), buf.size());
+    if (n < 0 || static_cast<size_t>(n) >= buf.size())
+      fail(path, "cannot resolve the symbolic link: " + sys_error(n < 0 ? errno : ENAMETOOLONG));
+    std::string to(buf.data(), static_cast<size_t>(n));
+    const size_t slash = at.rfind('/');
+    if (!to.empty() && to[0] != '/' && slash != std::string::npos)
+      to = at.substr(0, slash + 1) + to;
+    at = to;
+  }
+  fail(path, "cannot resolve the symbolic link: " + sys_error(ELOOP));
+}
+
 // Checks the path and, unless it is written in place, writes the complete temporary file beside
 // it (the path itself is untouched).
 PendingFile write_temporary(const FileContents& f) {
@@ -119,15 +139,9 @@ PendingFile write_temporary(const FileContents& f) {
     return p;
   }
 
-  // A regular file or a new one: a temporary file beside it, renamed over it when complete.
-  p.target = path;
-  struct stat lst {};
-  if (exists && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
-    char* real = ::realpath(path.c_str(), nullptr);
-    if (real == nullptr) fail(path, "cannot resolve the symbolic link: " + sys_error(errno));
-    p.target = real;
-    std::free(real);
-  }
+  // A regular file or a new one: a temporary file beside it, renamed over it when complete. A
+  // symbolic link is written through, whether its target exists yet or not.
+  p.target = link_target(path);
   const size_t slash = p.target.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : p.target.substr(0, slash + 1);
   const std::string name = slash == std::string::npos ? p.target : p.target.substr(slash + 1);

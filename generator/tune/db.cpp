@@ -112,9 +112,15 @@ TuneDb::TuneDb(const std::string& path, bool read_only) : path_(path), read_only
       if (sqlite3_step(s.s) == SQLITE_ROW) tables = s.col(0);
     }
     if (!tables.empty()) {
+      // Format and version are read before anything is written (a pragma included): a file of
+      // another version is refused exactly as it was.
       Stmt s(db_, "SELECT value FROM meta WHERE key='format'", path_);
       if (sqlite3_step(s.s) != SQLITE_ROW || s.col(0) != kFormat)
         throw std::runtime_error("has no padfold meta table");
+      Stmt v(db_, "SELECT value FROM meta WHERE key='format_version'", path_);
+      if (sqlite3_step(v.s) == SQLITE_ROW && v.col(0) != kFormatVersion)
+        throw std::runtime_error("has format version '" + v.col(0) + "', expected " +
+                                 kFormatVersion);
     } else if (read_only) {
       throw std::runtime_error("is empty");
     }

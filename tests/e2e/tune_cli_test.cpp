@@ -3,6 +3,7 @@
 // manifest, a crashing candidate recorded as failed, and bad input.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -509,6 +510,49 @@ TEST(TuneCli, DbExportWritesDevicesInPlaceAndThroughLinks) {
   EXPECT_EQ(fs::status(device).type(), fs::file_type::character);
   for (const auto& e : fs::directory_iterator(w.dir))
     EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
+  // A dangling link (its target not written yet, in another folder): written through too.
+  fs::create_directory(w.file("sub"));
+  fs::create_symlink("../later.csv", w.file("sub/dangling.csv"));
+  r = run_command(shell_quote(kBin) + " db export --csv " + shell_quote(db) + " -o " +
+                  shell_quote(w.file("sub/dangling.csv")));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(fs::is_symlink(w.file("sub/dangling.csv")));
+  EXPECT_EQ(file_text(w.file("later.csv")), csv);
+}
+
+// A database of a newer format version is refused by every command that would write it, and the
+// file is left exactly as it was (no table created, no switch to WAL, no -wal or -shm beside it).
+TEST(TuneCli, ADatabaseOfAnotherVersionIsRefusedUntouched) {
+  Work w("future");
+  const std::string db = pool_db(w);
+  {
+    sqlite3* h = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(h,
+                           "UPDATE meta SET value='2' WHERE key='format_version'; ALTER TABLE "
+                           "measurements RENAME TO measurements_v2;",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(h);
+  }
+  CommandResult r;
+  const std::string before = file_text(db);
+  const std::string other = pool_db(Work("future_other"));
+  for (const std::string& cmd :
+       {shell_quote(kBin) + " tune " + shell_quote(kSpec) + " --layers pool --budget 2 --jobs 1" +
+            kFast + "--db " + shell_quote(db),
+        shell_quote(kBin) + " db merge " + shell_quote(other) + " " + shell_quote(db) + " -o " +
+            shell_quote(db)}) {
+    r = run_command(cmd);
+    EXPECT_NE(r.status, 0) << cmd;
+    EXPECT_TRUE(contains(r.output,
+                         "has format version '2', expected 1); the file was left as it "
+                         "was"))
+        << r.output;
+    EXPECT_EQ(file_text(db), before) << cmd;
+    EXPECT_FALSE(fs::exists(db + "-wal")) << cmd;
+    EXPECT_FALSE(fs::exists(db + "-shm")) << cmd;
+  }
 }
 
 TEST(TuneCli, ReportWriteErrorsFailAndABadReportPathIsFoundBeforeTheRun) {
