@@ -52,8 +52,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--model", a->model, "the whole model and every kernel (the default)")
       ->excludes(layer);
   cmd->add_option("--threads", a->threads, "thread counts, e.g. 1,2")->capture_default_str();
-  cmd->add_option("--min-time", a->options.min_time_s, "seconds timed per kernel and thread count")
-      ->check(CLI::PositiveNumber)
+  cmd->add_option("--min-time", a->options.min_time_s,
+                  "seconds timed per kernel and thread count, at most 60")
+      ->check(min_time_seconds())
       ->capture_default_str();
   cmd->add_option("--retries", a->options.limits.retries,
                   "times to time again, 10 s apart, while other processes load the machine")

@@ -1,7 +1,5 @@
 #include <fmt/format.h>
 
-#include <cmath>
-#include <cstdlib>
 #include <filesystem>
 
 #include "base/atomic_file.h"
@@ -111,16 +109,7 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--min-time", o.measure.min_time_s,
                   "seconds timed per variant and candidate, at most 60 (timing also stops after "
                   "200 rounds of about 2 ms)")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            char* end = nullptr;
-            const double v = std::strtod(text.c_str(), &end);
-            if (text.empty() || *end != '\0' || !std::isfinite(v) || !(v > 0) || v > 60)
-              return "'" + text + "' is not a time to measure for; expected seconds, a number " +
-                     "in (0, 60]";
-            return "";
-          },
-          "SECONDS"))
+      ->check(min_time_seconds())
       ->capture_default_str();
   cmd->add_option("--core", o.measure.core, "the core measurements run on (default: the last)");
   cmd->add_option("--compile-timeout", o.compile_timeout_s,

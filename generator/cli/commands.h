@@ -14,3 +14,6 @@ void add_import_command(CLI::App& app);
 void add_tune_command(CLI::App& app);
 void add_db_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+
+// --min-time's check, shared by tune and bench: seconds, a finite number in (0, 60].
+CLI::Validator min_time_seconds();

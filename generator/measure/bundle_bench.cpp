@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -97,11 +98,30 @@ std::string host_text() {
   return text;
 }
 
-double manifest_flops(const json& manifest, const std::string& layer) {
-  for (const json& k : manifest.value("kernels", json::array()))
-    if (k.value("layer", "") == layer && k.contains("flops") && k["flops"].is_number())
-      return k["flops"].get<double>();
-  return 0;
+// A kernel's flops as the manifest states them: a finite count >= 0, else none (a damaged or
+// hostile manifest the runtime, which does not read them, accepted).
+std::optional<double> manifest_flops(const json& manifest, const std::string& layer) {
+  const json kernels = manifest.is_object() ? manifest.value("kernels", json::array()) : json();
+  if (!kernels.is_array()) return std::nullopt;
+  for (const json& k : kernels) {
+    if (!k.is_object() || k.value("layer", "") != layer || !k.contains("flops")) continue;
+    if (!k["flops"].is_number()) return std::nullopt;
+    const double f = k["flops"].get<double>();
+    if (!std::isfinite(f) || f < 0 || f > 1e18) return std::nullopt;
+    return f;
+  }
+  return std::nullopt;
+}
+
+std::map<std::string, std::string> manifest_read_by(const json& manifest) {
+  std::map<std::string, std::string> out;
+  if (!manifest.is_object() || !manifest.contains("graph") || !manifest["graph"].is_object())
+    return out;
+  const json& g = manifest["graph"];
+  if (g.contains("read_by") && g["read_by"].is_object())
+    for (const auto& [name, ops] : g["read_by"].items())
+      out[name] = ops.is_string() ? ops.get<std::string>() : ops.dump();
+  return out;
 }
 
 void check(pf_status s, const char* err, const std::string& what) {
@@ -186,6 +206,7 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
         check(pf_model_run(m, model_in.data(), static_cast<int>(model_in.size()), model_out.data(),
                            static_cast<int>(model_out.size()), err, sizeof err),
               err, "model of bundle " + dir);
+      r.model_read_by = manifest_read_by(manifest);
       methods.push_back(model_method("(model)", h.m, model_in, model_out));
       methods.push_back(
           model_method("(model, per-run allocation)", h.per_run, model_in, model_out));
@@ -214,12 +235,29 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
 }
 
 namespace {
-double gflops(const KernelTiming& k) {
-  return k.median_s > 0 ? k.flops / k.median_s / 1e9 : 0;
+std::optional<double> gflops(const KernelTiming& k) {
+  if (!k.flops) return std::nullopt;
+  return k.median_s > 0 ? *k.flops / k.median_s / 1e9 : 0;
 }
-double peak_share(const BenchResult& r, const ThreadRun& run, const KernelTiming& k) {
+std::optional<double> peak_share(const BenchResult& r, const ThreadRun& run,
+                                 const KernelTiming& k) {
   const double peak = r.peak.gflops * run.threads;
-  return peak > 0 ? gflops(k) / peak : 0;
+  const std::optional<double> g = gflops(k);
+  if (!g) return std::nullopt;
+  return peak > 0 ? *g / peak : 0;
+}
+json or_null(std::optional<double> v, double scale = 1) {
+  return v ? json(*v * scale) : json(nullptr);
+}
+std::string cell(std::optional<double> v, double scale, int width, int digits) {
+  return v ? fmt::format("{:>{}.{}f}", *v * scale, width, digits)
+           : fmt::format("{:>{}}", "n/a", width);
+}
+std::string partial_text(const BenchResult& r) {
+  std::string s;
+  for (const auto& [name, ops] : r.model_read_by)
+    s += fmt::format("{}output '{}' still goes through {}", s.empty() ? "" : "; ", name, ops);
+  return s;
 }
 }  // namespace
 
@@ -230,6 +268,7 @@ json to_json(const BenchResult& r) {
             {"host", r.host},
             {"fma_peak", {{"isa", r.peak.isa}, {"gflops_per_core", r.peak.gflops}}}};
   if (!r.model_note.empty()) j["model_not_timed"] = r.model_note;
+  if (!r.model_read_by.empty()) j["model_partial"] = r.model_read_by;
   j["runs"] = json::array();
   for (const ThreadRun& run : r.runs) {
     json t = {{"threads", run.threads},
@@ -244,10 +283,10 @@ json to_json(const BenchResult& r) {
     for (const KernelTiming& k : run.kernels)
       t["kernels"].push_back({{"layer", k.layer},
                               {"op", k.op},
-                              {"mflops", k.flops / 1e6},
+                              {"mflops", or_null(k.flops, 1e-6)},
                               {"median_ms", k.median_s * 1e3},
-                              {"gflops", gflops(k)},
-                              {"peak_share", peak_share(r, run, k)}});
+                              {"gflops", or_null(gflops(k))},
+                              {"peak_share", or_null(peak_share(r, run, k))}});
     j["runs"].push_back(t);
   }
   return j;
@@ -265,15 +304,20 @@ std::string to_text(const BenchResult& r) {
         run.threads, run.quiet.load, run.quiet.seen.speed, run.quiet.seen.cores,
         run.quiet.met ? "" : " (NOT QUIET: the machine stayed busy; compare with care)");
     if (run.model_median_s)
-      s += fmt::format("  model: median {:.3f} ms per run ({:.3f} allocating per run)\n",
-                       *run.model_median_s * 1e3, *run.model_per_run_median_s * 1e3);
+      s += fmt::format("  model{}: median {:.3f} ms per run ({:.3f} allocating per run){}\n",
+                       r.model_read_by.empty() ? "" : " (partial)", *run.model_median_s * 1e3,
+                       *run.model_per_run_median_s * 1e3,
+                       r.model_read_by.empty()
+                           ? ""
+                           : "; padfold's part only: " + partial_text(r) + ", left to the caller");
     s += fmt::format("  {:<32} {:<18} {:>9} {:>11} {:>9} {:>7}\n", "kernel", "op", "MFLOP",
                      "median ms", "GFLOP/s", "% peak");
     double total = 0;
     for (const KernelTiming& k : run.kernels) {
       total += k.median_s;
-      s += fmt::format("  {:<32} {:<18} {:>9.2f} {:>11.4f} {:>9.1f} {:>7.1f}\n", k.layer, k.op,
-                       k.flops / 1e6, k.median_s * 1e3, gflops(k), 100 * peak_share(r, run, k));
+      s += fmt::format("  {:<32} {:<18} {} {:>11.4f} {} {}\n", k.layer, k.op,
+                       cell(k.flops, 1e-6, 9, 2), k.median_s * 1e3, cell(gflops(k), 1, 9, 1),
+                       cell(peak_share(r, run, k), 100, 7, 1));
     }
     s += fmt::format("  {:<32} {:<18} {:>9} {:>11.4f}\n", "(sum of kernels)", "", "", total * 1e3);
   }

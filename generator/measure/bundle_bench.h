@@ -5,6 +5,7 @@
 // manifest's flops) and its share of the measured FMA peak.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -24,8 +25,8 @@ struct BenchOptions {
 
 struct KernelTiming {
   std::string layer, op;
-  double flops = 0;     // per call, from the manifest
-  double median_s = 0;  // per call
+  std::optional<double> flops;  // per call, from the manifest; none where it is not a count
+  double median_s = 0;          // per call
 };
 
 struct ThreadRun {
@@ -41,6 +42,9 @@ struct BenchResult {
   std::string bundle, target, cpu, host;
   FmaPeak peak;
   std::string model_note;  // why the whole model was not timed, if it was not
+  // The model's outputs that ops left to the caller still read (the manifest's graph.read_by):
+  // "(model)" then times padfold's part of it, not the whole model.
+  std::map<std::string, std::string> model_read_by;
   std::vector<ThreadRun> runs;
 };
 

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "bundle_util.h"
@@ -139,6 +140,88 @@ TEST_F(BenchCli, BadRequestsAreErrorsThatSayWhat) {
     EXPECT_NE(r.status, 0) << c.args;
     EXPECT_TRUE(contains(r.output, c.message)) << c.args << "\n" << r.output;
   }
+}
+
+// --min-time is seconds in (0, 60], as tune's: NaN never ended the timing loop and 1e300 ran until
+// killed; 0 printed a 309-digit range.
+TEST_F(BenchCli, MinTimeIsFiniteSecondsUpToAMinute) {
+  for (const char* t : {"nan", "inf", "1e300", "0", "-1", "61", "x"}) {
+    const auto r =
+        run_command("timeout 30 " + padfold_cmd("bench " + shell_quote(bundle()) +
+                                                " --retries 0 --min-time " + t + " 2>&1"));
+    EXPECT_NE(r.status, 0) << t;
+    EXPECT_NE(r.status, 124) << t << ": still timing after 30 s";
+    EXPECT_TRUE(contains(r.output, "--min-time: '" + std::string(t) +
+                                       "' is not a time to measure for; expected seconds, a "
+                                       "number in (0, 60]"))
+        << r.output;
+    EXPECT_LT(r.output.size(), 300u) << r.output;
+  }
+}
+
+// A copy of the bundle with its manifest changed by `edit` (the runtime accepts these changes).
+std::string edited_copy(const std::string& bundle, const std::string& name,
+                        const std::function<void(json&)>& edit) {
+  const fs::path copy = kWork / name;
+  fs::remove_all(copy);
+  fs::copy(bundle, copy, fs::copy_options::recursive);
+  json m;
+  {
+    std::ifstream f(copy / "manifest.json");
+    m = json::parse(f);
+  }
+  edit(m);
+  std::ofstream(copy / "manifest.json") << m.dump();
+  return copy.string();
+}
+
+// Flops the runtime does not read are printed only where they are a count: a damaged manifest's
+// huge, negative or non-numeric flops are n/a (null in JSON), never a negative GFLOP/s.
+TEST_F(BenchCli, DamagedFlopsAreNotApplicable) {
+  const std::string copy = edited_copy(bundle(), "flops", [](json& m) {
+    m["kernels"][0]["flops"] = 1e300;
+    m["kernels"][1]["flops"] = -5e9;
+    m["kernels"][2]["flops"] = "many";
+  });
+  auto r = run_command(padfold_cmd("bench " + shell_quote(copy) +
+                                   " --threads 1 --min-time 0.01 --retries 0 --json 2>/dev/null"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json j = json::parse(r.output);
+  for (size_t k = 0; k < 3; ++k) {
+    const json& kernel = j["runs"][0]["kernels"][k];
+    EXPECT_TRUE(kernel["mflops"].is_null()) << kernel;
+    EXPECT_TRUE(kernel["gflops"].is_null()) << kernel;
+    EXPECT_TRUE(kernel["peak_share"].is_null()) << kernel;
+  }
+  r = run_command(padfold_cmd("bench " + shell_quote(copy) +
+                              " --threads 1 --min-time 0.01 --retries 0 2>/dev/null"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "n/a")) << r.output;
+  EXPECT_FALSE(contains(r.output, " -")) << r.output;
+  EXPECT_FALSE(contains(r.output, " inf")) << r.output;
+}
+
+// A model whose outputs ops left to the caller still read (graph.read_by) is timed as padfold's
+// part of it, and said to be partial.
+TEST_F(BenchCli, AModelWithOutputsLeftToTheCallerIsPartial) {
+  const std::string output = manifest()["graph"]["outputs"][0];
+  const std::string copy = edited_copy(bundle(), "partial", [&](json& m) {
+    m["graph"]["read_by"] = {{output, "ONNX node 'sm' (Softmax)"}};
+  });
+  auto r = run_command(padfold_cmd("bench " + shell_quote(copy) +
+                                   " --threads 1 --min-time 0.01 --retries 0 --json 2>/dev/null"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(json::parse(r.output)["model_partial"][output], "ONNX node 'sm' (Softmax)");
+  r = run_command(padfold_cmd("bench " + shell_quote(copy) +
+                              " --threads 1 --min-time 0.01 --retries 0 2>/dev/null"));
+  EXPECT_TRUE(contains(r.output, "model (partial): median")) << r.output;
+  EXPECT_TRUE(contains(r.output, "output '" + output + "' still goes through ONNX node 'sm'"))
+      << r.output;
+  EXPECT_FALSE(json::parse(run_command(padfold_cmd("bench " + shell_quote(bundle()) +
+                                                   " --threads 1 --min-time 0.01 --retries 0 "
+                                                   "--json 2>/dev/null"))
+                               .output)
+                   .contains("model_partial"));
 }
 
 }  // namespace
