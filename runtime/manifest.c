@@ -413,6 +413,28 @@ static void start(pf_manifest* m, const char* file, char* err, size_t errlen) {
   m->errlen = errlen;
 }
 
+/* How deep `text` nests arrays and objects at `end` (where cJSON stopped), strings skipped: cJSON
+ * refuses valid JSON nested deeper than CJSON_NESTING_LIMIT, which is no syntax error. */
+static int depth_at(const char* text, const char* end) {
+  int depth = 0, in_string = 0;
+  const char* p;
+  for (p = text; p < end && *p; p++) {
+    if (in_string) {
+      if (*p == '\\' && p + 1 < end)
+        p++;
+      else if (*p == '"')
+        in_string = 0;
+    } else if (*p == '"') {
+      in_string = 1;
+    } else if (*p == '[' || *p == '{') {
+      depth++;
+    } else if (*p == ']' || *p == '}') {
+      depth--;
+    }
+  }
+  return depth;
+}
+
 pf_status pf_manifest_load(pf_manifest* m, const char* path, char* err, size_t errlen) {
   char* text;
   const char* end = NULL;
@@ -429,7 +451,13 @@ pf_status pf_manifest_load(pf_manifest* m, const char* path, char* err, size_t e
     int line = 1;
     const char* p;
     for (p = text; end && p < end; p++) line += *p == '\n';
-    s = pf_fail(err, errlen, PF_ERR_MANIFEST, "%s: invalid JSON at line %d", path, line);
+    if (end && depth_at(text, end) >= CJSON_NESTING_LIMIT)
+      s = pf_fail(err, errlen, PF_ERR_MANIFEST,
+                  "%s: nested deeper than %d levels at line %d; expected a padfold manifest "
+                  "(a few levels deep)",
+                  path, CJSON_NESTING_LIMIT, line);
+    else
+      s = pf_fail(err, errlen, PF_ERR_MANIFEST, "%s: invalid JSON at line %d", path, line);
   } else {
     s = parse_manifest(m, m->json);
   }

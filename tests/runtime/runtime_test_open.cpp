@@ -83,6 +83,22 @@ TEST_F(BundleOpen, InvalidJson) {
   EXPECT_HAS(err_, "manifest.json: invalid JSON at line 4");
 }
 
+// Valid JSON nested deeper than cJSON parses (1000 levels) is said to be that, not "invalid";
+// brackets inside strings do not count.
+TEST_F(BundleOpen, DeepJsonIsSaidToBeDeep) {
+  std::string text = manifest_.dump();
+  text.insert(text.rfind('}'),
+              ", \"deep\": " + std::string(100000, '[') + std::string(100000, ']'));
+  WriteManifest(text);
+  EXPECT_EQ(OpenAsIs(), PF_ERR_MANIFEST);
+  EXPECT_HAS(err_, "manifest.json: nested deeper than 1000 levels at line 1");
+  text = manifest_.dump();
+  text.insert(text.rfind('}'), ", \"s\": \"" + std::string(2000, '[') + "\", oops");
+  WriteManifest(text);
+  EXPECT_EQ(OpenAsIs(), PF_ERR_MANIFEST);
+  EXPECT_HAS(err_, "manifest.json: invalid JSON at line 1");
+}
+
 TEST_F(BundleOpen, EmptyFile) {
   WriteManifest("");
   EXPECT_EQ(OpenAsIs(), PF_ERR_MANIFEST);
