@@ -18,12 +18,12 @@ constexpr int32_t kInt32Max = std::numeric_limits<int32_t>::max();
 constexpr float kTwoTo31 = 2147483648.f;
 
 const LayerQuant& quant_of(const Layer& L) {
-  if (!L.quant) throw std::invalid_argument("layer '" + L.name + "' has no quantization");
+  if (!L.quant) throw QuantRefused(L.name, "it has no quantization");
   return *L.quant;
 }
 
 [[noreturn]] void refuse(const Layer& L, const std::string& why) {
-  throw std::invalid_argument("layer '" + L.name + "': " + why);
+  throw QuantRefused(L.name, why);
 }
 
 template <typename T>
@@ -51,99 +51,6 @@ Expr x86_saturate(Expr rounded, DType dtype) {
 }
 
 }  // namespace
-
-FixedPointMultiplier quantize_multiplier(double real) {
-  if (!std::isfinite(real))
-    throw std::invalid_argument("quantize_multiplier of a non-finite value");
-  if (real == 0.) return {};
-  int shift = 0;
-  const double q = std::frexp(real, &shift);
-  auto fixed = static_cast<int64_t>(std::round(q * static_cast<double>(int64_t{1} << 31)));
-  if (fixed == (int64_t{1} << 31)) {
-    fixed /= 2;
-    ++shift;
-  }
-  if (shift < -31) return {};
-  return {static_cast<int32_t>(fixed), shift};
-}
-
-FixedPointMultiplier quantize_multiplier_smaller_than_one(double real) {
-  if (!(real > 0. && real < 1.))
-    throw std::invalid_argument("a multiplier smaller than one must lie in (0, 1), got " +
-                                std::to_string(real));
-  const FixedPointMultiplier m = quantize_multiplier(real);
-  // Just below 1, q * 2^31 rounds up to 2^31 and the shift becomes 1: TFLite's check fails.
-  if (m.shift > 0)
-    throw std::invalid_argument("multiplier " + std::to_string(real) + " rounds up to 1");
-  return m;
-}
-
-std::pair<int32_t, int32_t> dtype_range(DType dtype) {
-  switch (dtype) {
-    case DType::I8:
-      return {-128, 127};
-    case DType::U8:
-      return {0, 255};
-    case DType::F32:
-    case DType::F16:
-      break;
-  }
-  throw std::invalid_argument("dtype " + to_string(dtype) + " is not quantized");
-}
-
-int32_t quantize_value(float v, const QuantParams& q, DType dtype, Requantize mode) {
-  const auto [qmin, qmax] = dtype_range(dtype);
-  const float scaled = v / q.scale;
-  if (std::isnan(scaled)) throw std::invalid_argument("cannot quantize " + std::to_string(v));
-  // nearbyint rounds half to even in the default rounding mode, which the generator never changes.
-  const float rounded = mode == Requantize::Tflite ? std::round(scaled) : std::nearbyint(scaled);
-  const double value = static_cast<double>(rounded) + q.zero_point;
-  return static_cast<int32_t>(
-      std::clamp(value, static_cast<double>(qmin), static_cast<double>(qmax)));
-}
-
-std::pair<int32_t, int32_t> activation_range(const Layer& L) {
-  const auto [qmin, qmax] = dtype_range(L.dtype);
-  const QuantParams& out = quant_of(L).output;
-  const Requantize mode = quant_of(L).requantize;
-  switch (L.activation) {
-    case Activation::None:
-      return {qmin, qmax};
-    case Activation::Relu:
-      return {std::max(qmin, quantize_value(0.f, out, L.dtype, mode)), qmax};
-    case Activation::Relu6:
-      return {std::max(qmin, quantize_value(0.f, out, L.dtype, mode)),
-              std::min(qmax, quantize_value(6.f, out, L.dtype, mode))};
-    default:
-      break;
-  }
-  refuse(L, "a quantized layer's activation must be none, relu or relu6, not " +
-                to_string(L.activation));
-}
-
-ConvRequantization conv_requantization(const Layer& L) {
-  const LayerQuant& q = quant_of(L);
-  const size_t channels = static_cast<size_t>(L.out_channels);
-  if (q.inputs.empty()) refuse(L, "no input quantization");
-  if (q.weight_scales.size() != 1 && q.weight_scales.size() != channels)
-    refuse(L, std::to_string(q.weight_scales.size()) + " weight scales for " +
-                  std::to_string(channels) + " output channels");
-  const float sx = q.inputs[0].scale, sy = q.output.scale;
-  ConvRequantization r;
-  for (size_t o = 0; o < channels; ++o) {
-    const float sw = q.weight_scales[q.weight_scales.size() == 1 ? 0 : o];
-    if (q.requantize == Requantize::Onnx) {
-      r.scale.push_back(sx * sw / sy);
-      continue;
-    }
-    const FixedPointMultiplier m = quantize_multiplier(
-        static_cast<double>(sx) * static_cast<double>(sw) / static_cast<double>(sy));
-    // TFLite computes x * (1 << shift): a larger shift is undefined there.
-    if (m.shift > 30) refuse(L, "requantization scale above 2^30");
-    r.fixed.push_back(m);
-  }
-  return r;
-}
 
 Expr saturating_rounding_doubling_high_mul(Expr a, Expr b) {
   // gemmlowp adds a nudge of 2^30 (1 - 2^30 when a * b < 0) and divides by 2^31 truncating. For a
@@ -236,13 +143,6 @@ Expr fused_multiply_add(Expr a, Expr b, Expr c) {
   return cast<float>(reinterpret<double>(odd));
 }
 
-bool average_pool_onnx_global(const Layer& L) {
-  if (L.op != Op::AvgPool || !L.quant || L.quant->requantize != Requantize::Onnx) return false;
-  if (L.kernel != L.in_spatial) return false;
-  return std::all_of(L.pads.axes.begin(), L.pads.axes.end(),
-                     [](const AxisPads& p) { return p.before == 0 && p.after == 0; });
-}
-
 Expr average_pool_zero(const Layer& L) {
   const bool float_sum = quant_of(L).requantize == Requantize::Onnx && !average_pool_onnx_global(L);
   return float_sum ? Expr(0.f) : Expr(0);
@@ -281,12 +181,10 @@ Expr average_pool_quantized(const Layer& L, Expr sum, Expr count) {
   if (!average_pool_onnx_global(L))
     return clamp(average_pool_onnx(std::move(sum), std::move(count), q.output, L.dtype), lo, hi);
   // MlasQLinearGlobalAveragePoolNchw/Nhwc: sum(x) - zx * taps, requantized with one float scale.
+  const float scale = onnx_global_pool_scale(L);
   int64_t taps = 1;
   for (int64_t extent : L.in_spatial) taps *= extent;
   const QuantParams& in = q.inputs.at(0);
-  const float scale = in.scale / (q.output.scale * static_cast<float>(taps));
-  if (taps >= (int64_t{1} << 24) || scale < std::ldexp(1.f, -32) || scale >= 256.f)
-    refuse(L, "ONNX Runtime's global average pool refuses this input size or scale ratio");
   const Expr acc = std::move(sum) - in.zero_point * static_cast<int32_t>(taps);
   return requantize_float(acc, scale, q.output.zero_point, lo, hi);
 }
@@ -297,16 +195,10 @@ Expr add_quantized(const Layer& L, Expr x0, Expr x1) {
   const QuantParams &a = q.inputs[0], &b = q.inputs[1], &out = q.output;
   const auto [lo, hi] = activation_range(L);
   if (q.requantize == Requantize::Tflite) {
-    constexpr int kLeftShift = 20;  // 8-bit inputs (add.cc: 15 is int16's)
-    const double twice_max = 2 * std::max(a.scale, b.scale);
-    const double out_real = twice_max / ((1 << kLeftShift) * out.scale);
-    if (out_real >= 1.) refuse(L, "TFLite's add needs 2 * max(input scales) < 2^20 * output scale");
-    const FixedPointMultiplier ma = quantize_multiplier_smaller_than_one(a.scale / twice_max);
-    const FixedPointMultiplier mb = quantize_multiplier_smaller_than_one(b.scale / twice_max);
-    const FixedPointMultiplier mo = quantize_multiplier_smaller_than_one(out_real);
+    const auto [ma, mb, mo] = tflite_add_multipliers(L);
     const auto scaled = [](Expr x, int32_t zero_point, FixedPointMultiplier m) {
-      return multiply_by_quantized_multiplier((std::move(x) - zero_point) * (1 << kLeftShift),
-                                              m.multiplier, m.shift);
+      return multiply_by_quantized_multiplier(
+          (std::move(x) - zero_point) * (1 << kTfliteAddLeftShift), m.multiplier, m.shift);
     };
     const Expr sum =
         scaled(std::move(x0), a.zero_point, ma) + scaled(std::move(x1), b.zero_point, mb);

@@ -15,44 +15,9 @@
 #include <vector>
 
 #include "frontend/layer.h"
+#include "frontend/quant_arithmetic.h"
 
 namespace padfold {
-
-// ---- Compile-time constants.
-
-// real ~= multiplier * 2^(shift - 31), multiplier in [2^30, 2^31) (0 for real == 0).
-struct FixedPointMultiplier {
-  int32_t multiplier = 0;
-  int shift = 0;
-};
-// TFLite's QuantizeMultiplier: frexp, round(q * 2^31) half away from zero, 2^31 -> 2^30 with
-// shift + 1, shift < -31 flushed to (0, 0).
-FixedPointMultiplier quantize_multiplier(double real);
-// QuantizeMultiplierSmallerThanOneExp: the same for 0 < real < 1; throws std::invalid_argument
-// otherwise (TFLite fails the model).
-FixedPointMultiplier quantize_multiplier_smaller_than_one(double real);
-
-// [-128, 127] or [0, 255]; throws std::invalid_argument for a float dtype.
-std::pair<int32_t, int32_t> dtype_range(DType dtype);
-// The integer of the dtype standing for v: round(v / q.scale) (float division) + q.zero_point,
-// saturated. Tflite rounds half away from zero (TfLiteRound), Onnx half to even (MLAS
-// QuantizeLinear).
-int32_t quantize_value(float v, const QuantParams& q, DType dtype, Requantize mode);
-// The clamp of L's quantized output: none [qmin, qmax]; relu [max(qmin, zy), qmax]; relu6 also
-// min(qmax, quantize_value(6)). TFLite: CalculateActivationRangeQuantized. ONNX Runtime has no
-// fused activation: a QDQ Relu/Clip(0, 6) on the output's own scale and zero point computes
-// exactly this clamp (with its QuantizeLinear's half-to-even rounding of 6 / sy). Throws
-// std::invalid_argument for another activation.
-std::pair<int32_t, int32_t> activation_range(const Layer& L);
-
-// One entry per output channel (a per-tensor weight scale is broadcast). Tflite fills `fixed`
-// from double(sx) * double(sw[o]) / double(sy) (PopulateConvolutionQuantizationParams); Onnx fills
-// `scale` with sx * sw[o] / sy in float, left to right (QLinearConv's output scales).
-struct ConvRequantization {
-  std::vector<FixedPointMultiplier> fixed;
-  std::vector<float> scale;
-};
-ConvRequantization conv_requantization(const Layer& L);
 
 // ---- Halide expressions. Integer arguments are Int(32) Exprs, scalar or vector.
 
@@ -102,10 +67,6 @@ Halide::Expr average_pool_accumulate(const Layer& L, Halide::Expr sum, Halide::E
 // The output from the finished sum and the number of counted taps `count` (Int(32)), clamped to
 // activation_range(L).
 Halide::Expr average_pool_quantized(const Layer& L, Halide::Expr sum, Halide::Expr count);
-// ORT routes a pool whose kernel is the whole input with no pads to MlasQLinearGlobalAveragePool:
-// an integer sum, requantized by requantize_float with sx / (sy * float(taps)) (every input
-// position is a tap: average_pool_quantized ignores `count` there).
-bool average_pool_onnx_global(const Layer& L);
 
 // reference_integer_ops AveragePool: sum (of the integers) > 0 ? (sum + count / 2) / count :
 // (sum - count / 2) / count in C's truncating division.

@@ -13,6 +13,7 @@
 #include "compile/jobs.h"
 #include "compile/lower.h"
 #include "compile/target.h"
+#include "frontend/quant_arithmetic.h"
 
 namespace padfold {
 
@@ -71,6 +72,10 @@ void compile_kernel(const BundlePlan& plan, const KernelBuild& build, const fs::
   if (build.target == 0) name_include_guard(outputs[OutputFileType::c_header], k.function);
 }
 
+// Starts a worker's error when the layer's own parameters are refused: another schedule cannot
+// help, so there is no retry.
+constexpr const char* kLayerRefused = "the layer is refused: ";
+
 // "layer 'a'", or "block a+b (dw->pw)".
 std::string block_label(const Block& b) {
   return b.fused() ? "block " + b.names() + " (" + b.kind() + ")" : "layer '" + b.last().name + "'";
@@ -115,6 +120,8 @@ std::vector<KernelBuild> compile_kernels(
                           compile_kernel(plan, builds[i], root);
                         } catch (const Halide::Error& e) {  // not a std::exception: its text
                           throw std::runtime_error(e.what());
+                        } catch (const QuantRefused& e) {
+                          throw std::runtime_error(kLayerRefused + std::string(e.what()));
                         }
                       }};
   };
@@ -140,6 +147,7 @@ std::vector<KernelBuild> compile_kernels(
   };
   options.retry = [&](size_t i, const WorkerResult& r) -> std::optional<CompileJob> {
     KernelBuild& b = builds[i];
+    if (r.error.rfind(kLayerRefused, 0) == 0) return std::nullopt;
     const Block& block = plan.kernels[b.kernel].block;
     const Halide::Target& target = plan.targets[b.target].target;
     b.fallback = true;
@@ -158,8 +166,10 @@ std::vector<KernelBuild> compile_kernels(
   std::string msg = std::to_string(failed.size()) + " kernel(s) failed to compile:";
   for (const KernelBuild* b : failed)
     msg += "\n  target " + plan.targets[b->target].name + ", " +
-           block_label(plan.kernels[b->kernel].block) + ": schedule " + b->fallback_from + ": " +
-           b->fallback_reason + "; retried with schedule " + b->schedule.name + ": " +
+           block_label(plan.kernels[b->kernel].block) + ": schedule " +
+           (b->fallback ? b->fallback_from + ": " + b->fallback_reason +
+                              "; retried with schedule " + b->schedule.name + ": "
+                        : b->schedule.name + ": ") +
            b->result.error;
   throw std::runtime_error(msg);
 }

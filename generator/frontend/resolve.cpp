@@ -7,6 +7,7 @@
 
 #include "base/limits.h"
 #include "base/text.h"
+#include "frontend/quant_arithmetic.h"
 
 namespace padfold {
 namespace {
@@ -194,6 +195,14 @@ void resolve_shapes(Layer& l) {
   check_channels(l);
   resolve_pads(l);  // add and concat: unit windows, no padding
   check_buffers(l);
+  try {  // what the peers refuse is refused here, not by the compile
+    check_quantized_arithmetic(l);
+  } catch (const QuantRefused& e) {
+    const bool tflite = l.quant && l.quant->requantize == Requantize::Tflite;
+    throw LayerError("quant", e.reason + "; expected parameters " +
+                                  (tflite ? "TFLite" : "ONNX Runtime") +
+                                  " accepts (its arithmetic is the layer's requantize mode)");
+  }
 }
 
 void resolve_layer(Layer& l, const std::vector<TensorSource>& inputs) {

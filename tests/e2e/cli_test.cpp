@@ -262,6 +262,52 @@ TEST(CliCheck, BadSpecFails) {
   EXPECT_TRUE(has(missing.out, "/nonexistent.json: cannot open")) << missing.out;
 }
 
+// Quantization parameters a peer refuses (TFLite: a requantization scale above 2^30, an add
+// whose input scales reach 2^20 times the output's; ONNX Runtime: a global average pool's scale
+// ratio) are spec errors `check` reports; `compile` fails at once with the same reason, retrying
+// no other schedule (a schedule cannot change them).
+TEST(CliCheck, QuantizationThePeersRefuseIsASpecError) {
+  const std::string conv = R"({"name": "c", "op": "conv2d", "dtype": "int8",
+    "input_shape": [1, 7, 7, 4], "out_channels": 4, "kernel": 3, "padding": "same",
+    "quant": {"requantize": "tflite", "input": {"scale": 1e20, "zero_point": 0},
+              "output": {"scale": 1e-20, "zero_point": 0}, "weight_scale": 0.01}})";
+  const std::string add = R"({"name": "a", "op": "add", "dtype": "int8", "input": ["x", "y"],
+    "quant": {"requantize": "tflite", "inputs": [{"scale": 1.0, "zero_point": 0},
+              {"scale": 0.5, "zero_point": 0}], "output": {"scale": 1e-7, "zero_point": 0}}})";
+  const std::string pool = R"({"name": "p", "op": "avg_pool", "dtype": "uint8",
+    "input_shape": [1, 4, 2, 2], "kernel": 2, "padding": "valid",
+    "quant": {"requantize": "onnx", "input": {"scale": 1000.0, "zero_point": 0},
+              "output": {"scale": 0.001, "zero_point": 0}}})";
+  struct Case {
+    std::string spec, message;
+  } cases[] = {
+      {R"({"model": "q", "defaults": {"layout": "NHWC", "weight_layout": "HWIO"}, "layers": [)" +
+           conv + "]}",
+       "layer 'c' (#0): field 'quant': requantization scale above 2^30; expected parameters "
+       "TFLite accepts"},
+      {R"({"model": "q", "inputs": [{"name": "x", "shape": [1, 2, 3, 3], "dtype": "int8"},
+           {"name": "y", "shape": [1, 2, 3, 3], "dtype": "int8"}], "layers": [)" +
+           add + "]}",
+       "field 'quant': TFLite's add needs 2 * max(input scales) < 2^20 * output scale"},
+      {R"({"model": "q", "layers": [)" + pool + "]}",
+       "field 'quant': ONNX Runtime's global average pool refuses this input size or scale "
+       "ratio; expected parameters ONNX Runtime accepts"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = testing::TempDir() + std::to_string(getpid()) + "_padfold_q.json";
+    std::ofstream(path) << c.spec;
+    Result r = run("check " + path, true);
+    EXPECT_EQ(r.status, 1) << c.spec;
+    EXPECT_TRUE(has(r.out, c.message)) << r.out;
+    const std::string out = testing::TempDir() + std::to_string(getpid()) + "_padfold_q_bundle";
+    r = run("compile " + path + " -o " + out, true);
+    EXPECT_EQ(r.status, 1) << c.spec;
+    EXPECT_TRUE(has(r.out, c.message)) << r.out;
+    EXPECT_FALSE(has(r.out, "retried")) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(out));
+  }
+}
+
 // "  <label>  <text> <data> <bss>" rows of a size report or of binutils' `size` ("<text> <data>
 // <bss> <dec> <hex> <name> (ex <archive>)"), keyed by label or member name.
 using Sizes = std::map<std::string, std::array<long, 3>>;
