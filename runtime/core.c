@@ -483,9 +483,20 @@ pf_status pf_check_tensor(const char* kind, const char* owner, const char* noun,
   return PF_OK;
 }
 
+pf_status pf_check_apart(const char* kind, const char* owner, const char* a_what, const void* a,
+                         size_t a_bytes, const char* b_what, const void* b, size_t b_bytes,
+                         char* err, size_t errlen) {
+  const uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
+  if (a_bytes == 0 || b_bytes == 0 || pa >= pb + b_bytes || pb >= pa + a_bytes) return PF_OK;
+  return pf_fail(err, errlen, PF_ERR_OVERLAP,
+                 "%s '%s': %s (%lu bytes at %p) overlaps %s (%lu bytes at %p); the kernels read "
+                 "while they write: give it memory of its own",
+                 kind, owner, a_what, (unsigned long)a_bytes, a, b_what, (unsigned long)b_bytes, b);
+}
+
 static pf_status check_all(const pf_kernel_desc* k, const pf_tensor* t, int n,
                            const pf_tensor** bound, char* err, size_t errlen) {
-  int i;
+  int i, j;
   pf_status s;
   if (!k || (n > 0 && !t) || n < 0 || k->num_buffers > PF_MAX_BUFFERS) {
     return pf_fail(err, errlen, PF_ERR_ARGUMENT, "NULL kernel or tensors, or bad count");
@@ -495,8 +506,18 @@ static pf_status check_all(const pf_kernel_desc* k, const pf_tensor* t, int n,
   for (i = 0; s == PF_OK && i < n; i++) {
     s = pf_check_tensor("kernel", k->layer, "buffer", &k->buffers[i], bound[i], err, errlen);
   }
-  if (s != PF_OK) return s;
-  return PF_OK;
+  for (i = 0; s == PF_OK && i < n; i++) { /* an output aliasing another buffer */
+    char a[96], b[96];
+    if (k->buffers[i].role != PF_ROLE_OUTPUT) continue;
+    for (j = 0; s == PF_OK && j < n; j++) {
+      if (j == i) continue;
+      snprintf(a, sizeof a, "buffer '%s'", k->buffers[i].name);
+      snprintf(b, sizeof b, "buffer '%s'", k->buffers[j].name);
+      s = pf_check_apart("kernel", k->layer, a, bound[i]->data, pf_buffer_bytes(&k->buffers[i]), b,
+                         bound[j]->data, pf_buffer_bytes(&k->buffers[j]), err, errlen);
+    }
+  }
+  return s;
 }
 
 pf_status pf_check(const pf_kernel_desc* k, const pf_tensor* tensors, int n, char* err,

@@ -81,6 +81,13 @@ const pf_tensor* pf_bound_tensor(const pf_buffer_desc* descs, int n_descs, const
 pf_status pf_check_tensor(const char* kind, const char* owner, const char* noun,
                           const pf_buffer_desc* b, const pf_tensor* t, char* err, size_t errlen);
 
+/* PF_ERR_OVERLAP when the bytes [a, a + a_bytes) written as `a_what` ("output 'y'") share one
+ * with [b, b + b_bytes) (`b_what`): no tensor a kernel writes may alias another of the call. The
+ * message starts "<kind> '<owner>': ". */
+pf_status pf_check_apart(const char* kind, const char* owner, const char* a_what, const void* a,
+                         size_t a_bytes, const char* b_what, const void* b, size_t b_bytes,
+                         char* err, size_t errlen);
+
 /* 1 if b's strides are dense row-major for its shape. */
 int pf_buffer_is_dense(const pf_buffer_desc* b);
 

@@ -7,6 +7,7 @@
  * right after its last reader.
  * Core library: no filesystem. Weight files are read through the bundle's loader, which only
  * pf_bundle_open sets (npy_load.c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -487,6 +488,43 @@ static pf_status check_io(const pf_model* m, const pf_tensor* inputs, int n_in,
                         pf_bound_tensor(m->outputs, reg->num_outputs, outputs, n_out, i), err,
                         errlen);
   }
+  for (i = 0; s == PF_OK && i < reg->num_outputs; i++) { /* an output aliasing another tensor */
+    const pf_tensor* o = pf_bound_tensor(m->outputs, reg->num_outputs, outputs, n_out, i);
+    char a[96], b[96];
+    int j;
+    snprintf(a, sizeof a, "output '%s'", m->outputs[i].name);
+    for (j = 0; s == PF_OK && j < reg->num_inputs + i; j++) {
+      const int in = j < reg->num_inputs;
+      const pf_buffer_desc* d = in ? &reg->inputs[j] : &m->outputs[j - reg->num_inputs];
+      const pf_tensor* t =
+          in ? pf_bound_tensor(reg->inputs, reg->num_inputs, inputs, n_in, j)
+             : pf_bound_tensor(m->outputs, reg->num_outputs, outputs, n_out, j - reg->num_inputs);
+      snprintf(b, sizeof b, "%s '%s'", in ? "input" : "output", d->name);
+      s = pf_check_apart("model", reg->model, a, o->data, pf_buffer_bytes(&m->outputs[i]), b,
+                         t->data, pf_buffer_bytes(d), err, errlen);
+    }
+  }
+  return s;
+}
+
+/* No caller tensor inside the arena a static run lays its intermediates out in. */
+static pf_status check_outside_arena(const pf_model* m, const void* arena, size_t arena_bytes,
+                                     const pf_tensor* inputs, int n_in, const pf_tensor* outputs,
+                                     int n_out, char* err, size_t errlen) {
+  const pf_registry* reg = m->reg;
+  int i;
+  pf_status s = PF_OK;
+  for (i = 0; s == PF_OK && i < reg->num_inputs + reg->num_outputs; i++) {
+    const int in = i < reg->num_inputs;
+    const pf_buffer_desc* d = in ? &reg->inputs[i] : &m->outputs[i - reg->num_inputs];
+    const pf_tensor* t =
+        in ? pf_bound_tensor(reg->inputs, reg->num_inputs, inputs, n_in, i)
+           : pf_bound_tensor(m->outputs, reg->num_outputs, outputs, n_out, i - reg->num_inputs);
+    char a[96];
+    snprintf(a, sizeof a, "%s '%s'", in ? "input" : "output", d->name);
+    s = pf_check_apart("model", reg->model, a, t->data, pf_buffer_bytes(d), "the arena", arena,
+                       arena_bytes, err, errlen);
+  }
   return s;
 }
 
@@ -671,5 +709,7 @@ pf_status pf_model_run_static(const pf_model* m, void* arena, size_t arena_bytes
                    m->reg->model, (unsigned long)arena_bytes, (unsigned long)need);
   }
   if ((s = check_io(m, inputs, n_in, outputs, n_out, err, errlen)) != PF_OK) return s;
+  if ((s = check_outside_arena(m, arena, need, inputs, n_in, outputs, n_out, err, errlen)) != PF_OK)
+    return s;
   return run_planned(m, (unsigned char*)arena, inputs, n_in, outputs, n_out, err, errlen);
 }

@@ -48,7 +48,8 @@ const char* pf_status_name(pf_status s) {
                                       "PF_ERR_ALIGNMENT",
                                       "PF_ERR_SIZE",
                                       "PF_ERR_KERNEL",
-                                      "PF_ERR_GRAPH"};
+                                      "PF_ERR_GRAPH",
+                                      "PF_ERR_OVERLAP"};
   if ((int)s < 0 || (size_t)s >= sizeof names / sizeof names[0]) return "PF_UNKNOWN_STATUS";
   return names[s];
 }

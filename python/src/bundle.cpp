@@ -23,6 +23,7 @@ namespace {
     case PF_ERR_NULL_DATA:
     case PF_ERR_ALIGNMENT:
     case PF_ERR_SIZE:
+    case PF_ERR_OVERLAP:
       throw TensorError(message);
     default:
       throw Error(message);

@@ -54,7 +54,10 @@ typedef enum pf_status {
   PF_ERR_KERNEL,       /* the kernel returned a nonzero Halide error code */
   /* pf_model_open: the bundle's graph cannot run whole (an input produced by an op padfold does not
    * generate, weights with neither a file nor embedded data, a dangling source, ...) */
-  PF_ERR_GRAPH
+  PF_ERR_GRAPH,
+  /* pf_run / pf_model_run / pf_model_run_static: a tensor written (an output) shares memory with
+   * another tensor of the call or with the arena (kernels read their inputs while they write) */
+  PF_ERR_OVERLAP
 } pf_status;
 
 /* "PF_ERR_SHAPE", ... ("PF_UNKNOWN_STATUS" for other values). */

@@ -643,6 +643,38 @@ TEST_F(Model, StaticRunRefusesABadArenaBeforeRunning) {
   EXPECT_EQ(y[0], 5);
 }
 
+// A model's output sharing memory with an input or another output, or a caller tensor inside
+// the arena of a static run, is refused before anything runs.
+TEST_F(Model, CallerTensorsThatOverlapAreRefused) {
+  Graph g;
+  g.Input("x").Kernel("a", "scale", {"x"}).Kernel("b", "bias", {"a"}, kOne);
+  g.Kernel("j", "add", {"a", "b"}).Outputs({"j", "b"});
+  ASSERT_EQ(Open(g), PF_OK) << err_;
+  std::vector<std::string> calls;
+  g_calls = &calls;
+  float x[4] = {1, 2, 3, 4}, y[8] = {};
+  EXPECT_EQ(Run({T("x", x)}, {T("j", x), T("b", y)}), PF_ERR_OVERLAP);
+  EXPECT_HAS(err_, "model 'g': output 'j' (16 bytes at ");
+  EXPECT_HAS(err_, "overlaps input 'x' (16 bytes at ");
+  EXPECT_EQ(Run({T("x", x)}, {T("j", y), T("b", y + 2)}), PF_ERR_OVERLAP);
+  EXPECT_HAS(err_, "output 'b' (16 bytes at ");
+  EXPECT_HAS(err_, "overlaps output 'j'");
+  const size_t need = pf_model_arena_bytes(model_);
+  Arena arena(need);
+  float* inside = static_cast<float*>(arena.At()) + 4;
+  std::memcpy(inside, x, sizeof x);
+  std::vector<pf_tensor> in = {T("x", inside)}, out = {T("j", y), T("b", y + 4)};
+  EXPECT_EQ(
+      pf_model_run_static(model_, arena.At(), need, in.data(), 1, out.data(), 2, err_, sizeof err_),
+      PF_ERR_OVERLAP);
+  EXPECT_HAS(err_, "model 'g': input 'x' (16 bytes at ");
+  EXPECT_HAS(err_, "overlaps the arena (");
+  g_calls = nullptr;
+  EXPECT_TRUE(calls.empty());
+  EXPECT_EQ(Run({T("x", x)}, {T("j", y), T("b", y + 4)}), PF_OK) << err_;
+  EXPECT_EQ(y[0], 4 * x[0] + 1);
+}
+
 // A model without intermediates needs no arena: NULL and 0 run it.
 TEST_F(Model, StaticRunWithoutIntermediatesTakesNoArena) {
   Graph g;

@@ -306,6 +306,36 @@ TEST(Hooks, MissingHooksAndErrorHandlerOption) {
   pf_bundle_close(b);
 }
 
+// An output sharing memory with another buffer of the call is refused before the kernel runs
+// (the kernels read their inputs tile by tile while they write): the same array, a partial
+// overlap, the output over the bias; arrays that only touch are apart.
+TEST_F(Run, AnOutputOverlappingAnotherBufferIsRefused) {
+  Data d;
+  std::vector<float> mem(200, -999.f);
+  auto run = [&](float* in, float* out) {
+    return Call("add_bias", {Tensor("input", in, 60 * sizeof(float), kNCHW, 4),
+                             Tensor("bias", d.bias, sizeof d.bias, kC, 1),
+                             Tensor("output", out, 60 * sizeof(float), kNCHW, 4)});
+  };
+  EXPECT_EQ(run(mem.data(), mem.data()), PF_ERR_OVERLAP);
+  EXPECT_HAS(err_, "kernel 'add_bias': buffer 'output' (240 bytes at ");
+  EXPECT_HAS(err_, "overlaps buffer 'input' (240 bytes at ");
+  EXPECT_EQ(run(mem.data(), mem.data() + 59), PF_ERR_OVERLAP);
+  EXPECT_EQ(run(mem.data() + 59, mem.data()), PF_ERR_OVERLAP);
+  EXPECT_TRUE(std::all_of(mem.begin(), mem.end(), [](float v) { return v == -999.f; }));
+  std::vector<float> big(60);
+  EXPECT_EQ(Call("add_bias", {Tensor("input", d.in, sizeof d.in, kNCHW, 4),
+                              Tensor("bias", big.data() + 10, 3 * sizeof(float), kC, 1),
+                              Tensor("output", big.data(), 60 * sizeof(float), kNCHW, 4)}),
+            PF_ERR_OVERLAP);
+  EXPECT_HAS(err_, "buffer 'output' (240 bytes at ");
+  EXPECT_HAS(err_, "overlaps buffer 'bias'");
+  for (int i = 0; i < 60; i++) mem[i] = d.in[i];
+  ASSERT_EQ(run(mem.data(), mem.data() + 60), PF_OK) << err_;
+  EXPECT_EQ(mem[60], d.in[0] + d.bias[0]);
+  EXPECT_STREQ(pf_status_name(PF_ERR_OVERLAP), "PF_ERR_OVERLAP");
+}
+
 TEST(Names, StatusDtypeRole) {
   EXPECT_STREQ(pf_status_name(PF_OK), "PF_OK");
   EXPECT_STREQ(pf_status_name(PF_ERR_SHAPE), "PF_ERR_SHAPE");
