@@ -15,6 +15,8 @@ Tested with PyTorch 1.13 (Debian 12); newer versions from PyPI on an opt-in basi
 """
 import hashlib
 import json
+import math
+import numbers
 import os
 import pathlib
 import threading
@@ -30,6 +32,7 @@ import padfold
 Size = Union[int, Sequence[int]]
 _LETTERS = {1: "W", 2: "HW", 3: "DHW"}
 _TORCH_MODES = ("reflect", "replicate", "circular")  # F.pad has these borders
+_BORDERS = ("zeros", "constant", "reflect", "symmetric", "replicate", "circular")
 
 _lib = torch.library.Library("padfold", "DEF")
 _lib.define("window(Tensor x, Tensor? weight, Tensor? bias, str bundle, str layer) -> Tensor")
@@ -58,11 +61,22 @@ def _window_cpu(x, weight, bias, bundle, layer):
 _lib.impl("window", _window_cpu, "CPU")
 
 
-def _tuple(v: Size, dims: int, name: str) -> Tuple[int, ...]:
-    t = (v,) * dims if isinstance(v, int) else tuple(int(i) for i in v)
-    if len(t) != dims:
-        raise ValueError(f"{name}: expected {dims} value(s), got {v!r}")
-    return t
+def _is_int(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _tuple(v: Size, dims: int, name: str, minimum: int = 1) -> Tuple[int, ...]:
+    """v as `dims` ints >= minimum: an int for every axis or one per axis; a float, a bool or a
+    value below minimum raises, naming the argument (nothing is rounded)."""
+    values = (v,) * dims if _is_int(v) else tuple(v) if isinstance(v, (list, tuple)) else None
+    if values is None or len(values) != dims or not all(_is_int(i) and i >= minimum
+                                                        for i in values):
+        raise ValueError(f"{name}: expected an int >= {minimum} or {dims} of them, got {v!r}")
+    return tuple(int(i) for i in values)
+
+
+def _count(v, name: str) -> int:
+    return _tuple(v, 1, name)[0]
 
 
 def _cache_dir() -> pathlib.Path:
@@ -87,7 +101,11 @@ class _Window(nn.Module):
         if input_size is None:
             raise ValueError("input_size: padfold resolves the padding for a fixed input size; "
                              f"give the {dims} spatial size(s), e.g. input_size=(224, 224)")
-        self.op, self.dims, self.channels = op, dims, channels
+        if border not in _BORDERS:
+            raise ValueError(f"border: {border!r}; expected one of {', '.join(_BORDERS)}")
+        if not isinstance(border_value, (int, float)) or not math.isfinite(border_value):
+            raise ValueError(f"border_value: expected a finite number, got {border_value!r}")
+        self.op, self.dims, self.channels = op, dims, _count(channels, "channels")
         self.kernel_size = _tuple(kernel_size, dims, "kernel_size")
         self.stride = _tuple(stride, dims, "stride")
         self.dilation = _tuple(dilation, dims, "dilation")
@@ -201,6 +219,9 @@ class _ConvNd(_Window):
     def __init__(self, dims, in_channels, out_channels, kernel_size, stride=1, padding="same",
                  dilation=1, groups=1, bias=True, *, convention="tensorflow", input_size=None,
                  border="zeros", border_value=0.0, target="host"):
+        in_channels, out_channels = _count(in_channels, "in_channels"), _count(out_channels,
+                                                                                "out_channels")
+        groups = _count(groups, "groups")
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"groups={groups} must divide in_channels={in_channels} and "
                              f"out_channels={out_channels}")

@@ -95,6 +95,26 @@ def test_dtype_shape_and_read_only_output_are_refused(bundle, args):
         layer(x, kernel=w, bias=b)
 
 
+def test_an_output_overlapping_an_input_is_refused(bundle, args):
+    # The kernels read their inputs while they write (tile by tile): out= may not share memory
+    # with an input, as the C runtime refuses (PF_ERR_OVERLAP). Arrays that only touch are apart.
+    x, w, b = args
+    layer = bundle.layer("stem")
+    mem = np.zeros(147 + 128, np.float32)
+    mem[:147] = x.ravel()
+    x_in = mem[:147].reshape(x.shape)
+    with pytest.raises(padfold.TensorError, match=r"buffer 'output' .* overlaps buffer 'input'"):
+        layer(x_in, weights=w, bias=b, out=mem[100:228].reshape(1, 4, 4, 8))
+    np.testing.assert_array_equal(mem[:147], x.ravel())  # nothing ran
+    t = torch.from_numpy(mem)
+    with pytest.raises(padfold.TensorError, match=r"overlaps"):
+        layer(t[:147].view(x.shape), weights=torch.from_numpy(w), bias=torch.from_numpy(b),
+              out=t[19:147].view(1, 4, 4, 8))
+    out = mem[147:].reshape(1, 4, 4, 8)
+    assert layer(x_in, weights=w, bias=b, out=out) is out
+    np.testing.assert_array_equal(out, layer(x, weights=w, bias=b))
+
+
 def test_missing_layer_and_closed_bundle(args):
     x, w, b = args
     bundle = padfold.compile(SPEC)
@@ -107,6 +127,14 @@ def test_missing_layer_and_closed_bundle(args):
         layer(x, weights=w, bias=b)
     with pytest.raises(padfold.Error, match=r"closed"):
         bundle.model()
+    with pytest.raises(padfold.Error, match=r"closed"):
+        bundle.layer("stem")
+    with pytest.raises(padfold.Error, match=r"closed"):
+        bundle.set_num_threads(1)
+    with pytest.raises(padfold.Error, match=r"closed"):
+        bundle.layers
+    bundle.close()  # twice is no error
+    assert "closed" in repr(bundle)
 
 
 def test_compile_errors_are_the_cli_messages_and_nothing_is_written(cli, tmp_path):

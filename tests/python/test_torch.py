@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import padfold
 import padfold.torch as pt
 
 from conftest import DATA
@@ -142,3 +143,35 @@ def test_input_size_is_fixed_and_required():
     with torch.no_grad():
         assert conv(torch.rand(3, 3, 8, 8)).shape == (3, 4, 8, 8)
         assert conv(torch.rand(1, 3, 8, 8)).shape == (1, 4, 8, 8)
+
+
+@pytest.mark.parametrize("make, name", [
+    (lambda: pt.Conv2d(3, 4, 0, input_size=(8, 8)), "kernel_size"),
+    (lambda: pt.Conv2d(3, 4, 2.5, input_size=(8, 8)), "kernel_size"),
+    (lambda: pt.Conv2d(3, 4, (3, 3, 3), input_size=(8, 8)), "kernel_size"),
+    (lambda: pt.Conv2d(3, 4, 3, stride=0, input_size=(8, 8)), "stride"),
+    (lambda: pt.Conv2d(3, 4, 3, stride=True, input_size=(8, 8)), "stride"),
+    (lambda: pt.Conv2d(3, 4, 3, dilation=-1, input_size=(8, 8)), "dilation"),
+    (lambda: pt.Conv2d(3, 4, 3, groups=0, input_size=(8, 8)), "groups"),
+    (lambda: pt.Conv2d(3, 4, 3, groups=2, input_size=(8, 8)), "groups=2"),
+    (lambda: pt.Conv2d(0, 4, 3, input_size=(8, 8)), "in_channels"),
+    (lambda: pt.Conv2d(3, 4.0, 3, input_size=(8, 8)), "out_channels"),
+    (lambda: pt.Conv2d(3, 4, 3, input_size=(0, 8)), "input_size"),
+    (lambda: pt.Conv2d(3, 4, 3, input_size="8x8"), "input_size"),
+    (lambda: pt.Conv2d(3, 4, 3, input_size=(8, 8), border="wrap"), "border"),
+    (lambda: pt.Conv2d(3, 4, 3, input_size=(8, 8), border="constant",
+                       border_value=float("nan")), "border_value"),
+    (lambda: pt.MaxPool2d(0, 2, input_size=(8, 8)), "channels"),
+])
+def test_odd_arguments_are_refused_at_construction_naming_them(make, name):
+    # Refused where the module is built, with the argument named: never rounded (2.5 -> 2),
+    # never a ZeroDivisionError (groups=0), never a failure at the first forward.
+    with pytest.raises(ValueError, match=name):
+        make()
+
+
+@pytest.mark.parametrize("padding, convention", [("bogus", "tensorflow"), ("same", "bogus"),
+                                                  ([1, 2, 3], None)])
+def test_a_padding_padfold_cannot_resolve_is_refused_at_construction(padding, convention):
+    with pytest.raises(padfold.Error):
+        pt.Conv2d(3, 4, 3, padding=padding, convention=convention, input_size=(8, 8))
