@@ -849,10 +849,9 @@ class Importer {
       l.read_by = fmt::format("{}", fmt::join(caller_readers, ", "));
       if (graph_out || caller_reads || readers.empty()) {
         m.outputs.push_back(name);
-        if (const auto view = graph_output_view(d.output, l.output_shape_full()))
-          m.output_shapes[name] = *view;
+        if (const auto view = output_view(d, l.output_shape_full())) m.output_shapes[name] = *view;
         report_outputs.push_back({{"name", name},
-                                  {"onnx_tensor", d.output},
+                                  {"onnx_tensor", output_name(d.output)},
                                   {"graph_output", graph_out},
                                   {"read_by_caller", caller_reads}});
       }
@@ -911,22 +910,33 @@ class Importer {
     return res;
   }
 
-  // The shape ONNX gives the graph output that layer output `t` is, where it differs from
-  // padfold's `shape` (in the layers' layout) by unit dims only: [N, K] after a Flatten or from a
-  // Gemm, and (unless --layout nhwc asked for channels-last outputs) [N, C, 1, 1] for a
-  // channels-last [N, 1, 1, C]. Otherwise the output keeps the layers' layout.
-  std::optional<std::vector<int64_t>> graph_output_view(const std::string& t,
-                                                        const std::vector<int64_t>& shape) const {
-    for (int k = 0; k < g_.graph().output_size(); ++k) {
-      const std::string& name = g_.graph().output(k).name();
-      if (c_.canon(name) != t) continue;
-      const auto ty = g_.type(name);
-      if (ty && ty->is_static() && ty->shape != shape &&
-          (ty->shape.size() != shape.size() || !relaid_out_) &&
-          without_unit_dims(ty->shape) == without_unit_dims(shape))
-        return ty->shape;
-    }
+  // The shape ONNX gives the output that draft d's output is (output_name; where shape inference
+  // gives none, the shape the drafter knows ONNX gives it), where it differs from
+  // padfold's `shape` (in the layers' layout) by unit dims only: [N, K] after a Flatten, from a
+  // Gemm or a ReduceMean's keepdims 0, and (unless --layout nhwc asked for channels-last outputs)
+  // [N, C, 1, 1] for a channels-last [N, 1, 1, C]. Otherwise the output keeps the layers' layout.
+  std::optional<std::vector<int64_t>> output_view(const Draft& d,
+                                                  const std::vector<int64_t>& shape) const {
+    auto ty = g_.type(output_name(d.output));
+    if ((!ty || !ty->is_static()) && d.onnx_shape) ty = TensorType{0, true, *d.onnx_shape};
+    if (ty && ty->is_static() && ty->shape != shape &&
+        (ty->shape.size() != shape.size() || !relaid_out_) &&
+        without_unit_dims(ty->shape) == without_unit_dims(shape))
+      return ty->shape;
     return std::nullopt;
+  }
+
+  // The ONNX tensor a user reads as layer output `t`: `t` if it is a graph output, else the graph
+  // output it reaches through bypassed nodes (a Flatten, a folded layout Transpose), else `t`
+  // (read by a node left to the caller, or by nothing).
+  std::string output_name(const std::string& t) const {
+    std::vector<std::string> todo = {t};
+    for (size_t k = 0; k < todo.size(); ++k) {  // breadth first: the nearest graph output
+      if (g_.is_graph_output(todo[k])) return todo[k];
+      for (int r : g_.consumers(todo[k]))
+        if (c_.bypassed(r) && g_.node(r).output_size() > 0) todo.push_back(g_.node(r).output(0));
+    }
+    return t;
   }
 
   // Graph outputs that are a graph input itself (through bypassed nodes at most): no layer

@@ -291,9 +291,13 @@ std::variant<Draft, Left> draft_pool(const Context& c, int i, const DraftOptions
   if (std::string why = check_float_input(c, i, x, xt, o); !why.empty()) return Left{why};
   if (!reduce) d.dropped_axes = at_node_rank(c, n.input(0), xt);
   const int dims = static_cast<int>(xt.shape.size()) - 2;
-  if (reduce)
+  if (reduce) {
     if (std::string why = reduce_axes_are_spatial(c, i, xt.shape.size()); !why.empty())
       return Left{why};
+    const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
+    if (c.at_node(i, [&] { return a.get_int("keepdims", 1); }) == 0)
+      d.onnx_shape = std::vector<int64_t>{xt.shape[0], xt.shape[1]};
+  }
   l.spatial_dims = dims;
   l.layout = layout_for(dims);
   l.inputs = {x};

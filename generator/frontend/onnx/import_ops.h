@@ -43,6 +43,9 @@ struct Draft {
   // ONNX shapes, ascending): tf2onnx writes a Keras Conv1D as a Conv of kernel 1 x k between an
   // Unsqueeze and a Squeeze, which padfold computes as the conv1d it is. Its weights lose them too.
   std::vector<size_t> dropped_axes;
+  // The output's ONNX shape where it differs from the layer's by unit dims and ONNX's shape
+  // inference may not give it (a ReduceMean or ReduceMax with keepdims 0: [N, C]).
+  std::optional<std::vector<int64_t>> onnx_shape;
 };
 
 // Why a node is left to the caller.
