@@ -1,9 +1,10 @@
 // libFuzzer: the ONNX importer's graph passes. The inputs stay valid ModelProtos: a custom mutator
 // parses the input, changes its graph (a node input rewired, an attribute or a dim changed, an
 // op_type swapped, a node duplicated, removed or moved, a graph output dropped or added, an
-// initializer truncated, the opset changed) and serializes it again; it falls back to libFuzzer's
-// byte mutations for an input that does not parse, and now and then for one that does. The body
-// is fuzz_onnx's (onnx_import_check.h says what is a finding).
+// initializer truncated (quantization scales and zero points too), the opset changed) and
+// serializes it again; it falls back to libFuzzer's byte mutations for an input that does not
+// parse, and now and then for one that does. The body is fuzz_onnx's (onnx_import_check.h says what
+// is a finding).
 #include <onnx/onnx_pb.h>
 
 #include <cstddef>
@@ -32,10 +33,30 @@ const T& pick(Rng& rng, const T (&values)[N]) {
 }
 
 // The importer's ops, the ones it folds or bypasses, and some it leaves to the caller.
-const char* const kOps[] = {
-    "Conv",    "ConvTranspose", "MaxPool",   "AveragePool", "Add",      "Concat",
-    "Relu",    "Clip",          "LeakyRelu", "Pad",         "Identity", "Dropout",
-    "Sigmoid", "Mul",           "Constant",  "Flatten",     "Gemm",     "GlobalAveragePool"};
+const char* const kOps[] = {"Conv",
+                            "ConvTranspose",
+                            "MaxPool",
+                            "AveragePool",
+                            "Add",
+                            "Concat",
+                            "Relu",
+                            "Clip",
+                            "LeakyRelu",
+                            "Pad",
+                            "Identity",
+                            "Dropout",
+                            "Sigmoid",
+                            "Mul",
+                            "Constant",
+                            "Flatten",
+                            "Gemm",
+                            "GlobalAveragePool",
+                            "Reshape",
+                            "ReduceMean",
+                            "Squeeze",
+                            "QuantizeLinear",
+                            "DequantizeLinear",
+                            "QLinearConv"};
 const char* const kIntsAttrs[] = {"kernel_shape",   "strides",      "pads", "dilations",
                                   "output_padding", "output_shape", "axes"};
 const char* const kIntAttrs[] = {"group",         "axis",         "ceil_mode", "count_include_pad",
@@ -143,19 +164,31 @@ void mutate_dim(onnx::TensorShapeProto* shape, Rng& rng) {
   }
 }
 
-// Cuts the data of a float initializer; `consistent` shortens its first dim to match.
+// Cuts the data of an initializer (float, or int8/uint8/int32 as quantized models hold scales'
+// zero points, weights and biases); `consistent` shortens its first dim to match, so that a scale
+// or zero point vector of another length stays a valid tensor. A scalar becomes a vector first.
 void truncate_initializer(onnx::TensorProto* t, bool consistent, Rng& rng) {
+  using TP = onnx::TensorProto;
+  const bool bytes = t->data_type() == TP::INT8 || t->data_type() == TP::UINT8;
+  const size_t element = bytes ? 1 : 4;
+  if (t->dims_size() == 0 && consistent) t->add_dims(1);
   int64_t per_row = 1;
   for (int i = 1; i < t->dims_size(); ++i) per_row *= t->dims(i);
   const bool raw = !t->raw_data().empty();
-  const int64_t count = raw ? static_cast<int64_t>(t->raw_data().size() / 4) : t->float_data_size();
+  const bool ints = t->data_type() == TP::INT32 || bytes;
+  const int64_t count = raw    ? static_cast<int64_t>(t->raw_data().size() / element)
+                        : ints ? t->int32_data_size()
+                               : t->float_data_size();
   int64_t keep = count > 0 ? static_cast<int64_t>(pick(rng, static_cast<size_t>(count))) : 0;
   if (consistent && t->dims_size() > 0 && per_row > 0) {
     keep -= keep % per_row;
     t->set_dims(0, keep / per_row);
   }
   if (raw)
-    t->mutable_raw_data()->resize(static_cast<size_t>(keep) * 4 + (consistent ? 0 : pick(rng, 4)));
+    t->mutable_raw_data()->resize(static_cast<size_t>(keep) * element +
+                                  (consistent ? 0 : pick(rng, 4)));
+  else if (ints)
+    t->mutable_int32_data()->Truncate(static_cast<int>(keep));
   else
     t->mutable_float_data()->Truncate(static_cast<int>(keep));
 }

@@ -126,3 +126,45 @@ for t in ["conv_with_autopad_same", "conv_with_strides_and_asymmetric_padding",
     del g.input[:]
     g.input.extend(keep)
     onnx.save(m, f"{out}/{t}_init.onnx")
+
+# Broadcasting and quantized graphs (issue 37's probes): a squeeze-and-excite Mul by a rank-2
+# [N, C] scale (ONNX broadcasts it along W), an Add of [1, C, 1, 1] and its Flatten, the quantized
+# models of tests/data/int8, one of them with a bias scale vector of the wrong length and one with
+# a QDQ Pad constant off the input's grid.
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 3, 4])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+g = helper.make_graph([
+    helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+    helper.make_node("GlobalAveragePool", ["c"], ["g"], name="gap"),
+    helper.make_node("Flatten", ["g"], ["f"], name="flat"),
+    helper.make_node("Mul", ["c", "f"], ["y"], name="se_mul")], "se_rank2", [x], [y],
+    [init("w", [4, 4, 1, 1])])
+save(g, "regress_se_mul_rank2_scale")
+g = helper.make_graph([
+    helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+    helper.make_node("GlobalAveragePool", ["c"], ["g"], name="gap"),
+    helper.make_node("Flatten", ["g"], ["f"], name="flat"),
+    helper.make_node("Add", ["g", "f"], ["y"], name="add")], "add_flat", [x], [y],
+    [init("w", [4, 4, 1, 1])])
+save(g, "regress_add_flatten_broadcast")
+int8_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../data/int8")
+for name in ["ort_qdq", "ort_qop", "ort_u8qdq", "ort_u8qop"]:
+    onnx.save(onnx.load(f"{int8_dir}/{name}.onnx"), f"{out}/int8_{name}.onnx")
+m = onnx.load(f"{int8_dir}/ort_qdq.onnx")
+for t in m.graph.initializer:
+    if t.name == "b1_quantized_scale":
+        t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t)[:2], t.name))
+onnx.save(m, f"{out}/regress_bias_scale_of_two_values.onnx")
+m = onnx.load(f"{int8_dir}/ort_qdq.onnx")
+g = m.graph
+conv = next(n for n in g.node if n.op_type == "Conv" and n.input[0] == "x_DequantizeLinear_Output")
+pads = next(a for a in conv.attribute if a.name == "pads")
+p = list(pads.ints)
+pads.ints[:] = [0, 0, 0, 0]
+conv.input[0] = "xp"
+g.initializer.extend([ints("pp", [0, 0, p[0], p[1], 0, 0, p[2], p[3]]),
+                      numpy_helper.from_array(np.array(3.0, np.float32), "pv")])
+g.node.insert(list(g.node).index(conv),
+              helper.make_node("Pad", ["x_DequantizeLinear_Output", "pp", "pv"], ["xp"],
+                               mode="constant"))
+onnx.save(m, f"{out}/regress_qdq_pad_off_grid.onnx")

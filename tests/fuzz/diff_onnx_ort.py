@@ -1,0 +1,632 @@
+#!/usr/bin/env python3
+"""Differential fuzzer of `padfold import` against ONNX Runtime.
+
+Builds small random ONNX graphs of the ops padfold imports: convs and pools of every padding form
+next to Pads of every mode (folds at every border), per-channel affine ops, activations, binary
+ops whose operands broadcast in every way ONNX allows (rank-2 [N, C] scales among them), global
+pools, Flatten -> Gemm -> Softmax heads, and QDQ groups (int8/uint8, Pad constants on and off the
+grid). Each graph ONNX Runtime accepts is imported, compiled and run with `padfold run --model
+--partial`; every output padfold writes is compared with ONNX Runtime's value of the same ONNX
+tensor (a spec input a node left to the caller computes is fed from ONNX Runtime). A finding is:
+padfold crashing, an internal error, an output of another shape, or values that differ (float: by
+more than 1e-4 of the largest; int8: by more than 1 step, the rounding ONNX Runtime's own float
+and fused paths differ by). A refusal naming a node, and a node left to the caller with its
+reason, are not findings.
+
+Usage: diff_onnx_ort.py PADFOLD_BIN WORK_DIR [--seconds S] [--seed N] [--graphs N]
+Findings are kept in WORK_DIR/findings/<seed>-<k>/ (the model, the input, what differed); the
+exit status is 1 if there was any. Run with the project's .venv python (onnx, onnxruntime).
+"""
+import argparse
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+import onnxruntime
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 13
+ACTIVATIONS = ["Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish"]
+
+
+class Graph:
+    """A graph being built: nodes, initializers and the float tensors made so far with shapes."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.nodes, self.inits, self.tensors = [], [], {}
+        self.count = 0
+
+    def name(self, prefix):
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def const(self, array, prefix="k"):
+        n = self.name(prefix)
+        self.inits.append(numpy_helper.from_array(np.asarray(array), n))
+        return n
+
+    def weights(self, shape, scale=0.5):
+        return self.const(self.rng.standard_normal(shape).astype(np.float32) * scale, "w")
+
+    def node(self, op, inputs, shape, **attrs):
+        out = self.name(op.lower()[:4])
+        self.nodes.append(helper.make_node(op, inputs, [out], name=out + "_node", **attrs))
+        if shape is not None:
+            self.tensors[out] = list(shape)
+        return out
+
+    def pick(self, rank=None, unit_spatial=None):
+        names = [t for t, s in self.tensors.items()
+                 if (rank is None or len(s) == rank)
+                 and (unit_spatial is None or all(d == 1 for d in s[2:]) == unit_spatial)]
+        return str(self.rng.choice(names)) if names else None
+
+
+def window(rng, size, k, d):
+    """Random explicit pads (before, after) that leave at least one output, or None."""
+    span = (k - 1) * d + 1
+    for _ in range(20):
+        before, after = int(rng.integers(0, 3)), int(rng.integers(0, 3))
+        if size + before + after >= span:
+            return before, after
+    return None
+
+
+def padding_attrs(rng, spatial, kernel, strides, dilations, pool=False):
+    """auto_pad, or explicit pads (asymmetric ones included)."""
+    choice = rng.integers(0, 4)
+    if choice == 0:
+        return {"auto_pad": str(rng.choice(["SAME_UPPER", "SAME_LOWER"]))}
+    if choice == 1 and all(n >= (k - 1) * d + 1 for n, k, d in zip(spatial, kernel, dilations)):
+        return {"auto_pad": "VALID"}
+    del strides  # any stride leaves one output where the padded size holds the window
+    pads = [window(rng, n, k, d) for n, k, d in zip(spatial, kernel, dilations)]
+    if None in pads:
+        return {"auto_pad": "SAME_UPPER"}
+    if pool:  # ONNX: pads smaller than the kernel
+        pads = [(min(b, k - 1), min(a, k - 1)) for (b, a), k in zip(pads, kernel)]
+        if any(n + b + a < (k - 1) * d + 1
+               for n, (b, a), k, d in zip(spatial, pads, kernel, dilations)):
+            return {"auto_pad": "SAME_UPPER"}
+    return {"pads": [b for b, _ in pads] + [a for _, a in pads]}
+
+
+def out_size(n, k, s, d, attrs, ceil=False):
+    span = (k - 1) * d + 1
+    if attrs.get("auto_pad", "NOTSET").startswith("SAME"):
+        return -(-n // s)
+    before = after = 0
+    if "pads" in attrs:
+        half = len(attrs["pads"]) // 2
+        before, after = attrs["pads"][0], attrs["pads"][half]  # caller passes one axis' pads
+    total = n + before + after - span
+    o = (-(-total // s) if ceil else total // s) + 1
+    if ceil and (o - 1) * s >= n + before:
+        o -= 1
+    return o
+
+
+def spatial_out(shape, kernel, strides, dilations, attrs, ceil=False):
+    dims = len(shape) - 2
+    out = []
+    for a in range(dims):
+        ax = dict(attrs)
+        if "pads" in attrs:
+            ax["pads"] = [attrs["pads"][a], attrs["pads"][dims + a]]
+        out.append(out_size(shape[2 + a], kernel[a], strides[a], dilations[a], ax, ceil))
+    return out
+
+
+def add_pad(g, x):
+    """A Pad of a spatial tensor (constant, reflect, edge): folded into the conv or pool after."""
+    rng, s = g.rng, g.tensors[x]
+    mode = str(rng.choice(["constant", "reflect", "edge"]))
+    pads = [[0, 0] for _ in s]
+    for a in range(2, len(s)):
+        limit = s[a] - 1 if mode == "reflect" else 2
+        pads[a] = [int(rng.integers(0, limit + 1)), int(rng.integers(0, limit + 1))]
+    flat = [p[0] for p in pads] + [p[1] for p in pads]
+    inputs = [x, g.const(np.array(flat, np.int64), "pads")]
+    if mode == "constant":
+        inputs.append(g.const(np.array(rng.choice([0.0, 0.5, -1.25]), np.float32), "pv"))
+    shape = [d + p[0] + p[1] for d, p in zip(s, pads)]
+    return g.node("Pad", inputs, shape, mode=mode)
+
+
+def add_conv(g, x):
+    rng, s = g.rng, g.tensors[x]
+    dims, c = len(s) - 2, s[1]
+    k = [int(rng.integers(1, 5)) for _ in range(dims)]
+    st = [int(rng.integers(1, 4)) for _ in range(dims)]
+    dl = [int(rng.integers(1, 3)) if rng.random() < 0.3 else 1 for _ in range(dims)]
+    group = c if (c > 1 and rng.random() < 0.3) else 1
+    m = group * int(rng.integers(1, 3)) if group > 1 else int(rng.integers(1, 6))
+    attrs = padding_attrs(rng, s[2:], k, st, dl)
+    if max(dl) > 1 and attrs.get("auto_pad", "").startswith("SAME"):
+        dl = [1] * dims  # ONNX Runtime refuses dilation with auto_pad SAME
+    attrs.update(kernel_shape=k, strides=st, dilations=dl, group=group)
+    out = spatial_out(s, k, st, dl, attrs)
+    if min(out) < 1:
+        return None
+    inputs = [x, g.weights([m, c // group] + k)]
+    if rng.random() < 0.6:
+        inputs.append(g.weights([m]))
+    return g.node("Conv", inputs, [s[0], m] + out, **attrs)
+
+
+def add_conv_transpose(g, x):
+    rng, s = g.rng, g.tensors[x]
+    dims, c = len(s) - 2, s[1]
+    k = [int(rng.integers(1, 4)) for _ in range(dims)]
+    st = [int(rng.integers(1, 3)) for _ in range(dims)]
+    m = int(rng.integers(1, 4))
+    attrs = {"kernel_shape": k, "strides": st}
+    if rng.random() < 0.5:
+        attrs["auto_pad"] = str(rng.choice(["SAME_UPPER", "SAME_LOWER"]))
+        out = [n * t for n, t in zip(s[2:], st)]
+    else:
+        pads = [[int(rng.integers(0, kk)), int(rng.integers(0, kk))] for kk in k]
+        op = [int(rng.integers(0, t)) for t in st]
+        attrs["pads"] = [p[0] for p in pads] + [p[1] for p in pads]
+        attrs["output_padding"] = op
+        out = [(n - 1) * t + kk - p[0] - p[1] + o
+               for n, t, kk, p, o in zip(s[2:], st, k, pads, op)]
+        if min(out) < 1:
+            return None
+    return g.node("ConvTranspose", [x, g.weights([c, m] + k)], [s[0], m] + out, **attrs)
+
+
+def add_pool(g, x):
+    rng, s = g.rng, g.tensors[x]
+    dims = len(s) - 2
+    op = str(rng.choice(["MaxPool", "AveragePool"]))
+    k = [int(rng.integers(1, 4)) for _ in range(dims)]
+    st = [int(rng.integers(1, 3)) for _ in range(dims)]
+    attrs = padding_attrs(rng, s[2:], k, st, [1] * dims, pool=True)
+    ceil = bool(rng.random() < 0.3) and "pads" in attrs
+    attrs.update(kernel_shape=k, strides=st)
+    if ceil:
+        attrs["ceil_mode"] = 1
+    if op == "AveragePool":
+        attrs["count_include_pad"] = int(rng.integers(0, 2))
+    out = spatial_out(s, k, st, [1] * dims, attrs, ceil)
+    if min(out) < 1:
+        return None
+    return g.node(op, [x], s[:2] + out, **attrs)
+
+
+def add_global(g, x):
+    rng, s = g.rng, g.tensors[x]
+    choice = rng.integers(0, 3)
+    if choice == 0:
+        return g.node(str(rng.choice(["GlobalAveragePool", "GlobalMaxPool"])), [x],
+                      s[:2] + [1] * (len(s) - 2))
+    keep = int(rng.integers(0, 2))
+    op = str(rng.choice(["ReduceMean", "ReduceMax"]))
+    shape = s[:2] + [1] * (len(s) - 2) if keep else s[:2]
+    return g.node(op, [x], shape, axes=list(range(2, len(s))), keepdims=keep)
+
+
+def add_activation(g, x):
+    rng = g.rng
+    op = str(rng.choice(ACTIVATIONS))
+    if op == "Clip":
+        lo, hi = [(0.0, 6.0), (0.0, None), (-1.0, 1.0)][int(rng.integers(0, 3))]
+        inputs = [x, g.const(np.array(lo, np.float32), "lo")]
+        if hi is not None:
+            inputs.append(g.const(np.array(hi, np.float32), "hi"))
+        return g.node(op, inputs, g.tensors[x])
+    attrs = {"alpha": float(rng.choice([0.1, 0.2]))} if op in ("LeakyRelu", "HardSigmoid") else {}
+    return g.node(op, [x], g.tensors[x], **attrs)
+
+
+def broadcast_shape(rng, s):
+    """A constant's shape that broadcasts against s: scalar, per channel, along W, [H, W]..."""
+    c, rank = s[1], len(s)
+    options = [[], [1], [c] + [1] * (rank - 2), [1, c] + [1] * (rank - 2), [s[-1]],
+               [1] * (rank - 1) + [s[-1]], s[2:], [c], list(s)]
+    return options[int(rng.integers(0, len(options)))]
+
+
+def add_affine(g, x):
+    rng, s = g.rng, g.tensors[x]
+    if rng.random() < 0.3:
+        c = s[1]
+        return g.node("BatchNormalization", [
+            x, g.weights([c]), g.weights([c]), g.weights([c], 0.2),
+            g.const((rng.random(c) + 0.5).astype(np.float32), "var")], s, epsilon=1e-3)
+    op = str(rng.choice(["Mul", "Add", "Sub", "Div"]))
+    shape = broadcast_shape(rng, s)
+    value = (rng.random(shape) + 0.5).astype(np.float32) * rng.choice([1, -1])
+    k = g.const(value, "aff")
+    inputs = [k, x] if (op in ("Mul", "Add") and rng.random() < 0.3) else [x, k]
+    try:
+        out = list(np.broadcast_shapes(tuple(s), tuple(shape)))
+    except ValueError:
+        return None
+    return g.node(op, inputs, out)
+
+
+def add_binary(g, x):
+    """Add or Mul of two computed tensors that broadcast (a squeeze-and-excite scale among them)."""
+    rng, s = g.rng, g.tensors[x]
+    op = str(rng.choice(["Add", "Mul"]))
+    others = []
+    for t, shape in g.tensors.items():
+        if t == x:
+            continue
+        try:
+            out = list(np.broadcast_shapes(tuple(s), tuple(shape)))
+        except ValueError:
+            continue
+        if out == s or rng.random() < 0.2:
+            others.append((t, out))
+    if not others:
+        return None
+    y, out = others[int(rng.integers(0, len(others)))]
+    inputs = [x, y] if rng.random() < 0.5 else [y, x]
+    return g.node(op, inputs, out)
+
+
+def add_concat(g, x):
+    s = g.tensors[x]
+    mates = [t for t, shape in g.tensors.items()
+             if len(shape) == len(s) and shape[0] == s[0] and shape[2:] == s[2:]]
+    parts = [str(t) for t in g.rng.choice(mates, size=min(len(mates), 3), replace=True)]
+    if len(parts) < 2:
+        return None
+    return g.node("Concat", parts, [s[0], sum(g.tensors[t][1] for t in parts)] + s[2:], axis=1)
+
+
+def add_head(g, x):
+    """A unit-spatial tensor flattened (Flatten, Reshape or Squeeze), then Gemm or MatMul, maybe
+    Softmax; or a Flatten used as a rank-2 operand of a Mul or Add (ONNX broadcasts it along W)."""
+    rng, s = g.rng, g.tensors[x]
+    n, c = s[0], s[1]
+    how = rng.integers(0, 3)
+    if len(s) == 2:
+        flat = x
+    elif how == 0:
+        flat = g.node("Flatten", [x], [n, c])
+    elif how == 1:
+        flat = g.node("Reshape", [x, g.const(np.array([n, c], np.int64), "shape")], [n, c])
+    else:
+        flat = g.node("Squeeze", [x, g.const(np.array(list(range(2, len(s))), np.int64), "axes")],
+                      [n, c])
+    if rng.random() < 0.4:
+        mates = [t for t, shape in g.tensors.items() if len(shape) >= 3 and shape[-1] == c]
+        if mates:
+            t = str(rng.choice(mates))
+            out = list(np.broadcast_shapes(tuple(g.tensors[t]), (n, c)))
+            return g.node(str(rng.choice(["Mul", "Add"])), [t, flat], out)
+    k = int(rng.integers(1, 6))
+    if rng.random() < 0.5:
+        inputs = [flat, g.weights([k, c]), g.weights([k])]
+        y = g.node("Gemm", inputs, [n, k], transB=1, alpha=float(rng.choice([1.0, 0.5])))
+    else:
+        y = g.node("MatMul", [flat, g.weights([c, k])], [n, k])
+    if rng.random() < 0.5:
+        y = g.node("Softmax", [y], [n, k], axis=-1)
+    return y
+
+
+def float_graph(rng):
+    g = Graph(rng)
+    rank = 4 if rng.random() < 0.85 else 3
+    shape = [1, int(rng.integers(1, 6))] + [int(rng.integers(3, 10)) for _ in range(rank - 2)]
+    g.tensors["x"] = shape
+    steps = [add_conv] * 4 + [add_pool] * 2 + [add_conv_transpose, add_global, add_activation,
+                                               add_activation, add_affine, add_affine, add_binary,
+                                               add_binary, add_concat, add_head]
+    last = "x"
+    for _ in range(int(rng.integers(2, 8))):
+        spatial = g.pick(unit_spatial=False) if rng.random() < 0.7 else None
+        x = spatial or last
+        step = steps[int(rng.integers(0, len(steps)))]
+        if step in (add_conv, add_pool) and rng.random() < 0.4 and len(g.tensors[x]) >= 3:
+            x = add_pad(g, x)
+        if step is add_head and not all(d == 1 for d in g.tensors[x][2:]):
+            x = add_global(g, x)
+        if len(g.tensors[x]) < 3 and step is not add_activation:
+            continue
+        y = step(g, x)
+        if y is not None:
+            last = y
+    if rng.random() < 0.3:
+        last = g.node(str(rng.choice(["Identity", "Dropout"])), [last], g.tensors[last])
+    outputs = [last] + [t for t in g.tensors if t not in ("x", last) and rng.random() < 0.15]
+    return g, ["x"], shape, outputs
+
+
+def quantized_graph(rng):
+    """x -> QuantizeLinear -> DequantizeLinear -> [Pad] -> Conv (int8 weights, int32 bias) ->
+    [Relu] -> Q -> DQ -> then a pool or an add of two such groups, Q -> DQ at the end."""
+    g = Graph(rng)
+    u8 = rng.random() < 0.5
+    qtype, zero_range = (np.uint8, (0, 255)) if u8 else (np.int8, (-128, 127))
+
+    def qparams():
+        scale = g.const(np.array(float(rng.choice([0.02, 0.05, 0.013])), np.float32), "qs")
+        zp = g.const(np.array(int(rng.integers(zero_range[0] // 2, zero_range[1] // 2 + 1)),
+                              qtype), "qz")
+        return scale, zp
+
+    quantized_of = {}  # a DequantizeLinear's output -> the quantized tensor it reads
+
+    def qdq(t, params):
+        q = g.node("QuantizeLinear", [t, *params], g.tensors[t])
+        dq = g.node("DequantizeLinear", [q, *params], g.tensors[t])
+        quantized_of[dq] = q
+        return dq
+
+    shape = [1, int(rng.integers(1, 5)), int(rng.integers(4, 9)), int(rng.integers(4, 9))]
+    g.tensors["x"] = shape
+    x_params = qparams()
+    x = qdq("x", x_params)
+
+    def conv_group(t, in_params):
+        s = g.tensors[t]
+        c = s[1]
+        if rng.random() < 0.4:
+            mode = str(rng.choice(["constant", "reflect", "edge"]))
+            pads = [0, 0, int(rng.integers(0, 2)), int(rng.integers(0, 2)),
+                    0, 0, int(rng.integers(0, 2)), int(rng.integers(0, 2))]
+            inputs = [t, g.const(np.array(pads, np.int64), "pads")]
+            if mode == "constant":
+                scale = float(numpy_helper.to_array(next(i for i in g.inits
+                                                         if i.name == in_params[0])))
+                steps = int(rng.integers(-3, 4))
+                on_grid = np.float32(steps) * np.float32(scale)
+                value = on_grid if rng.random() < 0.6 else np.float32(0.37)
+                inputs.append(g.const(np.array(value, np.float32), "pv"))
+            t = g.node("Pad", inputs, [s[0], c, s[2] + pads[2] + pads[6], s[3] + pads[3] + pads[7]],
+                       mode=mode)
+            s = g.tensors[t]
+        m = int(rng.integers(1, 5))
+        k = int(rng.integers(1, 4))
+        stride = int(rng.integers(1, 3))
+        attrs = padding_attrs(rng, s[2:], [k, k], [stride, stride], [1, 1])
+        out = spatial_out(s, [k, k], [stride, stride], [1, 1], attrs)
+        if min(out) < 1:
+            return None
+        w_scale = (rng.random(m) * 0.02 + 0.005).astype(np.float32)
+        w = g.const(rng.integers(-127, 128, [m, c, k, k]).astype(np.int8), "wq")
+        wd = g.node("DequantizeLinear",
+                    [w, g.const(w_scale, "ws"), g.const(np.zeros(m, np.int8), "wz")], None, axis=0)
+        in_scale = float(numpy_helper.to_array(next(i for i in g.inits if i.name == in_params[0])))
+        b = g.const(rng.integers(-500, 500, [m]).astype(np.int32), "bq")
+        bd = g.node("DequantizeLinear", [b, g.const((w_scale * np.float32(in_scale))
+                                                    .astype(np.float32), "bs"),
+                                         g.const(np.zeros(m, np.int32), "bz")], None, axis=0)
+        y = g.node("Conv", [t, wd, bd], [s[0], m] + out, kernel_shape=[k, k],
+                   strides=[stride, stride], **attrs)
+        if rng.random() < 0.5:
+            y = g.node("Relu", [y], g.tensors[y])
+        params = qparams()
+        return qdq(y, params), params
+
+    first = conv_group(x, x_params)
+    if first is None:
+        return None
+    y, params = first
+    choice = rng.integers(0, 3)
+    if choice == 0:
+        s = g.tensors[y]
+        k = int(rng.integers(1, 3))
+        op = str(rng.choice(["MaxPool", "AveragePool"]))
+        attrs = {"kernel_shape": [k, k], "strides": [1, 1]}
+        p = g.node(op, [y], s, **attrs) if k == 1 else g.node(
+            op, [y], s, auto_pad="SAME_UPPER", **attrs)
+        y = qdq(p, params if op == "MaxPool" else qparams())
+    elif choice == 1:
+        second = conv_group(y, params)
+        if second is not None:
+            z, _ = second
+            if g.tensors[z][1:] == g.tensors[y][1:]:
+                y = qdq(g.node("Add", [y, z], g.tensors[y]), qparams())
+            else:
+                y = z
+    return g, ["x"], shape, [quantized_of[y]]  # the integers: compared step for step
+
+
+def build(rng):
+    made = quantized_graph(rng) if rng.random() < 0.3 else float_graph(rng)
+    if made is None:
+        return None
+    g, inputs, shape, outputs = made
+    graph = helper.make_graph(
+        g.nodes, "diff", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs], g.inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    m.ir_version = 8
+    return m
+
+
+def ort_values(model, x, names):
+    """ONNX Runtime's value of each tensor in `names` (made graph outputs), or None if ORT refuses
+    the model (the generator made an invalid graph: not a finding)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    have = {o.name for o in m.graph.output}
+    for n in names:
+        if n not in have:
+            m.graph.output.append(helper.make_empty_tensor_value_info(n))
+    values = {}
+    for level in (onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL,
+                  onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL):
+        so = onnxruntime.SessionOptions()
+        so.graph_optimization_level = level
+        so.intra_op_num_threads = 1
+        try:
+            sess = onnxruntime.InferenceSession(m.SerializeToString(), so)
+            got = sess.run(names, {"x": x})
+        except Exception:  # noqa: BLE001 - any refusal means an invalid generated graph
+            return None
+        for n, v in zip(names, got):
+            values.setdefault(n, []).append(v)
+    return values
+
+
+def run(cmd, timeout=600):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
+
+
+def compare(name, got, refs, quantized):
+    """'' when `got` equals one of ONNX Runtime's values within the tolerance, else what differs."""
+    why = ""
+    for ref in refs:
+        if got.shape != ref.shape:
+            return f"{name}: shape {got.shape}, ONNX Runtime {ref.shape}"
+        if quantized:
+            diff = int(np.abs(got.astype(np.int64) - ref.astype(np.int64)).max(initial=0))
+            if diff <= 1:
+                return ""
+            why = f"{name}: max |diff| {diff} steps"
+        else:
+            scale = max(1.0, float(np.abs(ref).max(initial=0)))
+            diff = float(np.abs(got.astype(np.float64) - ref).max(initial=0))
+            if diff <= 1e-4 * scale and not np.isnan(got).any():
+                return ""
+            why = f"{name}: max |diff| {diff:.3g} (largest |value| {scale:.3g})"
+    return why
+
+
+def as_buffer(value, shape, channels_last):
+    """ONNX Runtime's value of a tensor as a padfold buffer of `shape` holds it: channels moved
+    last for a channels-last layer, unit dims dropped or added ([N, K] as [N, K, 1, 1])."""
+    if channels_last and value.ndim == len(shape) and value.ndim >= 3:
+        value = np.moveaxis(value, 1, -1)
+    if [d for d in value.shape if d != 1] != [d for d in shape if d != 1]:
+        return None
+    return np.ascontiguousarray(value.reshape(shape))
+
+
+def check(padfold, work, model, rng):
+    """None (agrees), 'invalid' (ORT refuses the graph), 'refused' (padfold's clear refusal), or
+    the finding's text. Every layer is run on its own on ONNX Runtime's values of its inputs and
+    compared with ONNX Runtime's value of its output; a model with no input left to the caller
+    is also run whole, its outputs compared in the shape ONNX gives them."""
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    onnx.save(model, work / "model.onnx")
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    x = rng.standard_normal(shape).astype(np.float32)
+    np.save(work / "x.npy", x)
+    if ort_values(model, x, [model.graph.output[0].name]) is None:
+        return "invalid"
+    r = run([padfold, "import", work / "model.onnx", "-o", work / "imported"])
+    if r.returncode != 0:
+        text = r.stdout + r.stderr
+        if r.returncode < 0 or r.returncode > 1 or "internal error" in text:
+            return f"import exited {r.returncode}: {text[-2000:]}"
+        return "refused"
+    report = json.loads((work / "imported/import-report.json").read_text())
+    spec = json.loads((work / "imported/model.json").read_text())
+    tensor_of = {i["name"]: i["onnx_tensor"] for i in report["inputs"]}
+    tensor_of.update({layer["name"]: layer["output_tensor"] for layer in report["layers"]})
+    outputs = {o["name"]: o["onnx_tensor"] for o in report["outputs"]}  # what the user reads
+    refs = ort_values(model, x, sorted((set(tensor_of.values()) | set(outputs.values())) - {"x"}))
+    if refs is None:
+        return "invalid"
+    refs["x"] = [x]
+    r = run([padfold, "compile", work / "imported/model.json", "-o", work / "bundle", "-j", "2",
+             "--target", "host"])
+    if r.returncode != 0:
+        return f"compile of the imported spec exited {r.returncode}: {(r.stdout + r.stderr)[-2000:]}"
+    manifest = json.loads((work / "bundle/manifest.json").read_text())
+    kernels = {k["layer"]: k for k in manifest["kernels"] if "->" not in k["op"]}
+    for layer in spec["layers"]:
+        kernel = kernels.get(layer["name"])
+        if kernel is None:  # inside a fused block: checked with the model's outputs
+            continue
+        buffers = {b["name"]: b for b in kernel["buffers"]}
+        ins = layer["input"] if isinstance(layer["input"], list) else [layer["input"]]
+        ins_buffers = [b for b in kernel["buffers"] if b["name"].startswith("input")]
+        last = layer.get("layout", "").endswith("C")
+        cmd = [padfold, "run", work / "bundle", "--layer", layer["name"]]
+        for k, (name, buf) in enumerate(zip(ins, ins_buffers)):
+            value = as_buffer(refs[tensor_of[name]][0], buf["shape"], last)
+            if value is None:
+                return f"layer '{layer['name']}' input '{name}': {buf['shape']} for ONNX's " \
+                       f"{refs[tensor_of[name]][0].shape}"
+            np.save(work / f"lin_{k}.npy", value)
+            cmd += ["--input", work / f"lin_{k}.npy"]
+        cmd += ["--output", work / "lout.npy"]
+        r = run(cmd)
+        if r.returncode != 0:
+            return f"run --layer {layer['name']} exited {r.returncode}: {(r.stdout + r.stderr)[-2000:]}"
+        got = np.load(work / "lout.npy")
+        wanted = [as_buffer(v, buffers["output"]["shape"], last)
+                  for v in refs[tensor_of[layer["name"]]]]
+        if any(w is None for w in wanted):
+            return f"layer '{layer['name']}': output {got.shape} for ONNX's " \
+                   f"{refs[tensor_of[layer['name']]][0].shape}"
+        why = compare(f"layer '{layer['name']}' (ONNX tensor '{tensor_of[layer['name']]}')", got,
+                      wanted, got.dtype != np.float32)
+        if why:
+            return why
+    if any(i.get("produced_by") for i in report["inputs"]):
+        return None
+    cmd = [padfold, "run", work / "bundle", "--model", "--partial", "--input",
+           f"{report['inputs'][0]['name']}={work / 'x.npy'}"]
+    for name in outputs:
+        cmd += ["--output", f"{name}={work / f'out_{name}.npy'}"]
+    r = run(cmd)
+    if r.returncode != 0:
+        return f"run --model exited {r.returncode}: {(r.stdout + r.stderr)[-2000:]}"
+    for name, tensor in outputs.items():
+        got = np.load(work / f"out_{name}.npy")
+        why = compare(f"model output '{name}' (ONNX tensor '{tensor}')", got, refs[tensor],
+                      got.dtype != np.float32)
+        if why:
+            return why
+    return None
+
+
+def main():
+    onnxruntime.set_default_logger_severity(4)  # its refusals of invalid graphs are counted
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("padfold")
+    ap.add_argument("work", type=pathlib.Path)
+    ap.add_argument("--seconds", type=float, default=120)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--graphs", type=int, default=0, help="stop after this many (0: no limit)")
+    a = ap.parse_args()
+    rng = np.random.default_rng(a.seed)
+    a.work.mkdir(parents=True, exist_ok=True)
+    counts = {"agree": 0, "invalid": 0, "refused": 0, "finding": 0}
+    start, k = time.monotonic(), 0
+    while time.monotonic() - start < a.seconds and (a.graphs == 0 or k < a.graphs):
+        k += 1
+        model = build(rng)
+        if model is None:
+            continue
+        case = a.work / "case"
+        try:
+            result = check(a.padfold, case, model, rng)
+        except subprocess.TimeoutExpired as e:
+            result = f"timed out: {e.cmd}"
+        if result in ("invalid", "refused"):
+            counts[result] += 1
+        elif result is None:
+            counts["agree"] += 1
+        else:
+            counts["finding"] += 1
+            kept = a.work / "findings" / f"{a.seed}-{k}"
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.copytree(case, kept)
+            (kept / "finding.txt").write_text(result + "\n")
+            print(f"FINDING {kept}: {result}", flush=True)
+    print(f"diff_onnx_ort seed {a.seed}: {k} graphs in {time.monotonic() - start:.0f} s: "
+          + ", ".join(f"{v} {n}" for n, v in counts.items()))
+    return 1 if counts["finding"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
