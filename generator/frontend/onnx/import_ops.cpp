@@ -702,7 +702,11 @@ OutputShape check_output_shape(const Context& c, const Draft& d, const std::stri
     uncropped = (*onnx)[k + 2] ==
                 (l.in_spatial[k] - 1) * l.stride[k] + (l.kernel[k] - 1) * l.dilation[k] + 1 + pad;
   }
-  if (uncropped) return {"", differ + " (ConvTranspose's SAME output, input x stride)"};
+  if (uncropped)
+    return {"", differ +
+                    " (ConvTranspose's SAME output is input x stride, as the ONNX spec and "
+                    "TensorFlow define it; where the kernel spans less than the stride, ONNX "
+                    "Runtime gives shape inference's size instead)"};
   // An input ONNX shapes otherwise than padfold (that pool upstream): ONNX's output shape follows
   // from it, and padfold's stands.
   const onnx::NodeProto& n = c.graph().node(d.node);

@@ -19,6 +19,7 @@
 #include "base/process.h"
 #include "frontend/onnx/constant_fold.h"
 #include "frontend/onnx/hoist_transposes.h"
+#include "padding/padding.h"
 
 namespace padfold::onnx_import {
 namespace {
@@ -256,23 +257,81 @@ InputSize parse_input_size(const std::string& text) {
 
 namespace {
 
+void clear_inferred(onnx::GraphProto& g) {
+  g.clear_value_info();
+  for (auto& out : *g.mutable_output())
+    if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
+}
+
+// libonnx's shape inference gives a ceil_mode pool a last window that starts in the end padding,
+// which ONNX Runtime (and padfold's padding module) drop, and infers every tensor after it from
+// that size. Where floor mode gives the pool its right size on every axis, this clears the pool's
+// ceil_mode in `m`, a copy only shape inference reads; returns whether any pool changed.
+bool clear_stale_ceil_modes(onnx::ModelProto& m) {
+  std::map<std::string, TensorType> types;
+  for (const auto* list : {&m.graph().input(), &m.graph().value_info(), &m.graph().output()})
+    for (const auto& v : *list) types[v.name()] = type_of(v.type());
+  bool changed = false;
+  for (onnx::NodeProto& n : *m.mutable_graph()->mutable_node()) {
+    if ((n.op_type() != "MaxPool" && n.op_type() != "AveragePool") ||
+        !(n.domain().empty() || n.domain() == "ai.onnx") || n.input_size() < 1 ||
+        n.output_size() < 1)
+      continue;
+    const auto in = types.find(n.input(0));
+    const auto out = types.find(n.output(0));
+    if (in == types.end() || out == types.end() || !in->second.is_static() ||
+        !out->second.is_static() || in->second.shape.size() < 3 ||
+        out->second.shape.size() != in->second.shape.size())
+      continue;
+    try {
+      const NodeAttributes a(n);
+      const std::string auto_pad = a.get_string("auto_pad", "NOTSET");
+      if (a.get_int("ceil_mode", 0) == 0 || (!auto_pad.empty() && auto_pad != "NOTSET")) continue;
+      const size_t dims = in->second.shape.size() - 2;
+      const std::vector<int64_t> k = a.get_ints("kernel_shape");
+      const std::vector<int64_t> st = a.get_ints("strides", std::vector<int64_t>(dims, 1));
+      const std::vector<int64_t> d = a.get_ints("dilations", std::vector<int64_t>(dims, 1));
+      const std::vector<int64_t> pads = a.get_ints("pads", std::vector<int64_t>(2 * dims, 0));
+      if (k.size() != dims || st.size() != dims || d.size() != dims || pads.size() != 2 * dims)
+        continue;
+      std::vector<AxisParams> axes;
+      for (size_t i = 0; i < dims; ++i)
+        axes.push_back({in->second.shape[i + 2], k[i], st[i], d[i]});
+      const PaddingSpec spec = explicit_padding(pads, static_cast<int>(dims));
+      const Resolved ceil = resolve_forward(spec, axes, true);
+      const Resolved floor = resolve_forward(spec, axes, false);
+      bool stale = false, floor_is_right = true;
+      for (size_t i = 0; i < dims; ++i) {
+        stale = stale || out->second.shape[i + 2] != ceil.axes[i].output;
+        floor_is_right = floor_is_right && floor.axes[i].output == ceil.axes[i].output;
+      }
+      if (!stale || !floor_is_right) continue;
+      for (auto& attr : *n.mutable_attribute())
+        if (attr.name() == "ceil_mode") attr.set_i(0);
+      changed = true;
+    } catch (const std::exception&) {  // attributes the importer refuses later, with their node
+      continue;
+    }
+  }
+  return changed;
+}
+
 // `model` after shape inference. Shapes recorded by the exporter may hold dims that the --input
-// sizes change: they are inferred afresh.
+// sizes change: they are inferred afresh, with the constant subgraphs folded (the shapes of the
+// model as it is) and, where needed, again with clear_stale_ceil_modes' copy.
 onnx::ModelProto inferred_copy(const onnx::ModelProto& model, const std::string& label) {
   onnx::ModelProto inferred = model;
   onnx::GraphProto& ig = *inferred.mutable_graph();
-  ig.clear_value_info();
-  for (auto& out : *ig.mutable_output())
-    if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
-  // Inferred with the constant subgraphs folded, the shapes are those of the model as it is.
-  onnx::ModelProto folded = inferred;
-  if (replace_folded_nodes(folded) == 0) {
-    infer_shapes(inferred, label);
-    return inferred;
+  clear_inferred(ig);
+  onnx::ModelProto shapes = inferred;
+  replace_folded_nodes(shapes);
+  infer_shapes(shapes, label);
+  for (int round = 0; round < 8 && clear_stale_ceil_modes(shapes); ++round) {
+    clear_inferred(*shapes.mutable_graph());
+    infer_shapes(shapes, label);
   }
-  infer_shapes(folded, label);
-  *ig.mutable_value_info() = folded.graph().value_info();
-  *ig.mutable_output() = folded.graph().output();
+  *ig.mutable_value_info() = shapes.graph().value_info();
+  *ig.mutable_output() = shapes.graph().output();
   return inferred;
 }
 
