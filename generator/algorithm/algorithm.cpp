@@ -523,6 +523,16 @@ void build_softmax(Algorithm& a) {
   a.output(a.vars) = exp(a.input(a.vars) - peak(pixel_args)) / total(pixel_args);
 }
 
+// Output axis k is input axis perm[k] (outermost first); Halide's orders are the reverse.
+void build_transpose(Algorithm& a) {
+  const Layer& L = *a.layer;
+  const size_t rank = L.perm.size();
+  std::vector<Expr> args(rank);
+  for (size_t k = 0; k < rank; ++k)
+    args[rank - 1 - static_cast<size_t>(L.perm[k])] = a.vars[rank - 1 - k];
+  a.output(a.vars) = a.input(args);
+}
+
 // Input i holds channels [offset_i, offset_i + channels_i) of the output. Each read is clamped to
 // its input's channels, so bounds inference asks no input for channels it does not have.
 // The edges of a quantized model: float32 -> int8/uint8 and back, element by element.
@@ -597,7 +607,8 @@ std::vector<BufferInfo> buffer_infos(const Layer& L) {
       out.push_back({"input" + std::to_string(i), PF_ROLE_INPUT, L.layout.name(), L.input_shape(i),
                      L.name, act});
   } else {
-    out.push_back({"input", PF_ROLE_INPUT, L.layout.name(), L.input_shape(), L.name, act});
+    const TensorLayout& in = L.op == Op::Transpose ? L.input_layout : L.layout;
+    out.push_back({"input", PF_ROLE_INPUT, in.name(), L.input_shape(), L.name, act});
   }
   if (L.has_weights())
     out.push_back({"weights", PF_ROLE_WEIGHTS, L.weight_layout.order, L.weight_shape(), L.name,
@@ -696,6 +707,9 @@ Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_bord
       break;
     case Op::Dequantize:
       build_dequantize(a);
+      break;
+    case Op::Transpose:
+      build_transpose(a);
       break;
   }
   if (!a.output.defined() && L.quantized()) {

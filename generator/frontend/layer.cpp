@@ -11,13 +11,18 @@ namespace {
 
 const char* const kSpatialLetters = "DHW";
 
+std::vector<int64_t> with_n_c(const TensorLayout& layout, int64_t batch, int64_t channels,
+                              const std::vector<int64_t>& spatial) {
+  std::vector<int64_t> s{batch};
+  if (!layout.channels_last) s.push_back(channels);
+  s.insert(s.end(), spatial.begin(), spatial.end());
+  if (layout.channels_last) s.push_back(channels);
+  return s;
+}
+
 std::vector<int64_t> with_n_c(const Layer& l, int64_t channels,
                               const std::vector<int64_t>& spatial) {
-  std::vector<int64_t> s{l.batch};
-  if (!l.layout.channels_last) s.push_back(channels);
-  s.insert(s.end(), spatial.begin(), spatial.end());
-  if (l.layout.channels_last) s.push_back(channels);
-  return s;
+  return with_n_c(l.layout, l.batch, channels, spatial);
 }
 
 template <typename T>
@@ -31,6 +36,19 @@ double product(const std::vector<T>& v) {
 
 std::string spatial_letters(int dims) {
   return std::string(kSpatialLetters + 3 - dims);
+}
+
+std::vector<int64_t> channels_last_perm(size_t rank) {
+  std::vector<int64_t> p{0};
+  for (size_t k = 2; k < rank; ++k) p.push_back(static_cast<int64_t>(k));
+  p.push_back(1);
+  return p;
+}
+
+std::vector<int64_t> channels_first_perm(size_t rank) {
+  std::vector<int64_t> p{0, static_cast<int64_t>(rank) - 1};
+  for (size_t k = 1; k + 1 < rank; ++k) p.push_back(static_cast<int64_t>(k));
+  return p;
 }
 
 std::string implicit_input_name(const std::string& layer) {
@@ -61,6 +79,7 @@ std::vector<AxisParams> Layer::axes() const {
 }
 
 std::vector<int64_t> Layer::input_shape(size_t i) const {
+  if (op == Op::Transpose) return with_n_c(input_layout, batch, in_channels, in_spatial);
   if (op == Op::Mul && channel_broadcast && i == 1)
     return with_n_c(*this, in_channels, std::vector<int64_t>(in_spatial.size(), 1));
   return with_n_c(*this, i < input_channels.size() ? input_channels[i] : in_channels, in_spatial);
@@ -100,6 +119,7 @@ double Layer::flops() const {
     case Op::Mul:
       return n * out_channels * product(out_spatial) * static_cast<double>(inputs.size() - 1);
     case Op::Concat:
+    case Op::Transpose:
       return 0;
     case Op::Softmax:  // a max, an exp, a sum and a divide per output, as multiply-adds
       return 4 * n * out_channels * product(out_spatial);

@@ -30,7 +30,8 @@ enum class Op {
   Concat,
   Softmax,
   Quantize,
-  Dequantize
+  Dequantize,
+  Transpose
 };
 enum class Activation { None, Relu, Relu6, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Silu };
 enum class DType { F32, F16, I8, U8 };  // F32, and I8/U8 quantized layers (quant below)
@@ -116,6 +117,11 @@ struct Layer {
   std::optional<std::vector<int64_t>> output_shape;  // conv_transpose: requested spatial output
 
   PaddingSpec padding;
+  // transpose: output axis k is input axis perm[k] (outermost first; perm[0] == 0, the batch stays
+  // first), and the layout the input is read in (the layer's `layout` is its output's: the other
+  // one where perm exchanges channels first and last, else the input's).
+  std::vector<int64_t> perm;
+  TensorLayout input_layout;
   // mul: input 1 holds one value per channel ([N, C, 1..], squeeze-and-excite's scale),
   // broadcast over the spatial dims. Set by resolution, from the inputs' shapes.
   bool channel_broadcast = false;
@@ -205,6 +211,11 @@ std::vector<size_t> inserted_unit_axes(const std::vector<int64_t>& full,
 
 // "W", "HW" or "DHW": the spatial axis letters of a 1-3 dimensional layer, outermost first.
 std::string spatial_letters(int dims);
+
+// The transpose perms between channels-first (NCHW-style) and channels-last (NHWC-style) tensors
+// of `rank` (3 to 5): channels_last_perm moves C to the end, channels_first_perm moves it back.
+std::vector<int64_t> channels_last_perm(size_t rank);
+std::vector<int64_t> channels_first_perm(size_t rank);
 
 // The model input a layer without "inputs" reads in a chain spec: "<layer>.input".
 std::string implicit_input_name(const std::string& layer);

@@ -10,11 +10,17 @@ namespace padfold {
 // Op base names; the spec writes them with the spatial dims (conv2d, max_pool3d), and all but conv
 // also without (max_pool: dims from the kernel, the layout or the input).
 inline constexpr EnumName<Op> kOpNames[] = {
-    {Op::Conv, "conv"},         {Op::ConvTranspose, "conv_transpose"},
-    {Op::MaxPool, "max_pool"},  {Op::AvgPool, "avg_pool"},
-    {Op::Add, "add"},           {Op::Mul, "mul"},
-    {Op::Concat, "concat"},     {Op::Softmax, "softmax"},
-    {Op::Quantize, "quantize"}, {Op::Dequantize, "dequantize"},
+    {Op::Conv, "conv"},
+    {Op::ConvTranspose, "conv_transpose"},
+    {Op::MaxPool, "max_pool"},
+    {Op::AvgPool, "avg_pool"},
+    {Op::Add, "add"},
+    {Op::Mul, "mul"},
+    {Op::Concat, "concat"},
+    {Op::Softmax, "softmax"},
+    {Op::Quantize, "quantize"},
+    {Op::Dequantize, "dequantize"},
+    {Op::Transpose, "transpose"},
 };
 
 inline constexpr EnumName<Activation> kActivationNames[] = {

@@ -68,6 +68,43 @@ void join_shapes(const std::vector<TensorSource>& sources, Layer& l) {
   l.kernel = l.stride = l.dilation = std::vector<int64_t>(dims, 1);
 }
 
+// Transpose: the source's shape permuted. The output layout is the other one where the perm
+// exchanges channels first and last, else the source's (a permutation of the spatial axes).
+void transpose_shapes(const TensorSource& src, Layer& l) {
+  const size_t rank = src.shape.size();
+  if (rank < 3 || rank > 5)
+    fail("input", fmt::format("{} produces {} (rank {})", src.what, shape_text(src.shape), rank),
+         "a tensor of rank 3 to 5");
+  std::vector<int64_t> sorted = l.perm;
+  std::sort(sorted.begin(), sorted.end());
+  bool permutation = sorted.size() == rank;
+  for (size_t k = 0; permutation && k < rank; ++k) permutation = sorted[k] == int64_t(k);
+  if (!permutation || l.perm[0] != 0)
+    fail("perm", shape_text(l.perm),
+         fmt::format("a permutation of 0..{} that keeps the batch first (perm[0] = 0)", rank - 1));
+  l.input_layout = src.layout;
+  l.spatial_dims = static_cast<int>(rank) - 2;
+  l.layout = src.layout;
+  if (l.perm == channels_last_perm(rank) && !src.layout.channels_last)
+    l.layout.channels_last = true;
+  else if (l.perm == channels_first_perm(rank) && src.layout.channels_last)
+    l.layout.channels_last = false;
+  auto split = [&](const TensorLayout& layout, const std::vector<int64_t>& shape, int64_t& channels,
+                   std::vector<int64_t>& spatial) {
+    const size_t ch = layout.channels_last ? rank - 1 : 1;
+    channels = shape[ch];
+    spatial.clear();
+    for (size_t k = 1; k < rank; ++k)
+      if (k != ch) spatial.push_back(shape[k]);
+  };
+  std::vector<int64_t> out;
+  for (int64_t a : l.perm) out.push_back(src.shape[static_cast<size_t>(a)]);
+  l.batch = src.shape[0];
+  split(src.layout, src.shape, l.in_channels, l.in_spatial);
+  split(l.layout, out, l.out_channels, l.out_spatial);
+  l.kernel = l.stride = l.dilation = std::vector<int64_t>(rank - 2, 1);
+}
+
 void window_input_shape(const TensorSource& src, Layer& l) {
   const size_t rank = static_cast<size_t>(l.spatial_dims) + 2;
   if (src.layout.channels_last != l.layout.channels_last ||
@@ -177,6 +214,12 @@ void check_buffers(const Layer& l) {
 }  // namespace
 
 void take_input_shapes(Layer& l, const std::vector<TensorSource>& inputs) {
+  if (l.op == Op::Transpose) {
+    if (inputs.size() != 1)
+      fail("input", fmt::format("{} inputs", inputs.size()), "one input tensor");
+    transpose_shapes(inputs[0], l);
+    return;
+  }
   if (!l.has_window()) {
     if (l.is_join() && inputs.size() < 2)
       fail("input", fmt::format("{} input(s)", inputs.size()),
@@ -192,8 +235,10 @@ void take_input_shapes(Layer& l, const std::vector<TensorSource>& inputs) {
 }
 
 void resolve_shapes(Layer& l) {
-  check_channels(l);
-  resolve_pads(l);  // add and concat: unit windows, no padding
+  if (l.op != Op::Transpose) {  // its output shape is its input's, permuted
+    check_channels(l);
+    resolve_pads(l);  // add and concat: unit windows, no padding
+  }
   check_buffers(l);
   try {  // what the peers refuse is refused here, not by the compile
     check_quantized_arithmetic(l);

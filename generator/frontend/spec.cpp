@@ -33,7 +33,7 @@ const SpecKeys& spec_keys() {
       {"name", "description", "op", "input", "input_shape", "layout", "dtype", "weight_layout",
        "out_channels", "kernel", "stride", "dilation", "groups", "depth_multiplier", "padding",
        "convention", "output_padding", "output_shape", "ceil_mode", "count_include_pad", "border",
-       "bias", "activation", "quant", "weight_files", "read_by"}};
+       "bias", "activation", "quant", "weight_files", "read_by", "perm"}};
   // clang-format on
   return keys;
 }
@@ -75,6 +75,7 @@ const std::vector<OpOnly> kOpOnly = {
     {"output_shape", {Op::ConvTranspose}, "conv_transpose layers"},
     {"ceil_mode", {Op::MaxPool, Op::AvgPool}, "max_pool/avg_pool layers"},
     {"count_include_pad", {Op::AvgPool}, "avg_pool layers"},
+    {"perm", {Op::Transpose}, "transpose layers"},
 };
 
 struct OpInfo {
@@ -357,6 +358,7 @@ class Parser {
     std::vector<TensorSource> sources = parse_sources(j, c, m, l);
     const std::vector<TensorSource> read = sources;
     const TensorSource* src = sources.empty() ? nullptr : &sources[0];
+    if (l.op == Op::Transpose) return parse_transpose(j, c, sources, l);
     parse_layout_and_dims(j, c, src, l);
     if (l.has_window()) {
       sources = {parse_input_shape(j, c, src, l)};
@@ -371,6 +373,34 @@ class Parser {
     parse_options(j, c, l);
     parse_quant(j.contains("quant") ? j["quant"] : json(), c, l);
     check_source_types(read, c, l);
+    resolving(j, c, [&] { resolve_shapes(l); });
+    return l;
+  }
+
+  // A transpose takes its dims and layouts from its input and perm: its layout is derived
+  // (a "layout" field must agree; defaults.layout does not apply).
+  Layer parse_transpose(const json& j, const Ctx& c, const std::vector<TensorSource>& sources,
+                        Layer& l) {
+    if (sources.empty()) c.fail("input", "missing", "the layer or model input to transpose");
+    const char* expected = "a list of axes, e.g. [0, 2, 3, 1] for NCHW to NHWC";
+    if (!j.contains("perm")) c.fail("perm", "missing", expected);
+    if (!j["perm"].is_array() || j["perm"].empty() || j["perm"].size() > 5)
+      c.fail("perm", describe(j["perm"]), expected);
+    for (const auto& e : j["perm"]) l.perm.push_back(c.get_int(e, "perm", expected));
+    parse_options(j, c, l);
+    parse_quant(j.contains("quant") ? j["quant"] : json(), c, l);
+    resolving(j, c, [&] { take_input_shapes(l, sources); });
+    if (j.contains("layout")) {
+      const std::string text = c.get_string(j["layout"], "layout", "a layout name");
+      const auto layout = parse_layout(text);
+      if (!layout || layout->channels_last != l.layout.channels_last ||
+          (layout->dims && layout->dims != l.spatial_dims))
+        c.fail("layout",
+               fmt::format("'{}', but perm {} of {}'s {} gives {}", text, shape_text(l.perm),
+                           sources[0].what, sources[0].layout.name(), l.layout.name()),
+               l.layout.name() + " (a transpose's layout is its output's, which perm decides)");
+    }
+    check_source_types(sources, c, l);
     resolving(j, c, [&] { resolve_shapes(l); });
     return l;
   }

@@ -68,6 +68,7 @@ LayerData random_data(const Layer& L, unsigned seed) {
 }
 
 ref::Tensor reference_output(const Layer& L, const LayerData& d) {
+  if (L.op == Op::Transpose) return ref::transpose(d.input, L.perm);  // the buffers as they are
   const int dims = L.spatial_dims;
   const ref::Tensor x = L.layout.channels_last ? ref::from_channels_last(d.input) : d.input;
   const ref::Tensor* bias = L.bias ? &d.bias : nullptr;
@@ -112,6 +113,8 @@ ref::Tensor reference_output(const Layer& L, const LayerData& d) {
     case Op::Quantize:  // float <-> integers: quantize_reference, dequantize_reference
     case Op::Dequantize:
       throw std::invalid_argument("reference_output: layer '" + L.name + "' converts dtypes");
+    case Op::Transpose:
+      break;  // above
   }
   y = ref::activation(y, activation_kind(L.activation), L.activation_alpha, L.activation_beta);
   return L.layout.channels_last ? ref::to_channels_last(y) : y;

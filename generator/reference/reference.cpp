@@ -393,6 +393,17 @@ Tensor permute(const Tensor& t, const std::string& from, const std::string& to) 
   return y;
 }
 
+Tensor transpose(const Tensor& t, const std::vector<int64_t>& perm) {
+  require(perm.size() == t.shape.size() && perm.size() <= 8, "perm does not match the rank");
+  const std::string from = std::string("ABCDEFGH").substr(0, perm.size());
+  std::string to;
+  for (int64_t a : perm) {
+    require(a >= 0 && a < static_cast<int64_t>(perm.size()), "perm names no axis");
+    to += from[static_cast<size_t>(a)];
+  }
+  return permute(t, from, to);
+}
+
 std::string spatial_letters(int spatial_dims) {
   require(spatial_dims >= 1 && spatial_dims <= 3, "1-3 spatial dims supported");
   return std::string("DHW").substr(static_cast<size_t>(3 - spatial_dims));

@@ -114,6 +114,8 @@ Tensor softmax_channels(const Tensor& x);
 // Layout helpers. Letters name axes; `from` and `to` must be permutations of each other, e.g.
 // permute(w, "OIHW", "HWIO"). Spatial letters are D, H, W; N, C, O, I as usual.
 Tensor permute(const Tensor& t, const std::string& from, const std::string& to);
+// Output axis k is t's axis perm[k] (numpy.transpose(t, perm)).
+Tensor transpose(const Tensor& t, const std::vector<int64_t>& perm);
 
 // Letter string for a logical layout: "NC" + spatial ("W", "HW", "DHW").
 std::string spatial_letters(int spatial_dims);

@@ -1,6 +1,8 @@
-// CPU schedule of add, mul, concat, softmax, quantize and dequantize: memory-bound copies and sums
-// with no reduction. The innermost axis is vectorized (channels when channels-last, else x) and
-// rows go over threads; the register tile knobs of schedule.cpp do not apply.
+// CPU schedule of add, mul, concat, softmax, quantize, dequantize and transpose: memory-bound
+// copies and sums with no reduction. The innermost axis is vectorized (channels when
+// channels-last, else x) and rows go over threads; the register tile knobs of schedule.cpp do not
+// apply. A transpose moves square tiles through registers: loaded along the input's innermost
+// axis, stored along the output's.
 #include <algorithm>
 
 #include "schedules/cpu/cpu.h"
@@ -14,6 +16,20 @@ namespace {
 
 int64_t innermost_extent(const Layer& L) {
   return L.layout.channels_last ? L.out_channels : L.out_spatial.back();
+}
+
+// A transpose's output Halide dimension holding the input's innermost axis (0: the same axis).
+size_t input_inner_dim(const Layer& L) {
+  const size_t rank = L.perm.size();
+  for (size_t k = 0; k < rank; ++k)
+    if (static_cast<size_t>(L.perm[k]) == rank - 1) return rank - 1 - k;
+  return 0;
+}
+
+// The extent of output Halide dimension d.
+int64_t out_extent(const Layer& L, size_t d) {
+  const std::vector<int64_t> shape = L.output_shape_full();
+  return shape[shape.size() - 1 - d];
 }
 
 // Threads go over the outermost axis but the batch: the outermost spatial axis when channels are
@@ -36,7 +52,10 @@ int64_t rows_extent(const Layer& L) {
 
 ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParams& p) {
   ScheduleParams r = p;
-  r.vector_lanes = clamp_int(requested_lanes(p, target), 1, innermost_extent(L));
+  const int64_t inner = L.op == Op::Transpose
+                            ? std::max(innermost_extent(L), out_extent(L, input_inner_dim(L)))
+                            : innermost_extent(L);
+  r.vector_lanes = clamp_int(requested_lanes(p, target), 1, inner);
   // Tasks of equal rows (a divisor of the rows: a split of the parallel loop never overhangs).
   if (p.rows_per_task > 0) r.rows_per_task = divisor_at_most(rows_extent(L), p.rows_per_task);
   if (too_little_for_threads(p, traffic(L))) r.rows_per_task = 0;
@@ -45,8 +64,51 @@ ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParam
   return r;
 }
 
+// A transpose: where the input's innermost axis is another output axis, tiles of lanes x lanes
+// (both axes' extents at least that) are staged in registers, loaded along the input's innermost
+// axis and stored along the output's; a short output innermost axis (NCHW to NHWC of 3 channels)
+// is unrolled under a vectorized input axis, each row an interleaved store.
+void apply_transpose(Algorithm& a, const ScheduleParams& p) {
+  const Layer& L = *a.layer;
+  Func out = a.output;
+  const size_t rank = L.perm.size();
+  const size_t k = input_inner_dim(L);
+  const int lanes = p.vector_lanes;
+  const Var v0 = a.vars[0];
+  Var rows = a.vars[rank - 2];  // the outermost axis but the batch: threads
+  if (k == 0 || lanes <= 1) {
+    if (lanes > 1) {
+      Var vo("vo"), vi("vi");
+      out.split(v0, vo, vi, lanes, TailStrategy::ShiftInwards).vectorize(vi);
+    }
+  } else {
+    const Var vk = a.vars[k];
+    const int64_t e0 = out_extent(L, 0), ek = out_extent(L, k);
+    Var ko("ko"), ki("ki");
+    out.split(vk, ko, ki, clamp_int(lanes, 1, ek), TailStrategy::ShiftInwards);
+    if (k == rank - 2) rows = ko;
+    if (e0 < lanes) {  // the output's innermost axis whole, unrolled
+      out.reorder(v0, ki, ko).vectorize(ki).unroll(v0);
+    } else {
+      Var o0("o0"), i0("i0");
+      out.split(v0, o0, i0, lanes, TailStrategy::ShiftInwards).reorder(i0, ki, o0, ko);
+      out.vectorize(i0).unroll(ki);
+      Func tile = a.input.in();
+      tile.compute_at(out, o0);
+      const std::vector<Var> tile_vars = tile.args();  // the input's Halide order
+      const size_t along_out0 = rank - 1 - static_cast<size_t>(L.perm[rank - 1]);
+      tile.vectorize(tile_vars[0]).unroll(tile_vars[along_out0]);
+    }
+  }
+  if (p.rows_per_task > 0) out.parallel(rows);
+}
+
 ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   const Layer& L = *a.layer;
+  if (L.op == Op::Transpose) {
+    apply_transpose(a, p);
+    return {p};
+  }
   for (Func h : a.helpers) h.compute_root();  // softmax's per-pixel max and sum
   Func out = a.output;
   const Var inner = a.vars.front();

@@ -314,19 +314,6 @@ class Hoister {
 
 }  // namespace
 
-std::vector<int64_t> channels_last_perm(size_t rank) {
-  std::vector<int64_t> p{0};
-  for (size_t k = 2; k < rank; ++k) p.push_back(static_cast<int64_t>(k));
-  p.push_back(1);
-  return p;
-}
-
-std::vector<int64_t> channels_first_perm(size_t rank) {
-  std::vector<int64_t> p{0, static_cast<int64_t>(rank) - 1};
-  for (size_t k = 1; k + 1 < rank; ++k) p.push_back(static_cast<int64_t>(k));
-  return p;
-}
-
 int hoist_layout_transposes(onnx::ModelProto& model, const onnx::ModelProto& inferred) {
   Hoister h(model, inferred);
   int moves = 0;

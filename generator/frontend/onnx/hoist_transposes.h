@@ -15,11 +15,6 @@
 
 namespace padfold::onnx_import {
 
-// The Transpose perms between channels-first (NCHW-style) and channels-last (NHWC-style) tensors
-// of `rank` (3 to 5): channels_last_perm moves C to the end, channels_first_perm moves it back.
-std::vector<int64_t> channels_last_perm(size_t rank);
-std::vector<int64_t> channels_first_perm(size_t rank);
-
 // In `model`, moves every channels-first layout Transpose (perm 0, r-1, 1, ..., r-2; rank 3 to 5)
 // above the Pad, Unsqueeze or Reshape producing its input, and every channels-last one (perm 0,
 // 2, ..., r-1, 1) below the Squeeze or Reshape reading its output, where the tensor between them
