@@ -55,8 +55,10 @@ out = [
     "1, BatchNorm folded by the exporter): whole classifiers, image to 1000 scores (global pool, "
     "Linear; EfficientNet-B0's squeeze-and-excite), as `torch.onnx.export` writes them (the "
     "ZeroPad2d pads computed by constant subgraphs, which `padfold import` folds). padfold: "
-    "`padfold import "
-    "--layout L` -> `padfold compile --target T` (default schedules, `--fuse auto`) -> `padfold "
+    "`padfold import` (AUTO: no options, what a user gets: the layers channels last, the arrays "
+    "in the model's layout with transposes between; NCHW: `--layout nchw`; NHWC: `--layout nhwc "
+    "--io-layout nhwc`, the arrays channels last too) -> `padfold compile --target T` (default "
+    "schedules, `--fuse auto`) -> `padfold "
     f"bench --threads N --min-time {min_time}` (medians of single `pf_model_run` calls, the "
     "intermediates in the model's arena, reused from run to run). ONNX Runtime: `ort_time.py`, medians of single runs, timed "
     "before and after padfold's (both shown). Every bundle's output was checked against ONNX "
@@ -165,7 +167,7 @@ for m in models:
                        f"| {len(ks)} | {good} | {100 * med:.0f}% | {worst_text} |")
 out.append("")
 
-out += ["## Goals of issue 19", ""]
+out += ["## Goals (issues 19 and 38)", ""]
 for m in models:
     for t in targets:
         for n in (1, 2):
@@ -176,6 +178,17 @@ for m in models:
             out.append(f"- {NAMES[m]}, `{t}`, {n} thread(s): ORT/padfold {ratio:.2f} "
                        f"({best_layout.upper()}), goal >= {GOAL[m]}: "
                        f"**{'met' if ratio >= GOAL[m] else 'not met'}**")
+for m in models:
+    for t in targets:
+        for n in (1, 2):
+            if "auto" not in layouts or len(layouts) < 2:
+                continue
+            ms = {L: pf(m, L, t, n)["runs"][0]["model_median_ms"] for L in layouts}
+            best = min((L for L in layouts if L != "auto"), key=lambda L: ms[L])
+            q = ms["auto"] / ms[best]
+            out.append(f"- {NAMES[m]}, `{t}`, {n} thread(s): default options {ms['auto']:.2f} ms, "
+                       f"{q:.2f}x the best explicit layout ({best.upper()} {ms[best]:.2f} ms), "
+                       f"issue 38's goal <= 1.05: **{'met' if q <= 1.05 else 'not met'}**")
 for m in models:
     for t in targets:
         r1 = {L: pf(m, L, t, 1)["runs"][0]["model_median_ms"] for L in layouts}

@@ -4,8 +4,10 @@
 # the same models, 1 and 2 threads, in one run; writes bench/results-models.md. Opt-in, never part
 # of the test suite. Each model is checked first: padfold's output against ONNX Runtime's.
 #   BUILD=dir (default build: its bin/padfold), MIN_TIME=s (per kernel and method, default 0.3),
-#   MODELS="mobilenet_v2 ..." (default the three torch models), LAYOUTS="nchw nhwc" (default;
-#   nhwc where MODELS names a keras_* model),
+#   MODELS="mobilenet_v2 ..." (default the three torch models), LAYOUTS="auto nchw nhwc" (the
+#   import options: auto = none, the default a user gets (the layers channels last, the arrays in
+#   the model's layout); nchw = --layout nchw; nhwc = --layout nhwc --io-layout nhwc, the arrays
+#   channels last too; default all three, auto and nhwc where MODELS names a keras_* model),
 #   TARGETS="host x86-64-linux-avx2-fma" (the families measured; default host, plus the AVX2
 #   target where host is AVX-512), RETRIES=n (padfold bench --retries, default 5),
 #   RESULTS=file (default bench/results-models.md),
@@ -25,14 +27,14 @@ MIN_TIME=${MIN_TIME:-0.3}
 MODELS=${MODELS:-"mobilenet_v2 efficientnet_b0 resnet50"}
 case " $MODELS" in
   *" keras_"*)
-    LAYOUTS=${LAYOUTS:-nhwc}
+    LAYOUTS=${LAYOUTS:-"auto nhwc"}
     case " $LAYOUTS " in *" nchw "*)
       echo "LAYOUTS=nchw with keras_* models: their NCHW import leaves the input Transpose to the" \
         "caller, and a model input with a producer cannot run whole; use LAYOUTS=nhwc" >&2
       exit 1 ;;
     esac ;;
 esac
-LAYOUTS=${LAYOUTS:-"nchw nhwc"}
+LAYOUTS=${LAYOUTS:-"auto nchw nhwc"}
 if [ -z "${TARGETS:-}" ]; then
   TARGETS=host
   grep -q -w avx512f /proc/cpuinfo && TARGETS="host x86-64-linux-avx2-fma"
@@ -69,7 +71,14 @@ done
 for m in $MODELS; do
   for layout in $LAYOUTS; do
     d=$work/$m-$layout
-    "$padfold" import "$work/$m.onnx" -o "$d/imported" --layout "$layout" >/dev/null 2>&1
+    case $layout in
+      auto) options="" ;;
+      nchw) options="--layout nchw" ;;
+      nhwc) options="--layout nhwc --io-layout nhwc" ;;
+      *) echo "LAYOUTS: '$layout' is not auto, nchw or nhwc" >&2; exit 1 ;;
+    esac
+    # shellcheck disable=SC2086  # options is a list
+    "$padfold" import "$work/$m.onnx" -o "$d/imported" $options >/dev/null 2>&1
     for t in $TARGETS; do
       b=$d/bundle-$t
       [ -f "$b/manifest.json" ] || "$padfold" compile "$d/imported/$m.json" -o "$b" --target "$t" \

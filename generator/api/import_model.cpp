@@ -17,6 +17,7 @@ oi::ImportOutput import_model(const ImportRequest& a) {
   oi::ImportOptions options;
   options.model_name = a.name;
   options.layout = onnx_import::parse_import_layout(a.layout);
+  options.io_layout = onnx_import::parse_import_layout(a.io_layout, "--io-layout");
   oi::ImportOutput out =
       oi::import_onnx(oi::read_model(a.model), a.inputs, a.model, options, !a.emit_onnx.empty());
   const oi::ImportResult& result = out.result;

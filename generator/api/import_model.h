@@ -16,7 +16,8 @@ struct ImportRequest {
   std::vector<std::string> inputs;  // NAME=SIZES for graph inputs with dynamic dims
   std::string emit_onnx;            // also write the model with auto_pad made explicit, or empty
   std::string name;                 // the spec's model name; empty: from the file name
-  std::string layout = "auto";      // onnx_import::parse_import_layout
+  std::string layout = "auto";      // onnx_import::parse_import_layout: the layers' layout
+  std::string io_layout = "auto";   // and that of the model's inputs and outputs
 };
 
 // Throws std::runtime_error with the CLI's messages; a failure while writing leaves `out` as it

@@ -47,9 +47,14 @@ void add_import_command(CLI::App& app) {
                   "also write the model with every auto_pad rewritten to explicit pads");
   cmd->add_option("--name", args->name, "the spec's model name (default: from the file name)");
   cmd->add_option("--layout", args->layout,
-                  "the layout the layers compute in: auto (the model's; channels last where "
-                  "tf2onnx's layout Transposes fold), nchw, or nhwc (a channels-first model's "
-                  "inputs and outputs then become channels last too)")
+                  "the layout the layers compute in: auto (channels last, where padfold's CPU "
+                  "kernels are fastest), nchw or nhwc")
+      ->capture_default_str();
+  cmd->add_option("--io-layout", args->io_layout,
+                  "the layout of the model's inputs and outputs: auto (the model file's: "
+                  "channels first for a torch export, channels last behind tf2onnx's layout "
+                  "Transposes), nchw or nhwc; where it differs from --layout a transpose layer "
+                  "converts (the arrays you pass and get keep this layout)")
       ->capture_default_str();
   cmd->callback([args] { run_import(*args); });
 }

@@ -16,7 +16,7 @@ using json = nlohmann::json;
 
 bool has_quantized_kernel(Op op) {
   return op == Op::Conv || op == Op::MaxPool || op == Op::AvgPool || op == Op::Add ||
-         op == Op::Quantize || op == Op::Dequantize;
+         op == Op::Quantize || op == Op::Dequantize || op == Op::Transpose;
 }
 
 std::pair<int32_t, int32_t> range_of(DType dtype) {
@@ -86,7 +86,7 @@ void parse_edge_quant(const json& q, const Ctx& c, Layer& l) {
 }  // namespace
 
 const char* quantized_ops_text() {
-  return "conv, max_pool, avg_pool, add, quantize and dequantize";
+  return "conv, max_pool, avg_pool, add, quantize, dequantize and transpose";
 }
 
 void parse_quant(const json& q, const Ctx& c, Layer& l) {
@@ -138,16 +138,17 @@ void parse_quant(const json& q, const Ctx& c, Layer& l) {
     if (!q.contains("input")) c.fail("quant.input", "missing", "{\"scale\": s, \"zero_point\": z}");
     lq.inputs.push_back(parse_params(q["input"], c, "quant.input", l.dtype));
   }
-  const bool pool = l.op == Op::MaxPool || l.op == Op::AvgPool;
+  const bool pool = l.op == Op::MaxPool || l.op == Op::AvgPool || l.op == Op::Transpose;
   if (q.contains("output"))
     lq.output = parse_params(q["output"], c, "quant.output", l.dtype);
   else if (pool)
     lq.output = lq.inputs[0];  // a pool keeps its input's quantization unless told otherwise
   else
     c.fail("quant.output", "missing", "{\"scale\": s, \"zero_point\": z}");
-  // TFLite's pools and every max pool keep the input's quantization.
-  const bool keeps =
-      l.op == Op::MaxPool || (l.op == Op::AvgPool && lq.requantize == Requantize::Tflite);
+  // TFLite's pools, every max pool and a transpose (which moves integers) keep the input's
+  // quantization.
+  const bool keeps = l.op == Op::MaxPool || l.op == Op::Transpose ||
+                     (l.op == Op::AvgPool && lq.requantize == Requantize::Tflite);
   if (keeps && !same(lq.output, lq.inputs[0]))
     c.fail(
         "quant.output",

@@ -388,8 +388,8 @@ class Parser {
       c.fail("perm", describe(j["perm"]), expected);
     for (const auto& e : j["perm"]) l.perm.push_back(c.get_int(e, "perm", expected));
     parse_options(j, c, l);
-    parse_quant(j.contains("quant") ? j["quant"] : json(), c, l);
     resolving(j, c, [&] { take_input_shapes(l, sources); });
+    parse_quant(j.contains("quant") ? j["quant"] : json(), c, l);
     if (j.contains("layout")) {
       const std::string text = c.get_string(j["layout"], "layout", "a layout name");
       const auto layout = parse_layout(text);

@@ -222,11 +222,13 @@ def _input_sizes(inputs: Optional[Dict[str, Sequence[int]]]):
 
 
 def import_onnx(model: PathLike, out: PathLike, inputs: Optional[Dict[str, Sequence[int]]] = None,
-                name: Optional[str] = None, layout: str = "auto"):
+                name: Optional[str] = None, layout: str = "auto", io_layout: str = "auto"):
     """padfold import: writes out/<model>.json, out/weights/ and out/import-report.json. layout:
-    auto, nchw or nhwc (padfold import --layout). Returns (spec path, the import summary)."""
+    the layers' (auto: channels last, nchw, nhwc: padfold import --layout); io_layout: the model's
+    inputs' and outputs' (auto: the model file's, nchw, nhwc: --io-layout). Returns (spec path,
+    the import summary)."""
     return _core.import_onnx(os.fspath(model), os.fspath(out), _input_sizes(inputs), name or "",
-                             layout)
+                             layout, io_layout)
 
 
 def compile(spec: Union[PathLike, dict], target: Union[str, Iterable[str]] = "host",
@@ -235,11 +237,13 @@ def compile(spec: Union[PathLike, dict], target: Union[str, Iterable[str]] = "ho
             db: Optional[PathLike] = None, db_any_machine: bool = False,
             embed_weights: bool = False, emit_stmt: bool = False,
             emit_device_code: bool = False, inputs: Optional[Dict[str, Sequence[int]]] = None,
-            name: Optional[str] = None, layout: str = "auto",
+            name: Optional[str] = None, layout: str = "auto", io_layout: str = "auto",
             cpu_flags: Optional[str] = None) -> Bundle:
     """padfold compile: a spec (a dict, a .json file) or an ONNX model (.onnx, imported first;
     inputs= gives the sizes of dynamic graph inputs, name= the model name, layout= the layout the
-    layers compute in, as padfold import --layout) -> an open Bundle.
+    layers compute in and io_layout= the inputs' and outputs', as padfold import --layout and
+    --io-layout: by default channels last, the arrays in the model's own layout) -> an open
+    Bundle.
 
     target: a Halide target or several, best first ("host", "x86-64-linux-avx2-fma",
     "host-cuda,host"). out: the bundle directory; None writes a temporary one, removed with the
@@ -258,7 +262,7 @@ def compile(spec: Union[PathLike, dict], target: Union[str, Iterable[str]] = "ho
     elif os.fspath(spec).endswith(".onnx"):
         staging = tempfile.TemporaryDirectory(prefix="padfold-import-")
         spec_path, _ = import_onnx(spec, pathlib.Path(staging.name) / "import", inputs, name,
-                                   layout)
+                                   layout, io_layout)
     else:
         spec_path = os.fspath(spec)
     try:

@@ -104,14 +104,15 @@ nb::list compile(const std::string& spec_path, const std::string& spec_text, con
 
 std::pair<std::string, std::string> import_onnx(const std::string& model, const std::string& out,
                                                 const std::vector<std::string>& inputs,
-                                                const std::string& name,
-                                                const std::string& layout) {
+                                                const std::string& name, const std::string& layout,
+                                                const std::string& io_layout) {
   ImportRequest r;
   r.model = model;
   r.out = out;
   r.inputs = inputs;
   r.name = name;
   r.layout = layout;
+  r.io_layout = io_layout;
   return released([&] {
     const onnx_import::ImportOutput imported = import_model(r);
     return std::make_pair(imported_spec_path(r, imported),
@@ -141,7 +142,8 @@ NB_MODULE(_core, m) {
   m.def("compile", &compile, "spec_path"_a, "spec_text"_a, "out"_a, "targets"_a, "fuse"_a, "jobs"_a,
         "kernel_timeout"_a, "schedules"_a, "db"_a, "db_any_machine"_a, "embed_weights"_a,
         "emit_stmt"_a, "emit_device_code"_a);
-  m.def("import_onnx", &import_onnx, "model"_a, "out"_a, "inputs"_a, "name"_a, "layout"_a);
+  m.def("import_onnx", &import_onnx, "model"_a, "out"_a, "inputs"_a, "name"_a, "layout"_a,
+        "io_layout"_a);
   m.def("host", &host);
 
   nb::class_<Bundle>(m, "Bundle")

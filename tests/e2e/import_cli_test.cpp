@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -70,7 +71,7 @@ ModelBuilder small_model() {
 }
 
 TEST_F(ImportCli, WritesSpecWeightsAndReport) {
-  const auto r = import(small_model(), "-o " + shell_quote(out()));
+  const auto r = import(small_model(), "-o " + shell_quote(out()) + " --layout nchw");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output,
                        "model.onnx: ONNX opset 13, 5 node(s) -> model 'model': 2 "
@@ -139,7 +140,11 @@ TEST_F(ImportCli, TailLeftToTheCallerRunsWholeOnlyWithPartial) {
   ASSERT_EQ(import(b, "-o " + shell_quote(out())).status, 0);
   const json spec = read_json(fs::path(out()) / "model.json");
   EXPECT_EQ(spec["outputs"], json::parse(R"(["conv"])"));
-  EXPECT_EQ(spec["layers"][0]["read_by"], "ONNX node 'sig' (Erf)");
+  // The conv computes channels last; the output the caller's node reads is its NCHW transpose.
+  const json& tail = spec["layers"].back();
+  EXPECT_EQ(tail["name"], "conv");
+  EXPECT_EQ(tail["op"], "transpose");
+  EXPECT_EQ(tail["read_by"], "ONNX node 'sig' (Erf)");
   const auto check =
       run_command(shell_quote(PADFOLD_BIN) + " check " + shell_quote(out() + "/model.json"));
   EXPECT_TRUE(contains(check.output,
@@ -252,20 +257,35 @@ TEST_F(ImportCli, ModelInsideTheOutputIsRefusedAndKept) {
   EXPECT_TRUE(fs::exists(work_ / "out" / "model.json"));
 }
 
-// --layout nhwc relays a channels-first model out (its input too) and says so; a bad value is an
-// error naming the valid ones, and nothing is written.
-TEST_F(ImportCli, LayoutNhwcMakesTheInputChannelsLastAndBadLayoutsAreRefused) {
-  ASSERT_EQ(import(small_model(), "-o " + shell_quote(out("plain"))).status, 0);
-  auto r = import(small_model(), "-o " + shell_quote(out()) + " --layout nhwc");
-  ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "warning: --layout nhwc: the model file computes channels first"))
-      << r.output;
-  const json spec = read_json(work_ / "out" / "model.json");
-  EXPECT_EQ(spec["inputs"][0]["shape"], json({1, 8, 8, 2}));
-  EXPECT_EQ(spec["inputs"][0]["layout"], "NHWC");
-  EXPECT_EQ(read_json(work_ / "out" / "import-report.json")["warnings"].size(), 1u);
-  // Channels last, the weights are spatial..., I, O: what the channels-last schedules read best.
-  EXPECT_EQ(spec["layers"][0]["weight_layout"], "HWIO");
+// The layers compute channels last by default and with --layout nhwc, the NCHW input transposed in
+// (the user's array keeps its layout); --io-layout nhwc makes the input channels last instead (no
+// transpose); --layout nchw computes channels first and warns of the cost. Bad values are errors
+// naming the valid ones, and nothing is written.
+TEST_F(ImportCli, LayoutChoosesTheLayersAndIoLayoutTheArrays) {
+  ASSERT_EQ(import(small_model(), "-o " + shell_quote(out("plain")) + " --layout nchw").status, 0);
+  auto r = import(small_model(), "-o " + shell_quote(out("plain")) + " --layout nchw");
+  for (const char* layout : {"", " --layout nhwc"}) {
+    SCOPED_TRACE(layout);
+    fs::remove_all(work_ / "out");
+    r = import(small_model(), "-o " + shell_quote(out()) + layout);
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_FALSE(contains(r.output, "warning")) << r.output;
+    const json spec = read_json(work_ / "out" / "model.json");
+    EXPECT_EQ(spec["inputs"][0]["shape"], json({1, 2, 8, 8}));
+    EXPECT_EQ(spec["inputs"][0]["layout"], "NCHW");
+    std::map<std::string, json> by_name;
+    for (const json& l : spec["layers"]) by_name[l["name"]] = l;
+    EXPECT_EQ(by_name["x_nhwc"]["op"], "transpose");
+    EXPECT_EQ(by_name["x_nhwc"]["input"], "x");
+    EXPECT_EQ(by_name["x_nhwc"]["layout"], "NHWC");
+    EXPECT_EQ(by_name["conv1_nhwc"]["input"], "x_nhwc");
+    // Channels last, the weights are spatial..., I, O: what the channels-last schedules read best.
+    EXPECT_EQ(by_name["conv1_nhwc"]["weight_layout"], "HWIO");
+    // The output keeps its name and the model's layout.
+    EXPECT_EQ(by_name["conv1"]["op"], "transpose");
+    EXPECT_EQ(by_name["conv1"]["layout"], "NCHW");
+    EXPECT_EQ(spec["outputs"], json::parse(R"(["conv1", "conv2"])"));
+  }
   const NpyArray plain = read_npy_f32(out("plain") + "/weights/conv1_weights.npy");
   const NpyArray hwio = read_npy_f32(out() + "/weights/conv1_weights.npy");
   ASSERT_EQ(hwio.shape, (std::vector<int64_t>{3, 3, 2, 4}));
@@ -274,11 +294,26 @@ TEST_F(ImportCli, LayoutNhwcMakesTheInputChannelsLastAndBadLayoutsAreRefused) {
       for (int t = 0; t < 9; ++t)
         EXPECT_EQ(hwio.data[static_cast<size_t>((t * 2 + i) * 4 + o)],
                   plain.data[static_cast<size_t>((o * 2 + i) * 9 + t)]);
-  r = import(small_model(), "-o " + shell_quote(out("other")) + " --layout nwhc");
-  EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "--layout 'nwhc': expected auto, nchw (channels_first) or nhwc"))
-      << r.output;
-  EXPECT_FALSE(fs::exists(work_ / "other"));
+  EXPECT_TRUE(contains(r.output, "model 'model': 6 layer(s)")) << r.output;
+
+  r = import(small_model(), "-o " + shell_quote(out("io")) + " --io-layout nhwc");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json io = read_json(work_ / "io" / "model.json");
+  EXPECT_EQ(io["inputs"][0]["shape"], json({1, 8, 8, 2}));
+  EXPECT_EQ(io["inputs"][0]["layout"], "NHWC");
+  EXPECT_NE(io["layers"][0]["op"], "transpose");
+
+  r = import(small_model(), "-o " + shell_quote(out("slow")) + " --layout nchw");
+  EXPECT_TRUE(contains(r.output, "computed channels first (NCHW)")) << r.output;
+
+  for (const char* bad : {" --layout nwhc", " --io-layout nwhc"}) {
+    r = import(small_model(), "-o " + shell_quote(out("other")) + bad);
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_TRUE(contains(r.output, std::string(bad).substr(1, std::string(bad).find(' ', 1) - 1) +
+                                       " 'nwhc': expected auto, nchw (channels_first) or nhwc"))
+        << r.output;
+    EXPECT_FALSE(fs::exists(work_ / "other"));
+  }
 }
 
 // An import directory is replaced only when it holds nothing but what import writes.

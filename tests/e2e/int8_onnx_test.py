@@ -41,12 +41,17 @@ def check(padfold, data, work, name):
     report = json.loads((d / "import" / "import-report.json").read_text())
     if report["left_to_caller"]:
         return f"{name}: nodes left to the caller: {report['left_to_caller']}"
-    ops = [l["op"] for l in spec["layers"]]
+    # The layers compute channels last (the default), transposes between them and the model's
+    # NCHW input and outputs.
+    compute = [l for l in spec["layers"] if l["op"] != "transpose"]
+    ops = [l["op"] for l in compute]
     if ops[0] != "quantize" or ops[-1] != "dequantize":
         return f"{name}: layers {ops}; expected a quantize first and a dequantize last"
+    if any(l["layout"] != "NHWC" for l in compute):
+        return f"{name}: a layer is not channels last: {[l['layout'] for l in compute]}"
     # The activations' dtype: ORT's y_int8 (int8, or uint8 for the u8 models).
     dtype = np.load(data / f"ort_{name}_yq.npy").dtype.name
-    if any(l.get("dtype") != dtype or l["quant"]["requantize"] != "onnx" for l in spec["layers"]):
+    if any(l.get("dtype") != dtype or l["quant"]["requantize"] != "onnx" for l in compute[1:-1]):
         return f"{name}: a layer is not {dtype} with requantize onnx"
     # ORT's other quantized graph outputs: ort_<name>_<output>.npy.
     extra = sorted(p.name[len(f"ort_{name}_"):-len(".npy")]

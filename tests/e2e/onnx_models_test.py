@@ -190,8 +190,10 @@ def mobilenet_v2_block():
 # Models whose compile must fuse these blocks (padfold compile --fuse auto): the residual adds go
 # into the epilogue of the conv (or fused chain) before them. (dw2's 64 KB intermediate stays in
 # cache: not fused.)
+# The fused blocks of a default import (the layers channels last; an output's layer is renamed
+# <name>_nhwc and its NCHW transpose takes its name).
 EXPECTED_BLOCKS = {"mobilenet_v2_block": ["expand+dw+project+residual"],
-                   "residual_block": ["c2+skip"]}
+                   "residual_block": ["c2+skip_nhwc"]}
 
 
 # ONNX Runtime refuses dilation with auto_pad SAME ("Dilation not supported for
@@ -414,7 +416,7 @@ MODELS = {f.__name__: f for f in [
     softmax_channels, nhwc_input_normalization]}
 
 
-# Channels-first models imported with --layout nhwc: the layers, inputs and outputs channels last.
+# Channels-first models imported also with --layout nchw and with --io-layout nhwc (OPTIONS).
 RELAID = ["same_upper_even_strided", "pools_same", "mobilenet_v2_block", "residual_block",
           "conv1d_dilated", "conv3d_same", "conv_batchnorm", "global_pools", "classifier_gemm",
           "squeeze_excite", "input_normalization", "softmax_channels"]
@@ -422,6 +424,12 @@ RELAID = ["same_upper_even_strided", "pools_same", "mobilenet_v2_block", "residu
 
 def channels_last(a):
     return np.ascontiguousarray(np.moveaxis(a, 1, -1))
+
+
+# The import options of each case: the default (the layers channels last between transposes of the
+# NCHW input and output), --layout nchw (channels first throughout), --io-layout nhwc (channels
+# last throughout: the caller's arrays too).
+OPTIONS = {None: [], "nchw": ["--layout", "nchw"], "io-nhwc": ["--io-layout", "nhwc"]}
 
 
 def check(padfold, work, name, layout=None):
@@ -432,10 +440,13 @@ def check(padfold, work, name, layout=None):
     path = d / "model.onnx"
     onnx.save(m, path)
     run([padfold, "import", path, "-o", d / "imported", "--emit-onnx", d / "normalized.onnx"] +
-        (["--layout", layout] if layout else []))
+        OPTIONS[layout])
     specs = list((d / "imported").glob("*.json"))
     spec_file = next(p for p in specs if p.name != "import-report.json")
     spec = json.loads(spec_file.read_text())
+    computed = {l["layout"] for l in spec["layers"] if l["op"] != "transpose"}
+    if any(lay.endswith("C") != (layout != "nchw") for lay in computed):
+        return f"{name}: the layers compute in {sorted(computed)}"
     run([padfold, "compile", spec_file, "-o", d / "bundle", "--target", "host"])
     manifest = json.loads((d / "bundle" / "manifest.json").read_text())
     blocks = ["+".join(layer["layer"] for layer in k["fused"]["layers"])
@@ -444,9 +455,10 @@ def check(padfold, work, name, layout=None):
         return f"{name}: fused blocks {blocks}, expected {EXPECTED_BLOCKS.get(name, [])}"
     shape = [dim.dim_value for dim in m.graph.input[0].type.tensor_type.shape.dim]
     x = RNG.uniform(-1, 1, shape).astype(np.float32)
-    np.save(d / "x.npy", channels_last(x) if layout else x)
-    if layout and spec["inputs"][0]["shape"] != list(channels_last(x).shape):
-        return f"{name}: --layout {layout}: the spec's input is {spec['inputs'][0]['shape']}"
+    io_last = layout == "io-nhwc"
+    np.save(d / "x.npy", channels_last(x) if io_last else x)
+    if spec["inputs"][0]["shape"] != list((channels_last(x) if io_last else x).shape):
+        return f"{name}: the spec's input is {spec['inputs'][0]['shape']}"
     input_name = spec["inputs"][0]["name"]
     output_name = spec["outputs"][0]
     run([padfold, "run", d / "bundle", "--model", "--input", f"{input_name}={d / 'x.npy'}",
@@ -464,7 +476,7 @@ def check(padfold, work, name, layout=None):
                                                 providers=["CPUExecutionProvider"])
     if not np.allclose(norm_session.run(None, {"x": x})[0], want, rtol=1e-5, atol=1e-6):
         return f"{name}: ONNX Runtime differs on the normalized model"
-    if layout:
+    if io_last:
         want = channels_last(want)
     if got.shape != want.shape:
         return f"{name}: shape {got.shape}, ONNX Runtime {want.shape}"
@@ -472,7 +484,7 @@ def check(padfold, work, name, layout=None):
     tol = 1e-4 * (1 + np.abs(want).max())
     if not np.allclose(got, want, rtol=1e-4, atol=tol):
         return f"{name}: max |padfold - ONNX Runtime| = {err:.3g} (tolerance {tol:.3g})"
-    print(f"{name}{' --layout ' + layout if layout else ''}: {len(manifest['kernels'])} kernel(s) {blocks or ''}, output {list(want.shape)}, "
+    print(f"{name} {' '.join(OPTIONS[layout])}: {len(manifest['kernels'])} kernel(s) {blocks or ''}, output {list(want.shape)}, "
           f"max |error| {err:.2g}: OK")
     return None
 
@@ -482,14 +494,15 @@ def main():
     names = sys.argv[3:] or list(MODELS)
     print(f"onnx {onnx.__version__}, onnxruntime {onnxruntime.__version__}")
     failures = []
-    cases = [(n, None) for n in names] + [(n, "nhwc") for n in RELAID if n in names]
+    cases = [(n, None) for n in names] + [(n, variant) for variant in ("nchw", "io-nhwc")
+                                          for n in RELAID if n in names]
     for name, layout in cases:
         try:
             failure = check(padfold, work, name, layout)
         except RuntimeError as e:
             failure = f"{name}: {e}"
         if failure:
-            failures.append(failure + (f" (--layout {layout})" if layout else ""))
+            failures.append(failure + (f" ({' '.join(OPTIONS[layout])})" if layout else ""))
             print("FAIL:", failures[-1])
     print(f"{len(cases)} case(s), {len(failures)} failure(s)")
     return 1 if failures else 0

@@ -51,7 +51,9 @@ nlohmann::json import_node_test(const std::string& test,
     g.mutable_output()->DeleteSubrange(1, g.output_size() - 1);
   }
   const auto prepared = onnx_import::prepare_model(model, {}, dir + "/model.onnx");
-  const onnx_import::ImportResult r = onnx_import::import_model(prepared, {});
+  onnx_import::ImportOptions options;  // one layer, in the test data's layout (channels first)
+  options.layout = onnx_import::ImportLayout::ChannelsFirst;
+  const onnx_import::ImportResult r = onnx_import::import_model(prepared, options);
   if (r.spec["layers"].size() != 1 || !r.left_to_caller.empty())
     throw std::runtime_error(test + ": expected one layer and nothing left to the caller:\n" +
                              onnx_import::summary_text(r));

@@ -201,15 +201,20 @@ def test_whole_keras_model_from_onnx_matches_keras(name, tmp_path):
         np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-5)
 
 
-def test_an_onnx_model_relaid_out_channels_last(tmp_path):
-    """layout="nhwc" (padfold import --layout): the Keras model's NHWC edges are its layout
-    already, and the same output comes back."""
+def test_an_onnx_model_in_other_layouts(tmp_path):
+    """layout= and io_layout= (padfold import --layout, --io-layout): the Keras model's NHWC
+    edges are its layout already; io_layout="nchw" takes and gives NCHW arrays instead (a
+    transpose each way), and the same values come back."""
     x = np.load(DATA / "keras" / "x_conv_pool.npy")
     want = np.load(DATA / "keras" / "y_conv_pool.npy")
     with padfold.compile(DATA / "keras" / "conv_pool.onnx", layout="nhwc") as b:
         np.testing.assert_allclose(b.model()(x), want, rtol=1e-4, atol=1e-5)
-    with pytest.raises(padfold.Error, match="--layout 'sideways'"):
-        padfold.compile(DATA / "keras" / "conv_pool.onnx", layout="sideways")
+    with padfold.compile(DATA / "keras" / "conv_pool.onnx", io_layout="nchw") as b:
+        got = b.model()(np.ascontiguousarray(np.moveaxis(x, -1, 1)))
+        np.testing.assert_allclose(np.moveaxis(got, 1, -1), want, rtol=1e-4, atol=1e-5)
+    for option in ("layout", "io_layout"):
+        with pytest.raises(padfold.Error, match=f"--{option.replace('_', '-')} 'sideways'"):
+            padfold.compile(DATA / "keras" / "conv_pool.onnx", **{option: "sideways"})
 
 
 def test_threads_are_settable(rng):

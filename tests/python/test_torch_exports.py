@@ -150,9 +150,12 @@ MODELS = {"mobilenet_v2": (MobileNetV2Mini, (2, 3, 32, 28)), "resnet": (ResNetMi
           "efficientnet": (EfficientNetMini, (1, 3, 30, 31)), "keras_padded": (KerasPadded, (1, 3, 31, 30))}
 
 
-@pytest.mark.parametrize("layout", ["auto", "nhwc"])
+# The default (the layers channels last, the user's NCHW arrays), channels first throughout, and
+# channels last throughout (the arrays too).
+@pytest.mark.parametrize("layout, io_layout", [("auto", "auto"), ("nchw", "auto"),
+                                               ("auto", "nhwc")])
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_torch_export_runs_whole_and_matches_torch(name, layout, tmp_path):
+def test_torch_export_runs_whole_and_matches_torch(name, layout, io_layout, tmp_path):
     cls, shape = MODELS[name]
     torch.manual_seed(0)
     model = randomized(cls())
@@ -162,13 +165,16 @@ def test_torch_export_runs_whole_and_matches_torch(name, layout, tmp_path):
     path = tmp_path / f"{name}.onnx"
     torch.onnx.export(model, x, str(path), opset_version=13, input_names=["image"],
                       output_names=["scores"])
-    padfold.import_onnx(path, tmp_path / "imported", layout=layout)
+    padfold.import_onnx(path, tmp_path / "imported", layout=layout, io_layout=io_layout)
     report = json.loads((tmp_path / "imported" / "import-report.json").read_text())
     assert report["left_to_caller"] == []
-    with padfold.compile(path, layout=layout) as b:
+    spec = json.loads((tmp_path / "imported" / f"{name}.json").read_text())
+    computed = {lay["layout"] for lay in spec["layers"] if lay["op"] != "transpose"}
+    assert computed == ({"NCHW"} if layout == "nchw" else {"NHWC"}), computed
+    with padfold.compile(path, layout=layout, io_layout=io_layout) as b:
         model_run = b.model()
         assert [tuple(o["shape"]) for o in model_run.outputs] == [want.shape]
-        feed = x.numpy() if layout == "auto" else np.ascontiguousarray(x.permute(0, 2, 3, 1))
+        feed = x.numpy() if io_layout == "auto" else np.ascontiguousarray(x.permute(0, 2, 3, 1))
         got = model_run(feed)
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -26,13 +26,24 @@ using onnx_import::InputSize;
 using onnx_import::kGeneratedOps;
 using onnx_import::not_generated_reason;
 
+// The tests of the graph passes import as the model file lays it out: the layers channels first
+// (--layout nchw) where the model is, channels last behind tf2onnx's edge Transposes. The default
+// (channels last, transposes at channels-first inputs and outputs) has tests of its own
+// (OnnxImportLayout.*).
+onnx_import::ImportOptions file_layout() {
+  onnx_import::ImportOptions o;
+  o.layout = onnx_import::ImportLayout::ChannelsFirst;
+  return o;
+}
+
 // Every import's spec text must parse back to the model the importer built (the importer resolves
 // its layers itself and never runs the parser).
-// The warning of channels-first convs (every NCHW import with a conv has it) is checked by
-// ChannelsFirstConvsWarnOfTheirCost and left out of the others' warnings.
-ImportResult import(const ModelBuilder& b, const std::vector<InputSize>& sizes = {}) {
+// The warning of channels-first convs (an NCHW import with a conv has it under --layout nchw) is
+// checked by ChannelsFirstConvsWarnOfTheirCost and left out of the others' warnings.
+ImportResult import(const ModelBuilder& b, const std::vector<InputSize>& sizes = {},
+                    const onnx_import::ImportOptions& options = file_layout()) {
   const auto prepared = onnx_import::prepare_model(b.model_copy(), sizes, "m.onnx");
-  ImportResult r = onnx_import::import_model(prepared, {});
+  ImportResult r = onnx_import::import_model(prepared, options);
   const Model back = parse_spec(r.spec.dump(), r.model.file);
   EXPECT_EQ(testing::model_difference(r.model, back), "") << r.spec.dump(2);
   r.warnings.erase(std::remove_if(r.warnings.begin(), r.warnings.end(),
@@ -48,7 +59,7 @@ std::string import_error(const ModelBuilder& b, const std::vector<InputSize>& si
   try {
     const auto prepared =
         onnx_import::prepare_model(onnx_import::parse_model(b.bytes(), "m.onnx"), sizes, "m.onnx");
-    onnx_import::import_model(prepared, {});
+    onnx_import::import_model(prepared, file_layout());
   } catch (const onnx_import::ImportError& e) {
     return e.what();
   }
@@ -94,20 +105,18 @@ NodeRef add_conv(ModelBuilder& b, const std::string& name, const std::string& in
   return n;
 }
 
-// An NCHW model's convs stay channels first by default, which costs whole models on CPUs: the
-// import warns, naming the count and the layout; imported channels last, it does not.
+// Forced to compute channels first (--layout nchw), an NCHW model's convs cost whole models on
+// CPUs: the import warns, naming the count and the layout; by default (channels last) it does not.
 TEST(OnnxImport, ChannelsFirstConvsWarnOfTheirCost) {
   ModelBuilder b;
   b.input("x", {1, 3, 7, 7}).output("y");
   add_conv(b, "stem", "x", "y", 3, 8, 4).ints("strides", {2, 2}).str("auto_pad", "SAME_UPPER");
   const auto prepared = onnx_import::prepare_model(b.model_copy(), {}, "m.onnx");
-  const ImportResult first = onnx_import::import_model(prepared, {});
+  const ImportResult first = onnx_import::import_model(prepared, file_layout());
   ASSERT_EQ(first.warnings.size(), 1u);
   EXPECT_TRUE(has(first.warnings[0], "1 of the 1 convolutions are computed channels first (NCHW);"))
       << first.warnings[0];
-  onnx_import::ImportOptions nhwc;
-  nhwc.layout = onnx_import::ImportLayout::ChannelsLast;
-  for (const std::string& w : onnx_import::import_model(prepared, nhwc).warnings)
+  for (const std::string& w : onnx_import::import_model(prepared, {}).warnings)
     EXPECT_FALSE(has(w, "computed channels first")) << w;
 }
 
@@ -519,7 +528,7 @@ TEST(OnnxImport, LayoutTransposesAtTheEdgesBecomeTheLayout) {
   b.node("MaxPool", {"t2"}, {"m"}, "pool").ints("kernel_shape", {2, 2});
   b.node("Transpose", {"m"}, {"y"}, "out_t").ints("perm", {0, 2, 3, 1});
   b.output("y");
-  const ImportResult r = import(b);
+  const ImportResult r = import(b, {}, {});
   EXPECT_TRUE(r.left_to_caller.empty());
   EXPECT_EQ(spec(r)["inputs"][0]["name"], "x");
   EXPECT_EQ(spec(r)["inputs"][0]["layout"], "NHWC");
@@ -560,7 +569,7 @@ TEST(OnnxImport, Conv1dBetweenUnsqueezeAndSqueezeIsAConv1d) {
   b.node("Squeeze", {"m", "ax2"}, {"s2"}, "squeeze2");
   b.node("Transpose", {"s2"}, {"y"}, "out_t").ints("perm", {0, 2, 1});
   b.output("y");
-  const ImportResult r = import(b);
+  const ImportResult r = import(b, {}, {});
   ASSERT_TRUE(r.left_to_caller.empty()) << rep(r).dump(2);
   EXPECT_EQ(spec(r)["inputs"][0]["layout"], "NWC");
   EXPECT_EQ(spec(r)["inputs"][0]["shape"], json::parse("[1, 23, 3]"));
@@ -607,7 +616,7 @@ TEST(OnnxImport, Conv1dFromTfliteReshapesIsAConv1d) {
   b.node("Transpose", {"c"}, {"ct"}, "out_t").ints("perm", {0, 2, 3, 1});
   b.node("Reshape", {"ct", "to3"}, {"y"}, "squeeze");
   b.output("y");
-  const ImportResult r = import(b);
+  const ImportResult r = import(b, {}, {});
   ASSERT_TRUE(r.left_to_caller.empty()) << rep(r).dump(2);
   ASSERT_EQ(r.model.layers.size(), 1u);
   EXPECT_EQ(r.model.layers[0].op_name, "conv1d");
@@ -769,19 +778,21 @@ TEST(OnnxImport, LayoutTransposesAreFoldedOnlyAtEveryEdge) {
   b.node("Transpose", {"x"}, {"xt"}, "in_t").ints("perm", {0, 3, 1, 2});
   add_conv(b, "c1", "xt", "y", 2, 2, 1);
   b.output("y");
-  const ImportResult r = import(b);
+  const ImportResult r = import(b, {}, {});
   ASSERT_EQ(r.left_to_caller.size(), 1u);
   EXPECT_EQ(r.left_to_caller[0].name, "in_t");
   EXPECT_TRUE(has(r.left_to_caller[0].reason, "folds them when every model input"))
       << r.left_to_caller[0].reason;
-  EXPECT_EQ(layer(r, 0)["layout"], "NCHW");
+  // The layers compute channels last all the same: the caller's NCHW tensor is transposed in.
+  EXPECT_EQ(layer(r, 0)["op"], "transpose");
+  EXPECT_EQ(layer(r, 1)["layout"], "NHWC");
 
   ModelBuilder hw;  // swaps H and W: no layout
   hw.input("x", {1, 2, 6, 5});
   hw.node("Transpose", {"x"}, {"xt"}, "swap").ints("perm", {0, 1, 3, 2});
   add_conv(hw, "c1", "xt", "y", 2, 2, 1);
   hw.output("y");
-  const ImportResult s = import(hw);
+  const ImportResult s = import(hw, {}, {});
   ASSERT_EQ(s.left_to_caller.size(), 1u);
   EXPECT_TRUE(has(s.left_to_caller[0].reason, "does not generate Transpose"))
       << s.left_to_caller[0].reason;
@@ -1021,7 +1032,7 @@ TEST(OnnxImport, AffineOpsOnAnNhwcInputBecomeALayerAfterTheEdge) {
   b.node("Transpose", {"xa"}, {"xt"}, "in_t").ints("perm", {0, 3, 1, 2});
   add_conv(b, "c", "xt", "c_out", 3, 4, 3).str("auto_pad", "SAME_UPPER");
   b.node("Transpose", {"c_out"}, {"y"}, "out_t").ints("perm", {0, 2, 3, 1});
-  const ImportResult r = import(b);
+  const ImportResult r = import(b, {}, {});
   EXPECT_TRUE(r.left_to_caller.empty());
   EXPECT_EQ(spec(r)["inputs"][0]["shape"], json::parse("[1, 5, 6, 3]"));
   EXPECT_EQ(spec(r)["inputs"][0]["layout"], "NHWC");
@@ -1914,7 +1925,7 @@ TEST(OnnxImportProbes3, UnitSpatialOutputKeepsOnnxShape) {
   add_conv(b, "c", "t", "c_out", 3, 2, 3).ints("pads", {1, 1, 1, 1});
   b.node("Transpose", {"c_out"}, {"y"}, "to_nhwc").ints("perm", {0, 2, 3, 1});
   b.node("GlobalAveragePool", {"c_out"}, {"g"}, "gap");
-  const ImportResult r = import(b);
+  const ImportResult r = import(b, {}, {});
   EXPECT_EQ(layer(r, 0)["layout"], "NHWC");
   EXPECT_EQ(spec(r)["output_shapes"], json::parse(R"j({"gap": [1, 2, 1, 1]})j"));
 }

@@ -68,11 +68,15 @@ TEST(Scale, FiftyThousandNodeOnnxChainImports) {
   b.output(prev);
   const auto prepared = onnx_import::prepare_model(b.model_copy(), {}, "chain.onnx");
   const onnx_import::ImportResult r = onnx_import::import_model(prepared, {});
-  ASSERT_EQ(r.model.layers.size(), static_cast<size_t>(n));
-  EXPECT_EQ(r.model.layers.back().name, "pool_" + std::to_string(n));
-  EXPECT_EQ(r.model.layers.back().inputs,
+  // The pools, computed channels last between the transposes of the NCHW input and output.
+  ASSERT_EQ(r.model.layers.size(), static_cast<size_t>(n) + 2);
+  const std::string last = "pool_" + std::to_string(n);
+  EXPECT_EQ(r.model.layers.back().name, last);
+  EXPECT_EQ(r.model.layers.back().op, Op::Transpose);
+  EXPECT_EQ(r.model.layers[r.model.layers.size() - 2].name, last + "_nhwc");
+  EXPECT_EQ(r.model.layers[r.model.layers.size() - 2].inputs,
             std::vector<std::string>{"pool_" + std::to_string(n - 1)});
-  EXPECT_EQ(r.model.outputs, std::vector<std::string>{"pool_" + std::to_string(n)});
+  EXPECT_EQ(r.model.outputs, std::vector<std::string>{last});
   EXPECT_TRUE(r.left_to_caller.empty());
 }
 

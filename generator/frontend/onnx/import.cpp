@@ -102,10 +102,7 @@ class Importer {
       fold_layout_edges();
     else
       release_edge_chains("--layout nchw leaves the layout Transpose after it to the caller");
-    if (o_.layout == ImportLayout::ChannelsLast && !channels_last_) {
-      channels_last_ = true;
-      relaid_out_ = true;
-    }
+    if (o_.layout != ImportLayout::ChannelsFirst) channels_last_ = true;
     for (int i = 0; i < n; ++i) classify_rest(i);
     for (int i = n - 1; i >= 0; --i) classify_constant(i);
     if (drafts_.empty()) {
@@ -142,7 +139,7 @@ class Importer {
       draft_by_output_[l.draft.output] = i;
       drafts_.emplace(i, std::move(l.draft));
     }
-    if (o_.layout == ImportLayout::ChannelsLast) channels_last_ = relaid_out_ = true;
+    if (o_.layout != ImportLayout::ChannelsFirst) channels_last_ = true;
     for (int i = g_.num_nodes() - 1; i >= 0; --i) classify_constant(i);
     for (int i = 0; i < g_.num_nodes(); ++i) classify_rest(i);
     return assemble();
@@ -301,6 +298,7 @@ class Importer {
     for (int i : outs) {
       role_[i] = Role::LayoutEdge;
       c_.set_bypassed(i);  // its input reaches the graph output: a model output
+      edge_outputs_.insert(c_.canon(g_.node(i).input(0)));
     }
     channels_last_ = true;
   }
@@ -733,11 +731,6 @@ class Importer {
     settle_bypassed();
     ImportResult res;
     res.model_name = model_name();
-    if (relaid_out_)
-      res.warnings.push_back(
-          "--layout nhwc: the model file computes channels first; the layers, the spec's inputs "
-          "and its outputs compute channels last: give each input with its channels last "
-          "(x.transpose(0, 2, 3, 1) for NCHW) and read each output so (y.transpose(0, 3, 1, 2))");
     NameAllocator names;
     // Names: graph inputs the layers read first (the user's names), then the layers, then the
     // tensors computed by nodes left to the caller.
@@ -760,17 +753,29 @@ class Importer {
     }
     for (const std::string& t : spec_inputs)
       if (!tensor_name.count(t)) tensor_name[t] = names.allocate(t, "input");
+    // Outputs read in another layout than the layers compute in: the layer is renamed, and a
+    // transpose of its output takes its name (the output's name does not depend on the layout).
+    std::map<int, std::string> relaid_output;  // layer node -> the transpose's (user's) name
+    for (const auto& [i, d] : drafts_)
+      if (is_spec_output(d) && relayout(d.layer.output_shape_full(), io_channels_last(d))) {
+        relaid_output[i] = layer_name[i];
+        layer_name[i] =
+            names.allocate(layer_name[i] + "_" + ascii_lower(compute_layout(d)), layer_name[i]);
+        tensor_name[d.output] = layer_name[i];
+      }
 
     Model m;
     m.name = res.model_name;
     m.file = res.model_name + ".json";
-    ojson report_inputs = ojson::array();
+    ojson report_inputs = ojson::array(), report_layers = ojson::array();
+    std::map<std::string, std::string> relaid_input;  // ONNX tensor -> its transpose's name
     for (const std::string& t : spec_inputs) {
       const TensorType ty = *c_.type(t);
+      const bool io_last = io_channels_last(t);
       ModelInput in;
       in.name = tensor_name[t];
-      in.layout = {channels_last_, static_cast<int>(ty.shape.size()) - 2};
-      in.shape = in_layout_order(ty.shape);
+      in.layout = {io_last && ty.shape.size() >= 3, static_cast<int>(ty.shape.size()) - 2};
+      in.shape = io_last ? channels_last_order(ty.shape) : ty.shape;
       if (ty.elem_type == onnx::TensorProto::INT8) in.dtype = DType::I8;
       if (ty.elem_type == onnx::TensorProto::UINT8) in.dtype = DType::U8;
       ojson rep = {{"name", tensor_name[t]}, {"onnx_tensor", t}, {"produced_by", nullptr}};
@@ -790,11 +795,28 @@ class Importer {
         in.description = "ONNX tensor '" + t + "'";
         rep["produced_by"] = node_ref(prod, "left");
       }
+      rep["layout"] = in.layout.name();
+      if (relayout(ty.shape, io_last)) {
+        Layer tr = transpose_layer(
+            names.allocate(in.name + "_" + ascii_lower(compute_name(ty)), in.name + "_relaid"), in,
+            channels_last_);
+        tr.description = "input '" + in.name + "' (" + in.layout.name() +
+                         ", as the model takes it) in " + tr.layout.name() +
+                         ", the layout the layers compute in";
+        relaid_input[t] = tr.name;
+        report_layers.push_back({{"name", tr.name},
+                                 {"op", tr.op_name},
+                                 {"input", in.name},
+                                 {"output_shape", tr.output_shape_full()},
+                                 {"onnx_nodes", ojson::array()},
+                                 {"output_tensor", t}});
+        m.layers.push_back(std::move(tr));
+      }
       m.inputs.push_back(std::move(in));
       report_inputs.push_back(rep);
     }
 
-    ojson report_layers = ojson::array(), report_outputs = ojson::array();
+    ojson report_outputs = ojson::array();
     std::set<std::string> placed;  // layer names already in m.layers
     for (const auto& [i, d] : drafts_) {
       const std::string& name = layer_name[i];
@@ -803,14 +825,18 @@ class Importer {
       l.layout.channels_last = channels_last_;
       l.inputs.clear();
       for (const std::string& t : d.layer.inputs) {
-        l.inputs.push_back(tensor_name.at(t));
+        const auto relaid = relaid_input.find(t);
+        l.inputs.push_back(relaid != relaid_input.end() ? relaid->second : tensor_name.at(t));
         if (const Draft* src = draft_producing(t); src && !placed.count(tensor_name.at(t)))
           throw ImportError(p_.label + ": " + node_label(g_.node(i), i) + ": input '" + t +
                             "' comes from " + node_label(g_.node(src->node), src->node) +
                             ", which is later in the graph; expected the nodes in topological "
                             "order");
       }
-      if (l.has_weights()) add_weight_files(d, name, l, res.weights);
+      if (l.has_weights()) {  // named after the layer the user sees (a relaid output's name)
+        const auto relaid = relaid_output.find(i);
+        add_weight_files(d, relaid != relaid_output.end() ? relaid->second : name, l, res.weights);
+      }
       l.description = layer_description(d);
       placed.insert(name);
 
@@ -846,16 +872,40 @@ class Importer {
           caller_readers.push_back("ONNX node '" + g_.node(r).name() + "' (" +
                                    g_.node(r).op_type() + ")");
       const bool caller_reads = !caller_readers.empty();
-      l.read_by = fmt::format("{}", fmt::join(caller_readers, ", "));
-      if (graph_out || caller_reads || readers.empty()) {
-        m.outputs.push_back(name);
-        if (const auto view = output_view(d, l.output_shape_full())) m.output_shapes[name] = *view;
-        report_outputs.push_back({{"name", name},
-                                  {"onnx_tensor", output_name(d.output)},
-                                  {"graph_output", graph_out},
-                                  {"read_by_caller", caller_reads}});
+      const std::string read_by = fmt::format("{}", fmt::join(caller_readers, ", "));
+      if (!is_spec_output(d)) {
+        m.layers.push_back(std::move(l));
+        continue;
       }
-      m.layers.push_back(std::move(l));
+      std::string out_name = name;
+      if (const auto relaid = relaid_output.find(i); relaid != relaid_output.end()) {
+        ModelInput computed{name, "", "", l.layout, l.output_dtype(), l.output_shape_full()};
+        Layer tr = transpose_layer(relaid->second, computed, io_channels_last(d),
+                                   l.op == Op::Dequantize ? std::nullopt : l.quant);
+        tr.description = "layer '" + name + "''s output in " + tr.layout.name() +
+                         ", the layout the model gives it";
+        report_layers.push_back({{"name", tr.name},
+                                 {"op", tr.op_name},
+                                 {"input", name},
+                                 {"output_shape", tr.output_shape_full()},
+                                 {"onnx_nodes", ojson::array()},
+                                 {"output_tensor", d.output}});
+        m.layers.push_back(std::move(l));
+        out_name = tr.name;
+        m.layers.push_back(std::move(tr));
+      } else {
+        m.layers.push_back(std::move(l));
+      }
+      Layer& out = m.layers.back();
+      out.read_by = read_by;
+      m.outputs.push_back(out_name);
+      if (const auto view = output_view(d, out.output_shape_full(), io_channels_last(d)))
+        m.output_shapes[out_name] = *view;
+      report_outputs.push_back({{"name", out_name},
+                                {"onnx_tensor", output_name(d.output)},
+                                {"layout", out.layout.name()},
+                                {"graph_output", graph_out},
+                                {"read_by_caller", caller_reads}});
     }
     if (m.outputs.empty())
       throw ImportError(p_.label +
@@ -889,7 +939,8 @@ class Importer {
                     (producer.empty() ? "" : ", producer " + producer) + ")";
     const ojson same_as_inputs = outputs_that_are_inputs(res.warnings);
     res.spec = to_spec_json(m);
-    if (auto w = channels_first_cost_warning(m)) res.warnings.push_back(*w);
+    if (auto w = channels_first_cost_warning(m); w && o_.layout == ImportLayout::ChannelsFirst)
+      res.warnings.push_back(*w);
     res.model = std::move(m);
     res.report = {{"format", "padfold-import"},
                   {"format_version", 1},
@@ -913,14 +964,18 @@ class Importer {
   // The shape ONNX gives the output that draft d's output is (output_name; where shape inference
   // gives none, the shape the drafter knows ONNX gives it), where it differs from
   // padfold's `shape` (in the layers' layout) by unit dims only: [N, K] after a Flatten, from a
-  // Gemm or a ReduceMean's keepdims 0, and (unless --layout nhwc asked for channels-last outputs)
-  // [N, C, 1, 1] for a channels-last [N, 1, 1, C]. Otherwise the output keeps the layers' layout.
-  std::optional<std::vector<int64_t>> output_view(const Draft& d,
-                                                  const std::vector<int64_t>& shape) const {
+  // Gemm or a ReduceMean's keepdims 0, and (unless --io-layout nhwc asked for channels-last
+  // outputs) [N, C, 1, 1] for a channels-last [N, 1, 1, C]. Otherwise the output keeps the layers'
+  // layout.
+  std::optional<std::vector<int64_t>> output_view(const Draft& d, const std::vector<int64_t>& shape,
+                                                  bool io_last) const {
     auto ty = g_.type(output_name(d.output));
-    if ((!ty || !ty->is_static()) && d.onnx_shape) ty = TensorType{0, true, *d.onnx_shape};
+    // Without shape inference's (a com.microsoft op), the drafter's, else the draft's own: an ONNX
+    // tensor channels first.
+    if (!ty || !ty->is_static())
+      ty = TensorType{0, true, d.onnx_shape ? *d.onnx_shape : d.layer.output_shape_full()};
     if (ty && ty->is_static() && ty->shape != shape &&
-        (ty->shape.size() != shape.size() || !relaid_out_) &&
+        (ty->shape.size() != shape.size() || !io_last) &&
         without_unit_dims(ty->shape) == without_unit_dims(shape))
       return ty->shape;
     return std::nullopt;
@@ -954,11 +1009,71 @@ class Importer {
     return out;
   }
 
-  // An ONNX (channels-first) shape in the layout the layers compute in.
-  std::vector<int64_t> in_layout_order(std::vector<int64_t> shape) const {
-    if (!channels_last_ || shape.size() < 3) return shape;
+  // An ONNX (channels-first) shape in channels-last order.
+  static std::vector<int64_t> channels_last_order(std::vector<int64_t> shape) {
+    if (shape.size() < 3) return shape;
     std::rotate(shape.begin() + 1, shape.begin() + 2, shape.end());
     return shape;
+  }
+
+  // Whether the user's tensor (a spec input's ONNX tensor, or a draft's output) is read or written
+  // channels last: as the model file has it (a folded tf2onnx layout Transpose: channels last;
+  // any other ONNX tensor channels first) unless --io-layout says otherwise.
+  bool io_channels_last(const std::string& input) const {
+    if (o_.io_layout != ImportLayout::Auto) return o_.io_layout == ImportLayout::ChannelsLast;
+    return edge_input_.count(input) != 0;
+  }
+  bool io_channels_last(const Draft& d) const {
+    if (o_.io_layout != ImportLayout::Auto) return o_.io_layout == ImportLayout::ChannelsLast;
+    return edge_outputs_.count(d.output) != 0;
+  }
+
+  // Whether a tensor of ONNX shape `shape` (channels first) goes through a transpose between the
+  // user's layout and the layers': rank 3 to 5, other layouts, and not the same memory in both
+  // (spatial dims all 1: an output_shapes view instead).
+  bool relayout(const std::vector<int64_t>& shape, bool io_last) const {
+    return shape.size() >= 3 && io_last != channels_last_ && !detail::unit_spatial(shape);
+  }
+  std::string compute_layout(const Draft& d) const {
+    return TensorLayout{channels_last_, d.layer.spatial_dims}.name();
+  }
+  std::string compute_name(const TensorType& ty) const {
+    return TensorLayout{channels_last_, static_cast<int>(ty.shape.size()) - 2}.name();
+  }
+
+  // A spec output: a graph output, read by a node left to the caller, or read by nobody.
+  bool is_spec_output(const Draft& d) const {
+    if (c_.reaches_graph_output(d.output)) return true;
+    const std::vector<int> readers = c_.readers(d.output);
+    if (readers.empty()) return true;
+    for (int r : readers)
+      if (role_[static_cast<size_t>(r)] == Role::Left) return true;
+    return false;
+  }
+
+  // The transpose of tensor `in` (a model input, or a layer's output, quantized with `quant`) into
+  // channels last or first.
+  static Layer transpose_layer(const std::string& name, const ModelInput& in, bool to_last,
+                               const std::optional<LayerQuant>& quant = std::nullopt) {
+    Layer l;
+    l.name = name;
+    l.op = Op::Transpose;
+    l.op_name = "transpose";
+    l.dtype = in.dtype;
+    l.inputs = {in.name};
+    const size_t rank = in.shape.size();
+    l.perm = to_last ? channels_last_perm(rank) : channels_first_perm(rank);
+    std::optional<QuantParams> q;
+    if (quant) {
+      q = quant->output;
+      LayerQuant& lq = l.quant.emplace();
+      lq.requantize = quant->requantize;
+      lq.inputs = {quant->output};
+      lq.output = quant->output;
+    }
+    resolve_layer(
+        l, {TensorSource{in.name, "tensor '" + in.name + "'", in.layout, in.shape, in.dtype, q}});
+    return l;
   }
 
   // The layer's weight files, with the affine ops folded into it; a folded shift needs a bias.
@@ -1080,18 +1195,18 @@ class Importer {
   std::map<std::string, std::string> edge_input_;  // layout Transpose's output -> graph input
   std::map<int, std::vector<int>> edge_chain_;     // edge Transpose -> the affine nodes before it
   bool channels_last_ = false;                     // the layers compute channels last
-  bool relaid_out_ = false;  // --layout nhwc on a channels-first model: its inputs and outputs too
+  std::set<std::string> edge_outputs_;  // drafts' outputs a folded layout Transpose makes NHWC
 };
 
 }  // namespace
 
-ImportLayout parse_import_layout(const std::string& text) {
+ImportLayout parse_import_layout(const std::string& text, const std::string& option) {
   std::string t = text;
   for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (t == "auto") return ImportLayout::Auto;
   if (t == "nchw" || t == "channels_first") return ImportLayout::ChannelsFirst;
   if (t == "nhwc" || t == "channels_last") return ImportLayout::ChannelsLast;
-  throw std::runtime_error("--layout '" + text +
+  throw std::runtime_error(option + " '" + text +
                            "': expected auto, nchw (channels_first) or nhwc (channels_last)");
 }
 

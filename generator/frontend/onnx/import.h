@@ -22,23 +22,27 @@
 
 namespace padfold::onnx_import {
 
-// The layout the layers compute in (padfold import --layout).
+// A layout choice: the layout the layers compute in (padfold import --layout), and the layout of
+// the model's inputs and outputs (--io-layout).
 enum class ImportLayout {
-  Auto,           // the model's: channels first, or channels last where tf2onnx's layout
-                  // Transposes at every edge fold away (the user's NHWC arrays in and out)
-  ChannelsFirst,  // channels first; layout Transposes at the edges are left to the caller
-  ChannelsLast,   // channels last; a channels-first model's inputs and outputs become channels
-                  // last too (padfold runs no transpose): the caller feeds NHWC-style arrays
+  Auto,           // compute: channels last (padfold's CPU kernels are fastest so); inputs and
+                  // outputs: as the model file has them (an ONNX tensor channels first, a tf2onnx
+                  // model's inputs and outputs behind its layout Transposes channels last)
+  ChannelsFirst,  // compute: channels first (tf2onnx's layout Transposes left to the caller)
+  ChannelsLast,   // channels last
 };
 
 struct ImportOptions {
   std::string model_name;  // the spec's `model`; empty: from the file name (sanitized)
   ImportLayout layout = ImportLayout::Auto;
+  // Where an input's or output's layout differs from the layers', a transpose layer converts it
+  // (the user's arrays keep their layout); spatial dims all 1 need none.
+  ImportLayout io_layout = ImportLayout::Auto;
 };
 
 // "auto", "nchw"/"channels_first", "nhwc"/"channels_last" (any case); throws std::runtime_error
-// naming the valid values.
-ImportLayout parse_import_layout(const std::string& text);
+// naming the option and the valid values.
+ImportLayout parse_import_layout(const std::string& text, const std::string& option = "--layout");
 
 // A .npy file to write, path relative to the spec's directory.
 struct WeightFile {
