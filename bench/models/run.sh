@@ -208,6 +208,19 @@ for m in $MODELS; do
   done
 done
 
+# The default import against the fastest explicit one (NHWC throughout), side by side in
+# alternating rounds (layout_ab.py): issue 38's goal is a ratio, and 2-thread medians drift.
+case " $LAYOUTS " in *" auto "*) case " $LAYOUTS " in *" nhwc "*)
+  for m in $MODELS; do
+    for t in $TARGETS; do
+      for n in 1 2; do
+        "$py" "$repo/bench/models/layout_ab.py" "$padfold" "$work/$m-auto/bundle-$t" \
+          "$work/$m-nhwc/bundle-$t" "$n" "${AB_ROUNDS:-7}" "$MIN_TIME" >"$work/$m-ab-$t-$n.json"
+      done
+    done
+  done ;;
+esac ;; esac
+
 # The section "## Earlier runs" of the results file (other CPUs, older models) is kept.
 TUNE="${TUNE:-}" "$py" "$repo/bench/models/report.py" "$work" "$MODELS" "$LAYOUTS" "$TARGETS" \
   "$MIN_TIME" "$RESULTS" >"$RESULTS.new"

@@ -49,8 +49,12 @@ void add_bench_command(CLI::App& app) {
       "--threads 1,2");
   cmd->add_option("bundle", a->bundle, "bundle directory (padfold compile)")->required();
   auto* layer = cmd->add_option("--layer", a->layer, "time only this kernel (a layer or block)");
-  cmd->add_flag("--model", a->model, "the whole model and every kernel (the default)")
-      ->excludes(layer);
+  auto* model = cmd->add_flag("--model", a->model, "the whole model and every kernel (the default)")
+                    ->excludes(layer);
+  cmd->add_flag("--model-only", a->options.model_only,
+                "the whole model alone, no kernel on its own (quicker, for comparing bundles)")
+      ->excludes(layer)
+      ->excludes(model);
   cmd->add_option("--threads", a->threads, "thread counts, e.g. 1,2")->capture_default_str();
   cmd->add_option("--min-time", a->options.min_time_s,
                   "seconds timed per kernel and thread count, at most 60")

@@ -167,7 +167,7 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
   bound.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     const pf_kernel_desc* k = pf_bundle_kernel(h.b, i);
-    if (!o.layer.empty() && o.layer != k->layer) continue;
+    if ((!o.layer.empty() && o.layer != k->layer) || o.model_only) continue;
     std::vector<pf_tensor>& t = bound.emplace_back();
     for (int j = 0; j < k->num_buffers; ++j) t.push_back(tensor_of(k->buffers[j]));
     // A first run names a kernel that fails before anything is timed.
@@ -193,6 +193,8 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
   std::vector<pf_tensor> model_in, model_out;
   if (o.layer.empty()) {
     if (pf_model_open(h.b, nullptr, &h.m, err, sizeof err) != PF_OK) {
+      if (o.model_only)
+        throw std::runtime_error("--model-only: bundle " + dir + " does not run whole: " + err);
       r.model_note = err;
     } else {
       for (int i = 0; i < pf_model_num_inputs(h.m); ++i)

@@ -18,6 +18,7 @@ namespace padfold::measure {
 
 struct BenchOptions {
   std::string layer;  // one kernel (its layer or block name); empty: the model and every kernel
+  bool model_only = false;      // the whole model alone, no kernel on its own
   std::vector<int> threads{1};  // timed in increasing order (Halide's pool does not shrink)
   double min_time_s = 0.3;      // timed per method and thread count
   QuietLimits limits;

@@ -111,6 +111,22 @@ TEST_F(BenchCli, TheTableNamesEveryKernelAndThePeak) {
     EXPECT_TRUE(contains(r.output, k["layer"].get<std::string>())) << r.output;
 }
 
+// --model-only times the whole model and no kernel; a bundle that cannot run whole is an error.
+TEST_F(BenchCli, ModelOnlyTimesTheModelAlone) {
+  const json j = bench_json("--model-only --threads 1");
+  EXPECT_GT(j["runs"][0]["model_median_ms"].get<double>(), 0);
+  EXPECT_TRUE(j["runs"][0]["kernels"].empty());
+  const std::string tiny = (kWork / "tiny_model_only").string();
+  auto r = run_command(
+      padfold_cmd("compile " + shell_quote(std::string(PADFOLD_REPO_DIR) + "/examples/tiny.json") +
+                  " -o " + shell_quote(tiny)));
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(padfold_cmd("bench " + shell_quote(tiny) + " --model-only 2>&1"));
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "--model-only: bundle " + tiny + " does not run whole"))
+      << r.output;
+}
+
 TEST_F(BenchCli, AModelWithoutWeightsIsTimedKernelByKernelAndSaysWhy) {
   const std::string tiny = (kWork / "tiny").string();
   auto r = run_command(

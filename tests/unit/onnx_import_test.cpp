@@ -1786,22 +1786,29 @@ TEST(OnnxImportQuant, UnsupportedNodeInAQuantizedGraphIsAnErrorNamingIt) {
   EXPECT_TRUE(has(e, "in a quantized graph; padfold imports")) << e;
 }
 
-TEST(OnnxImportQuant, BiasScaleOtherThanInputTimesWeightScaleIsRefused) {
+// x -> Q -> DQ -> Conv (int8 weights, scale 0.01; int32 bias of scales `bias_scales`, shape
+// `shape`) -> Q -> DQ.
+ModelBuilder qdq_conv_with_bias_scales(const std::vector<int64_t>& shape,
+                                       const std::vector<float>& bias_scales) {
   ModelBuilder b = quantized_input();
   typed_initializer(b, "w", kI8, {3, 2, 3, 3}, int8_weights());
   b.initializer("ws", {}, {0.01f});
   typed_initializer(b, "wz", kI8, {}, {0});
   b.node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}, "dqw");
   typed_initializer(b, "bias", kI32, {3}, {1, 2, 3});
-  b.initializer("bs", {}, {0.001f});  // not 0.02 * 0.01
-  b.node("DequantizeLinear", {"bias", "bs"}, {"bd"}, "dqb");
+  b.initializer("bs", shape, bias_scales);
+  b.node("DequantizeLinear", {"bias", "bs"}, {"bd"}, "dqb").i("axis", 0);
   b.node("Conv", {"xd", "wd", "bd"}, {"c"}, "conv");
   b.initializer("ys", {}, {0.05f});
   typed_initializer(b, "yz", kI8, {}, {0});
   b.node("QuantizeLinear", {"c", "ys", "yz"}, {"yq"}, "qy");
   b.node("DequantizeLinear", {"yq", "ys", "yz"}, {"y"}, "dqy");
   b.output("y");
-  const std::string e = import_error(b);
+  return b;
+}
+
+TEST(OnnxImportQuant, BiasScaleOtherThanInputTimesWeightScaleIsRefused) {
+  const std::string e = import_error(qdq_conv_with_bias_scales({}, {0.001f}));  // not 0.02 * 0.01
   EXPECT_TRUE(has(e, "node 'dqb' (DequantizeLinear")) << e;
   EXPECT_TRUE(has(e, "expected the input scale times the weight scale")) << e;
 }
@@ -1969,21 +1976,8 @@ TEST(OnnxImportProbes3, QdqPadConstantFoldsOnlyOnTheGrid) {
 // 1 or the output channels is refused naming both (it crashed or was read past its end).
 TEST(OnnxImportProbes3, ScaleAndZeroPointLengthsAreChecked) {
   for (size_t n : {0u, 2u}) {
-    ModelBuilder b = quantized_input();
-    typed_initializer(b, "w", kI8, {3, 2, 3, 3}, int8_weights());
-    b.initializer("ws", {}, {0.01f});
-    typed_initializer(b, "wz", kI8, {}, {0});
-    b.node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}, "dqw");
-    typed_initializer(b, "bias", kI32, {3}, {1, 2, 3});
-    b.initializer("bs", {static_cast<int64_t>(n)}, std::vector<float>(n, 0.02f * 0.01f));
-    b.node("DequantizeLinear", {"bias", "bs"}, {"bd"}, "dqb").i("axis", 0);
-    b.node("Conv", {"xd", "wd", "bd"}, {"c"}, "conv");
-    b.initializer("ys", {}, {0.05f});
-    typed_initializer(b, "yz", kI8, {}, {0});
-    b.node("QuantizeLinear", {"c", "ys", "yz"}, {"yq"}, "qy");
-    b.node("DequantizeLinear", {"yq", "ys", "yz"}, {"y"}, "dqy");
-    b.output("y");
-    const std::string e = import_error(b);
+    const std::string e = import_error(
+        qdq_conv_with_bias_scales({static_cast<int64_t>(n)}, std::vector<float>(n, 0.02f * 0.01f)));
     EXPECT_TRUE(has(e, "node 'dqb' (DequantizeLinear")) << e;
     EXPECT_TRUE(has(e, std::to_string(n) + " bias scales for 3 output channels; expected 1 or 3"))
         << e;
