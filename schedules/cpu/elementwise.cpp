@@ -76,22 +76,27 @@ void apply_transpose(Algorithm& a, const ScheduleParams& p) {
   const int lanes = p.vector_lanes;
   const Var v0 = a.vars[0];
   Var rows = a.vars[rank - 2];  // the outermost axis but the batch: threads
-  if (k == 0 || lanes <= 1) {
+  // Tiles divide the extents (an overhanging tile's shifted start would stay a min() in the
+  // staging loop, where Halide does not partition it out); no such divisor of at least half the
+  // lanes: the plain copy, vectorized along the output.
+  const int64_t e0 = out_extent(L, 0), ek = k > 0 ? out_extent(L, k) : 0;
+  const int t0 = divisor_at_most(e0, lanes), tk = k > 0 ? divisor_at_most(ek, lanes) : 0;
+  const bool tiled = k > 0 && lanes > 1 && 2 * tk >= lanes && (e0 < lanes || 2 * t0 >= lanes);
+  if (!tiled) {
     if (lanes > 1) {
       Var vo("vo"), vi("vi");
-      out.split(v0, vo, vi, lanes, TailStrategy::ShiftInwards).vectorize(vi);
+      out.split(v0, vo, vi, clamp_int(lanes, 1, e0), TailStrategy::ShiftInwards).vectorize(vi);
     }
   } else {
     const Var vk = a.vars[k];
-    const int64_t e0 = out_extent(L, 0), ek = out_extent(L, k);
     Var ko("ko"), ki("ki");
-    out.split(vk, ko, ki, clamp_int(lanes, 1, ek), TailStrategy::ShiftInwards);
+    out.split(vk, ko, ki, tk);
     if (k == rank - 2) rows = ko;
     if (e0 < lanes) {  // the output's innermost axis whole, unrolled
       out.reorder(v0, ki, ko).vectorize(ki).unroll(v0);
     } else {
       Var o0("o0"), i0("i0");
-      out.split(v0, o0, i0, lanes, TailStrategy::ShiftInwards).reorder(i0, ki, o0, ko);
+      out.split(v0, o0, i0, t0).reorder(i0, ki, o0, ko);
       out.vectorize(i0).unroll(ki);
       Func tile = a.input.in();
       tile.compute_at(out, o0);

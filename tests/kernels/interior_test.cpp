@@ -143,6 +143,29 @@ TEST(Interior, WinogradSameLower) {
   EXPECT_TRUE(r.interior_is_clean()) << "steady loops with tests: " << r.steady_loops_with_tests();
 }
 
+// The transposes padfold import puts at a model's edges (an image into NHWC, a feature map back to
+// NCHW, odd sizes among them) and another permutation: no boundary test in their steady state.
+TEST(Interior, Transposes) {
+  const nlohmann::json spec = {
+      {"model", "tr"},
+      {"inputs",
+       {{{"name", "img"}, {"shape", {1, 3, 224, 224}}, {"layout", "NCHW"}},
+        {{"name", "map"}, {"shape", {1, 14, 14, 40}}, {"layout", "NHWC"}},
+        {{"name", "odd"}, {"shape", {1, 17, 13}}, {"layout", "NWC"}}}},
+      {"layers",
+       {{{"name", "img_nhwc"}, {"op", "transpose"}, {"input", "img"}, {"perm", {0, 2, 3, 1}}},
+        {{"name", "map_nchw"}, {"op", "transpose"}, {"input", "map"}, {"perm", {0, 3, 1, 2}}},
+        {{"name", "odd_ncw"}, {"op", "transpose"}, {"input", "odd"}, {"perm", {0, 2, 1}}},
+        {{"name", "swap"}, {"op", "transpose"}, {"input", "img"}, {"perm", {0, 1, 3, 2}}}}}};
+  for (const char* target :
+       {"x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41", "x86-64-linux-avx2-fma"}) {
+    for (const auto& [layer, r] : compile_and_check(parse_spec(spec.dump(), "tr.json"), target)) {
+      EXPECT_GT(r.steady_loops(), 0) << layer;
+      EXPECT_EQ(r.steady_loops_with_tests(), 0) << layer << " on " << target;
+    }
+  }
+}
+
 // Every benchmark layer (bench/layers.json, as bench/make_bench_spec.py writes it).
 class BenchLayers : public ::testing::TestWithParam<const char*> {};
 
