@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "base/text.h"
+
 namespace padfold {
 
 std::optional<std::string> channels_first_cost_warning(const Model& model) {
@@ -23,11 +25,13 @@ std::optional<std::string> channels_first_cost_warning(const Model& model) {
   return fmt::format(
       "{} of the {} convolutions are computed channels first ({}){}; on CPU targets padfold's "
       "channels-first kernels are slower than channels last (whole MobileNetV2, EfficientNet-B0 "
-      "and ResNet-50 took 1.8-5.2x the channels-last time, bench/results-models.md). For channels "
-      "last, write the spec in {} or import the ONNX model with --layout nhwc (its inputs and "
-      "outputs become channels last too)",
+      "and ResNet-50 took 1.7-5.2x the channels-last time, bench/results-models.md). For channels "
+      "last, write the layers in {} (a transpose layer, perm {}, keeps an input or output {}), or "
+      "import the ONNX model without --layout nchw",
       first, convs, layout.name(),
-      depthwise ? fmt::format(", {} of them depthwise", depthwise) : std::string(), last.name());
+      depthwise ? fmt::format(", {} of them depthwise", depthwise) : std::string(), last.name(),
+      shape_text(channels_last_perm(static_cast<size_t>(layout.spatial_dims) + 2)),
+      layout.name());
 }
 
 }  // namespace padfold
