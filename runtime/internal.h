@@ -21,7 +21,20 @@ struct pf_bundle {
    * which have no filesystem: see pf_model_open). */
   pf_status (*load_weights)(const char* dir, const char* layer, const pf_buffer_desc* b, void* dst,
                             size_t bytes, char* err, size_t errlen);
+  /* Halide's own parallel loop, kept while a padfold pool serves b (pf_bundle_use_pool). */
+  pf_do_par_for_fn halide_do_par_for;
 };
+
+/* Called when pf_model_run or pf_model_run_static returns (NULL: nothing): the installed worker
+ * pool parks its workers (pool.c, pf_bundle_use_pool). */
+extern void (*pf_model_run_end_hook)(void);
+
+/* A parallel loop of task(user_context, i, closure) for i in [min, min + size) on pool p's
+ * threads, as Halide's halide_do_par_for (pool.c; NULL p: serially). */
+int pf_pool_do_par_for(pf_pool* p, void* user_context, pf_task_fn task, int min, int size,
+                       uint8_t* closure);
+/* How many of p's workers sleep now (tests). */
+int pf_pool_sleeping(pf_pool* p);
 
 /* Writes the formatted message into err (if any) and returns s. */
 pf_status pf_fail(char* err, size_t errlen, pf_status s, const char* fmt, ...) PF_PRINTF(4, 5);

@@ -638,8 +638,10 @@ static pf_status run_in_own_arena(pf_model* m, const pf_tensor* inputs, int n_in
   return run_planned(m, m->arena, inputs, n_in, outputs, n_out, err, errlen);
 }
 
-pf_status pf_model_run(const pf_model* m, const pf_tensor* inputs, int n_in,
-                       const pf_tensor* outputs, int n_out, char* err, size_t errlen) {
+void (*pf_model_run_end_hook)(void);
+
+static pf_status run_model(const pf_model* m, const pf_tensor* inputs, int n_in,
+                           const pf_tensor* outputs, int n_out, char* err, size_t errlen) {
   const pf_registry* reg;
   pf_slot* slots;
   int i;
@@ -673,9 +675,16 @@ pf_status pf_model_run(const pf_model* m, const pf_tensor* inputs, int n_in,
   return s;
 }
 
-pf_status pf_model_run_static(const pf_model* m, void* arena, size_t arena_bytes,
-                              const pf_tensor* inputs, int n_in, const pf_tensor* outputs,
-                              int n_out, char* err, size_t errlen) {
+pf_status pf_model_run(const pf_model* m, const pf_tensor* inputs, int n_in,
+                       const pf_tensor* outputs, int n_out, char* err, size_t errlen) {
+  const pf_status s = run_model(m, inputs, n_in, outputs, n_out, err, errlen);
+  if (pf_model_run_end_hook) pf_model_run_end_hook();
+  return s;
+}
+
+static pf_status run_static(const pf_model* m, void* arena, size_t arena_bytes,
+                            const pf_tensor* inputs, int n_in, const pf_tensor* outputs, int n_out,
+                            char* err, size_t errlen) {
   size_t need;
   pf_status s;
   if (!m || n_in < 0 || n_out < 0 || (n_in && !inputs) || (n_out && !outputs)) {
@@ -712,4 +721,12 @@ pf_status pf_model_run_static(const pf_model* m, void* arena, size_t arena_bytes
   if ((s = check_outside_arena(m, arena, need, inputs, n_in, outputs, n_out, err, errlen)) != PF_OK)
     return s;
   return run_planned(m, (unsigned char*)arena, inputs, n_in, outputs, n_out, err, errlen);
+}
+
+pf_status pf_model_run_static(const pf_model* m, void* arena, size_t arena_bytes,
+                              const pf_tensor* inputs, int n_in, const pf_tensor* outputs,
+                              int n_out, char* err, size_t errlen) {
+  const pf_status s = run_static(m, arena, arena_bytes, inputs, n_in, outputs, n_out, err, errlen);
+  if (pf_model_run_end_hook) pf_model_run_end_hook();
+  return s;
 }

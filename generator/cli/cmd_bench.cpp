@@ -56,6 +56,16 @@ void add_bench_command(CLI::App& app) {
       ->excludes(layer)
       ->excludes(model);
   cmd->add_option("--threads", a->threads, "thread counts, e.g. 1,2")->capture_default_str();
+  cmd->add_option("--pool", a->options.pool,
+                  "the thread pool of the kernels' parallel loops: padfold's (workers spin "
+                  "through a model run, park after it), Halide's (workers sleep between kernels), "
+                  "or both (the model timed on each, side by side)")
+      ->check(CLI::IsMember({"padfold", "halide", "both"}))
+      ->capture_default_str();
+  cmd->add_option("--spin-us", a->options.spin_us,
+                  "padfold's pool: microseconds an idle worker spins before it sleeps (0: never "
+                  "spins; default 1000)")
+      ->check(CLI::Range(0, 1000000));
   cmd->add_option("--min-time", a->options.min_time_s,
                   "seconds timed per kernel and thread count, at most 60")
       ->check(min_time_seconds())
@@ -67,6 +77,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "print JSON instead of the table");
   cmd->callback([a] {
     a->options.layer = a->layer;
+    if (a->options.pool == "halide" && a->options.spin_us >= 0)
+      throw std::runtime_error("--spin-us sets padfold's pool, not Halide's (--pool halide)");
     a->options.threads = thread_list(a->threads);
     const padfold::measure::BenchResult r = padfold::measure::bench_bundle(a->bundle, a->options);
     if (a->json)

@@ -64,9 +64,12 @@ struct Bundle {
   pf_bundle* b = nullptr;
   pf_model* m = nullptr;
   pf_model* per_run = nullptr;  // the same model with per_run_allocation
+  pf_pool* pool = nullptr;
   ~Bundle() {
     pf_model_close(per_run);
     pf_model_close(m);
+    if (pool) pf_bundle_use_pool(b, nullptr, nullptr, 0);
+    pf_pool_destroy(pool);
     pf_bundle_close(b);
   }
 };
@@ -145,7 +148,21 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
   std::sort(threads.begin(), threads.end());
   threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
   if (threads.empty()) throw std::runtime_error("no thread count given");
-  check(pf_bundle_set_num_threads(h.b, threads.front(), nullptr, err, sizeof err), err, "threads");
+  if (o.pool != "padfold" && o.pool != "halide" && o.pool != "both")
+    throw std::runtime_error("pool '" + o.pool + "': expected padfold, halide or both");
+  r.pool = o.pool;
+  auto use_threads = [&](int n) {
+    if (o.pool != "padfold")
+      check(pf_bundle_set_num_threads(h.b, n, nullptr, err, sizeof err), err, "threads");
+    if (o.pool == "halide") return;
+    if (h.pool) pf_bundle_use_pool(h.b, nullptr, nullptr, 0);
+    pf_pool_destroy(h.pool);
+    h.pool = nullptr;
+    const pf_pool_options po{n, o.spin_us};
+    check(pf_pool_create(&po, &h.pool, err, sizeof err), err, "worker pool");
+    check(pf_bundle_use_pool(h.b, h.pool, err, sizeof err), err, "worker pool");
+  };
+  use_threads(threads.front());
   json manifest;
   {
     std::ifstream f(dir + "/manifest.json");
@@ -212,6 +229,20 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
       methods.push_back(model_method("(model)", h.m, model_in, model_out));
       methods.push_back(
           model_method("(model, per-run allocation)", h.per_run, model_in, model_out));
+      if (o.pool == "both") {
+        // Every other method selects padfold's pool first (a pointer swap), this one Halide's.
+        for (Method& m : methods)
+          m.fn = [&h, fn = m.fn] {
+            pf_bundle_use_pool(h.b, h.pool, nullptr, 0);
+            fn();
+          };
+        Method halide = model_method("(model, Halide's pool)", h.m, model_in, model_out);
+        halide.fn = [&h, fn = halide.fn] {
+          pf_bundle_use_pool(h.b, nullptr, nullptr, 0);
+          fn();
+        };
+        methods.push_back(std::move(halide));
+      }
     }
   }
 
@@ -220,7 +251,7 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
   QuietLimits limits = o.limits;
   limits.min_time = o.min_time_s;
   for (int n : threads) {
-    check(pf_bundle_set_num_threads(h.b, n, nullptr, err, sizeof err), err, "threads");
+    use_threads(n);
     ThreadRun run;
     run.threads = n;
     run.quiet = time_while_quiet(order, n, limits, dir);
@@ -228,8 +259,10 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
     for (size_t i = 0; i < kernels.size(); ++i)
       run.kernels[i].median_s = median(methods[i].samples);
     if (h.m) {
-      run.model_median_s = median(methods[methods.size() - 2].samples);
-      run.model_per_run_median_s = median(methods.back().samples);
+      const size_t first = kernels.size();
+      run.model_median_s = median(methods[first].samples);
+      run.model_per_run_median_s = median(methods[first + 1].samples);
+      if (o.pool == "both") run.model_halide_pool_median_s = median(methods[first + 2].samples);
     }
     r.runs.push_back(std::move(run));
   }
@@ -268,6 +301,7 @@ json to_json(const BenchResult& r) {
             {"target", r.target},
             {"cpu", r.cpu},
             {"host", r.host},
+            {"pool", r.pool},
             {"fma_peak", {{"isa", r.peak.isa}, {"gflops_per_core", r.peak.gflops}}}};
   if (!r.model_note.empty()) j["model_not_timed"] = r.model_note;
   if (!r.model_read_by.empty()) j["model_partial"] = r.model_read_by;
@@ -281,6 +315,8 @@ json to_json(const BenchResult& r) {
     t["model_median_ms"] = run.model_median_s ? json(*run.model_median_s * 1e3) : json(nullptr);
     t["model_per_run_allocation_median_ms"] =
         run.model_per_run_median_s ? json(*run.model_per_run_median_s * 1e3) : json(nullptr);
+    if (run.model_halide_pool_median_s)
+      t["model_halide_pool_median_ms"] = *run.model_halide_pool_median_s * 1e3;
     t["kernels"] = json::array();
     for (const KernelTiming& k : run.kernels)
       t["kernels"].push_back({{"layer", k.layer},
@@ -295,9 +331,10 @@ json to_json(const BenchResult& r) {
 }
 
 std::string to_text(const BenchResult& r) {
-  std::string s =
-      fmt::format("bundle {} (target {})\nCPU: {} ({})\nFMA peak ({}): {:.1f} GFLOP/s per core\n",
-                  r.bundle, r.target, r.cpu, r.host, r.peak.isa, r.peak.gflops);
+  std::string s = fmt::format(
+      "bundle {} (target {})\nCPU: {} ({})\nFMA peak ({}): {:.1f} GFLOP/s per core\n"
+      "parallel loops on the thread pool of: {}\n",
+      r.bundle, r.target, r.cpu, r.host, r.peak.isa, r.peak.gflops, r.pool);
   if (!r.model_note.empty()) s += fmt::format("whole model not timed: {}\n", r.model_note);
   for (const ThreadRun& run : r.runs) {
     s += fmt::format(
@@ -312,6 +349,9 @@ std::string to_text(const BenchResult& r) {
                        r.model_read_by.empty()
                            ? ""
                            : "; padfold's part only: " + partial_text(r) + ", left to the caller");
+    if (run.model_halide_pool_median_s)
+      s += fmt::format("  model on Halide's thread pool: median {:.3f} ms per run\n",
+                       *run.model_halide_pool_median_s * 1e3);
     s += fmt::format("  {:<32} {:<18} {:>9} {:>11} {:>9} {:>7}\n", "kernel", "op", "MFLOP",
                      "median ms", "GFLOP/s", "% peak");
     double total = 0;

@@ -20,7 +20,11 @@ struct BenchOptions {
   std::string layer;  // one kernel (its layer or block name); empty: the model and every kernel
   bool model_only = false;      // the whole model alone, no kernel on its own
   std::vector<int> threads{1};  // timed in increasing order (Halide's pool does not shrink)
-  double min_time_s = 0.3;      // timed per method and thread count
+  // The kernels' parallel loops: on padfold's pool (pf_pool), Halide's, or both ("both": the
+  // model is also timed on Halide's pool, in the same interleaved rounds).
+  std::string pool = "padfold";
+  int spin_us = -1;         // padfold's pool: the idle workers' spin window; < 0 the default
+  double min_time_s = 0.3;  // timed per method and thread count
   QuietLimits limits;
 };
 
@@ -35,12 +39,14 @@ struct ThreadRun {
   std::optional<double> model_median_s;  // when the bundle's graph runs whole
   // The same with pf_model_options.per_run_allocation: what allocating per run costs.
   std::optional<double> model_per_run_median_s;
+  std::optional<double> model_halide_pool_median_s;  // pool "both": the model on Halide's pool
   std::vector<KernelTiming> kernels;
   Quietness quiet;
 };
 
 struct BenchResult {
   std::string bundle, target, cpu, host;
+  std::string pool;  // BenchOptions::pool
   FmaPeak peak;
   std::string model_note;  // why the whole model was not timed, if it was not
   // The model's outputs that ops left to the caller still read (the manifest's graph.read_by):

@@ -13,7 +13,7 @@ padfold.torch (imported on demand) has nn.Module layers with TensorFlow-exact SA
 import pathlib as _pathlib
 
 from . import _core
-from ._bundle import Bundle, Layer, Model, compile, import_onnx, load
+from ._bundle import Bundle, Layer, Model, Pool, compile, import_onnx, load
 from ._pads import Pads, compare, pads
 
 __version__ = _core.__version__
@@ -29,5 +29,5 @@ def host():
     return _core.host()
 
 
-__all__ = ["Bundle", "Error", "Layer", "Model", "Pads", "TensorError", "__version__", "compare",
+__all__ = ["Bundle", "Error", "Layer", "Model", "Pads", "Pool", "TensorError", "__version__", "compare",
            "compile", "host", "import_onnx", "load", "pads"]

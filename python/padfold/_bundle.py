@@ -198,6 +198,11 @@ class Bundle:
         the previous value. Process-wide for this bundle's library."""
         return self._handle.set_num_threads(n)
 
+    def use_pool(self, pool: Optional["Pool"]) -> None:
+        """Runs the kernels' parallel loops on ``pool`` (a :class:`Pool`), or on Halide's own
+        pool again with ``None``. One pool serves a process: the last one installed."""
+        self._handle.use_pool(None if pool is None else pool._handle)
+
     def close(self):
         self._handle.close()
 
@@ -210,6 +215,27 @@ class Bundle:
     def __repr__(self):
         state = "closed" if self.closed else f"target {self.target}"
         return f"<padfold.Bundle {self.dir} ({state})>"
+
+
+class Pool:
+    """padfold's worker pool for the kernels' parallel loops: an idle worker spins ``spin_us``
+    microseconds (None: 1000) after the last loop it saw, then sleeps, so that the kernels of a
+    model run do not each wake the workers as Halide's pool makes them. A model run parks the
+    workers when it returns; ``park()`` does it at any time. ``threads`` counts the caller's
+    thread (0: the cores). ``bundle.use_pool(pool)`` puts a bundle's kernels on it."""
+
+    def __init__(self, threads: int = 0, spin_us: Optional[int] = None):
+        self._handle = _core.Pool(threads, -1 if spin_us is None else spin_us)
+
+    @property
+    def threads(self) -> int:
+        return self._handle.threads
+
+    def park(self) -> None:
+        self._handle.park()
+
+    def __repr__(self):
+        return f"Pool(threads={self.threads})"
 
 
 def load(dir: PathLike, cpu_flags: Optional[str] = None) -> Bundle:

@@ -172,6 +172,7 @@ void Bundle::close() {
   model_ = nullptr;
   pf_bundle_close(bundle_);
   bundle_ = nullptr;
+  pool_.reset();
 }
 
 bool Bundle::closed() const {
@@ -295,6 +296,21 @@ int Bundle::set_num_threads(int n) {
   char err[PF_ERRLEN];
   check(pf_bundle_set_num_threads(bundle(), n, &old, err, sizeof err), err);
   return old;
+}
+
+Pool::Pool(int threads, int spin_us) {
+  pf_pool* p = nullptr;
+  char err[PF_ERRLEN];
+  const pf_pool_options options{threads, spin_us};
+  check(pf_pool_create(&options, &p, err, sizeof err), err);
+  pool_.reset(p, pf_pool_destroy);
+}
+
+void Bundle::use_pool(const Pool* pool) {
+  std::unique_lock guard(lock_);
+  char err[PF_ERRLEN];
+  check(pf_bundle_use_pool(bundle(), pool ? pool->handle().get() : nullptr, err, sizeof err), err);
+  pool_ = pool ? pool->handle() : nullptr;
 }
 
 }  // namespace padfold::python

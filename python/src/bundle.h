@@ -6,6 +6,7 @@
 
 #include <nanobind/nanobind.h>
 
+#include <memory>
 #include <optional>
 #include <shared_mutex>
 #include <string>
@@ -18,6 +19,19 @@ namespace padfold::python {
 
 // (buffer name, array) pairs; the name binds the array to a buffer of the kernel or model.
 using NamedArrays = std::vector<std::pair<std::string, nanobind::object>>;
+
+// padfold's worker pool (pf_pool_*): owned together by the Python object and the bundles using
+// it, so that it is destroyed after the last of them lets it go, never under a running kernel.
+class Pool {
+ public:
+  Pool(int threads, int spin_us);
+  int threads() const { return pf_pool_threads(pool_.get()); }
+  void park() { pf_pool_park(pool_.get()); }
+  const std::shared_ptr<pf_pool>& handle() const { return pool_; }
+
+ private:
+  std::shared_ptr<pf_pool> pool_;
+};
 
 class Bundle {
  public:
@@ -42,6 +56,7 @@ class Bundle {
   int64_t arena_bytes();
 
   int set_num_threads(int n);
+  void use_pool(const Pool* pool);  // nullptr: Halide's pool again
 
  private:
   pf_bundle* bundle() const;  // throws when closed
@@ -51,6 +66,7 @@ class Bundle {
   mutable std::shared_mutex lock_;  // runs share it; close and opening the model take it alone
   pf_bundle* bundle_ = nullptr;
   pf_model* model_ = nullptr;
+  std::shared_ptr<pf_pool> pool_;  // the pool the kernels' loops run on, if padfold's
 };
 
 // A buffer description as a dict: name, role, dtype, layout, shape, strides (elements).

@@ -160,5 +160,11 @@ NB_MODULE(_core, m) {
       .def("run_kernel", &Bundle::run_kernel, "index"_a, "inputs"_a, "outputs"_a)
       .def("model", &Bundle::model)
       .def("run_model", &Bundle::run_model, "inputs"_a, "outputs"_a)
-      .def("set_num_threads", &Bundle::set_num_threads, "n"_a);
+      .def("set_num_threads", &Bundle::set_num_threads, "n"_a)
+      .def("use_pool", &Bundle::use_pool, "pool"_a.none());
+
+  nb::class_<Pool>(m, "Pool")
+      .def(nb::init<int, int>(), "threads"_a, "spin_us"_a)
+      .def_prop_ro("threads", &Pool::threads)
+      .def("park", &Pool::park);
 }

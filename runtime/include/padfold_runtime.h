@@ -152,6 +152,28 @@ pf_status pf_bundle_set_do_par_for(pf_bundle* b, pf_do_par_for_fn fn, pf_do_par_
 /* n = 0: Halide's default (HL_NUM_THREADS or the number of cores). */
 pf_status pf_bundle_set_num_threads(pf_bundle* b, int n, int* old_n, char* err, size_t errlen);
 
+/* padfold's worker pool for the kernels' parallel loops, in place of Halide's (which puts its
+ * workers to sleep between two kernels, so that every kernel of a model run wakes them): an idle
+ * worker spins for `spin_us` after the last loop it saw, then sleeps; pf_model_run and
+ * pf_model_run_static park the workers of the installed pool when they return (nothing spins
+ * between runs), and pf_pool_park does it at any time. Loops of several threads' kernels at once,
+ * and nested loops, run on their caller's thread alone. POSIX threads; the full runtime only
+ * (bundle directories), not the core of embedded builds, which keep Halide's hooks. */
+typedef struct pf_pool pf_pool;
+typedef struct pf_pool_options {
+  int threads; /* threads running a loop, the caller's included: 0 = the cores, 1 = no worker */
+  int spin_us; /* how long an idle worker spins before it sleeps: < 0 = 1000, 0 = never */
+} pf_pool_options;
+pf_status pf_pool_create(const pf_pool_options* opts, pf_pool** out, char* err, size_t errlen);
+/* Makes b's kernels run their parallel loops on p (NULL p: on Halide's pool again). One pool per
+ * process: the last installed serves every bundle using one. Not concurrently with runs. */
+pf_status pf_bundle_use_pool(pf_bundle* b, pf_pool* p, char* err, size_t errlen);
+int pf_pool_threads(const pf_pool* p);
+void pf_pool_park(pf_pool* p); /* idle workers sleep now */
+/* Joins the workers; bundles using it then run their loops serially until pf_bundle_use_pool
+ * gives them another pool or Halide's. Not while a kernel runs on it. */
+void pf_pool_destroy(pf_pool* p);
+
 /* This machine as Halide names it and its CPU flags, e.g. "x86-64-linux: sse41 avx avx2 fma ...".
  * Returns the length of the full text (like snprintf). */
 size_t pf_host_describe(char* buf, size_t len);

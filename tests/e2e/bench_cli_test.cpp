@@ -158,6 +158,31 @@ TEST_F(BenchCli, BadRequestsAreErrorsThatSayWhat) {
   }
 }
 
+// --pool: padfold's pool by default, Halide's on request, and both side by side (the model timed on
+// each); --spin-us tunes padfold's pool only.
+TEST_F(BenchCli, PoolNamesTheThreadPoolTimed) {
+  EXPECT_EQ(bench_json("--model-only --threads 2")["pool"], "padfold");
+  EXPECT_EQ(bench_json("--model-only --threads 2 --pool halide")["pool"], "halide");
+  const json both = bench_json("--model-only --threads 1,2 --pool both --spin-us 0");
+  EXPECT_EQ(both["pool"], "both");
+  for (const json& run : both["runs"]) {
+    EXPECT_GT(run["model_median_ms"].get<double>(), 0) << run.dump();
+    EXPECT_GT(run["model_halide_pool_median_ms"].get<double>(), 0) << run.dump();
+  }
+  const std::string b = shell_quote(bundle());
+  const std::pair<std::string, std::string> bad[] = {
+      {b + " --pool openmp", "--pool"},
+      {b + " --spin-us -1", "--spin-us"},
+      {b + " --spin-us 1000001", "--spin-us"},
+      {b + " --pool halide --spin-us 10", "--spin-us sets padfold's pool, not Halide's"},
+  };
+  for (const auto& [args, message] : bad) {
+    const auto r = run_command(padfold_cmd("bench " + args + " 2>&1"));
+    EXPECT_NE(r.status, 0) << args;
+    EXPECT_TRUE(contains(r.output, message)) << args << "\n" << r.output;
+  }
+}
+
 // --min-time is seconds in (0, 60], as tune's: NaN never ended the timing loop and 1e300 ran until
 // killed; 0 printed a 309-digit range.
 TEST_F(BenchCli, MinTimeIsFiniteSecondsUpToAMinute) {

@@ -361,7 +361,7 @@ TEST_F(GraphCli, ChannelsFirstConvsWarnOfTheirCost) {
   ASSERT_EQ(first.status, 0) << first.output;
   EXPECT_TRUE(contains(first.output, "warning: " + warning + " (NCHW), 1 of them depthwise;"))
       << first.output;
-  EXPECT_TRUE(contains(first.output, "write the spec in NHWC")) << first.output;
+  EXPECT_TRUE(contains(first.output, "write the layers in NHWC")) << first.output;
   const Result gpu =
       run("compile " + spec_path() + " -o " + (dir / "gpu").string() + " --target host-cuda");
   ASSERT_EQ(gpu.status, 0) << gpu.output;

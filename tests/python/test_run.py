@@ -229,3 +229,30 @@ def test_threads_are_settable(rng):
         one = layer(x, weights=w, bias=bias)
         assert b.set_num_threads(2) == 1
         np.testing.assert_allclose(layer(x, weights=w, bias=bias), one, rtol=1e-6, atol=1e-6)
+
+
+def test_a_pool_runs_the_kernels_as_halides_does(rng):
+    """padfold.Pool: the same outputs on padfold's pool as on Halide's, the pool outliving the
+    Python object while a bundle uses it, and bad options refused with the range."""
+    spec = {"model": "py_pool", "defaults": {"layout": "NCHW", "weight_layout": "OIHW"},
+            "layers": [{"name": "c", "op": "conv2d", "input_shape": [1, 8, 40, 36],
+                        "out_channels": 16, "kernel": 3, "stride": 1, "padding": "same",
+                        "convention": "tensorflow", "bias": True}]}
+    x = rng.uniform(-1, 1, (1, 8, 40, 36)).astype(np.float32)
+    w = rng.uniform(-1, 1, (16, 8, 3, 3)).astype(np.float32)
+    bias = rng.uniform(-1, 1, 16).astype(np.float32)
+    with padfold.compile(spec) as b:
+        layer = b.layer("c")
+        halide = layer(x, weights=w, bias=bias)
+        pool = padfold.Pool(threads=2, spin_us=0)
+        assert pool.threads == 2
+        b.use_pool(pool)
+        del pool  # the bundle keeps it
+        np.testing.assert_array_equal(layer(x, weights=w, bias=bias), halide)
+        b.use_pool(None)
+        np.testing.assert_array_equal(layer(x, weights=w, bias=bias), halide)
+    want = conv_ref(x, w, bias, [1, 1], [1, 1], stride=1)
+    np.testing.assert_allclose(halide, want, rtol=1e-4, atol=1e-4)
+    for bad in ({"threads": -1}, {"threads": 257}, {"spin_us": 2_000_000}):
+        with pytest.raises(padfold.Error, match="expected 0 .the cores. to 256 threads"):
+            padfold.Pool(**bad)

@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -1176,6 +1178,44 @@ TEST_F(BundleModel, RunsStaticallyInTheManifestsArena) {
   EXPECT_EQ(h.allocs, 0);
   EXPECT_EQ(std::memcmp(y, y2, sizeof y), 0);
   EXPECT_EQ(std::memcmp(cy, cy2, sizeof cy), 0);
+}
+
+// Runs on padfold's pool (scale's channels are a parallel loop) park its workers when they return,
+// allocating or static: within a 1 s spin window they sleep at once, not a second later.
+TEST_F(BundleModel, RunsParkThePoolsWorkers) {
+  pf_model_options opts = hooks_.Options();
+  ASSERT_EQ(OpenModel(&opts), PF_OK) << err_;
+  const pf_pool_options po{3, 1000000};
+  pf_pool* pool = nullptr;
+  ASSERT_EQ(pf_pool_create(&po, &pool, err_, sizeof err_), PF_OK) << err_;
+  std::unique_ptr<pf_pool, void (*)(pf_pool*)> owned(pool, pf_pool_destroy);
+  ASSERT_EQ(pf_bundle_use_pool(bundle_, pool, err_, sizeof err_), PF_OK) << err_;
+  float x[60], c[2] = {1.5f, 2.5f}, y[60] = {}, cy[2] = {};
+  for (int i = 0; i < 60; i++) x[i] = 0.5f * i;
+  static const int64_t kNCHW[4] = {1, 3, 4, 5}, kTwo[1] = {2};
+  pf_tensor in[2] = {{"x", x, PF_F32, 4, kNCHW, nullptr, sizeof x},
+                     {"c", c, PF_F32, 1, kTwo, nullptr, sizeof c}};
+  pf_tensor out[2] = {{"checked", cy, PF_F32, 1, kTwo, nullptr, sizeof cy},
+                      {"add_bias", y, PF_F32, 4, kNCHW, nullptr, sizeof y}};
+  Arena arena(pf_model_arena_bytes(model_));
+  for (bool as_static : {false, true, false}) {
+    std::fill(std::begin(y), std::end(y), 0.f);
+    ASSERT_EQ(as_static ? pf_model_run_static(model_, arena.At(), arena.bytes, in, 2, out, 2, err_,
+                                              sizeof err_)
+                        : pf_model_run(model_, in, 2, out, 2, err_, sizeof err_),
+              PF_OK)
+        << err_;
+    const auto returned = std::chrono::steady_clock::now();
+    for (int i = 0; i < 60; i++) ASSERT_EQ(y[i], 2 * x[i] + 100 * (1 + i / 20)) << i;
+    while (pf_pool_sleeping(pool) != 2 &&
+           std::chrono::steady_clock::now() - returned < std::chrono::seconds(5)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_EQ(pf_pool_sleeping(pool), 2) << as_static;
+    EXPECT_LT(std::chrono::steady_clock::now() - returned, std::chrono::milliseconds(500))
+        << as_static;
+  }
+  ASSERT_EQ(pf_bundle_use_pool(bundle_, nullptr, err_, sizeof err_), PF_OK) << err_;
 }
 
 TEST_F(BundleModel, NpyVersion2And3HeadersAreRead) {
