@@ -1,7 +1,7 @@
 """Whole PyTorch classifiers as torch.onnx.export writes them (Debian's torch 1.13: torchvision-
-style MobileNetV2, ResNet-50 bottlenecks, EfficientNet blocks with squeeze-and-excite, Keras-style
-ZeroPad2d pads): imported,
-compiled and run whole with padfold.compile, from the input image to the class scores, and
+style MobileNetV2, ResNet-50 bottlenecks, EfficientNet and MobileNetV3 blocks with
+squeeze-and-excite, MobileNetV3's hard swish, Keras-style ZeroPad2d pads): imported, compiled and
+run whole with padfold.compile, from the input image to the class scores, and
 compared with torch's own output in torch's shapes ([N, K] scores, not padfold's [N, K, 1, 1])."""
 import json
 
@@ -116,6 +116,49 @@ class EfficientNetMini(nn.Module):
         return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
 
 
+class SqueezeExcitationV3(nn.Module):
+    """MobileNetV3's: GAP, 1x1 conv + ReLU, 1x1 conv + Hardsigmoid, times the input."""
+
+    def __init__(self, channels, squeezed):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Conv2d(channels, squeezed, 1), nn.Conv2d(squeezed, channels, 1)
+
+    def forward(self, x):
+        s = nn.functional.adaptive_avg_pool2d(x, 1)
+        return x * nn.functional.hardsigmoid(self.fc2(nn.functional.relu(self.fc1(s))))
+
+
+class MobileNetV3Block(nn.Module):
+    """torchvision's MobileNetV3 block: 1x1 expand, depthwise, squeeze-and-excite, 1x1 project,
+    hard swish throughout (x * HardSigmoid(x) in torch.onnx's opset 13)."""
+
+    def __init__(self, cin, cout, k, stride, hidden):
+        super().__init__()
+        self.residual = stride == 1 and cin == cout
+        self.body = nn.Sequential(conv_bn(cin, hidden, 1, act=nn.Hardswish),
+                                  conv_bn(hidden, hidden, k, stride, hidden, act=nn.Hardswish),
+                                  SqueezeExcitationV3(hidden, max(8, hidden // 4)),
+                                  conv_bn(hidden, cout, 1, act=None))
+
+    def forward(self, x):
+        return x + self.body(x) if self.residual else self.body(x)
+
+
+class MobileNetV3Mini(nn.Module):
+    def __init__(self, classes=4):
+        super().__init__()
+        self.features = nn.Sequential(conv_bn(3, 8, 3, 2, act=nn.Hardswish),
+                                      MobileNetV3Block(8, 12, 5, 2, 24),
+                                      MobileNetV3Block(12, 12, 3, 1, 36),
+                                      conv_bn(12, 40, 1, act=nn.Hardswish))
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Linear(40, 32), nn.Hardswish(), nn.Dropout(0.2),
+                                        nn.Linear(32, classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
+
+
 class KerasPadded(nn.Module):
     """Keras-style SAME pads as PyTorch ports write them: nn.ZeroPad2d before a VALID stride-2 conv
     and depthwise conv, which torch 1.13 exports as a Pad whose pads a ConstantOfShape -> Concat ->
@@ -147,7 +190,9 @@ def randomized(model):
 
 
 MODELS = {"mobilenet_v2": (MobileNetV2Mini, (2, 3, 32, 28)), "resnet": (ResNetMini, (1, 3, 29, 33)),
-          "efficientnet": (EfficientNetMini, (1, 3, 30, 31)), "keras_padded": (KerasPadded, (1, 3, 31, 30))}
+          "efficientnet": (EfficientNetMini, (1, 3, 30, 31)),
+          "mobilenet_v3": (MobileNetV3Mini, (1, 3, 33, 27)),
+          "keras_padded": (KerasPadded, (1, 3, 31, 30))}
 
 
 # The default (the layers channels last, the user's NCHW arrays), channels first throughout, and

@@ -864,6 +864,30 @@ TEST(OnnxImport, SwishFusesAsSilu) {
   EXPECT_EQ(rep(r)["layers"][0]["onnx_nodes"].size(), 3u);
 }
 
+// x * HardSigmoid(x) with alpha 1/6 and beta 1/2 (torch.onnx's hardswish below opset 14) after a
+// conv is its hard_swish; with ONNX's default alpha (0.2) it is no hard swish, and the HardSigmoid,
+// whose input has two readers, is left to the caller.
+TEST(OnnxImport, XTimesHardSigmoidFusesAsHardSwish) {
+  for (const float alpha : {1.f / 6.f, 0.2f}) {
+    ModelBuilder b;
+    b.input("x", {1, 2, 5, 5});
+    add_conv(b, "c1", "x", "t", 2, 2, 3);
+    b.node("HardSigmoid", {"t"}, {"s"}, "hsig").f("alpha", alpha).f("beta", 0.5f);
+    b.node("Mul", {"s", "t"}, {"y"}, "mul");
+    b.output("y");
+    const ImportResult r = import(b);
+    if (alpha == 0.2f) {
+      EXPECT_EQ(layer(r, 0)["activation"], nullptr) << spec(r).dump();
+      ASSERT_FALSE(r.left_to_caller.empty());
+      EXPECT_EQ(r.left_to_caller[0].name, "hsig");
+      continue;
+    }
+    EXPECT_TRUE(r.left_to_caller.empty());
+    EXPECT_EQ(layer(r, 0)["activation"], "hard_swish");
+    EXPECT_EQ(rep(r)["layers"][0]["onnx_nodes"].size(), 3u);
+  }
+}
+
 // GlobalAveragePool -> Flatten -> Gemm: a 1x1 conv on [N, C, 1, 1] whose weights are B as
 // [K, C, 1, 1] times alpha and whose bias is beta * C; the model output is read as ONNX's [N, K].
 TEST(OnnxImport, ClassifierGemmIsA1x1ConvWithTheOnnxOutputShape) {

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "base/identifiers.h"
@@ -567,20 +568,29 @@ class Importer {
     drafts_.emplace(t, std::move(d));
   }
 
-  // The Mul that makes Sigmoid node `s` on tensor `x` a SiLU: x and the sigmoid are read by
-  // nothing else, and the Mul multiplies the two. -1 when there is none.
-  int silu_mul(int s, const std::string& x) const {
+  // The Mul of x by its own gate: x * sigmoid(x) is SiLU (swish), x * hard_sigmoid(x) with ONNX
+  // HardSwish's 1/6 and 1/2 is hard swish (torch.onnx's hardswish below opset 14). The gate `s`
+  // on tensor `x`: x and the gate are read by nothing else and the Mul multiplies the two. -1
+  // when there is none.
+  int gating_mul(int s, const std::string& x) const {
     const std::vector<int> readers = c_.readers(x);
     if (readers.size() != 2 || c_.reaches_graph_output(x)) return -1;
     const int m = readers[0] == s ? readers[1] : readers[0];
     const onnx::NodeProto& mul = g_.node(m);
-    const std::string sig = g_.node(s).output(0);
+    const std::string gate = g_.node(s).output(0);
     if (!default_domain(mul) || mul.op_type() != "Mul" || mul.input_size() != 2 ||
         mul.output_size() < 1 || mul.output(0).empty() || role_[m] != Role::Left ||
-        c_.readers(sig) != std::vector<int>{m} || c_.reaches_graph_output(sig))
+        c_.readers(gate) != std::vector<int>{m} || c_.reaches_graph_output(gate))
       return -1;
     const std::string a = c_.canon(mul.input(0)), b = c_.canon(mul.input(1));
-    return (a == x && b == sig) || (a == sig && b == x) ? m : -1;
+    return (a == x && b == gate) || (a == gate && b == x) ? m : -1;
+  }
+
+  static std::optional<Activation> gated(const ActInfo& a) {
+    if (a.activation == Activation::Sigmoid) return Activation::Silu;
+    if (a.activation == Activation::HardSigmoid && a.alpha == 1.f / 6.f && a.beta == 0.5f)
+      return Activation::HardSwish;
+    return std::nullopt;
   }
 
   void fuse_activation(int i) {
@@ -606,14 +616,14 @@ class Importer {
                    quoted_node(g_.node(d->act_node)) + " fused already (padfold fuses one)";
       return;
     }
-    if (a.activation == Activation::Sigmoid)
-      if (const int m = silu_mul(i, a.input); m >= 0) {  // x * sigmoid(x): SiLU (swish)
-        d->layer.activation = Activation::Silu;
+    if (const std::optional<Activation> g = gated(a))
+      if (const int m = gating_mul(i, a.input); m >= 0) {
+        d->layer.activation = *g;
         draft_by_output_.erase(d->output);
         d->output = g_.node(m).output(0);
         draft_by_output_[d->output] = d->node;
         d->act_node = i;
-        silu_mul_[d->node] = m;
+        gating_mul_[d->node] = m;
         role_[i] = role_[m] = Role::FusedActivation;
         reason_[m].clear();
         return;
@@ -721,7 +731,7 @@ class Importer {
       for (int a : affine->second)
         if (a > d.node) s += " + " + node_text(a) + " (folded)";
     if (d.act_node >= 0) s += " + " + node_text(d.act_node);
-    if (const auto m = silu_mul_.find(d.node); m != silu_mul_.end())
+    if (const auto m = gating_mul_.find(d.node); m != gating_mul_.end())
       s += " + " + node_text(m->second);
     for (int q : d.quant_nodes) s += " + " + node_text(q);
     return s + "; output tensor '" + d.output + "'";
@@ -851,7 +861,7 @@ class Importer {
         for (int a : affine->second)
           if (a > i) nodes.push_back(node_ref(a, "affine"));
       if (d.act_node >= 0) nodes.push_back(node_ref(d.act_node, "activation"));
-      if (const auto m = silu_mul_.find(i); m != silu_mul_.end())
+      if (const auto m = gating_mul_.find(i); m != gating_mul_.end())
         nodes.push_back(node_ref(m->second, "activation"));
       for (int q : d.quant_nodes) nodes.push_back(node_ref(q, "quantization"));
       const ojson input = l.is_join() ? ojson(l.inputs) : ojson(l.inputs[0]);
@@ -1190,7 +1200,7 @@ class Importer {
   std::map<int, std::string> pad_mode_;  // layer node -> the folded Pad's mode, for descriptions
   std::map<int, detail::Affine> before_, after_;  // conv node -> the affine folded in
   std::map<int, std::vector<int>> affine_nodes_;  // conv node -> the affine nodes, in order
-  std::map<int, int> silu_mul_;                   // layer node -> the Mul of its x * sigmoid(x)
+  std::map<int, int> gating_mul_;  // layer node -> the Mul of its x * sigmoid(x) or hard sigmoid
   std::map<int, int> folded_into_;  // a Pad or affine folded into a conv's input -> the conv
   std::map<std::string, std::string> edge_input_;  // layout Transpose's output -> graph input
   std::map<int, std::vector<int>> edge_chain_;     // edge Transpose -> the affine nodes before it
@@ -1213,7 +1223,7 @@ ImportLayout parse_import_layout(const std::string& text, const std::string& opt
 std::string not_generated_reason(const std::string& op_type) {
   return "padfold does not generate " + op_type + " (it generates " + kGeneratedOps +
          ", folds Pad, BatchNormalization and per-channel affine ops and fuses Relu, Clip, "
-         "LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish and x * Sigmoid(x) into them)";
+         "LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, x * Sigmoid(x) and x * HardSigmoid(x) into them)";
 }
 
 ImportResult import_model(const PreparedModel& prepared, const ImportOptions& options) {
