@@ -25,8 +25,9 @@ inline constexpr int64_t kMaxSpecFileBytes = int64_t{64} << 20;  // 64 MiB
 inline constexpr int kMaxJsonDepth = 64;        // arrays and objects nested in one another
 inline constexpr size_t kMaxNameLength = 64;    // model and layer names (they become C symbols)
 inline constexpr size_t kMaxPathLength = 4096;  // weight_files paths
-// Inputs of one add or concat layer: the runtime's PF_MAX_BUFFERS (16) less the output.
-inline constexpr size_t kMaxJoinInputs = 15;
+// Inputs of one add or concat layer: the runtime's PF_MAX_BUFFERS (64) less the output
+// (DenseNet-201 concatenates up to 49 tensors).
+inline constexpr size_t kMaxJoinInputs = 63;
 
 // A bundle's manifest.json or an import's report, as padfold compile reads it before replacing the
 // directory (the runtime's limit on a manifest, MAX_MANIFEST_BYTES in runtime/manifest.c).

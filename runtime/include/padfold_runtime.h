@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 #define PF_ERRLEN 1024    /* a message buffer size that fits every message of this runtime */
-#define PF_MAX_BUFFERS 16 /* most buffers per kernel */
+#define PF_MAX_BUFFERS 64 /* most buffers per kernel (a concat of 63 inputs) */
 
 typedef enum pf_status {
   PF_OK = 0,

@@ -159,6 +159,47 @@ class MobileNetV3Mini(nn.Module):
         return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
 
 
+class DenseNetMini(nn.Module):
+    """torchvision's DenseNet: each dense layer (BatchNorm, ReLU, 1x1 conv, BatchNorm, ReLU, 3x3
+    conv) reads the concat of every earlier feature map of its block, so the concats grow to 16
+    inputs; the first layer's concat has one. A transition (BN, ReLU, 1x1 conv, 2x2 average pool)
+    between the blocks."""
+
+    class DenseLayer(nn.Module):
+        def __init__(self, cin, growth):
+            super().__init__()
+            self.body = nn.Sequential(nn.BatchNorm2d(cin), nn.ReLU(), nn.Conv2d(cin, 8, 1, bias=False),
+                                      nn.BatchNorm2d(8), nn.ReLU(),
+                                      nn.Conv2d(8, growth, 3, 1, 1, bias=False))
+
+        def forward(self, features):
+            return self.body(torch.cat(features, 1))
+
+    def __init__(self, classes=3, growth=2):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 6, 3, 2, 1, bias=False), nn.BatchNorm2d(6),
+                                  nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        self.block1 = nn.ModuleList(self.DenseLayer(6 + growth * i, growth) for i in range(15))
+        self.transition = nn.Sequential(nn.BatchNorm2d(6 + 15 * growth), nn.ReLU(),
+                                        nn.Conv2d(6 + 15 * growth, 10, 1, bias=False),
+                                        nn.AvgPool2d(2, 2))
+        self.block2 = nn.ModuleList(self.DenseLayer(10 + growth * i, growth) for i in range(3))
+        self.norm = nn.BatchNorm2d(10 + 3 * growth)
+        self.classifier = nn.Linear(10 + 3 * growth, classes)
+
+    @staticmethod
+    def block(layers, x):
+        features = [x]
+        for layer in layers:
+            features.append(layer(features))
+        return torch.cat(features, 1)
+
+    def forward(self, x):
+        x = self.transition(self.block(self.block1, self.stem(x)))
+        x = nn.functional.relu(self.norm(self.block(self.block2, x)))
+        return self.classifier(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
 class KerasPadded(nn.Module):
     """Keras-style SAME pads as PyTorch ports write them: nn.ZeroPad2d before a VALID stride-2 conv
     and depthwise conv, which torch 1.13 exports as a Pad whose pads a ConstantOfShape -> Concat ->
@@ -191,7 +232,7 @@ def randomized(model):
 
 MODELS = {"mobilenet_v2": (MobileNetV2Mini, (2, 3, 32, 28)), "resnet": (ResNetMini, (1, 3, 29, 33)),
           "efficientnet": (EfficientNetMini, (1, 3, 30, 31)),
-          "mobilenet_v3": (MobileNetV3Mini, (1, 3, 33, 27)),
+          "mobilenet_v3": (MobileNetV3Mini, (1, 3, 33, 27)), "densenet": (DenseNetMini, (1, 3, 34, 30)),
           "keras_padded": (KerasPadded, (1, 3, 31, 30))}
 
 

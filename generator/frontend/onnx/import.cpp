@@ -146,9 +146,13 @@ class Importer {
     return assemble();
   }
 
+  // Identity, Dropout and a Concat of one input (torchvision's DenseNet writes one): the output
+  // stands for the input.
   void classify_bypass(int i) {
     const onnx::NodeProto& node = g_.node(i);
-    if (!default_domain(node) || (node.op_type() != "Identity" && node.op_type() != "Dropout"))
+    const bool single_concat = node.op_type() == "Concat" && node.input_size() == 1;
+    if (!default_domain(node) ||
+        (node.op_type() != "Identity" && node.op_type() != "Dropout" && !single_concat))
       return;
     if (const auto left = detail::bypass_check(c_, i)) {
       reason_[i] = left->reason;
@@ -1200,7 +1204,7 @@ class Importer {
   std::map<int, std::string> pad_mode_;  // layer node -> the folded Pad's mode, for descriptions
   std::map<int, detail::Affine> before_, after_;  // conv node -> the affine folded in
   std::map<int, std::vector<int>> affine_nodes_;  // conv node -> the affine nodes, in order
-  std::map<int, int> gating_mul_;  // layer node -> the Mul of its x * sigmoid(x) or hard sigmoid
+  std::map<int, int> gating_mul_;   // layer node -> the Mul of its x * sigmoid(x) or hard sigmoid
   std::map<int, int> folded_into_;  // a Pad or affine folded into a conv's input -> the conv
   std::map<std::string, std::string> edge_input_;  // layout Transpose's output -> graph input
   std::map<int, std::vector<int>> edge_chain_;     // edge Transpose -> the affine nodes before it
@@ -1223,7 +1227,8 @@ ImportLayout parse_import_layout(const std::string& text, const std::string& opt
 std::string not_generated_reason(const std::string& op_type) {
   return "padfold does not generate " + op_type + " (it generates " + kGeneratedOps +
          ", folds Pad, BatchNormalization and per-channel affine ops and fuses Relu, Clip, "
-         "LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, x * Sigmoid(x) and x * HardSigmoid(x) into them)";
+         "LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, x * Sigmoid(x) and x * HardSigmoid(x) "
+         "into them)";
 }
 
 ImportResult import_model(const PreparedModel& prepared, const ImportOptions& options) {
