@@ -200,6 +200,23 @@ class DenseNetMini(nn.Module):
         return self.classifier(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
 
 
+class VggMini(nn.Module):
+    """torchvision's VGG and AlexNet head: the feature map (here 3x4, after an adaptive average
+    pool that keeps it) flattened into an MLP of Linear, ReLU and Dropout."""
+
+    def __init__(self, classes=5):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 8, 3, 1, 1), nn.ReLU(), nn.MaxPool2d(2, 2),
+                                      nn.Conv2d(8, 6, 3, 1, 1), nn.ReLU(), nn.MaxPool2d(2, 2))
+        self.avgpool = nn.AdaptiveAvgPool2d((3, 4))
+        self.classifier = nn.Sequential(nn.Linear(6 * 3 * 4, 16), nn.ReLU(), nn.Dropout(),
+                                        nn.Linear(16, 16), nn.ReLU(), nn.Dropout(),
+                                        nn.Linear(16, classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
+
+
 class KerasPadded(nn.Module):
     """Keras-style SAME pads as PyTorch ports write them: nn.ZeroPad2d before a VALID stride-2 conv
     and depthwise conv, which torch 1.13 exports as a Pad whose pads a ConstantOfShape -> Concat ->
@@ -233,6 +250,7 @@ def randomized(model):
 MODELS = {"mobilenet_v2": (MobileNetV2Mini, (2, 3, 32, 28)), "resnet": (ResNetMini, (1, 3, 29, 33)),
           "efficientnet": (EfficientNetMini, (1, 3, 30, 31)),
           "mobilenet_v3": (MobileNetV3Mini, (1, 3, 33, 27)), "densenet": (DenseNetMini, (1, 3, 34, 30)),
+          "vgg": (VggMini, (2, 3, 12, 17)),
           "keras_padded": (KerasPadded, (1, 3, 31, 30))}
 
 

@@ -866,6 +866,45 @@ TEST(OnnxImport, SwishFusesAsSilu) {
   EXPECT_EQ(rep(r)["layers"][0]["onnx_nodes"].size(), 3u);
 }
 
+// AlexNet's and VGG's classifier: Flatten of a 3x3 map -> Gemm is the valid 3x3 conv whose weights
+// are B as [K, C, 3, 3] (ONNX flattens C, H, W in OIHW's I, H, W order), the Flatten bypassed;
+// a Flatten read by another node too stays the caller's, and the Gemm with it.
+TEST(OnnxImport, GemmOfAFlattenedMapIsAConvOverTheWholeMap) {
+  for (const bool shared : {false, true}) {
+    ModelBuilder b;
+    b.input("x", {2, 3, 5, 5}).output("y");
+    add_conv(b, "c", "x", "c_out", 3, 4, 3);
+    b.node("Flatten", {"c_out"}, {"flat"}, "flatten");
+    b.initializer("fc_w", {6, 36});
+    b.node("Gemm", {"flat", "fc_w"}, {"y"}, "fc").i("transB", 1).f("alpha", 2.f);
+    if (shared) {
+      b.output("z");
+      b.node("Relu", {"flat"}, {"z"}, "other");
+    }
+    const ImportResult r = import(b);
+    if (shared) {
+      ASSERT_EQ(spec(r)["layers"].size(), 1u) << spec(r).dump();
+      ASSERT_EQ(r.left_to_caller.size(), 3u);
+      EXPECT_EQ(r.left_to_caller[0].name, "flatten");
+      EXPECT_TRUE(has(r.left_to_caller[1].reason, "spatial dims are all 1"))
+          << r.left_to_caller[1].reason;
+      continue;
+    }
+    EXPECT_TRUE(r.left_to_caller.empty());
+    ASSERT_EQ(spec(r)["layers"].size(), 2u);
+    const json fc = layer(r, 1);
+    EXPECT_EQ(fc["input"], "c");
+    EXPECT_EQ(fc["kernel"], json::parse("[3, 3]"));
+    EXPECT_EQ(fc["padding"], "valid");
+    EXPECT_EQ(spec(r)["output_shapes"], json::parse(R"j({"fc": [2, 6]})j"));
+    EXPECT_EQ(rep(r)["absorbed"][0]["op_type"], "Flatten");
+    const std::vector<float> w = test_values(216);
+    ASSERT_EQ(r.weights.size(), 3u);  // the conv's weights and bias, the Gemm's weights
+    EXPECT_EQ(r.weights[2].shape, (std::vector<int64_t>{6, 4, 3, 3}));
+    for (size_t i = 0; i < w.size(); ++i) EXPECT_FLOAT_EQ(r.weights[2].data[i], 2.f * w[i]) << i;
+  }
+}
+
 // x * HardSigmoid(x) with alpha 1/6 and beta 1/2 (torch.onnx's hardswish below opset 14) after a
 // conv is its hard_swish; with ONNX's default alpha (0.2) it is no hard swish, and the HardSigmoid,
 // whose input has two readers, is left to the caller.

@@ -8,16 +8,13 @@
 #include <vector>
 
 #include "frontend/layer.h"
+#include "frontend/onnx/onnx_graph.h"
 #include "frontend/onnx/onnx_model.h"
 
 namespace padfold::onnx_import {
 namespace {
 
 using Shape = std::vector<int64_t>;
-
-bool default_domain(const onnx::NodeProto& n) {
-  return n.domain().empty() || n.domain() == "ai.onnx";
-}
 
 const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute())

@@ -58,10 +58,6 @@ bool one_of(const std::string& s, const char* const (&list)[N]) {
   return std::find(std::begin(list), std::end(list), s) != std::end(list);
 }
 
-bool default_domain(const onnx::NodeProto& n) {
-  return n.domain().empty() || n.domain() == "ai.onnx";
-}
-
 std::string quoted_node(const onnx::NodeProto& n) {
   return "'" + n.name() + "' (" + n.op_type() + ")";
 }
@@ -344,6 +340,12 @@ class Importer {
     // inference's (check_inferred_shape warns).
     set_shape_onwards(node.output(0), std::get<Draft>(r).layer.output_shape_full());
     Draft& d = drafts_.emplace(i, std::move(std::get<Draft>(r))).first->second;
+    if (const int f = d.flatten_node; f >= 0) {  // the dense layer reads the map itself
+      role_[f] = Role::Bypassed;
+      reason_[f].clear();
+      c_.add_alias(g_.node(f).output(0), g_.node(f).input(0));
+      c_.set_bypassed(f);
+    }
     draft_by_output_[d.output] = i;
   }
 

@@ -331,9 +331,30 @@ std::variant<Draft, Left> draft_pool(const Context& c, int i, const DraftOptions
   return d;
 }
 
+// The Flatten or Reshape producing `x` from a feature map of rank 3 or more whose spatial dims are
+// not all 1, as ONNX's [N, C*H*W] (the map's own element order), read by node `reader` alone; -1
+// when there is none.
+int flattening_node(const Context& c, const std::string& x, int reader) {
+  const int p = c.graph().producer(x);
+  if (p < 0 || c.readers(x) != std::vector<int>{reader} || c.reaches_graph_output(x)) return -1;
+  const onnx::NodeProto& n = c.graph().node(p);
+  if (!default_domain(n) || (n.op_type() != "Flatten" && n.op_type() != "Reshape") ||
+      input_of(n, 0).empty())
+    return -1;
+  const std::string map = c.canon(n.input(0));
+  const auto xt = c.type(x), mt = c.type(map);
+  if (c.constant(map) || !xt || !xt->is_static() || !mt || !mt->is_static() ||
+      mt->shape.size() < 3 || unit_spatial(mt->shape))
+    return -1;
+  int64_t features = 1;
+  for (size_t k = 1; k < mt->shape.size(); ++k) features *= mt->shape[k];
+  return xt->shape == std::vector<int64_t>{mt->shape[0], features} ? p : -1;
+}
+
 // Gemm (A * B * alpha + C * beta, transA 0) and MatMul with a constant 2-D B, on an A that
 // padfold holds as [N, C, 1..] (a global pool's output, seen as [N, C] through Flatten, Reshape,
-// Squeeze or ReduceMean's keepdims 0): the 1x1 conv with K output channels.
+// Squeeze or ReduceMean's keepdims 0): the 1x1 conv with K output channels. On a feature map
+// flattened to [N, C*H*W] (AlexNet's and VGG's classifiers): the valid H x W conv.
 std::variant<Draft, Left> draft_dense(const Context& c, int i) {
   const onnx::NodeProto& n = c.graph().node(i);
   const bool gemm = n.op_type() == "Gemm";
@@ -342,12 +363,14 @@ std::variant<Draft, Left> draft_dense(const Context& c, int i) {
   Draft d;
   d.node = i;
   Draft::Dense dense;
-  const std::string x = c.canon(n.input(0));
+  std::string x = c.canon(n.input(0));
   if (c.constant(x)) return Left{"input A '" + x + "' is a constant"};
+  d.flatten_node = flattening_node(c, x, i);
+  if (d.flatten_node >= 0) x = c.canon(c.graph().node(d.flatten_node).input(0));
   const auto xt = c.type(x);
   if (!xt || !xt->is_static())
     return Left{"the shape of input A '" + x + "' is not static after ONNX shape inference"};
-  if (!unit_spatial(xt->shape))
+  if (d.flatten_node < 0 && !unit_spatial(xt->shape))
     return Left{"input A '" + x + "' has the shape " + shape_text(xt->shape, true) +
                 "; padfold computes " + n.op_type() +
                 " as a 1x1 convolution of a padfold layer's output whose spatial dims are all 1 "
@@ -372,7 +395,9 @@ std::variant<Draft, Left> draft_dense(const Context& c, int i) {
   if (w.size() != 2)
     return Left{"input B '" + n.input(1) + "' has the shape " + shape_text(w) +
                 "; padfold takes a 2-D B"};
-  const int64_t channels = xt->shape[1], k = dense.trans_b ? w[0] : w[1];
+  int64_t channels = 1;  // per batch: C, or C*H*W of a flattened map
+  for (size_t a = 1; a < xt->shape.size(); ++a) channels *= xt->shape[a];
+  const int64_t k = dense.trans_b ? w[0] : w[1];
   if ((dense.trans_b ? w[1] : w[0]) != channels)
     c.fail(i, "input B '" + n.input(1) + "' has the shape " + shape_text(w) + "; expected " +
                   (dense.trans_b ? "[K, " + std::to_string(channels) + "] (transB 1)"
@@ -401,6 +426,7 @@ std::variant<Draft, Left> draft_dense(const Context& c, int i) {
   d.output = n.output(0);
   l.out_channels = k;
   l.kernel = l.stride = l.dilation = std::vector<int64_t>(static_cast<size_t>(dims), 1);
+  if (d.flatten_node >= 0) l.kernel.assign(xt->shape.begin() + 2, xt->shape.end());
   l.padding.mode = PadMode::Valid;
   l.padding.written = "valid (" + n.op_type() + ")";
   l.bias = d.bias != nullptr;
@@ -591,7 +617,11 @@ bool unit_spatial(const std::vector<int64_t>& shape) {
 
 void dense_as_conv(const Draft::Dense& dense, const Layer& l, std::vector<int64_t>& weight_shape,
                    std::vector<float>& weights, std::vector<float>& bias) {
-  const auto k = static_cast<size_t>(l.out_channels), ch = static_cast<size_t>(l.in_channels);
+  // Per output: the input channels, times the taps of a flattened map (ONNX's C, H, W order is
+  // OIHW's I, H, W).
+  size_t ch = static_cast<size_t>(l.in_channels);
+  for (int64_t t : l.kernel) ch *= static_cast<size_t>(t);
+  const auto k = static_cast<size_t>(l.out_channels);
   std::vector<float> w(k * ch);
   for (size_t o = 0; o < k; ++o)
     for (size_t i = 0; i < ch; ++i)

@@ -36,6 +36,10 @@ struct Draft {
     double alpha = 1.0, beta = 1.0;
   };
   std::optional<Dense> dense;
+  // The Flatten or Reshape whose [N, C*H*W] output a dense node reads, of a feature map with
+  // spatial dims above 1: the dense node is the valid conv whose kernel is the whole map, and the
+  // Flatten is bypassed (its only reader is the dense node).
+  int flatten_node = -1;
   // A per-channel affine op that folds into no conv, as the depthwise 1x1 conv of its scale and
   // shift (no weights tensor: ones, with the affine folded in).
   bool affine_layer = false;

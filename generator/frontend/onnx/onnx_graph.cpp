@@ -524,4 +524,8 @@ std::optional<TensorType> GraphIndex::type(const std::string& tensor) const {
   return it->second;
 }
 
+bool default_domain(const onnx::NodeProto& n) {
+  return n.domain().empty() || n.domain() == "ai.onnx";
+}
+
 }  // namespace padfold::onnx_import

@@ -86,4 +86,7 @@ class GraphIndex {
   std::map<std::string, TensorType> types_;
 };
 
+// Whether the node is of ONNX's default domain ("" or "ai.onnx").
+bool default_domain(const onnx::NodeProto& n);
+
 }  // namespace padfold::onnx_import

@@ -28,10 +28,6 @@ bool one_of(const std::string& s, const char* const (&list)[N]) {
   return std::find(std::begin(list), std::end(list), s) != std::end(list);
 }
 
-bool is_default(const onnx::NodeProto& n) {
-  return n.domain().empty() || n.domain() == "ai.onnx";
-}
-
 std::string input_of(const onnx::NodeProto& n, int k) {
   return k < n.input_size() ? n.input(k) : std::string();
 }
@@ -59,7 +55,7 @@ class Recognizer {
     for (int i = 0; i < g_.num_nodes(); ++i) {
       if (covered_.count(i) || c_.bypassed(i)) continue;
       const onnx::NodeProto& n = g_.node(i);
-      if (is_default(n) && (n.op_type() == "Constant" || g_.folded(i))) continue;
+      if (default_domain(n) && (n.op_type() == "Constant" || g_.folded(i))) continue;
       visit(i);
     }
     for (const auto& [i, role] : out_.absorbed) covered_.insert(i);
@@ -89,18 +85,18 @@ class Recognizer {
   void visit(int i) {
     const onnx::NodeProto& n = g_.node(i);
     const std::string& op = n.op_type();
-    if (is_default(n) && op == "QuantizeLinear") return quantize(i);
-    if (is_default(n) && op == "DequantizeLinear") return dequantize(i);
-    if (is_default(n) && op == "Pad") return pad(i);
-    if (is_default(n) && op == "QLinearConv") return qlinear_conv(i);
+    if (default_domain(n) && op == "QuantizeLinear") return quantize(i);
+    if (default_domain(n) && op == "DequantizeLinear") return dequantize(i);
+    if (default_domain(n) && op == "Pad") return pad(i);
+    if (default_domain(n) && op == "QLinearConv") return qlinear_conv(i);
     if (n.domain() == "com.microsoft" &&
         (op == "QLinearAdd" || op == "QLinearAveragePool" || op == "QLinearGlobalAveragePool"))
       return op == "QLinearAdd" ? qlinear_add(i) : qlinear_pool(i);
-    if (is_default(n) && op == "MaxPool" && g_.type(n.input(0)) &&
+    if (default_domain(n) && op == "MaxPool" && g_.type(n.input(0)) &&
         g_.type(n.input(0))->elem_type != TP::FLOAT)
       return qop_max_pool(i);
-    if (is_default(n) && one_of(op, kQdqOps)) return qdq_op(i);
-    c_.fail(i, (is_default(n) ? op : op + " of domain '" + n.domain() + "'") +
+    if (default_domain(n) && one_of(op, kQdqOps)) return qdq_op(i);
+    c_.fail(i, (default_domain(n) ? op : op + " of domain '" + n.domain() + "'") +
                    " in a quantized graph; " + kImported);
   }
 
@@ -346,14 +342,14 @@ class Recognizer {
                        "; expected one QuantizeLinear (QDQ), through a Relu or Clip");
       const int r = readers[0];
       const onnx::NodeProto& rn = g_.node(r);
-      if (is_default(rn) && rn.op_type() == "QuantizeLinear") {
+      if (default_domain(rn) && rn.op_type() == "QuantizeLinear") {
         covered_.insert(r);
         out_.absorbed[r] = "quantization";
         d.quant_nodes.push_back(r);
         d.output = rn.output(0);
         return params(r, 1, 2);
       }
-      if (step == 0 && is_default(rn) && (rn.op_type() == "Relu" || rn.op_type() == "Clip") &&
+      if (step == 0 && default_domain(rn) && (rn.op_type() == "Relu" || rn.op_type() == "Clip") &&
           (d.layer.op == Op::Conv || d.layer.op == Op::Add)) {
         auto a = act_info(c_, r);
         if (const auto* left = std::get_if<Left>(&a)) c_.fail(r, left->reason);
