@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -2002,11 +2003,11 @@ TEST(OnnxImportProbes3, UnitSpatialOutputKeepsOnnxShape) {
   EXPECT_EQ(spec(r)["output_shapes"], json::parse(R"j({"gap": [1, 2, 1, 1]})j"));
 }
 
-// x -> Q -> DQ -> Pad(constant `value`, float) -> Conv -> Q -> DQ (QDQ).
-ModelBuilder qdq_padded_conv(float value) {
+// x -> Q -> DQ -> Pad(constant "pv", which `write_value` writes) -> Conv -> Q -> DQ (QDQ).
+ModelBuilder qdq_padded_conv(const std::function<void(ModelBuilder&)>& write_value) {
   ModelBuilder b = quantized_input();
   b.int_initializer("pads", {0, 0, 1, 1, 0, 0, 1, 1});
-  b.initializer("pv", {}, {value});
+  write_value(b);
   b.node("Pad", {"xd", "pads", "pv"}, {"xp"}, "pad");
   typed_initializer(b, "w", kI8, {3, 2, 3, 3}, int8_weights());
   b.initializer("ws", {}, {0.01f});
@@ -2019,6 +2020,11 @@ ModelBuilder qdq_padded_conv(float value) {
   b.node("DequantizeLinear", {"yq", "ys", "yz"}, {"y"}, "dqy");
   b.output("y");
   return b;
+}
+
+// The same with the float constant `value` as the Pad's constant.
+ModelBuilder qdq_padded_conv(float value) {
+  return qdq_padded_conv([&](ModelBuilder& b) { b.initializer("pv", {}, {value}); });
 }
 
 // D3: a QDQ Pad's float constant folds into the int8 border only where an int8 value
@@ -2035,6 +2041,40 @@ TEST(OnnxImportProbes3, QdqPadConstantFoldsOnlyOnTheGrid) {
                     "int8)"))
         << e;
   }
+}
+
+// ONNX Runtime's quantizer quantizes a Pad's constant too: DequantizeLinear of an int8 constant,
+// or QuantizeLinear -> DequantizeLinear of a float Constant (scalars). Both fold as constants, into
+// the value they compute (on the input's grid here: (40 - 3) * 0.02), which the border takes;
+// off the grid the import still fails naming the Pad.
+TEST(OnnxImport, QuantizedPadConstantsFoldIntoTheBorder) {
+  const auto dequantized = [](int q, float scale) {
+    return [=](ModelBuilder& b) {
+      typed_initializer(b, "pvq", kI8, {}, {q});
+      b.initializer("pvs", {}, {scale});
+      typed_initializer(b, "pvz", kI8, {}, {-5});
+      b.node("DequantizeLinear", {"pvq", "pvs", "pvz"}, {"pv"}, "dqpv");
+    };
+  };
+  const auto requantized = [](float v) {
+    return [=](ModelBuilder& b) {
+      b.initializer("pvf", {}, {v});
+      b.initializer("pvs", {}, {0.02f});
+      typed_initializer(b, "pvz", kI8, {}, {3});
+      b.node("QuantizeLinear", {"pvf", "pvs", "pvz"}, {"pvq"}, "qpv");
+      b.node("DequantizeLinear", {"pvq", "pvs", "pvz"}, {"pv"}, "dqpv");
+    };
+  };
+  const float on_grid = static_cast<float>(37) * 0.02f;
+  for (const auto& write : std::vector<std::function<void(ModelBuilder&)>>{
+           dequantized(32, 0.02f), requantized(on_grid), requantized(on_grid + 0.004f)}) {
+    const ImportResult r = import(qdq_padded_conv(write));
+    EXPECT_EQ(layer(r, 1)["border"]["value"].get<float>(), on_grid);
+    EXPECT_EQ(rep(r)["left_to_caller"].size(), 0u);
+  }
+  const std::string e = import_error(qdq_padded_conv(dequantized(32, 0.013f)));
+  EXPECT_TRUE(has(e, "node 'pad' (Pad, #")) << e;
+  EXPECT_TRUE(has(e, "is not on the quantization grid of its input")) << e;
 }
 
 // D4, D10: a bias scale vector, or a QLinearConv weight zero point vector, of a length other than

@@ -1,6 +1,7 @@
 #include "frontend/onnx/constant_fold.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -316,6 +317,50 @@ std::optional<Ints> evaluate(const onnx::NodeProto& n, const std::vector<std::op
   return std::nullopt;
 }
 
+// The one value of a rank-0 constant of `type` (any type when 0), or nullopt.
+std::optional<float> scalar(const onnx::TensorProto* t, int type = 0) {
+  if (!t || t->dims_size() != 0 || (type && t->data_type() != type)) return std::nullopt;
+  try {
+    const FloatTensor f = to_float_tensor(*t, "constant");
+    if (f.data.size() == 1) return f.data[0];
+  } catch (const ImportError&) {
+  }
+  return std::nullopt;
+}
+
+// QuantizeLinear or DequantizeLinear of a rank-0 constant with a rank-0 scale and zero point:
+// ONNX Runtime's quantizer writes a Pad's constant value so (the Constant quantized, then
+// dequantized). Evaluated as ONNX Runtime computes them: saturate(round half to even(x / scale) +
+// zero point) into the zero point's type (uint8 without one); (q - zero point) * scale in float32.
+std::optional<onnx::TensorProto> fold_scalar_qdq(
+    const onnx::NodeProto& n,
+    const std::function<const onnx::TensorProto*(const std::string&)>& constant) {
+  const bool quantize = n.op_type() == "QuantizeLinear";
+  if (n.input_size() < 2 || n.input_size() > 3 || attribute(n, "saturate")) return std::nullopt;
+  const onnx::TensorProto* zp_t =
+      n.input_size() == 3 && !n.input(2).empty() ? constant(n.input(2)) : nullptr;
+  if (n.input_size() == 3 && !n.input(2).empty() && !zp_t) return std::nullopt;
+  const int qtype = zp_t ? zp_t->data_type() : onnx::TensorProto::UINT8;
+  if (qtype != onnx::TensorProto::UINT8 && qtype != onnx::TensorProto::INT8) return std::nullopt;
+  const auto x = scalar(constant(n.input(0)), quantize ? onnx::TensorProto::FLOAT : qtype);
+  const auto scale = scalar(constant(n.input(1)), onnx::TensorProto::FLOAT);
+  const auto zp = zp_t ? scalar(zp_t) : std::optional<float>(0.f);
+  if (!x || !scale || !zp || !(*scale > 0) || !std::isfinite(*scale) || !std::isfinite(*x))
+    return std::nullopt;
+  onnx::TensorProto t;
+  t.set_name(n.output(0));
+  if (!quantize) {
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    t.add_float_data((*x - *zp) * *scale);
+    return t;
+  }
+  const float lo = qtype == onnx::TensorProto::INT8 ? -128.f : 0.f, hi = lo + 255.f;
+  const float q = std::clamp(std::nearbyint(*x / *scale) + *zp, lo, hi);
+  t.set_data_type(qtype);
+  t.add_int32_data(static_cast<int32_t>(q));
+  return t;
+}
+
 }  // namespace
 
 std::optional<onnx::TensorProto> fold_constant_node(
@@ -325,8 +370,11 @@ std::optional<onnx::TensorProto> fold_constant_node(
       "ConstantOfShape", "Concat",  "Reshape", "Slice", "Transpose", "Cast",
       "Unsqueeze",       "Squeeze", "Add",     "Sub",   "Mul",       "Neg"};
   if ((!n.domain().empty() && n.domain() != "ai.onnx") || n.output_size() != 1 ||
-      n.output(0).empty() || n.input_size() < 1 ||
-      std::find(std::begin(kOps), std::end(kOps), n.op_type()) == std::end(kOps))
+      n.output(0).empty() || n.input_size() < 1)
+    return std::nullopt;
+  if (n.op_type() == "QuantizeLinear" || n.op_type() == "DequantizeLinear")
+    return fold_scalar_qdq(n, constant);
+  if (std::find(std::begin(kOps), std::end(kOps), n.op_type()) == std::end(kOps))
     return std::nullopt;
   std::vector<std::optional<Ints>> in;
   for (const std::string& name : n.input()) {

@@ -16,7 +16,8 @@ namespace padfold::onnx_import {
 inline constexpr int64_t kMaxFoldedValues = 4096;
 
 // The value of default-domain node `n` (ConstantOfShape, Concat, Reshape, Slice, Transpose, Cast,
-// Unsqueeze, Squeeze, Add, Sub, Mul, Neg on INT64/INT32 tensors), where `constant` gives every
+// Unsqueeze, Squeeze, Add, Sub, Mul, Neg on INT64/INT32 tensors; QuantizeLinear and
+// DequantizeLinear of a scalar, as a QDQ Pad's constant value), where `constant` gives every
 // input it reads; nullopt for any other node, an input that is no constant, a value that is not
 // an integer, more than kMaxFoldedValues values, or an input that breaks the op's ONNX rules (the
 // node is then left as it is, and the importer says why).
