@@ -217,6 +217,27 @@ class VggMini(nn.Module):
         return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
 
 
+class XceptionMini(nn.Module):
+    """Xception's middle flow: each block's ReLU reads the residual sum the next sum reads too
+    (and a ReLU after a max pool), so they fuse into no layer and run as layers of their own."""
+
+    def __init__(self, classes=3):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8))
+        self.blocks = nn.ModuleList(
+            nn.Sequential(nn.Conv2d(8, 8, 3, 1, 1, groups=8, bias=False), nn.Conv2d(8, 8, 1),
+                          nn.BatchNorm2d(8)) for _ in range(2))
+        self.pool = nn.MaxPool2d(3, 2, 1)
+        self.fc = nn.Linear(8, classes)
+
+    def forward(self, x):
+        x = self.stem(x)
+        for block in self.blocks:
+            x = block(nn.functional.relu(x)) + x
+        x = nn.functional.relu(self.pool(x))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
 class KerasPadded(nn.Module):
     """Keras-style SAME pads as PyTorch ports write them: nn.ZeroPad2d before a VALID stride-2 conv
     and depthwise conv, which torch 1.13 exports as a Pad whose pads a ConstantOfShape -> Concat ->
@@ -250,7 +271,7 @@ def randomized(model):
 MODELS = {"mobilenet_v2": (MobileNetV2Mini, (2, 3, 32, 28)), "resnet": (ResNetMini, (1, 3, 29, 33)),
           "efficientnet": (EfficientNetMini, (1, 3, 30, 31)),
           "mobilenet_v3": (MobileNetV3Mini, (1, 3, 33, 27)), "densenet": (DenseNetMini, (1, 3, 34, 30)),
-          "vgg": (VggMini, (2, 3, 12, 17)),
+          "vgg": (VggMini, (2, 3, 12, 17)), "xception": (XceptionMini, (1, 3, 21, 18)),
           "keras_padded": (KerasPadded, (1, 3, 31, 30))}
 
 

@@ -420,7 +420,10 @@ TEST(OnnxImport, ActivationsFuseIntoTheConv) {
   EXPECT_EQ(rep(r)["absorbed"].size(), 0u);
 }
 
-TEST(OnnxImport, ActivationsThatCannotFuseAreLeft) {
+// An activation that fuses into no layer (its input is also a graph output, or a pool's) is a
+// layer of its own: the depthwise 1x1 conv of weights one, no bias, with the activation. A Clip
+// that is no activation padfold has is left.
+TEST(OnnxImport, ActivationsThatCannotFuseAreLayersOfTheirOwn) {
   ModelBuilder b(10);  // Clip with min/max attributes
   b.input("x", {1, 2, 5, 5});
   add_conv(b, "c1", "x", "t1", 2, 2, 1);
@@ -431,15 +434,26 @@ TEST(OnnxImport, ActivationsThatCannotFuseAreLeft) {
   b.node("Relu", {"p"}, {"r3"}, "relu3");
   b.output("t1").output("r1").output("r2").output("r3");
   const ImportResult r = import(b);
-  ASSERT_EQ(r.left_to_caller.size(), 3u);
-  EXPECT_EQ(r.left_to_caller[0].name, "relu1");
-  EXPECT_TRUE(has(r.left_to_caller[0].reason, "graph output")) << r.left_to_caller[0].reason;
-  EXPECT_EQ(r.left_to_caller[1].name, "clip");
-  EXPECT_TRUE(has(r.left_to_caller[1].reason, "neither relu")) << r.left_to_caller[1].reason;
-  EXPECT_EQ(r.left_to_caller[2].name, "relu3");
-  EXPECT_TRUE(has(r.left_to_caller[2].reason, "convolutions, add and mul only"))
-      << r.left_to_caller[2].reason;
-  EXPECT_EQ(spec(r)["outputs"], json::parse(R"j(["c1", "c2", "mp"])j"));
+  ASSERT_EQ(r.left_to_caller.size(), 1u);
+  EXPECT_EQ(r.left_to_caller[0].name, "clip");
+  EXPECT_TRUE(has(r.left_to_caller[0].reason, "neither relu")) << r.left_to_caller[0].reason;
+  EXPECT_EQ(spec(r)["outputs"], json::parse(R"j(["c1", "relu1", "c2", "relu3"])j"));
+  const json layers = spec(r)["layers"];
+  for (const auto& [name, input] : {std::pair{"relu1", "c1"}, std::pair{"relu3", "mp"}}) {
+    json l;
+    for (const json& x : layers)
+      if (x["name"] == name) l = x;
+    ASSERT_FALSE(l.is_null()) << name;
+    EXPECT_EQ(l["op"], "conv2d");
+    EXPECT_EQ(l["input"], input);
+    EXPECT_EQ(l["groups"], 2);
+    EXPECT_EQ(l["kernel"], json::parse("[1, 1]"));
+    EXPECT_EQ(l["activation"], "relu");
+    EXPECT_FALSE(l.value("bias", false)) << l.dump();
+  }
+  for (const auto& w : r.weights) {
+    if (w.path.find("relu") != std::string::npos) EXPECT_EQ(w.data, std::vector<float>(2, 1.f));
+  }
 }
 
 TEST(OnnxImport, ResidualAddAndConcat) {
@@ -838,19 +852,25 @@ TEST(OnnxImport, AShiftBeforeAZeroPaddedConvIsNotFoldedButAKernelOfItsOwn) {
   }
 }
 
-// A layer takes one activation: a second is left (it used to replace the first).
-TEST(OnnxImport, ASecondActivationIsLeft) {
+// A layer takes one activation: a second is a layer of its own (it used to replace the first),
+// and a third fuses into nothing it is not.
+TEST(OnnxImport, ASecondActivationIsALayerOfItsOwn) {
   ModelBuilder b;
   b.input("x", {1, 2, 5, 5});
   add_conv(b, "c1", "x", "t", 2, 2, 3);
   b.node("Relu", {"t"}, {"r"}, "relu");
-  b.node("LeakyRelu", {"r"}, {"y"}, "leaky").f("alpha", 0.5f);
+  b.node("LeakyRelu", {"r"}, {"l"}, "leaky").f("alpha", 0.5f);
+  b.node("Sigmoid", {"l"}, {"y"}, "sig");
   b.output("y");
   const ImportResult r = import(b);
+  EXPECT_TRUE(r.left_to_caller.empty());
+  ASSERT_EQ(spec(r)["layers"].size(), 3u);
   EXPECT_EQ(layer(r, 0)["activation"], "relu");
-  ASSERT_EQ(r.left_to_caller.size(), 1u);
-  EXPECT_EQ(r.left_to_caller[0].name, "leaky");
-  EXPECT_TRUE(has(r.left_to_caller[0].reason, "fused already")) << r.left_to_caller[0].reason;
+  EXPECT_EQ(layer(r, 1)["name"], "leaky");
+  EXPECT_EQ(layer(r, 1)["activation"], json::parse(R"j({"type": "leaky_relu", "alpha": 0.5})j"));
+  EXPECT_EQ(layer(r, 2)["name"], "sig");
+  EXPECT_EQ(layer(r, 2)["input"], "leaky");
+  EXPECT_EQ(layer(r, 2)["activation"], "sigmoid");
 }
 
 // x * Sigmoid(x) after a conv is its silu; a Sigmoid whose input has another reader is not.
@@ -907,8 +927,8 @@ TEST(OnnxImport, GemmOfAFlattenedMapIsAConvOverTheWholeMap) {
 }
 
 // x * HardSigmoid(x) with alpha 1/6 and beta 1/2 (torch.onnx's hardswish below opset 14) after a
-// conv is its hard_swish; with ONNX's default alpha (0.2) it is no hard swish, and the HardSigmoid,
-// whose input has two readers, is left to the caller.
+// conv is its hard_swish; with ONNX's default alpha (0.2) it is no hard swish: the HardSigmoid,
+// whose input has two readers, is a layer of its own and the Mul of two tensors is left.
 TEST(OnnxImport, XTimesHardSigmoidFusesAsHardSwish) {
   for (const float alpha : {1.f / 6.f, 0.2f}) {
     ModelBuilder b;
@@ -918,10 +938,10 @@ TEST(OnnxImport, XTimesHardSigmoidFusesAsHardSwish) {
     b.node("Mul", {"s", "t"}, {"y"}, "mul");
     b.output("y");
     const ImportResult r = import(b);
-    if (alpha == 0.2f) {
+    if (alpha == 0.2f) {  // a HardSigmoid layer of its own, and a Mul padfold has not
       EXPECT_EQ(layer(r, 0)["activation"], nullptr) << spec(r).dump();
-      ASSERT_FALSE(r.left_to_caller.empty());
-      EXPECT_EQ(r.left_to_caller[0].name, "hsig");
+      ASSERT_EQ(r.left_to_caller.size(), 1u);
+      EXPECT_EQ(r.left_to_caller[0].name, "mul");
       continue;
     }
     EXPECT_TRUE(r.left_to_caller.empty());

@@ -484,6 +484,30 @@ class Importer {
     drafts_.emplace(i, std::move(d));
   }
 
+  // An activation that fuses into no layer (a pool's output, or a tensor with other readers:
+  // Xception's ReLU of a residual sum the next sum reads too) as a layer of its own: the depthwise
+  // 1x1 conv of weights one and no bias with the activation fused, which computes act(x) exactly.
+  // `why_not_fused` is the node's reason where it cannot be one either.
+  void activation_as_layer(int i, const ActInfo& a, const std::string& why_not_fused) {
+    reason_[i] = why_not_fused;
+    const auto ty = c_.type(a.input);
+    if (!ty || !ty->is_static() || ty->shape.size() < 3 ||
+        ty->elem_type != onnx::TensorProto::FLOAT)
+      return;
+    Draft d = affine_draft(i, a.input, g_.node(i).output(0));
+    d.layer.padding.written = "valid (" + g_.node(i).op_type() + " alone)";
+    d.layer.bias = false;
+    d.layer.activation = a.activation;
+    d.layer.activation_alpha = a.alpha;
+    d.layer.activation_beta = a.beta;
+    if (!detail::resolve_draft(c_, d).empty()) return;
+    reason_[i].clear();
+    role_[i] = Role::Layer;
+    set_shape_onwards(d.output, d.layer.output_shape_full());
+    draft_by_output_[d.output] = i;
+    drafts_.emplace(i, std::move(d));
+  }
+
   // The depthwise 1x1 conv (weights ones, the affine folded in as after_) of node `i`, reading
   // `input` (channels first) and producing `output`.
   Draft affine_draft(int i, const std::string& input, const std::string& output) const {
@@ -613,13 +637,17 @@ class Importer {
     }
     if (d->layer.op != Op::Conv && d->layer.op != Op::ConvTranspose && d->layer.op != Op::Add &&
         d->layer.op != Op::Mul) {
-      reason_[i] = "not fused: its input comes from " + quoted_node(g_.node(d->node)) +
-                   "; padfold fuses activations into convolutions, add and mul only";
+      activation_as_layer(i, a,
+                          "not fused: its input comes from " + quoted_node(g_.node(d->node)) +
+                              "; padfold fuses activations into convolutions, add and mul only");
       return;
     }
-    if (d->act_node >= 0) {
-      reason_[i] = "not fused: " + quoted_node(g_.node(d->node)) + " has " +
-                   quoted_node(g_.node(d->act_node)) + " fused already (padfold fuses one)";
+    if (d->act_node >= 0 || d->layer.activation != Activation::None) {
+      activation_as_layer(i, a,
+                          "not fused: " + quoted_node(g_.node(d->node)) + " has " +
+                              (d->act_node >= 0 ? quoted_node(g_.node(d->act_node))
+                                                : std::string("its activation")) +
+                              " fused already (padfold fuses one)");
       return;
     }
     if (const std::optional<Activation> g = gated(a))
@@ -636,7 +664,8 @@ class Importer {
       }
     int r = -1;
     if (std::string why = single_reader(a.input, r); !why.empty()) {
-      reason_[i] = "not fused: the input's producer " + quoted_node(g_.node(d->node)) + ": " + why;
+      activation_as_layer(
+          i, a, "not fused: the input's producer " + quoted_node(g_.node(d->node)) + ": " + why);
       return;
     }
     d->layer.activation = a.activation;
