@@ -76,15 +76,17 @@ class ResNetMini(nn.Module):
 
 
 class SqueezeExcitation(nn.Module):
-    """torchvision's: GAP, 1x1 conv + SiLU, 1x1 conv + Sigmoid, times the input."""
+    """torchvision's: GAP, 1x1 conv + SiLU, 1x1 conv + Sigmoid, times the input (MobileNetV3's:
+    ReLU and Hardsigmoid)."""
 
-    def __init__(self, channels, squeezed):
+    def __init__(self, channels, squeezed, act=nn.functional.silu, gate=torch.sigmoid):
         super().__init__()
         self.fc1, self.fc2 = nn.Conv2d(channels, squeezed, 1), nn.Conv2d(squeezed, channels, 1)
+        self.act, self.gate = act, gate
 
     def forward(self, x):
         s = nn.functional.adaptive_avg_pool2d(x, 1)
-        return x * torch.sigmoid(self.fc2(nn.functional.silu(self.fc1(s))))
+        return x * self.gate(self.fc2(self.act(self.fc1(s))))
 
 
 class MBConv(nn.Module):
@@ -116,18 +118,6 @@ class EfficientNetMini(nn.Module):
         return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
 
 
-class SqueezeExcitationV3(nn.Module):
-    """MobileNetV3's: GAP, 1x1 conv + ReLU, 1x1 conv + Hardsigmoid, times the input."""
-
-    def __init__(self, channels, squeezed):
-        super().__init__()
-        self.fc1, self.fc2 = nn.Conv2d(channels, squeezed, 1), nn.Conv2d(squeezed, channels, 1)
-
-    def forward(self, x):
-        s = nn.functional.adaptive_avg_pool2d(x, 1)
-        return x * nn.functional.hardsigmoid(self.fc2(nn.functional.relu(self.fc1(s))))
-
-
 class MobileNetV3Block(nn.Module):
     """torchvision's MobileNetV3 block: 1x1 expand, depthwise, squeeze-and-excite, 1x1 project,
     hard swish throughout (x * HardSigmoid(x) in torch.onnx's opset 13)."""
@@ -137,7 +127,8 @@ class MobileNetV3Block(nn.Module):
         self.residual = stride == 1 and cin == cout
         self.body = nn.Sequential(conv_bn(cin, hidden, 1, act=nn.Hardswish),
                                   conv_bn(hidden, hidden, k, stride, hidden, act=nn.Hardswish),
-                                  SqueezeExcitationV3(hidden, max(8, hidden // 4)),
+                                  SqueezeExcitation(hidden, max(8, hidden // 4), nn.functional.relu,
+                                                    nn.functional.hardsigmoid),
                                   conv_bn(hidden, cout, 1, act=None))
 
     def forward(self, x):

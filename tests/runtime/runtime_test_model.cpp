@@ -1091,6 +1091,22 @@ std::string Zeros(size_t floats) {
   return std::string(floats * 4, '\0');
 }
 
+// The fake bundle model's inputs x (0.5 i) and c, and its outputs, as tensors; not copyable (the
+// tensors point into it). add_bias is 2 x + 100 (1 + i / 20) where the bias file is 100, 200, 300.
+struct ModelIo {
+  float x[60], c[2] = {1.5f, 2.5f}, y[60] = {}, cy[2] = {};
+  static constexpr int64_t kNCHW[4] = {1, 3, 4, 5}, kTwo[1] = {2};
+  pf_tensor in[2] = {{"x", x, PF_F32, 4, kNCHW, nullptr, sizeof x},
+                     {"c", c, PF_F32, 1, kTwo, nullptr, sizeof c}};
+  pf_tensor out[2] = {{"checked", cy, PF_F32, 1, kTwo, nullptr, sizeof cy},
+                      {"add_bias", y, PF_F32, 4, kNCHW, nullptr, sizeof y}};
+  ModelIo() {
+    for (int i = 0; i < 60; i++) x[i] = 0.5f * static_cast<float>(i);
+  }
+  ModelIo(const ModelIo&) = delete;
+  ModelIo& operator=(const ModelIo&) = delete;
+};
+
 class BundleModel : public ScratchBundle {
  protected:
   void SetUp() override {
@@ -1132,13 +1148,9 @@ TEST_F(BundleModel, RunsWithTheWeightsFile) {
   ASSERT_EQ(pf_model_num_outputs(model_), 2);
   EXPECT_STREQ(pf_model_output_name(model_, 0), "add_bias");
   EXPECT_STREQ(pf_model_output(model_, 0)->layout, "NCHW");
-  float x[60], c[2] = {1.5f, 2.5f}, y[60] = {}, cy[2] = {};
-  for (int i = 0; i < 60; i++) x[i] = 0.5f * i;
-  static const int64_t kNCHW[4] = {1, 3, 4, 5}, kTwo[1] = {2};
-  pf_tensor in[2] = {{"x", x, PF_F32, 4, kNCHW, nullptr, sizeof x},
-                     {"c", c, PF_F32, 1, kTwo, nullptr, sizeof c}};
-  pf_tensor out[2] = {{"checked", cy, PF_F32, 1, kTwo, nullptr, sizeof cy},
-                      {"add_bias", y, PF_F32, 4, kNCHW, nullptr, sizeof y}};
+  ModelIo io;
+  float *x = io.x, *y = io.y, *cy = io.cy;
+  const pf_tensor *in = io.in, *out = io.out;
   h.Reset();
   ASSERT_EQ(pf_model_run(model_, in, 2, out, 2, err_, sizeof err_), PF_OK) << err_;
   for (int i = 0; i < 60; i++) EXPECT_EQ(y[i], 2 * x[i] + 100 * (1 + i / 20)) << i;
@@ -1190,16 +1202,12 @@ TEST_F(BundleModel, RunsParkThePoolsWorkers) {
   ASSERT_EQ(pf_pool_create(&po, &pool, err_, sizeof err_), PF_OK) << err_;
   std::unique_ptr<pf_pool, void (*)(pf_pool*)> owned(pool, pf_pool_destroy);
   ASSERT_EQ(pf_bundle_use_pool(bundle_, pool, err_, sizeof err_), PF_OK) << err_;
-  float x[60], c[2] = {1.5f, 2.5f}, y[60] = {}, cy[2] = {};
-  for (int i = 0; i < 60; i++) x[i] = 0.5f * i;
-  static const int64_t kNCHW[4] = {1, 3, 4, 5}, kTwo[1] = {2};
-  pf_tensor in[2] = {{"x", x, PF_F32, 4, kNCHW, nullptr, sizeof x},
-                     {"c", c, PF_F32, 1, kTwo, nullptr, sizeof c}};
-  pf_tensor out[2] = {{"checked", cy, PF_F32, 1, kTwo, nullptr, sizeof cy},
-                      {"add_bias", y, PF_F32, 4, kNCHW, nullptr, sizeof y}};
+  ModelIo io;
+  float *x = io.x, *y = io.y;
+  const pf_tensor *in = io.in, *out = io.out;
   Arena arena(pf_model_arena_bytes(model_));
   for (bool as_static : {false, true, false}) {
-    std::fill(std::begin(y), std::end(y), 0.f);
+    std::fill(y, y + 60, 0.f);
     ASSERT_EQ(as_static ? pf_model_run_static(model_, arena.At(), arena.bytes, in, 2, out, 2, err_,
                                               sizeof err_)
                         : pf_model_run(model_, in, 2, out, 2, err_, sizeof err_),
