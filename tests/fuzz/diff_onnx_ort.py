@@ -502,6 +502,12 @@ def compare(name, got, refs, quantized):
     return why
 
 
+def channels_last(buffer):
+    """Whether a manifest buffer's layout puts the channels last (NHWC, NWC, NDHWC)."""
+    layout = buffer.get("layout", "")
+    return len(layout) >= 3 and layout.startswith("N") and layout.endswith("C")
+
+
 def as_buffer(value, shape, channels_last):
     """ONNX Runtime's value of a tensor as a padfold buffer of `shape` holds it: channels moved
     last for a channels-last layer, unit dims dropped or added ([N, K] as [N, K, 1, 1])."""
@@ -553,10 +559,10 @@ def check(padfold, work, model, rng):
         buffers = {b["name"]: b for b in kernel["buffers"]}
         ins = layer["input"] if isinstance(layer["input"], list) else [layer["input"]]
         ins_buffers = [b for b in kernel["buffers"] if b["name"].startswith("input")]
-        last = layer.get("layout", "").endswith("C")
         cmd = [padfold, "run", work / "bundle", "--layer", layer["name"]]
         for k, (name, buf) in enumerate(zip(ins, ins_buffers)):
-            value = as_buffer(refs[tensor_of[name]][0], buf["shape"], last)
+            # Each buffer in its own layout: a transpose layer's input and output differ.
+            value = as_buffer(refs[tensor_of[name]][0], buf["shape"], channels_last(buf))
             if value is None:
                 return f"layer '{layer['name']}' input '{name}': {buf['shape']} for ONNX's " \
                        f"{refs[tensor_of[name]][0].shape}"
@@ -567,7 +573,7 @@ def check(padfold, work, model, rng):
         if r.returncode != 0:
             return f"run --layer {layer['name']} exited {r.returncode}: {(r.stdout + r.stderr)[-2000:]}"
         got = np.load(work / "lout.npy")
-        wanted = [as_buffer(v, buffers["output"]["shape"], last)
+        wanted = [as_buffer(v, buffers["output"]["shape"], channels_last(buffers["output"]))
                   for v in refs[tensor_of[layer["name"]]]]
         if any(w is None for w in wanted):
             return f"layer '{layer['name']}': output {got.shape} for ONNX's " \

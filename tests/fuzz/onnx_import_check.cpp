@@ -80,7 +80,8 @@ void import_and_check(const uint8_t* data, size_t size, const char* target) {
         if (w.path == path) {
           size_t n = 1;
           for (int64_t d : w.shape) n *= static_cast<size_t>(d);
-          if (n != w.data.size()) finding(target, path + ": data does not match its shape");
+          const size_t values = w.ints.empty() ? w.data.size() : w.ints.size();  // int8, int32
+          if (n != values) finding(target, path + ": data does not match its shape");
           return w.shape;
         }
       finding(target, "the spec names " + path + ", which the import does not write");
