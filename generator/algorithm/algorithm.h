@@ -56,7 +56,8 @@ struct Algorithm {
   bool explicit_border = false;  // bordered written as clamps/selects, not BoundaryConditions
   Halide::Func reduce;           // the reduction (conv sum, pool max/sum), args in `vars` order;
                                  // undefined for add and concat
-  Halide::Func output;           // bias, activation, averaging; args in `vars` order
+  Halide::Func output;           // bias, activation, averaging; args in `vars` order; a
+                                 // concat's: one update per input (its channels an RVar)
 
   // Pure variables in the output buffer's dimension order (Halide order: innermost first).
   std::vector<Halide::Var> vars;
@@ -74,6 +75,11 @@ struct Algorithm {
   WinogradStages winograd;               // a conv computed as F(m, 3) (winograd.m > 0): its stages
   DotOperands dot = DotOperands::U8xI8;  // a quantized conv's input offset to these operands
 };
+
+// The loops of a concat's update `u` (one per input) in the output's dimension order, innermost
+// first, the input's channels its RVar: Halide puts an update's RVars innermost, so its schedules
+// reorder the loops to these.
+std::vector<Halide::VarOrRVar> concat_loops(const Algorithm& a, int u);
 
 // Builds the algorithm for a resolved layer. The buffers have fixed shapes and dense strides. With
 // `source` (a fused block's producer, defined over this layer's input shape), the layer reads it

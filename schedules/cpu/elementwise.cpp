@@ -58,7 +58,11 @@ ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParam
   r.vector_lanes = clamp_int(requested_lanes(p, target), 1, inner);
   // Tasks of equal rows (a divisor of the rows: a split of the parallel loop never overhangs).
   if (p.rows_per_task > 0) r.rows_per_task = divisor_at_most(rows_extent(L), p.rows_per_task);
-  if (too_little_for_threads(p, traffic(L))) r.rows_per_task = 0;
+  // A concat's inputs are copied by a parallel loop each: threads where its average input's
+  // copy pays for waking them.
+  const double n = static_cast<double>(L.inputs.size());
+  const double work = L.op == Op::Concat ? 2 * traffic(L) / ((n + 1) * n) : traffic(L);
+  if (too_little_for_threads(p, work)) r.rows_per_task = 0;
   r.fit_tiles = false;
   r.min_task_kflop = 0;
   return r;
@@ -108,10 +112,40 @@ void apply_transpose(Algorithm& a, const ScheduleParams& p) {
   if (p.rows_per_task > 0) out.parallel(rows);
 }
 
+// A concat's updates, one per input: the innermost axis vectorized (the input's channels when
+// channels-last: an RVar, its tail guarded), rows over threads as for the other ops.
+void apply_concat(Algorithm& a, const ScheduleParams& p) {
+  const Layer& L = *a.layer;
+  Func out = a.output;
+  for (int u = 0; u < out.num_update_definitions(); ++u) {
+    Stage s = out.update(u);
+    const std::vector<VarOrRVar> loops = concat_loops(a, u);
+    s.reorder(loops);
+    const VarOrRVar inner = loops.front();
+    const int64_t extent =
+        L.layout.channels_last ? L.input_channels[static_cast<size_t>(u)] : L.out_spatial.back();
+    const int lanes = clamp_int(p.vector_lanes, 1, extent);
+    if (lanes > 1) {
+      const VarOrRVar o = inner.is_rvar ? VarOrRVar(RVar("vo")) : VarOrRVar(Var("vo")),
+                      i = inner.is_rvar ? VarOrRVar(RVar("vi")) : VarOrRVar(Var("vi"));
+      s.split(inner, o, i, lanes, TailStrategy::GuardWithIf).vectorize(i);
+    }
+    const VarOrRVar rows = rows_are_channels(L) ? loops[loops.size() - 2] : a.spatial.back();
+    if (p.rows_per_task > 1)
+      s.parallel(rows, p.rows_per_task, TailStrategy::GuardWithIf);
+    else if (p.rows_per_task == 1)
+      s.parallel(rows);
+  }
+}
+
 ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   const Layer& L = *a.layer;
   if (L.op == Op::Transpose) {
     apply_transpose(a, p);
+    return {p};
+  }
+  if (L.op == Op::Concat) {
+    apply_concat(a, p);
     return {p};
   }
   for (Func h : a.helpers) h.compute_root();  // softmax's per-pixel max and sum

@@ -50,6 +50,33 @@ ScheduleParams resolve(const Layer& L, const Target&, const ScheduleParams& p) {
   return r;
 }
 
+// A concat's updates, one per input: the two innermost axes (the input's channels an RVar where
+// they are one of them) tiled into blocks of threads, the next axes one more block dimension
+// (pure ones fused), any axis after an RVar there (the batch) a loop on the host.
+void apply_concat(Algorithm& a, const ScheduleParams& p) {
+  Func out = a.output;
+  for (int u = 0; u < out.num_update_definitions(); ++u) {
+    Stage s = out.update(u);
+    const std::vector<VarOrRVar> dims = concat_loops(a, u);
+    s.reorder(dims);
+    const auto named = [&](const VarOrRVar& d, const std::string& n) {
+      return d.is_rvar ? VarOrRVar(RVar(n)) : VarOrRVar(Var(n));
+    };
+    const VarOrRVar o0 = named(dims[0], "c0o"), i0 = named(dims[0], "c0i"),
+                    o1 = named(dims[1], "c1o"), i1 = named(dims[1], "c1i");
+    s.gpu_tile(dims[0], dims[1], o0, o1, i0, i1, p.gpu_threads_x, p.gpu_threads_y,
+               TailStrategy::GuardWithIf);
+    if (dims.size() < 3) continue;
+    VarOrRVar z = dims[2];
+    for (size_t i = 3; i < dims.size() && !z.is_rvar && !dims[i].is_rvar; ++i) {
+      const Var fused("cz" + std::to_string(i));
+      s.fuse(z.var, dims[i].var, fused);
+      z = fused;
+    }
+    s.gpu_blocks(z);
+  }
+}
+
 }  // namespace
 
 int64_t staged_bytes(const Layer& L, const ScheduleParams& p) {
@@ -81,6 +108,10 @@ namespace {
 
 ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   const Layer& L = *a.layer;
+  if (L.op == Op::Concat) {
+    apply_concat(a, p);
+    return {p};
+  }
   for (Func h : a.helpers) h.compute_root();
   const int tx = p.gpu_threads_x, ty = p.gpu_threads_y, rx = p.gpu_tile_x, ry = p.gpu_tile_y;
   Func out = a.output;
