@@ -2023,6 +2023,21 @@ TEST(OnnxImportProbes3, UnitSpatialOutputKeepsOnnxShape) {
   EXPECT_EQ(spec(r)["output_shapes"], json::parse(R"j({"gap": [1, 2, 1, 1]})j"));
 }
 
+// An input with unit spatial dims read by channels-last layers gets its transpose too: declared
+// NCHW and read as NHWC, the spec did not compile (diff_onnx_ort finding, a caller's Pad output).
+TEST(OnnxImportProbes3, UnitSpatialInputIsTransposedForChannelsLastLayers) {
+  ModelBuilder b;
+  b.input("x", {1, 3, 1, 1}).output("y");
+  add_conv(b, "c", "x", "y", 3, 2, 1);
+  const ImportResult r = import(b, {}, {});
+  ASSERT_EQ(spec(r)["layers"].size(), 2u) << spec(r).dump();
+  EXPECT_EQ(layer(r, 0)["op"], "transpose");
+  EXPECT_EQ(layer(r, 0)["input"], "x");
+  EXPECT_EQ(layer(r, 1)["input"], layer(r, 0)["name"]);
+  EXPECT_EQ(layer(r, 1)["layout"], "NHWC");
+  EXPECT_NO_THROW(parse_spec(spec(r).dump(), "m.json"));
+}
+
 // x -> Q -> DQ -> Pad(constant "pv", which `write_value` writes) -> Conv -> Q -> DQ (QDQ).
 ModelBuilder qdq_padded_conv(const std::function<void(ModelBuilder&)>& write_value) {
   ModelBuilder b = quantized_input();

@@ -841,7 +841,9 @@ class Importer {
         rep["produced_by"] = node_ref(prod, "left");
       }
       rep["layout"] = in.layout.name();
-      if (relayout(ty.shape, io_last)) {
+      // Unit spatial dims too: the layers reading an input take it in their own layout (an
+      // output's [N, C, 1, 1] needs no transpose: the user reads it in ONNX's shape).
+      if (ty.shape.size() >= 3 && io_last != channels_last_) {
         Layer tr = transpose_layer(
             names.allocate(in.name + "_" + ascii_lower(compute_name(ty)), in.name + "_relaid"), in,
             channels_last_);
