@@ -57,8 +57,9 @@ namespace padfold {
     "3x3 stride-1 2D dense convs: 1 = Winograd F(2,3), 2 = F(4,3) (tiles of 2x2 or 4x4 "         \
     "outputs; vectors of output channels by tile_x tiles in registers); 0 = direct")             \
   X(int, winograd_min_tiles, 0, 0, 4096, pow2, cpu,                                              \
-    "with winograd: only on outputs of at least this many tiles (the weights are transformed "   \
-    "per call, a cost the tiles share); fewer compute directly")                                 \
+    "with winograd: only on outputs of at least this many tiles (U, the weights transformed "    \
+    "once, is read per row of tiles, a cost the tiles share); F(4,3) with fewer tiles is "       \
+    "F(2,3) where that has enough, else direct")                                                 \
   X(int, fused_strips, 0, 0, 64, linear, cpu,                                                    \
     "fused blocks: the rows in this many parallel strips, and a producer read through a window " \
     "computed per row tile, sliding along its strip (no halo recompute); 0 = per pixel tile")    \

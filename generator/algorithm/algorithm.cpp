@@ -604,7 +604,7 @@ Halide::Type element_type(const Layer& L) {
   return halide_type(pf_dtype_of(L.output_dtype()));
 }
 
-std::vector<BufferInfo> buffer_infos(const Layer& L) {
+std::vector<BufferInfo> buffer_infos(const Layer& L, const WeightForm& weights) {
   const pf_dtype act = pf_dtype_of(L.input_dtype());
   const bool q = L.quantized();
   std::vector<BufferInfo> out;
@@ -617,8 +617,8 @@ std::vector<BufferInfo> buffer_infos(const Layer& L) {
     out.push_back({"input", PF_ROLE_INPUT, in.name(), L.input_shape(), L.name, act});
   }
   if (L.has_weights())
-    out.push_back({"weights", PF_ROLE_WEIGHTS, L.weight_layout.order, L.weight_shape(), L.name,
-                   q ? PF_I8 : PF_F32});
+    out.push_back({"weights", PF_ROLE_WEIGHTS, weight_form_layout(L, weights),
+                   weight_form_shape(L, weights), L.name, q ? PF_I8 : PF_F32});
   if (L.bias)
     out.push_back({"bias", PF_ROLE_BIAS, "O", {L.out_channels}, L.name, q ? PF_I32 : PF_F32});
   out.push_back({"output", PF_ROLE_OUTPUT, L.layout.name(), L.output_shape_full(), L.name,
@@ -630,8 +630,9 @@ BufferInfo residual_buffer(const Layer& add) {
   return {"residual", PF_ROLE_INPUT, add.layout.name(), add.output_shape_full(), add.name, PF_F32};
 }
 
-Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_border,
-                          const Layer* residual, int winograd_m, DotOperands dot) {
+Algorithm build_algorithm(const Layer& L, const AlgorithmVariant& variant, const Func& source) {
+  const Layer* residual = variant.residual;
+  const int winograd_m = variant.winograd_m;
   if (L.dtype != DType::F32 && !L.quantized())
     throw std::runtime_error("layer '" + L.name + "': " + to_string(L.dtype) +
                              " kernels are not generated (float32, int8 and uint8 are)");
@@ -641,12 +642,14 @@ Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_bord
     throw std::logic_error("layer '" + L.name + "': add, mul and concat are not fused");
   if (residual && (L.op != Op::Conv || residual->op != Op::Add))
     throw std::logic_error("layer '" + L.name + "': only a conv takes a residual add");
+  if (variant.weights.prepared() && variant.weights.winograd_m != winograd_m)
+    throw std::logic_error("layer '" + L.name + "': its weights are prepared for another kernel");
   Algorithm a;
   a.layer = &L;
   a.source = source;
-  a.explicit_border = explicit_border;
-  a.dot = dot;
-  for (const BufferInfo& b : buffer_infos(L)) {
+  a.explicit_border = variant.explicit_border;
+  a.dot = variant.dot;
+  for (const BufferInfo& b : buffer_infos(L, variant.weights)) {
     if (source.defined() && b.role == PF_ROLE_INPUT) continue;  // the producer's Func instead
     BufferParam bp{b, {}};
     if (b.role != PF_ROLE_OUTPUT) {
@@ -683,7 +686,7 @@ Algorithm build_algorithm(const Layer& L, const Func& source, bool explicit_bord
   switch (L.op) {
     case Op::Conv:
       if (winograd_m > 0)
-        build_winograd_conv(a, L, winograd_m);
+        build_winograd_conv(a, L, winograd_m, variant.weights.prepared());
       else
         build_conv(a, L);
       break;

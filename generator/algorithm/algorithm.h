@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithm/weight_form.h"
 #include "algorithm/winograd.h"
 #include "frontend/spec.h"
 #include "padfold_registry.h"  // pf_role: the bundle contract's buffer roles
@@ -27,7 +28,8 @@ struct BufferInfo {
   std::string layer;           // the layer it belongs to (a fused block has several)
   pf_dtype dtype = PF_F32;     // quantized layers: int8/uint8 activations, int8 weights, int32 bias
 };
-std::vector<BufferInfo> buffer_infos(const Layer& layer);
+// The weights buffer in `weights`' form (default: as the layer's weight_layout says).
+std::vector<BufferInfo> buffer_infos(const Layer& layer, const WeightForm& weights = {});
 
 // The Halide type of a buffer's elements, and of a layer's output.
 Halide::Type halide_type(pf_dtype dtype);
@@ -81,20 +83,26 @@ struct Algorithm {
 // reorder the loops to these.
 std::vector<Halide::VarOrRVar> concat_loops(const Algorithm& a, int u);
 
+// How a layer is computed, beyond the layer itself: what the schedule and the target decide.
+struct AlgorithmVariant {
+  // `bordered` written as clamps and selects instead of Halide's BoundaryConditions (GPU
+  // schedules).
+  bool explicit_border = false;
+  // An add whose other input is this conv's addend (a residual block): the conv's output (bias and
+  // activation applied) plus that addend, through the add's activation, is the output. A
+  // "residual" input buffer (the add's output shape, named after the add) is read once per output
+  // element in the epilogue, and the output buffer is the add's.
+  const Layer* residual = nullptr;
+  int winograd_m = 0;  // 2 or 4 (winograd_applies(layer)): the conv computed as F(m, 3)
+  DotOperands dot = DotOperands::U8xI8;  // the target's dot_operands (quantized convs only)
+  WeightForm weights;  // the form of the weights buffer; a prepared form fits winograd_m
+};
+
 // Builds the algorithm for a resolved layer. The buffers have fixed shapes and dense strides. With
 // `source` (a fused block's producer, defined over this layer's input shape), the layer reads it
 // instead of an input buffer, through its own border and padding.
-// With `explicit_border` (GPU schedules) `bordered` is written as clamps and selects instead of
-// Halide's BoundaryConditions.
-// With `residual` (an add whose other input is this conv's addend: a residual block), the conv's
-// output (bias and activation applied) plus that addend, through the add's activation, is the
-// output: a "residual" input buffer (the add's output shape, named after the add) is read once
-// per output element in the epilogue, and the output buffer is the add's.
-// With `winograd_m` (2 or 4; winograd_applies(layer)), the conv is computed as F(m, 3).
-// `dot`: the target's dot_operands (quantized convs only).
-Algorithm build_algorithm(const Layer& layer, const Halide::Func& source = Halide::Func(),
-                          bool explicit_border = false, const Layer* residual = nullptr,
-                          int winograd_m = 0, DotOperands dot = DotOperands::U8xI8);
+Algorithm build_algorithm(const Layer& layer, const AlgorithmVariant& variant = {},
+                          const Halide::Func& source = Halide::Func());
 
 // A quantized conv, channels last, whose groups reduce a multiple of 4 channels, or of one group
 // (its channels padded to a multiple of 4, reduction_channels): it sums 8-bit products 4 input

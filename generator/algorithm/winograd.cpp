@@ -75,7 +75,21 @@ Expr by_row(const Expr& index, const std::vector<std::vector<double>>& matrix,
 
 }  // namespace
 
-void build_winograd_conv(Algorithm& a, const Layer& L, int m) {
+void define_winograd_weights(WinogradStages& s, const Layer& L, int m, const Func& raw) {
+  const WinogradMatrices& W = winograd_matrices(m);
+  const std::string name = L.name + "_wg_";
+  s.weights = Func(name + "weights");
+  s.weights_rows = Func(name + "weights_rows");
+  const Var &k = s.k, &c = s.c, &av = s.a, &bv = s.b, &sv = s.s;
+  // G along the kernel rows (r), then along the columns (s). The weight buffer's taps are
+  // innermost first: column, row.
+  s.weights_rows(k, c, av, sv) = by_row(av, W.G, [&](int r) {
+    return raw(weight_args(L.weight_layout, 2, k, c, {sv, Expr(r)}));
+  });
+  s.weights(k, c, av, bv) = by_row(bv, W.G, [&](int col) { return s.weights_rows(k, c, av, col); });
+}
+
+void build_winograd_conv(Algorithm& a, const Layer& L, int m, bool prepared) {
   if (!winograd_applies(L))
     throw std::logic_error("layer '" + L.name + "': Winograd needs a 3x3 stride-1 2D conv");
   const WinogradMatrices& W = winograd_matrices(m);
@@ -84,22 +98,20 @@ void build_winograd_conv(Algorithm& a, const Layer& L, int m) {
   s.m = m;
   s.t = W.t;
   const std::string name = L.name + "_wg_";
-  s.weights = Func(name + "weights");
-  s.weights_rows = Func(name + "weights_rows");
   s.input = Func(name + "input");
   s.input_rows = Func(name + "input_rows");
   s.product = Func(name + "product");
   s.products = Func(name + "products");
   s.output_rows = Func(name + "output_rows");
-  const Var &k = s.k, &c = s.c, &av = s.a, &bv = s.b, &j = s.j, &sv = s.s, &xi = s.xi, &tx = s.tx,
-            &ty = s.ty, &n = a.n;
+  const Var &k = s.k, &c = s.c, &av = s.a, &bv = s.b, &j = s.j, &xi = s.xi, &tx = s.tx, &ty = s.ty,
+            &n = a.n;
 
-  // Weights: G along the kernel rows (r), then along the columns (s). The weight buffer's taps
-  // are innermost first: column, row.
-  s.weights_rows(k, c, av, sv) = by_row(av, W.G, [&](int r) {
-    return a.weights(weight_args(L.weight_layout, 2, k, c, {sv, Expr(r)}));
-  });
-  s.weights(k, c, av, bv) = by_row(bv, W.G, [&](int col) { return s.weights_rows(k, c, av, col); });
+  if (prepared) {
+    s.weights = Func(name + "weights");
+    s.weights(k, c, av, bv) = a.weights(k, c, av, bv);
+  } else {
+    define_winograd_weights(s, L, m, a.weights);
+  }
 
   // Inputs: a tile's t x t window, BT along its rows (i), then along its columns (j).
   const int pad_y = static_cast<int>(L.pads.axes[0].before);

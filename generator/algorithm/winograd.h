@@ -4,7 +4,9 @@
 // the t*t transformed positions are t*t independent matrix products, 2.25x (m = 2) or 4x (m = 4)
 // fewer multiplies than direct convolution. The border is folded into the input transform: a
 // tile's inputs are read through the bordered input like every other kernel's (no padded copy).
-// The transformed weights are computed per call, inside the kernel.
+// The transformed weights U = G g GT are computed per call inside the kernel when it is passed the
+// layer's own weights, or read as they are when the compile prepared them
+// (algorithm/weight_form.h).
 #pragma once
 
 #include <Halide.h>
@@ -35,6 +37,7 @@ int winograd_outputs(int knob);
 struct WinogradStages {
   int m = 0, t = 0;  // 0: the layer is not computed this way
   // U(k, c, a, b): the weights transformed (G g GT); rows(k, c, a, s): G along the kernel rows.
+  // With prepared weights U reads the weights buffer and `weights_rows` is undefined.
   Halide::Func weights, weights_rows;
   // V(c, a, b, tx, ty, n): each tile's inputs transformed (BT d B); rows(c, a, j, tx, ty, n): BT
   // along the tile's rows. Tile (tx, ty) starts at output column m*tx, row m*ty.
@@ -48,8 +51,12 @@ struct WinogradStages {
   Halide::Var k{"wk"}, c{"wc"}, a{"wa"}, b{"wb"}, j{"wj"}, s{"ws"}, xi{"wxi"}, tx{"wtx"}, ty{"wty"};
 };
 
+// Defines `weights` (U) and `weights_rows` of `s` over `raw`, the layer's weights in its
+// weight_layout: the one definition of the weight transform, per call and prepared alike.
+void define_winograd_weights(WinogradStages& s, const Layer& layer, int m, const Halide::Func& raw);
+
 // Defines `a.bordered` and `a.reduce` (the convolution before bias, activation and residual) as
-// F(m, 3) through the stages in `a.winograd`.
-void build_winograd_conv(Algorithm& a, const Layer& layer, int m);
+// F(m, 3) through the stages in `a.winograd`. With `prepared`, `a.weights` holds U already.
+void build_winograd_conv(Algorithm& a, const Layer& layer, int m, bool prepared);
 
 }  // namespace padfold

@@ -50,11 +50,11 @@ std::string Block::names() const {
   return n;
 }
 
-std::vector<BufferInfo> block_buffers(const Block& block) {
-  if (!block.fused()) return buffer_infos(block.last());
+std::vector<BufferInfo> block_buffers(const Block& block, const WeightForm& weights) {
+  if (!block.fused()) return buffer_infos(block.last(), weights);
   std::vector<BufferInfo> out;
   for (const Layer* L : block.layers)
-    for (BufferInfo b : buffer_infos(*L)) {
+    for (BufferInfo b : buffer_infos(*L, L == &block.consumer() ? weights : WeightForm{})) {
       if (b.role == PF_ROLE_INPUT && L != &block.first()) continue;
       if (b.role == PF_ROLE_OUTPUT && L != &block.last()) continue;
       if (b.role == PF_ROLE_WEIGHTS || b.role == PF_ROLE_BIAS) b.name = L->name + "_" + b.name;

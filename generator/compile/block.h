@@ -34,8 +34,8 @@ struct Block {
 
 // The kernel's buffers in manifest order: the first layer's inputs, every layer's weights and bias
 // (named "<layer>_weights", "<layer>_bias" in a fused block), a residual add's other input
-// ("residual"), the last layer's output.
-std::vector<BufferInfo> block_buffers(const Block& block);
+// ("residual"), the last layer's output. The consumer's weights in `weights`' form.
+std::vector<BufferInfo> block_buffers(const Block& block, const WeightForm& weights = {});
 // The tensor feeding each input buffer of block_buffers, in order.
 std::vector<std::string> block_input_sources(const Block& block);
 

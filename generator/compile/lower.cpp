@@ -41,18 +41,42 @@ int winograd_m(const Layer& layer, const Halide::Target& target, const ScheduleP
   return winograd_outputs(resolve_schedule(layer, target, requested).winograd);
 }
 
-}  // namespace
+// The variant of a layer of a kernel on `target` with the requested knobs.
+AlgorithmVariant variant_of(const Layer& layer, const Halide::Target& target, int m,
+                            const Layer* residual, const WeightForm& weights) {
+  AlgorithmVariant v;
+  v.explicit_border = strategy_for(layer, target).capabilities.explicit_border;
+  v.residual = residual;
+  v.winograd_m = m;
+  v.dot = dot_operands(target);
+  v.weights = weights;
+  return v;
+}
 
-Kernel lower(const Layer& layer, const Halide::Target& target, const ScheduleParams& requested) {
-  Algorithm a = build_algorithm(layer, Halide::Func(),
-                                strategy_for(layer, target).capabilities.explicit_border, nullptr,
-                                winograd_m(layer, target, requested), dot_operands(target));
+Kernel lower_layer(const Layer& layer, const Halide::Target& target,
+                   const ScheduleParams& requested, const WeightForm& weights) {
+  Algorithm a = build_algorithm(
+      layer, variant_of(layer, target, winograd_m(layer, target, requested), nullptr, weights));
   Kernel k;
   k.name = layer.name;
   k.schedule = apply_schedule(a, requested, target).resolved;
   k.buffers = a.buffers;
   k.pipeline = Halide::Pipeline(a.output);
   return k;
+}
+
+}  // namespace
+
+ScheduleParams with_weight_form(ScheduleParams requested, const WeightForm& weights) {
+  if (weights.winograd_m > 0) {
+    requested.winograd = weights.winograd_m == 2 ? 1 : 2;  // winograd_outputs' inverse
+    requested.winograd_min_tiles = 0;
+  }
+  return requested;
+}
+
+Kernel lower(const Layer& layer, const Halide::Target& target, const ScheduleParams& requested) {
+  return lower_layer(layer, target, requested, {});
 }
 
 ScheduleParams requested_schedule(const Block& block, const Halide::Target& target,
@@ -70,7 +94,7 @@ ScheduleParams resolved_schedule(const Block& block, const Halide::Target& targe
 namespace {
 
 Kernel lower_block(const Block& block, const Halide::Target& target,
-                   const ScheduleParams& requested, bool in_registers) {
+                   const ScheduleParams& requested, const WeightForm& weights, bool in_registers) {
   std::vector<Algorithm> chain;
   Halide::Func source;
   for (const Layer* L : block.chain()) {
@@ -78,9 +102,8 @@ Kernel lower_block(const Block& block, const Halide::Target& target,
     // A fused chain's consumer is never Winograd (resolve_block_schedule); a conv with a residual
     // add alone may be.
     const int m = block.chain().size() == 1 ? winograd_m(*L, target, requested) : 0;
-    chain.push_back(build_algorithm(*L, source,
-                                    strategy_for(*L, target).capabilities.explicit_border, residual,
-                                    m, dot_operands(target)));
+    const WeightForm form = L == &block.consumer() ? weights : WeightForm{};
+    chain.push_back(build_algorithm(*L, variant_of(*L, target, m, residual, form), source));
     source = chain.back().output;
   }
   Kernel k;
@@ -89,7 +112,7 @@ Kernel lower_block(const Block& block, const Halide::Target& target,
                    ? apply_schedule(chain[0], requested, target).resolved
                    : apply_block_schedule(chain, requested, target, in_registers).resolved;
   // Buffers in block_buffers order: the parameters of every layer, renamed as the block names them.
-  const std::vector<BufferInfo> infos = block_buffers(block);
+  const std::vector<BufferInfo> infos = block_buffers(block, weights);
   for (const BufferInfo& info : infos) {
     for (const Algorithm& a : chain)
       for (const BufferParam& b : a.buffers)
@@ -105,16 +128,20 @@ Kernel lower_block(const Block& block, const Halide::Target& target,
 
 // Producers' buffers in Register memory (on the stack) where Halide bounds every one of them by a
 // constant; otherwise where Halide chooses (its heap above 16 KB), as halide_scratch then states.
-Kernel lower(const Block& block, const Halide::Target& target, const ScheduleParams& requested) {
-  if (!block.fused()) return lower(block.last(), target, requested);
-  Kernel k = lower_block(block, target, requested, true);
+Kernel lower(const Block& block, const Halide::Target& target, const ScheduleParams& requested,
+             const WeightForm& weights) {
+  if (weights.prepared() && block.chain().size() != 1)
+    throw std::logic_error("block " + block.names() + ": a fused chain reads its weights raw");
+  const ScheduleParams knobs = with_weight_form(requested, weights);
+  if (!block.fused()) return lower_layer(block.last(), target, knobs, weights);
+  Kernel k = lower_block(block, target, knobs, weights, true);
   try {
     Halide::Pipeline p = k.pipeline;
     const Halide::Module m = p.compile_to_module(k.arguments(), k.name, codegen_target(target));
     if (registers_have_fixed_sizes(m)) return k;
   } catch (const Halide::CompileError&) {
   }
-  return lower_block(block, target, requested, false);
+  return lower_block(block, target, knobs, weights, false);
 }
 
 HalideMemory compile_kernel_files(const Kernel& kernel, const Halide::Target& target,

@@ -45,9 +45,15 @@ ScheduleParams requested_schedule(const Block& block, const Halide::Target& targ
 // The knobs a block's kernel runs with (resolve_schedule, or resolve_block_schedule when fused).
 ScheduleParams resolved_schedule(const Block& block, const Halide::Target& target,
                                  const ScheduleParams& requested);
+// The knobs that compute a kernel whose weights are prepared in `weights`' form that way (a
+// Winograd form sets the winograd knob to its m, on any output size).
+ScheduleParams with_weight_form(ScheduleParams requested, const WeightForm& weights);
+
 // A block as one kernel, named after its last layer: each layer's algorithm reads the previous
-// one's output Func; its buffers are block_buffers(block).
-Kernel lower(const Block& block, const Halide::Target& target, const ScheduleParams& requested);
+// one's output Func; its buffers are block_buffers(block, weights). With prepared `weights` (a
+// one-layer chain only) the kernel reads its consumer's weights in that form.
+Kernel lower(const Block& block, const Halide::Target& target, const ScheduleParams& requested,
+             const WeightForm& weights = {});
 
 // Writes the kernel's AOT outputs (object, header, statement ...) as `function`, without the
 // Halide runtime (a bundle carries one per target), with padfold's code generation options. For

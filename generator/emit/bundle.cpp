@@ -49,15 +49,15 @@ KernelReport report_of(const BundlePlan& plan, const KernelBuild& b, const fs::p
 std::vector<KernelReport> compile_bundle(const BundlePlan& plan,
                                          const std::function<void(const KernelReport&)>& progress) {
   const Model& model = *plan.model;
-  // Weights are read and checked before anything is compiled.
+  // Weights are read, checked and prepared before anything is compiled.
   std::vector<NpyData> weights;
-  for (const WeightFile& w : plan.weight_files) weights.push_back(read_weight_file(model, w));
+  for (const WeightFile& w : plan.weight_files) weights.push_back(stored_weights(model, w));
   StagedDirectory staged(plan.options.out_dir);
   const fs::path root = staged.path();
   if (!plan.embedded_weights && !plan.weight_files.empty()) {
     fs::create_directories(root / "weights");
     for (size_t i = 0; i < plan.weight_files.size(); ++i)
-      write_npy((root / plan.weight_files[i].bundle_path()).string(), plan.weight_files[i].shape,
+      write_npy((root / plan.weight_files[i].bundle_path()).string(), weights[i].shape,
                 weights[i].dtype, weights[i].data());
   }
   for (const TargetPlan& t : plan.targets) fs::create_directories(target_dir(root, t) / "obj");

@@ -96,12 +96,24 @@ int find_weight_file(const std::vector<WeightFile>& files, const Layer& L, pf_ro
   return -1;
 }
 
-std::vector<BufferPlan> plan_buffers(const Block& block, const std::vector<WeightFile>& files,
-                                     bool embedded) {
+// The form a kernel's weights are stored in: prepared for the kernel where the spec names their
+// file (the values are known now) and every target computes the kernel the same way.
+WeightForm plan_weight_form(const KernelPlan& k, const std::vector<WeightFile>& files) {
+  const Block& b = k.block;
+  if (b.chain().size() != 1 || find_weight_file(files, b.consumer(), PF_ROLE_WEIGHTS) < 0)
+    return {};
+  const int knob = k.schedules.front().resolved.winograd;
+  for (const KernelSchedule& s : k.schedules)
+    if (s.resolved.winograd != knob) return {};
+  return WeightForm{winograd_outputs(knob)};
+}
+
+std::vector<BufferPlan> plan_buffers(const Block& block, const WeightForm& form,
+                                     const std::vector<WeightFile>& files, bool embedded) {
   std::vector<BufferPlan> buffers;
   const std::vector<std::string> sources = block_input_sources(block);
   size_t inputs = 0;
-  for (const BufferInfo& b : block_buffers(block)) {
+  for (const BufferInfo& b : block_buffers(block, form)) {
     BufferPlan p{b.name, b.role, b.dtype, b.layout, b.shape, std::nullopt, -1};
     if (b.role == PF_ROLE_INPUT) {
       p.source = sources.at(inputs++);
@@ -199,9 +211,14 @@ BundlePlan plan_bundle(const Model& model, const CompileOptions& opt) {
   plan.weight_files = weight_files(model);
   plan.embedded_weights = opt.embed_weights;
   for (const Block& b : blocks) {
-    KernelPlan k{b, kernel_function_name(model, b.last()), {}, {}, std::nullopt};
-    k.buffers = plan_buffers(b, plan.weight_files, plan.embedded_weights);
+    KernelPlan k{b, kernel_function_name(model, b.last()), {}, {}, {}, std::nullopt};
     for (const TargetPlan& t : plan.targets) k.schedules.push_back(plan_schedule(b, t, opt));
+    k.weight_form = plan_weight_form(k, plan.weight_files);
+    if (k.weight_form.prepared()) {
+      const int w = find_weight_file(plan.weight_files, b.consumer(), PF_ROLE_WEIGHTS);
+      plan.weight_files[static_cast<size_t>(w)].form = k.weight_form;
+    }
+    k.buffers = plan_buffers(b, k.weight_form, plan.weight_files, plan.embedded_weights);
     plan.kernels.push_back(std::move(k));
   }
   plan_arena(plan);

@@ -91,6 +91,7 @@ struct KernelPlan {
   std::string function;                   // the C symbol (kernel_function_name)
   std::vector<BufferPlan> buffers;        // manifest order (block_buffers)
   std::vector<KernelSchedule> schedules;  // per target, in BundlePlan::targets order
+  WeightForm weight_form;                 // how its weights are stored (prepared at compile)
   // Where its output lives in pf_model_run_static's arena; none for a model output (the caller's
   // buffer).
   std::optional<int64_t> arena_offset;

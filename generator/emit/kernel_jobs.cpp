@@ -55,7 +55,7 @@ void compile_kernel(const BundlePlan& plan, const KernelBuild& build, const fs::
   const TargetPlan& t = plan.targets[build.target];
   const fs::path dir = target_dir(root, t);
   const std::string& layer = k.block.last().name;
-  Kernel kernel = lower(k.block, t.target, build.schedule);
+  Kernel kernel = lower(k.block, t.target, build.schedule, k.weight_form);
   std::map<OutputFileType, std::string> outputs{
       {OutputFileType::object, object_path(root, t, k).string()}};
   if (build.target == 0)
@@ -153,7 +153,8 @@ std::vector<KernelBuild> compile_kernels(
     b.fallback = true;
     b.fallback_from = b.schedule.name;
     b.fallback_reason = r.error;
-    b.schedule = conservative_schedule(block.consumer(), target);
+    b.schedule = with_weight_form(conservative_schedule(block.consumer(), target),
+                                  plan.kernels[b.kernel].weight_form);
     b.resolved = resolved_schedule(block, target, b.schedule);
     return job(i);
   };

@@ -65,7 +65,7 @@ SizeReport bundle_size_report(const BundlePlan& plan, const fs::path& root, bool
   SizeReport r;
   for (const WeightFile& w : plan.weight_files) {
     int64_t n = 1;
-    for (int64_t d : w.shape) n *= d;
+    for (int64_t d : w.stored_shape()) n *= d;
     r.weights_bytes += n * dtype_size(w.dtype);
   }
   r.weight_buffers = plan.weight_files.size();

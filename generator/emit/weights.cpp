@@ -19,7 +19,7 @@ std::vector<WeightFile> weight_files(const Model& model) {
       const std::string& path = b.role == PF_ROLE_WEIGHTS ? L.weights_file
                                 : b.role == PF_ROLE_BIAS  ? L.bias_file
                                                           : std::string();
-      if (!path.empty()) files.push_back({&L, b.name, b.role, path, b.shape, b.dtype});
+      if (!path.empty()) files.push_back({&L, b.name, b.role, path, b.shape, b.dtype, {}});
     }
   return files;
 }
@@ -52,6 +52,14 @@ NpyData read_weight_file(const Model& model, const WeightFile& w) {
         w.path, fmt::join(a.shape, ", "), fmt::join(w.shape, ", "), w.buffer,
         w.role == PF_ROLE_WEIGHTS ? " in weight_layout " + w.layer->weight_layout.order : ""));
   return a;
+}
+
+std::vector<int64_t> WeightFile::stored_shape() const {
+  return form.prepared() ? weight_form_shape(*layer, form) : shape;
+}
+
+NpyData stored_weights(const Model& model, const WeightFile& w) {
+  return prepare_weights(*w.layer, w.form, read_weight_file(model, w));
 }
 
 void check_weight_files(const Model& model) {

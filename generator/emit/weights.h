@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithm/weight_form.h"
 #include "base/npy.h"
 #include "frontend/spec.h"
 #include "padfold_registry.h"
@@ -21,7 +22,11 @@ struct WeightFile {
   std::vector<int64_t> shape;      // the buffer's shape in its layout
   // The buffer's dtype: float32, or a quantized layer's int8 weights and int32 bias (docs/int8.md).
   pf_dtype dtype = PF_F32;
+  // The form the bundle stores them in: prepared for their kernel (bundle_plan), or as the file.
+  WeightForm form;
 
+  // The shape of what the bundle stores.
+  std::vector<int64_t> stored_shape() const;
   std::string bundle_path() const { return "weights/" + layer->name + "_" + buffer + ".npy"; }
 };
 
@@ -32,6 +37,9 @@ std::vector<WeightFile> weight_files(const Model& model);
 // shape. Errors name the spec file, the layer, the field and the path (a dtype mismatch both
 // dtypes).
 NpyData read_weight_file(const Model& model, const WeightFile& w);
+
+// read_weight_file, prepared in the file's form (prepare_weights): the values the bundle stores.
+NpyData stored_weights(const Model& model, const WeightFile& w);
 
 // Checks every weight file of the model (read_weight_file), throwing at the first bad one.
 void check_weight_files(const Model& model);

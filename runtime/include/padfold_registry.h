@@ -11,9 +11,11 @@
 extern "C" {
 #endif
 
-#define PF_FORMAT_VERSION 3
+#define PF_FORMAT_VERSION 4
 /* The oldest format this runtime still opens: format 2 has no memory plan (pf_registry.memory_plan
- * and the manifest's memory_plan are new in 3), so its models run with pf_model_run only. */
+ * and the manifest's memory_plan are new in 3), so its models run with pf_model_run only. Format 4
+ * stores weights the compile prepared in the form their kernel reads (a buffer's layout says which,
+ * e.g. winograd_f4_u): a reader of format 3 would take them for the spec's own weights. */
 #define PF_FORMAT_VERSION_MIN 2
 /* The "format" of a bundle's manifest.json (format_version: PF_FORMAT_VERSION). */
 #define PF_FORMAT_NAME "padfold-bundle"

@@ -36,7 +36,8 @@ void split_tile(Halide::Func f, const Halide::Var& v, const Halide::Var& outer,
                 const Halide::Var& inner, int factor, int64_t extent);
 
 // Whether the knobs compute the layer as Winograd F(m, 3) (winograd.cpp): a 3x3 stride-1 2D dense
-// conv, the `winograd` knob set, and at least winograd_min_tiles output tiles.
+// conv, the `winograd` knob set, and at least winograd_min_tiles output tiles of the knob's size
+// or, with F(4,3) asked for, of F(2,3)'s.
 bool winograd_holds(const Layer& layer, const ScheduleParams& requested);
 // Its knobs in effect (winograd_min_tiles cleared: it has done its work), and its stages
 // scheduled.

@@ -59,6 +59,12 @@ StrategyRow row(TargetFamily family, OpClass op_class,
 //             0.32 ms, 28x28x128 0.95 -> 0.51 ms at 1 thread (AVX2: 2.04 -> 0.69, 2.01 -> 1.09);
 //             14x14x256 (16 tiles) 0.82x and 7x7x512 0.08x (their weights, transformed per
 //             call, take 9 and 38 MB).
+// Measured on Zen 3 (AVX2), weights prepared by the compile and each row of tiles on the stack
+// (bench/results-winograd.md): isolated, F(4,3) over direct 2.85x (56x56x64), 2.05x (28x28x128),
+// 1.78x (14x14x256), 0.57x (7x7x512); in ResNet-50, where U no longer sits in L3 from one call to
+// the next, F(4,3) on 14x14 made the model 9% slower and F(2,3) there 5% faster: so F(4,3) from 32
+// tiles, F(2,3) below where it has 32 (winograd_min_tiles), 7x7 direct. AVX-512 takes the same
+// rule, not yet measured with prepared weights.
 // AVX2 and generic (SSE4.1) rows take the same structure with their own tile budgets (spot-checked
 // on this machine); NEON rows are unchanged: they cannot be timed or run here.
 std::vector<StrategyRow> x86_and_generic_rows() {

@@ -1,5 +1,6 @@
-// The CPU schedule of a Winograd F(m, 3) convolution (algorithm/winograd.h). The weights are
-// transformed once per call (vectorized over output channels, threads over input channels). Then
+// The CPU schedule of a Winograd F(m, 3) convolution (algorithm/winograd.h). Weights passed raw
+// are transformed once per call (vectorized over output channels, threads over input channels);
+// prepared ones are read as they are. Then
 // per row of output tiles (a parallel task): the row's inputs transformed (vectorized over input
 // channels, the border read through the bounded input, so Halide peels the border tiles off),
 // the t*t products over input channels as register tiles of `channel_vectors` vectors of output
@@ -26,19 +27,34 @@ TailStrategy exact_or_guarded(int64_t extent, int factor) {
   return extent % factor == 0 ? TailStrategy::RoundUp : TailStrategy::GuardWithIf;
 }
 
+// A row of tiles' transformed inputs and products take at most this much of a thread's stack
+// (glibc's threads have 8 MiB); larger rows go to Halide's heap.
+constexpr int64_t kRowStackBytes = int64_t{1} << 20;
+
+// The winograd knob the layer is computed with: the requested one, or F(2,3) where F(4,3) would
+// leave fewer than winograd_min_tiles tiles and F(2,3) does not; 0: direct.
+int winograd_knob(const Layer& L, const ScheduleParams& p) {
+  if (!winograd_applies(L)) return 0;
+  for (int knob = std::min(p.winograd, 2); knob >= 1; --knob) {
+    const int m = winograd_outputs(knob);
+    if (tiles(L.out_spatial[0], m) * tiles(L.out_spatial[1], m) >= p.winograd_min_tiles)
+      return knob;
+  }
+  return 0;
+}
+
 }  // namespace
 
 bool winograd_holds(const Layer& L, const ScheduleParams& p) {
-  const int m = winograd_outputs(p.winograd);
-  if (m == 0 || !winograd_applies(L)) return false;
-  return tiles(L.out_spatial[0], m) * tiles(L.out_spatial[1], m) >= p.winograd_min_tiles;
+  return winograd_knob(L, p) > 0;
 }
 
 ScheduleParams resolve_winograd(const Layer& L, const Target& target, const ScheduleParams& p) {
-  const int m = winograd_outputs(p.winograd);
+  const int knob = winograd_knob(L, p);
+  const int m = winograd_outputs(knob);
   const int64_t K = L.out_channels, C = L.in_channels;
   ScheduleParams r = p;
-  r.winograd = std::min(p.winograd, 2);
+  r.winograd = knob;
   r.winograd_min_tiles = 0;
   r.vector_lanes = clamp_int(requested_lanes(p, target), 1, K);
   r.channel_vectors = clamp_int(p.channel_vectors, 1, K / r.vector_lanes);
@@ -97,8 +113,15 @@ ScheduleResult apply_winograd(Algorithm& a, const ScheduleParams& p, const Targe
   // The products of a row of tiles: register tiles of `block` output channels by tile_x tiles,
   // input channels innermost; each (a, b) sweeps the row's tiles per channel block, so a block's
   // transformed weights stay in cache across the row.
+  // On the stack, not Halide's heap: freed per row there, glibc gives the pages back at once
+  // (its heap top trimmed past 128 KiB) and faults them in zeroed for the next row, which took
+  // 2.2 of a 56x56x64 F(2,3) kernel's 3.5 ms on Zen 3. Register memory is an alloca at the task's
+  // entry whatever its size (Auto and Stack only up to 16 KB).
+  const int64_t row_bytes = (C + K) * w.t * w.t * tiles(X, m) * 4;
+  const MemoryType row_memory =
+      row_bytes <= kRowStackBytes ? MemoryType::Register : MemoryType::Auto;
   Var pko("wg_pko"), pki("wg_pki"), pto("wg_pto"), pti("wg_pti");
-  w.products.compute_at(out, tile_y);
+  w.products.compute_at(out, tile_y).store_in(row_memory);
   split_tile(w.products, w.k, pko, pki, block, K);
   split_tile(w.products, w.tx, pto, pti, p.tile_x, tiles(X, m));
   w.products.reorder(pki, pti, pto, pko, w.a, w.b, w.ty, a.n)
@@ -124,7 +147,7 @@ ScheduleResult apply_winograd(Algorithm& a, const ScheduleParams& p, const Targe
   // The inputs of a row of tiles, vectorized over input channels, per tile.
   const int in_lanes = clamp_int(lanes, 1, C);
   Var vco("wg_vco"), vci("wg_vci");
-  w.input.compute_at(out, tile_y);
+  w.input.compute_at(out, tile_y).store_in(row_memory);
   split_tile(w.input, w.c, vco, vci, in_lanes, C);
   w.input.reorder(vci, w.a, w.b, vco, w.tx, w.ty, a.n).vectorize(vci).unroll(w.a).unroll(w.b);
   w.input_rows.compute_at(w.input, vco)
@@ -133,7 +156,8 @@ ScheduleResult apply_winograd(Algorithm& a, const ScheduleParams& p, const Targe
       .unroll(w.j)
       .unroll(w.a);
 
-  // The weights, once per call.
+  // The weights, once per call, unless the compile prepared them (then U reads its buffer inline).
+  if (!w.weights_rows.defined()) return ScheduleResult{p};
   Var uko("wg_uko"), uki("wg_uki");
   w.weights.compute_root();
   split_tile(w.weights, w.k, uko, uki, lanes, K);

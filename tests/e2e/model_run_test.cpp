@@ -452,6 +452,77 @@ std::vector<float> RunModel(const Compiled& c, const std::vector<float>& x) {
   return y;
 }
 
+// c1 and c2 are 3x3 stride-1 convs with weight files, c2 fused with join as a residual block.
+json WinogradSpec(const std::string& model) {
+  return json::parse(R"({"model": ")" + model + R"(",
+    "defaults": {"layout": "NHWC", "weight_layout": "HWIO"},
+    "layers": [
+      {"name": "c1", "op": "conv2d", "input_shape": [1, 12, 10, 8], "out_channels": 16,
+       "kernel": 3, "padding": "same", "border": "reflect", "bias": true, "activation": "relu",
+       "weight_files": {"weights": "w/c1_w.npy", "bias": "w/c1_b.npy"}},
+      {"name": "c2", "op": "conv2d", "input": "c1", "out_channels": 16, "kernel": 3,
+       "padding": "same", "weight_files": {"weights": "w/c2_w.npy"}},
+      {"name": "join", "op": "add", "input": ["c2", "c1"], "activation": "relu"}]})");
+}
+
+// Compiles WinogradSpec with c1 as F(4,3) and c2 as F(2,3) (winograd 0: both direct).
+Compiled CompileWinograd(const std::string& name, int c1, int c2, const std::string& flags) {
+  const fs::path knobs = kWork / (name + "_knobs.json");
+  fs::create_directories(kWork);
+  std::ofstream(knobs) << json{{"c1", {{"winograd", c1}, {"winograd_min_tiles", 0}}},
+                               {"join", {{"winograd", c2}, {"winograd_min_tiles", 0}}}}
+                              .dump();
+  return Compile(
+      name, WinogradSpec(name), "--schedules " + knobs.string() + " " + flags,
+      {{"w/c1_w.npy", {3, 3, 8, 16}}, {"w/c1_b.npy", {16}}, {"w/c2_w.npy", {3, 3, 16, 16}}});
+}
+
+// A Winograd kernel whose weights come from a file reads them prepared (U = G g GT, computed once
+// by the compile): the manifest and the bundle's file state the form and shape, the kernel's
+// statement holds no weight transform, and the model equals the same model computed directly
+// (within Winograd's bound), with the weights in files or embedded alike.
+TEST(ModelRun, WinogradWeightsArePreparedAtCompile) {
+  const Compiled wg = CompileWinograd("wg_prepared", 2, 1, "--emit-stmt");
+  const Compiled embedded = CompileWinograd("wg_embedded", 2, 1, "--embed-weights");
+  const Compiled direct = CompileWinograd("wg_direct", 0, 0, "--emit-stmt");
+  const json m = json::parse(std::ifstream(wg.bundle / "manifest.json"));
+  ASSERT_EQ(m.at("kernels").size(), 2u);
+  const json& c1 = m.at("kernels")[0].at("buffers")[1];
+  EXPECT_EQ(c1.at("name"), "weights");
+  EXPECT_EQ(c1.at("layout"), "winograd_f4_u");
+  EXPECT_EQ(c1.at("shape"), json({6, 6, 8, 16}));
+  const json& c2 = m.at("kernels")[1].at("buffers")[1];
+  EXPECT_EQ(c2.at("name"), "c2_weights");
+  EXPECT_EQ(c2.at("layout"), "winograd_f2_u");
+  EXPECT_EQ(c2.at("shape"), json({4, 4, 16, 16}));
+  EXPECT_EQ(padfold::read_npy((wg.bundle / c2.at("source").get<std::string>()).string()).shape,
+            (std::vector<int64_t>{4, 4, 16, 16}));
+  const json d = json::parse(std::ifstream(direct.bundle / "manifest.json"));
+  EXPECT_EQ(d.at("kernels")[0].at("buffers")[1].at("layout"), "HWIO");
+
+  // Winograd kernels both, with no stage computing U (per call, c1_wg_weights_rows applies G
+  // along the kernel rows).
+  size_t statements = 0;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(wg.bundle)) {
+    if (e.path().extension() != ".stmt") continue;
+    ++statements;
+    const std::string stmt = ReadText(e.path());
+    EXPECT_TRUE(contains(stmt, "_wg_product")) << e.path();
+    EXPECT_FALSE(contains(stmt, "_wg_weights_rows")) << e.path();
+  }
+  EXPECT_EQ(statements, 2u);
+
+  const std::vector<float> x = Random(12 * 10 * 8, 7);
+  const std::vector<float> a = RunModel(wg, x), b = RunModel(direct, x), e = RunModel(embedded, x);
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_FALSE(a.empty());
+  float largest = 0;
+  for (float v : b) largest = std::max(largest, std::abs(v));
+  ASSERT_GT(largest, 0.0f);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4f * largest) << "element " << i;
+  EXPECT_EQ(std::memcmp(a.data(), e.data(), a.size() * sizeof(float)), 0);
+}
+
 // join adds dw (whose only reader it is) and pool: --fuse auto computes it in dw's epilogue, one
 // kernel reading pool as its residual buffer, and the model gives what it gives unfused.
 TEST(ModelRun, ResidualAddInTheConvsEpilogueEqualsUnfused) {

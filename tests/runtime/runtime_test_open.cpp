@@ -174,10 +174,10 @@ INSTANTIATE_TEST_SUITE_P(
                      "kernels[2]: expected an object, got a string"},
         ManifestEdit{"wrong_format", "/format", "tflite", false, PF_ERR_VERSION,
                      "format is 'tflite', expected 'padfold-bundle'"},
-        ManifestEdit{"wrong_version", "/format_version", 4, false, PF_ERR_VERSION,
-                     "format_version 4 is not supported by this runtime (supports 2 to 3)"},
+        ManifestEdit{"wrong_version", "/format_version", 5, false, PF_ERR_VERSION,
+                     "format_version 5 is not supported by this runtime (supports 2 to 4)"},
         ManifestEdit{"version_1", "/format_version", 1, false, PF_ERR_VERSION,
-                     "format_version 1 is not supported by this runtime (supports 2 to 3): use a "
+                     "format_version 1 is not supported by this runtime (supports 2 to 4): use a "
                      "padfold runtime matching the padfold that wrote the bundle"},
         // Format 3: the memory plan.
         ManifestEdit{"missing_memory_plan", "/memory_plan", nullptr, true, PF_ERR_MANIFEST,
@@ -201,7 +201,7 @@ INSTANTIATE_TEST_SUITE_P(
         ManifestEdit{"arena_bytes_differs", "/memory_plan/arena_bytes", 512, false, PF_ERR_MISMATCH,
                      "memory_plan.arena_bytes: manifest has 512, library has 256"},
         ManifestEdit{"format_2_manifest", "/format_version", 2, false, PF_ERR_MISMATCH,
-                     "format_version: manifest has 2, library has 3"},
+                     "format_version: manifest has 2, library has 4"},
         // Format 2: buffer sources, the graph, embedded_weights.
         ManifestEdit{"missing_source", "/kernels/0/buffers/0/source", nullptr, true,
                      PF_ERR_MANIFEST, "missing field kernels[0].buffers[0].source"},
@@ -493,7 +493,7 @@ class BadRegistry : public ScratchBundle {
 TEST_F(BadRegistry, FormatVersion) {
   reg_.format_version = 1;
   EXPECT_EQ(OpenRegistry(), PF_ERR_VERSION);
-  EXPECT_HAS(err_, "registry format_version 1 is not supported by this runtime (supports 2 to 3)");
+  EXPECT_HAS(err_, "registry format_version 1 is not supported by this runtime (supports 2 to 4)");
 }
 
 TEST_F(BadRegistry, MemoryPlan) {

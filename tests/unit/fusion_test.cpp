@@ -73,7 +73,7 @@ TEST(BlockSchedule, ResultCarriesTheStripsAndTheKnobs) {
     std::vector<Algorithm> chain;
     Halide::Func source;
     for (const Layer* L : layers) {
-      chain.push_back(build_algorithm(*L, source));
+      chain.push_back(build_algorithm(*L, {}, source));
       source = chain.back().output;
     }
     const ScheduleResult r = apply_block_schedule(chain, requested, t);

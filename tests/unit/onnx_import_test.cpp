@@ -452,7 +452,9 @@ TEST(OnnxImport, ActivationsThatCannotFuseAreLayersOfTheirOwn) {
     EXPECT_FALSE(l.value("bias", false)) << l.dump();
   }
   for (const auto& w : r.weights) {
-    if (w.path.find("relu") != std::string::npos) EXPECT_EQ(w.data, std::vector<float>(2, 1.f));
+    if (w.path.find("relu") != std::string::npos) {
+      EXPECT_EQ(w.data, std::vector<float>(2, 1.f));
+    }
   }
 }
 

@@ -387,8 +387,11 @@ TEST(ScheduleResult, ResolvedKnobsAndThePixelTile) {
   const Layer L = one_layer(conv(16, 16, 3));
   for (const char* name : {"x86-64-linux-avx2-fma", "host-cuda"}) {
     const Halide::Target t = resolve_target(name);
-    Algorithm a = build_algorithm(L, Halide::Func(), capabilities(t).explicit_border);
-    const ScheduleParams requested = default_schedule(L, t);
+    AlgorithmVariant v;
+    v.explicit_border = capabilities(t).explicit_border;
+    Algorithm a = build_algorithm(L, v);
+    ScheduleParams requested = default_schedule(L, t);
+    requested.winograd = 0;  // the direct loops (the algorithm built is direct)
     const ScheduleResult r = apply_schedule(a, requested, t);
     EXPECT_EQ(r.resolved, resolve_schedule(L, t, requested)) << name;
     EXPECT_FALSE(r.strips) << name;

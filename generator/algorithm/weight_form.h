@@ -1,0 +1,39 @@
+// The form a kernel reads a layer's weights in. Most kernels read them as the spec's files hold
+// them (the layer's weight_layout), and a Winograd kernel called with those transforms them on
+// every call. Where the values are known when the bundle is compiled (its weight files), the
+// compile prepares them once into the form the kernel computes with, and the kernel reads that
+// form as it is (docs/prepared-weights.md).
+#pragma once
+
+#include <Halide.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/npy.h"
+#include "frontend/spec.h"
+
+namespace padfold {
+
+struct WeightForm {
+  // > 0: U = G g GT of Winograd F(m, 3) (algorithm/winograd.h), U(k, c, a, b) with the output
+  // channel innermost: shape (t, t, in_channels, out_channels), t = m + 2.
+  int winograd_m = 0;
+
+  bool prepared() const { return winograd_m > 0; }
+  bool operator==(const WeightForm& o) const { return winograd_m == o.winograd_m; }
+  bool operator!=(const WeightForm& o) const { return !(*this == o); }
+};
+
+// The weights buffer in that form: its layout as the manifest states it (the layer's
+// weight_layout, or "winograd_f<m>_u"), and its shape, outermost first.
+std::string weight_form_layout(const Layer& layer, const WeightForm& form);
+std::vector<int64_t> weight_form_shape(const Layer& layer, const WeightForm& form);
+
+// The prepared values of `file`, the layer's weights as its weight file holds them, computed by
+// the same Halide definition a kernel that is passed raw weights runs per call (JIT on the host).
+// An unprepared form returns `file` as it is.
+NpyData prepare_weights(const Layer& layer, const WeightForm& form, const NpyData& file);
+
+}  // namespace padfold
