@@ -730,7 +730,7 @@ TEST_F(Model, FormatTwoRegistryRunsOnlyWithAllocation) {
             PF_ERR_UNSUPPORTED);
   EXPECT_STREQ(err_,
                "model 'g': the bundle (format 2) has no memory plan: recompile it with this "
-               "padfold (format 3), or run it with pf_model_run");
+               "padfold (format 4), or run it with pf_model_run");
 }
 
 // A kernel keeping Halide scratch on the heap would allocate in a static run: refused before
