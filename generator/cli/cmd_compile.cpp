@@ -1,7 +1,11 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "api/compile_spec.h"
 #include "commands.h"
@@ -48,6 +52,25 @@ void print_sizes(const padfold::SizeReport& r, bool full) {
     else
       fmt::print("  padfold runtime core: not measured (no C compiler for the target here)\n");
   }
+}
+
+// The kernels whose weights the compile prepared, by form: "prepared weights: 3 kernels
+// (winograd_f4_u 2, winograd_f2_u 1), ...".
+void print_prepared_weights(const padfold::BundlePlan& plan) {
+  std::map<std::string, int> forms;
+  int kernels = 0;
+  for (const padfold::KernelPlan& k : plan.kernels)
+    if (k.weight_form.prepared()) {
+      ++kernels;
+      ++forms[padfold::weight_form_layout(k.block.consumer(), k.weight_form)];
+    }
+  if (kernels == 0) return;
+  std::vector<std::string> counts;
+  for (const auto& [form, n] : forms) counts.push_back(fmt::format("{} {}", form, n));
+  fmt::print(
+      "prepared weights: {} kernel(s) ({}), transformed once here instead of on every call "
+      "(docs/prepared-weights.md)\n",
+      kernels, fmt::join(counts, ", "));
 }
 
 // Per target: the largest kernel's Halide stack (one kernel runs at a time) and the kernels that
@@ -107,6 +130,7 @@ void run_compile(const CompileArgs& a) {
   }
   for (const padfold::KernelPlan& k : plan.kernels)
     if (k.block.fused()) fmt::print("fused {}: {}\n", k.block.names(), k.block.reason);
+  print_prepared_weights(plan);
   print_sizes(padfold::bundle_size_report(plan, request.out, a.report_size), a.report_size);
   fmt::print(
       "memory plan: arena {} bytes for pf_model_run_static (lower bound {}, all intermediates {}; "

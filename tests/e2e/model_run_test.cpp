@@ -485,6 +485,10 @@ TEST(ModelRun, WinogradWeightsArePreparedAtCompile) {
   const Compiled wg = CompileWinograd("wg_prepared", 2, 1, "--emit-stmt");
   const Compiled embedded = CompileWinograd("wg_embedded", 2, 1, "--embed-weights");
   const Compiled direct = CompileWinograd("wg_direct", 0, 0, "--emit-stmt");
+  EXPECT_TRUE(
+      contains(wg.output, "prepared weights: 2 kernel(s) (winograd_f2_u 1, winograd_f4_u 1)"))
+      << wg.output;
+  EXPECT_FALSE(contains(direct.output, "prepared weights")) << direct.output;
   const json m = json::parse(std::ifstream(wg.bundle / "manifest.json"));
   ASSERT_EQ(m.at("kernels").size(), 2u);
   const json& c1 = m.at("kernels")[0].at("buffers")[1];
