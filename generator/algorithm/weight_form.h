@@ -22,8 +22,6 @@ struct WeightForm {
   int winograd_m = 0;
 
   bool prepared() const { return winograd_m > 0; }
-  bool operator==(const WeightForm& o) const { return winograd_m == o.winograd_m; }
-  bool operator!=(const WeightForm& o) const { return !(*this == o); }
 };
 
 // The weights buffer in that form: its layout as the manifest states it (the layer's

@@ -49,6 +49,10 @@ int winograd_outputs(int knob) {
   return knob == 1 ? 2 : knob == 2 ? 4 : 0;
 }
 
+int winograd_knob(int m) {
+  return m == 2 ? 1 : m == 4 ? 2 : 0;
+}
+
 namespace {
 
 // sum_i coefficients[i] * term(i) over the nonzero coefficients, with no multiply by +-1.

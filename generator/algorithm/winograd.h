@@ -31,6 +31,8 @@ bool winograd_applies(const Layer& layer);
 // The outputs per tile and axis of the `winograd` schedule knob: 1 -> 2 (F(2,3)), 2 -> 4
 // (F(4,3)), 0 -> 0 (direct convolution).
 int winograd_outputs(int knob);
+// Its inverse: the knob of F(m, 3) (2 -> 1, 4 -> 2, anything else -> 0).
+int winograd_knob(int m);
 
 // The stages of a Winograd convolution, for its schedule. Every Func is over fixed shapes;
 // positions a (rows) and b (columns) of a transformed tile run over [0, t).

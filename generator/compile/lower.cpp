@@ -69,7 +69,7 @@ Kernel lower_layer(const Layer& layer, const Halide::Target& target,
 
 ScheduleParams with_weight_form(ScheduleParams requested, const WeightForm& weights) {
   if (weights.winograd_m > 0) {
-    requested.winograd = weights.winograd_m == 2 ? 1 : 2;  // winograd_outputs' inverse
+    requested.winograd = winograd_knob(weights.winograd_m);
     requested.winograd_min_tiles = 0;
   }
   return requested;

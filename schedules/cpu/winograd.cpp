@@ -33,7 +33,7 @@ constexpr int64_t kRowStackBytes = int64_t{1} << 20;
 
 // The winograd knob the layer is computed with: the requested one, or F(2,3) where F(4,3) would
 // leave fewer than winograd_min_tiles tiles and F(2,3) does not; 0: direct.
-int winograd_knob(const Layer& L, const ScheduleParams& p) {
+int knob_in_effect(const Layer& L, const ScheduleParams& p) {
   if (!winograd_applies(L)) return 0;
   for (int knob = std::min(p.winograd, 2); knob >= 1; --knob) {
     const int m = winograd_outputs(knob);
@@ -46,11 +46,11 @@ int winograd_knob(const Layer& L, const ScheduleParams& p) {
 }  // namespace
 
 bool winograd_holds(const Layer& L, const ScheduleParams& p) {
-  return winograd_knob(L, p) > 0;
+  return knob_in_effect(L, p) > 0;
 }
 
 ScheduleParams resolve_winograd(const Layer& L, const Target& target, const ScheduleParams& p) {
-  const int knob = winograd_knob(L, p);
+  const int knob = knob_in_effect(L, p);
   const int m = winograd_outputs(knob);
   const int64_t K = L.out_channels, C = L.in_channels;
   ScheduleParams r = p;

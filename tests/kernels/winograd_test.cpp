@@ -234,7 +234,7 @@ TEST_P(WinogradVsReference, MatchesWithinTheBound) {
   Block block;
   block.layers.push_back(&L);
   Kernel k = prepared_kernel(block, GetParam().knobs);
-  NpyData u = prepared_weights(L, data.weights, k.schedule.winograd == 1 ? 2 : 4);
+  NpyData u = prepared_weights(L, data.weights, winograd_outputs(k.schedule.winograd));
   k.param("input").set(buffer_of(data.input));
   k.param("weights").set(buffer_of(u));
   if (L.bias) k.param("bias").set(buffer_of(data.bias));
