@@ -1,10 +1,15 @@
 // Whole-model runs: pf_model_run (intermediates allocated per run) against pf_model_run_static
 // (every intermediate in one arena, no allocation), side by side in one process, one thread,
 // warm-up and medians (bench_common.h); and, with --rss, the peak resident memory one static run
-// of a freshly opened bundle adds to the process. bench/run_model.sh runs it (bench/README.md).
+// of a freshly opened bundle adds to the process; with --open, what opening costs: pf_bundle_open
+// + pf_model_open and the first run after them, weight files mapped (the default) against read
+// (read_weights), alternating. bench/run_model.sh runs it (bench/README.md).
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,6 +19,17 @@
 namespace {
 
 using json = nlohmann::json;
+
+bool read_all(int fd, void* dst, size_t bytes) {
+  auto* p = static_cast<char*>(dst);
+  while (bytes > 0) {
+    const ssize_t n = read(fd, p, bytes);
+    if (n <= 0) return false;
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
 
 long max_rss_kb() {
   rusage u{};
@@ -30,10 +46,14 @@ struct Model {
   size_t arena_bytes = 0;
   char err[PF_ERRLEN] = "";
 
-  explicit Model(const std::string& dir) {
+  double open_s = 0;  // pf_bundle_open + pf_model_open
+
+  explicit Model(const std::string& dir, const pf_model_options* options = nullptr) {
+    const auto t0 = bench::Clock::now();
     if (pf_bundle_open(dir.c_str(), nullptr, &b, err, sizeof err) != PF_OK) bench::fail(err);
     if (pf_bundle_set_num_threads(b, 1, nullptr, err, sizeof err) != PF_OK) bench::fail(err);
-    if (pf_model_open(b, nullptr, &m, err, sizeof err) != PF_OK) bench::fail(err);
+    if (pf_model_open(b, options, &m, err, sizeof err) != PF_OK) bench::fail(err);
+    open_s = std::chrono::duration<double>(bench::Clock::now() - t0).count();
     std::mt19937 rng(3);
     for (int i = 0; i < pf_model_num_inputs(m); ++i) {
       const pf_buffer_desc* d = pf_model_input(m, i);
@@ -74,6 +94,68 @@ struct Model {
   }
 };
 
+double seconds_of(const std::function<void()>& fn) {
+  const auto t0 = bench::Clock::now();
+  fn();
+  return std::chrono::duration<double>(bench::Clock::now() - t0).count();
+}
+
+// In a new process, as a user's program meets it (no allocator state left by earlier opens): open
+// dir's model with the weight files mapped or read, and run it: {open, first run, median of the
+// next five runs} seconds.
+std::array<double, 3> open_in_new_process(const std::string& dir, int read) {
+  int fds[2];
+  if (pipe(fds) != 0) bench::fail("pipe");
+  const pid_t child = fork();
+  if (child < 0) bench::fail("fork");
+  if (child == 0) {
+    pf_model_options o{};
+    o.read_weights = read;
+    Model model(dir, &o);
+    const double first = seconds_of([&] { model.run(); });
+    std::vector<double> later;
+    for (int i = 0; i < 5; ++i) later.push_back(seconds_of([&] { model.run(); }));
+    const std::array<double, 3> t{model.open_s, first, bench::median(later)};
+    _exit(write(fds[1], t.data(), sizeof t) == sizeof t ? 0 : 1);
+  }
+  close(fds[1]);
+  std::array<double, 3> t{};
+  const bool got = read_all(fds[0], t.data(), sizeof t);
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (!got || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    bench::fail(dir + ": the process timing the open failed");
+  return t;
+}
+
+// Rounds of: the model opened and run once in a new process with the weights mapped, then read.
+std::string open_rows(const std::vector<std::string>& bundles, int rounds) {
+  std::string rows;
+  for (const std::string& dir : bundles) {
+    std::vector<double> open[2], first[2], later[2];
+    for (int r = 0; r < rounds; ++r) {
+      for (int read = 0; read < 2; ++read) {
+        const std::array<double, 3> t = open_in_new_process(dir, read);
+        open[read].push_back(t[0]);
+        first[read].push_back(t[1]);
+        later[read].push_back(t[2]);
+      }
+    }
+    const json manifest = json::parse(std::ifstream(dir + "/manifest.json"));
+    char row[512];
+    const double mo = bench::median(open[0]) * 1e3, ro = bench::median(open[1]) * 1e3;
+    const double mf = bench::median(first[0]) * 1e3, rf = bench::median(first[1]) * 1e3;
+    const double ml = bench::median(later[0]) * 1e3, rl = bench::median(later[1]) * 1e3;
+    std::snprintf(row, sizeof row, "| %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f |\n",
+                  manifest.at("model").get<std::string>().c_str(), mo, ro, mf, rf,
+                  (ro + rf) / (mo + mf), ml, rl);
+    rows += row;
+    std::fputs(row, stdout);
+  }
+  return rows;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,10 +163,13 @@ int main(int argc, char** argv) {
   std::vector<std::string> bundles;
   double min_time = 1.0;
   bool rss = false;
+  int open_rounds = 0;
   std::string markdown;
   app.add_option("--bundle", bundles, "model bundles (padfold compile)")->required();
   app.add_option("--min-time", min_time, "seconds timed per method and model");
   app.add_flag("--rss", rss, "print the peak RSS one static run of the first bundle adds, only");
+  app.add_option("--open", open_rounds,
+                 "time opening instead: this many rounds of each way to take the weight files");
   app.add_option("--markdown", markdown, "append the table to this file");
   CLI11_PARSE(app, argc, argv);
 
@@ -93,6 +178,15 @@ int main(int argc, char** argv) {
     Model model(bundles.front());
     model.run_static();
     std::printf("%ld\n", (max_rss_kb() - before) * 1024);
+    return 0;
+  }
+  if (open_rounds > 0) {
+    const std::string table =
+        "| model | open ms, mapped | open ms, read | first run ms, mapped | first run ms, read | "
+        "read/mapped, open + first run | later runs ms, mapped | later runs ms, read |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|\n" +
+        open_rows(bundles, open_rounds);
+    if (!markdown.empty()) std::ofstream(markdown, std::ios::app) << table;
     return 0;
   }
   std::string table =

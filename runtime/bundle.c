@@ -251,7 +251,11 @@ static pf_status open_parsed(pf_manifest* m, const char* dir, const pf_open_opti
     setenv("HL_CUDA_JIT_MAX_REGISTERS", regs, 0);
   }
   if (!s) s = pf_bundle_create(reg, opts, dir, release_library, handle, out, err, errlen);
-  if (!s) (*out)->load_weights = pf_npy_load_weights;
+  if (!s) {
+    (*out)->load_weights = pf_npy_load_weights;
+    (*out)->map_weights = pf_npy_map_weights;
+    (*out)->unmap_weights = pf_npy_unmap_weights;
+  }
   if (s && handle) dlclose(handle);
   free(lib);
   return s;

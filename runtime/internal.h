@@ -10,6 +10,13 @@
 #define PF_PRINTF(a, b)
 #endif
 
+/* A weight file mapped read-only: its values at data, the mapping at base (NULL: not mapped). */
+typedef struct pf_mapping {
+  void* base;
+  size_t length;
+  const void* data;
+} pf_mapping;
+
 /* The handle pf_bundle_open / pf_registry_open return. */
 struct pf_bundle {
   const pf_registry* reg;
@@ -21,6 +28,10 @@ struct pf_bundle {
    * which have no filesystem: see pf_model_open). */
   pf_status (*load_weights)(const char* dir, const char* layer, const pf_buffer_desc* b, void* dst,
                             size_t bytes, char* err, size_t errlen);
+  /* Maps it instead, where the platform and the file allow (pf_npy_map_weights); NULL: never. */
+  pf_status (*map_weights)(const char* dir, const char* layer, const pf_buffer_desc* b,
+                           size_t bytes, pf_mapping* out, char* err, size_t errlen);
+  void (*unmap_weights)(pf_mapping* m);
   /* Halide's own parallel loop, kept while a padfold pool serves b (pf_bundle_use_pool). */
   pf_do_par_for_fn halide_do_par_for;
 };
@@ -191,5 +202,13 @@ pf_status pf_npy_parse_header(const char* buf, size_t len, uint64_t file_size, c
  * PF_ERR_IO naming the file (a dtype mismatch names both dtypes). */
 pf_status pf_npy_load_weights(const char* dir, const char* layer, const pf_buffer_desc* b,
                               void* dst, size_t bytes, char* err, size_t errlen);
+
+/* The same checks, then the file mapped read-only and private (POSIX mmap), its values used where
+ * they lie: no copy, pages shared with the page cache. PF_OK with out->base NULL where the values
+ * cannot be used as the file holds them (a big-endian host, an offset of partial elements): the
+ * caller reads them instead. pf_npy_unmap_weights releases a mapping (a NULL base is ignored). */
+pf_status pf_npy_map_weights(const char* dir, const char* layer, const pf_buffer_desc* b,
+                             size_t bytes, pf_mapping* out, char* err, size_t errlen);
+void pf_npy_unmap_weights(pf_mapping* m);
 
 #endif

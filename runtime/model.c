@@ -19,6 +19,12 @@ typedef struct pf_step {
   const void* data[PF_MAX_BUFFERS]; /* weights and bias buffers: their values */
 } pf_step;
 
+/* A weight file's values: a block read through the hooks, or a mapping of the file. */
+typedef struct pf_owned {
+  void* block;
+  pf_mapping map;
+} pf_owned;
+
 struct pf_model {
   const pf_registry* reg;
   pf_malloc_fn malloc_fn;
@@ -30,12 +36,14 @@ struct pf_model {
   int* output_index;       /* per tensor: the model output it is, -1 if none */
   pf_buffer_desc* outputs; /* per model output: the producer's output buffer, named after it */
   int* output_tensor;      /* per model output: its tensor */
-  void** owned;            /* weight blocks read from files, freed at close */
+  pf_owned* owned;         /* weight files read or mapped, released at close */
   int num_owned;
-  int reuse_arena;      /* pf_model_run runs in `arena` when it can take it */
-  long arena_taken;     /* a run holds `arena` (atomic flag) */
-  void* arena_block;    /* as allocated by the first run that took it; NULL before */
-  unsigned char* arena; /* arena_block's first PF_ARENA_ALIGNMENT multiple */
+  void (*unmap)(pf_mapping*); /* the bundle's, for `owned` */
+  int map_files;              /* weight files are mapped where the platform allows */
+  int reuse_arena;            /* pf_model_run runs in `arena` when it can take it */
+  long arena_taken;           /* a run holds `arena` (atomic flag) */
+  void* arena_block;          /* as allocated by the first run that took it; NULL before */
+  unsigned char* arena;       /* arena_block's first PF_ARENA_ALIGNMENT multiple */
 };
 
 /* The model's arena is taken with an atomic exchange, so that concurrent runs never share it; a
@@ -83,6 +91,13 @@ static void release(const pf_model* m, void* p) {
   if (p) m->free_fn(m->uc, p);
 }
 
+/* The first PF_ARENA_ALIGNMENT multiple in a block allocated PF_ARENA_ALIGNMENT - 1 bytes larger
+ * than it needs: a cache line, where vector loads of weights and tensors do not straddle two. */
+static unsigned char* align_up(void* block) {
+  const uintptr_t p = (uintptr_t)block;
+  return (unsigned char*)((p + PF_ARENA_ALIGNMENT - 1) & ~(uintptr_t)(PF_ARENA_ALIGNMENT - 1));
+}
+
 /* n zeroed elements of the given size through the hooks (NULL on overflow or failure). */
 static void* alloc_zeroed(const pf_model* m, size_t n, size_t size) {
   void* p;
@@ -94,7 +109,10 @@ static void* alloc_zeroed(const pf_model* m, size_t n, size_t size) {
 void pf_model_close(pf_model* m) {
   int i;
   if (!m) return;
-  for (i = 0; m->owned && i < m->num_owned; i++) release(m, m->owned[i]);
+  for (i = 0; m->owned && i < m->num_owned; i++) {
+    release(m, m->owned[i].block);
+    if (m->owned[i].map.base) m->unmap(&m->owned[i].map);
+  }
   release(m, m->owned);
   release(m, m->steps);
   release(m, m->last_reader);
@@ -167,14 +185,15 @@ static pf_status check_feed(const pf_kernel_desc* k, const pf_buffer_desc* b,
   return PF_OK;
 }
 
-/* The values of weights/bias buffer j of kernel i: embedded, or read from its file once. */
+/* The values of weights/bias buffer j of kernel i: embedded, or from its file once (mapped where
+ * the options and the platform allow, else read). */
 static pf_status load_values(pf_model* m, const pf_bundle* bundle, int i, int j, char* err,
                              size_t errlen) {
   const pf_kernel_desc* k = &m->reg->kernels[i];
   const pf_buffer_desc* b = &k->buffers[j];
   size_t bytes = pf_buffer_bytes(b);
   int pi, pj;
-  void* dst;
+  pf_owned* owned;
   pf_status s;
   if (!pf_buffer_is_dense(b)) {
     return GRAPH_FAIL(
@@ -211,14 +230,23 @@ static pf_status load_values(pf_model* m, const pf_bundle* bundle, int i, int j,
       }
     }
   }
-  if (!(dst = alloc(m, bytes))) {
+  owned = &m->owned[m->num_owned++];
+  if (m->map_files && bundle->map_weights) {
+    s = bundle->map_weights(bundle->dir, k->layer, b, bytes, &owned->map, err, errlen);
+    if (s != PF_OK || owned->map.base) {
+      m->unmap = bundle->unmap_weights;
+      m->steps[i].data[j] = owned->map.data;
+      return s;
+    }
+  }
+  if (bytes > (size_t)-1 - PF_ARENA_ALIGNMENT ||
+      !(owned->block = alloc(m, bytes + PF_ARENA_ALIGNMENT - 1))) {
     return pf_fail(err, errlen, PF_ERR_NO_MEMORY,
                    "out of memory for kernel '%s' buffer '%s' (%lu bytes of %s)", k->layer, b->name,
                    (unsigned long)bytes, b->source);
   }
-  m->owned[m->num_owned++] = dst;
-  s = bundle->load_weights(bundle->dir, k->layer, b, dst, bytes, err, errlen);
-  if (s == PF_OK) m->steps[i].data[j] = dst;
+  s = bundle->load_weights(bundle->dir, k->layer, b, align_up(owned->block), bytes, err, errlen);
+  if (s == PF_OK) m->steps[i].data[j] = align_up(owned->block);
   return s;
 }
 
@@ -382,13 +410,14 @@ pf_status pf_model_open(pf_bundle* b, const pf_model_options* opts, pf_model** o
   }
   *m = probe;
   m->reg = reg;
+  m->map_files = !(opts && opts->read_weights);
   m->num_tensors = reg->num_inputs + reg->num_kernels;
   m->steps = (pf_step*)alloc_zeroed(m, (size_t)reg->num_kernels, sizeof *m->steps);
   m->last_reader = (int*)alloc_zeroed(m, (size_t)m->num_tensors, sizeof(int));
   m->output_index = (int*)alloc_zeroed(m, (size_t)m->num_tensors, sizeof(int));
   m->outputs = (pf_buffer_desc*)alloc_zeroed(m, (size_t)reg->num_outputs, sizeof *m->outputs);
   m->output_tensor = (int*)alloc_zeroed(m, (size_t)reg->num_outputs, sizeof(int));
-  if (files) m->owned = (void**)alloc_zeroed(m, (size_t)files, sizeof(void*));
+  if (files) m->owned = (pf_owned*)alloc_zeroed(m, (size_t)files, sizeof *m->owned);
   if (!m->steps || !m->last_reader || !m->output_index || !m->outputs || !m->output_tensor ||
       (files && !m->owned)) {
     pf_model_close(m);
@@ -622,7 +651,6 @@ static pf_status run_in_own_arena(pf_model* m, const pf_tensor* inputs, int n_in
                                   const pf_tensor* outputs, int n_out, char* err, size_t errlen) {
   const size_t need = pf_model_arena_bytes(m);
   if (need && !m->arena) {
-    uintptr_t p;
     if (need > (size_t)-1 - PF_ARENA_ALIGNMENT ||
         !(m->arena_block = alloc(m, need + PF_ARENA_ALIGNMENT - 1))) {
       return pf_fail(err, errlen, PF_ERR_NO_MEMORY,
@@ -631,9 +659,7 @@ static pf_status run_in_own_arena(pf_model* m, const pf_tensor* inputs, int n_in
                      "intermediate instead)",
                      m->reg->model, (unsigned long)need);
     }
-    p = (uintptr_t)m->arena_block;
-    m->arena =
-        (unsigned char*)((p + PF_ARENA_ALIGNMENT - 1) & ~(uintptr_t)(PF_ARENA_ALIGNMENT - 1));
+    m->arena = align_up(m->arena_block);
   }
   return run_planned(m, m->arena, inputs, n_in, outputs, n_out, err, errlen);
 }

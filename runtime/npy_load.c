@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "internal.h"
@@ -288,11 +289,15 @@ static void shape_text(char* buf, size_t len, int rank, const int64_t* shape) {
 }
 
 /* The little-endian elements of a 4-byte dtype (float32, int32) in host order; bytes stay. */
-static void swap_if_big_endian(void* data, size_t bytes, size_t esize) {
+static int host_is_little_endian(void) {
   const uint32_t probe = 1;
+  return *(const unsigned char*)&probe == 1;
+}
+
+static void swap_if_big_endian(void* data, size_t bytes, size_t esize) {
   unsigned char *b = (unsigned char*)data, t;
   size_t i;
-  if (*(const unsigned char*)&probe == 1 || esize != 4) return;
+  if (host_is_little_endian() || esize != 4) return;
   for (i = 0; i + 4 <= bytes; i += 4) {
     t = b[i], b[i] = b[i + 3], b[i + 3] = t;
     t = b[i + 1], b[i + 1] = b[i + 2], b[i + 2] = t;
@@ -308,17 +313,20 @@ static const char* file_kind(mode_t mode) {
   return "a special file";
 }
 
-pf_status pf_npy_load_weights(const char* dir, const char* layer, const pf_buffer_desc* b,
-                              void* dst, size_t bytes, char* err, size_t errlen) {
-  char label[768], got[160], want[160];
+/* Opens b's .npy file as pf_npy_load_weights describes and checks its header against b: on
+ * success *f is open, positioned anywhere, and *h and *file_bytes describe it. label receives the
+ * file's name for later messages. */
+static pf_status open_checked(const char* dir, const char* layer, const pf_buffer_desc* b,
+                              size_t bytes, FILE** f, pf_npy_header* h, uint64_t* file_bytes,
+                              char* label, size_t labellen, char* err, size_t errlen) {
+  char got[160], want[160];
   char *path = NULL, *head = NULL;
-  FILE* f = NULL;
   struct stat st;
-  pf_npy_header h;
   size_t len;
   pf_status s = PF_OK;
   int d;
-  snprintf(label, sizeof label, "kernel '%s' buffer '%s': %s", layer, b->name,
+  *f = NULL;
+  snprintf(label, labellen, "kernel '%s' buffer '%s': %s", layer, b->name,
            b->source ? b->source : "(no file)");
   if (!b->source || !pf_path_relative_inside(b->source)) {
     return pf_fail(err, errlen, PF_ERR_IO,
@@ -332,7 +340,7 @@ pf_status pf_npy_load_weights(const char* dir, const char* layer, const pf_buffe
   if (!(path = pf_path_join(dir, b->source))) {
     return pf_fail(err, errlen, PF_ERR_NO_MEMORY, "out of memory");
   }
-  snprintf(label, sizeof label, "kernel '%s' buffer '%s': %s", layer, b->name, path);
+  snprintf(label, labellen, "kernel '%s' buffer '%s': %s", layer, b->name, path);
   if (stat(path, &st) != 0) {
     s = pf_fail(err, errlen, PF_ERR_IO, "%s: %s", label, strerror(errno));
   } else if (!S_ISREG(st.st_mode)) {
@@ -343,44 +351,90 @@ pf_status pf_npy_load_weights(const char* dir, const char* layer, const pf_buffe
                 "%s: leads out of the bundle through a symbolic link; expected a file inside the "
                 "bundle (a link leaving it is refused)",
                 label);
-  } else if (!(f = fopen(path, "rb"))) {
+  } else if (!(*f = fopen(path, "rb"))) {
     s = pf_fail(err, errlen, PF_ERR_IO, "%s: %s", label, strerror(errno));
-  } else if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+  } else if (fstat(fileno(*f), &st) != 0 || !S_ISREG(st.st_mode)) {
     s = pf_fail(err, errlen, PF_ERR_IO, "%s: not a regular file", label);
   } else {
+    *file_bytes = (uint64_t)st.st_size;
     len = (uint64_t)st.st_size < PF_NPY_MAX_PREAMBLE_BYTES ? (size_t)st.st_size
                                                            : PF_NPY_MAX_PREAMBLE_BYTES;
     if (!(head = (char*)malloc(len + 1))) {
       s = pf_fail(err, errlen, PF_ERR_NO_MEMORY, "out of memory");
-    } else if (fread(head, 1, len, f) != len) {
+    } else if (fread(head, 1, len, *f) != len) {
       s = pf_fail(err, errlen, PF_ERR_IO, "%s: cannot read the header", label);
-    } else if (!(s = pf_npy_parse_header(head, len, (uint64_t)st.st_size, label, &h, err,
-                                         errlen))) {
-      int same = h.rank == b->rank;
-      for (d = 0; same && d < b->rank; d++) same = h.shape[d] == b->shape[d];
-      if (h.dtype != b->dtype) {
+    } else if (!(s = pf_npy_parse_header(head, len, (uint64_t)st.st_size, label, h, err, errlen))) {
+      int same = h->rank == b->rank;
+      for (d = 0; same && d < b->rank; d++) same = h->shape[d] == b->shape[d];
+      if (h->dtype != b->dtype) {
         s = pf_fail(err, errlen, PF_ERR_IO,
                     "%s: dtype %s ('%s'), expected %s ('%s'), the buffer's dtype", label,
-                    pf_dtype_name(h.dtype), npy_descr(h.dtype), pf_dtype_name(b->dtype),
+                    pf_dtype_name(h->dtype), npy_descr(h->dtype), pf_dtype_name(b->dtype),
                     npy_descr(b->dtype));
       } else if (!same) {
-        shape_text(got, sizeof got, h.rank, h.shape);
+        shape_text(got, sizeof got, h->rank, h->shape);
         shape_text(want, sizeof want, b->rank, b->shape);
         s = pf_fail(err, errlen, PF_ERR_IO, "%s: shape %s, the buffer is %s %s", label, got,
                     b->layout, want);
-      } else if (h.data_bytes != bytes) {
+      } else if (h->data_bytes != bytes) {
         s = pf_fail(err, errlen, PF_ERR_IO, "%s: %lu bytes of data, the buffer has %lu", label,
-                    (unsigned long)h.data_bytes, (unsigned long)bytes);
-      } else if (fseek(f, (long)h.data_offset, SEEK_SET) != 0 || fread(dst, 1, bytes, f) != bytes) {
-        s = pf_fail(err, errlen, PF_ERR_IO, "%s: cannot read %lu bytes of data", label,
-                    (unsigned long)bytes);
-      } else {
-        swap_if_big_endian(dst, bytes, pf_dtype_size(b->dtype));
+                    (unsigned long)h->data_bytes, (unsigned long)bytes);
       }
     }
   }
-  if (f) fclose(f);
+  if (s && *f) fclose(*f), *f = NULL;
   free(head);
   free(path);
   return s;
+}
+
+pf_status pf_npy_load_weights(const char* dir, const char* layer, const pf_buffer_desc* b,
+                              void* dst, size_t bytes, char* err, size_t errlen) {
+  char label[768];
+  FILE* f;
+  pf_npy_header h;
+  uint64_t file_bytes;
+  pf_status s =
+      open_checked(dir, layer, b, bytes, &f, &h, &file_bytes, label, sizeof label, err, errlen);
+  if (s) return s;
+  if (fseek(f, (long)h.data_offset, SEEK_SET) != 0 || fread(dst, 1, bytes, f) != bytes) {
+    s = pf_fail(err, errlen, PF_ERR_IO, "%s: cannot read %lu bytes of data", label,
+                (unsigned long)bytes);
+  } else {
+    swap_if_big_endian(dst, bytes, pf_dtype_size(b->dtype));
+  }
+  fclose(f);
+  return s;
+}
+
+pf_status pf_npy_map_weights(const char* dir, const char* layer, const pf_buffer_desc* b,
+                             size_t bytes, pf_mapping* out, char* err, size_t errlen) {
+  char label[768];
+  FILE* f;
+  pf_npy_header h;
+  uint64_t file_bytes;
+  void* base;
+  pf_status s;
+  memset(out, 0, sizeof *out);
+  s = open_checked(dir, layer, b, bytes, &f, &h, &file_bytes, label, sizeof label, err, errlen);
+  if (s) return s;
+  /* The values as the file holds them only: little-endian, at an offset of whole elements. */
+  if (host_is_little_endian() && h.data_offset % pf_dtype_size(b->dtype) == 0 &&
+      file_bytes <= (uint64_t)(size_t)-1) {
+    base = mmap(NULL, (size_t)file_bytes, PROT_READ, MAP_PRIVATE, fileno(f), 0);
+    if (base == MAP_FAILED) {
+      s = pf_fail(err, errlen, PF_ERR_IO, "%s: cannot map it: %s", label, strerror(errno));
+    } else {
+      out->base = base;
+      out->length = (size_t)file_bytes;
+      out->data = (const unsigned char*)base + h.data_offset;
+    }
+  }
+  fclose(f); /* the mapping holds its own reference to the file */
+  return s;
+}
+
+void pf_npy_unmap_weights(pf_mapping* m) {
+  if (m->base) munmap(m->base, m->length);
+  memset(m, 0, sizeof *m);
 }

@@ -97,7 +97,7 @@ std::string embedded_weights_c(const BundlePlan& plan, const std::vector<NpyData
         type = "int32_t";
         break;
     }
-    out += fmt::format("static const {} {}[{}] = {{", type,
+    out += fmt::format("static const {} {}[{}] PF_WEIGHTS_ALIGNED = {{", type,
                        weight_symbol(plan, plan.weight_files[i]), std::max<size_t>(n, 1));
     for (size_t k = 0; k < n; ++k) {
       const unsigned char* at = values.bytes.data() + k * npy_dtype_size(values.dtype);

@@ -127,8 +127,26 @@ std::map<std::string, std::string> manifest_read_by(const json& manifest) {
   return out;
 }
 
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
 void check(pf_status s, const char* err, const std::string& what) {
   if (s != PF_OK) throw std::runtime_error(what + ": " + err);
+}
+
+// pf_bundle_open + pf_model_open of dir and closing both, a few times: the median open.
+double reopen_median_s(const std::string& dir) {
+  std::vector<double> samples;
+  char err[PF_ERRLEN];
+  for (int i = 0; i < 5; ++i) {
+    Bundle again;
+    const auto t0 = Clock::now();
+    check(pf_bundle_open(dir.c_str(), nullptr, &again.b, err, sizeof err), err, "bundle " + dir);
+    check(pf_model_open(again.b, nullptr, &again.m, err, sizeof err), err, "model of " + dir);
+    samples.push_back(seconds_since(t0));
+  }
+  return median(samples);
 }
 
 }  // namespace
@@ -140,7 +158,10 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
   r.host = host_text();
   char err[PF_ERRLEN];
   Bundle h;
+  OpenTiming open;
+  auto t0 = Clock::now();
   check(pf_bundle_open(dir.c_str(), nullptr, &h.b, err, sizeof err), err, "bundle " + dir);
+  open.bundle_s = seconds_since(t0);
   r.target = pf_bundle_target(h.b);
   // Halide's thread pool keeps the workers it has started (a pool set back from 2 threads to 1
   // still runs on 2): the counts go in increasing order, the first set before anything runs.
@@ -209,7 +230,10 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
 
   std::vector<pf_tensor> model_in, model_out;
   if (o.layer.empty()) {
-    if (pf_model_open(h.b, nullptr, &h.m, err, sizeof err) != PF_OK) {
+    t0 = Clock::now();
+    const pf_status opened = pf_model_open(h.b, nullptr, &h.m, err, sizeof err);
+    open.model_s = seconds_since(t0);
+    if (opened != PF_OK) {
       if (o.model_only)
         throw std::runtime_error("--model-only: bundle " + dir + " does not run whole: " + err);
       r.model_note = err;
@@ -225,6 +249,8 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
         check(pf_model_run(m, model_in.data(), static_cast<int>(model_in.size()), model_out.data(),
                            static_cast<int>(model_out.size()), err, sizeof err),
               err, "model of bundle " + dir);
+      open.reopen_median_s = reopen_median_s(dir);
+      r.open = open;
       r.model_read_by = manifest_read_by(manifest);
       methods.push_back(model_method("(model)", h.m, model_in, model_out));
       methods.push_back(
@@ -303,6 +329,10 @@ json to_json(const BenchResult& r) {
             {"host", r.host},
             {"pool", r.pool},
             {"fma_peak", {{"isa", r.peak.isa}, {"gflops_per_core", r.peak.gflops}}}};
+  if (r.open)
+    j["open_ms"] = {{"first_bundle", r.open->bundle_s * 1e3},
+                    {"first_model", r.open->model_s * 1e3},
+                    {"reopen_median", r.open->reopen_median_s * 1e3}};
   if (!r.model_note.empty()) j["model_not_timed"] = r.model_note;
   if (!r.model_read_by.empty()) j["model_partial"] = r.model_read_by;
   j["runs"] = json::array();
@@ -335,6 +365,12 @@ std::string to_text(const BenchResult& r) {
       "bundle {} (target {})\nCPU: {} ({})\nFMA peak ({}): {:.1f} GFLOP/s per core\n"
       "parallel loops on the thread pool of: {}\n",
       r.bundle, r.target, r.cpu, r.host, r.peak.isa, r.peak.gflops, r.pool);
+  if (r.open)
+    s += fmt::format(
+        "open: {:.1f} ms the first time (pf_bundle_open {:.1f}, pf_model_open {:.1f}), {:.1f} ms "
+        "again (median)\n",
+        (r.open->bundle_s + r.open->model_s) * 1e3, r.open->bundle_s * 1e3, r.open->model_s * 1e3,
+        r.open->reopen_median_s * 1e3);
   if (!r.model_note.empty()) s += fmt::format("whole model not timed: {}\n", r.model_note);
   for (const ThreadRun& run : r.runs) {
     s += fmt::format(

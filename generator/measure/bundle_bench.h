@@ -1,4 +1,5 @@
-// padfold bench: a compiled bundle timed as a user's run would be: the whole model (pf_model_run,
+// padfold bench: a compiled bundle timed as a user's run would be: how long it takes to open, the
+// whole model (pf_model_run,
 // in the model's arena and, beside it, allocating its intermediates per run) and each kernel
 // (pf_run) on random data, at each thread count, after warm-up, in interleaved blocks with medians,
 // timed again while the machine was not quiet (measure/timing.h); each kernel's GFLOP/s (the
@@ -44,9 +45,17 @@ struct ThreadRun {
   Quietness quiet;
 };
 
+// Opening the bundle and its model: what a process pays before its first run.
+struct OpenTiming {
+  double bundle_s = 0, model_s = 0;  // this process's first pf_bundle_open and pf_model_open
+  // pf_bundle_open + pf_model_open again (the library already loaded), median of a few.
+  double reopen_median_s = 0;
+};
+
 struct BenchResult {
   std::string bundle, target, cpu, host;
-  std::string pool;  // BenchOptions::pool
+  std::optional<OpenTiming> open;  // when the model runs whole
+  std::string pool;                // BenchOptions::pool
   FmaPeak peak;
   std::string model_note;  // why the whole model was not timed, if it was not
   // The model's outputs that ops left to the caller still read (the manifest's graph.read_by):

@@ -28,6 +28,15 @@ extern "C" {
  * cache line. */
 #define PF_ARENA_ALIGNMENT 64
 
+/* Weights embedded in a registry (padfold compile --embed-weights) start at such a multiple too,
+ * as the runtime's mapped and read weight files do: no vector load of them straddles two cache
+ * lines. (C99 has no alignment specifier; other compilers keep their own alignment.) */
+#if defined(__GNUC__) || defined(__clang__)
+#define PF_WEIGHTS_ALIGNED __attribute__((aligned(PF_ARENA_ALIGNMENT)))
+#else
+#define PF_WEIGHTS_ALIGNED
+#endif
+
 /* Quantized layers (docs/int8.md): int8/uint8 activations, int8 weights, int32 bias. */
 typedef enum pf_dtype { PF_F32 = 0, PF_F16 = 1, PF_I8 = 2, PF_U8 = 3, PF_I32 = 4 } pf_dtype;
 typedef enum pf_role {

@@ -193,10 +193,11 @@ pf_status pf_target_check(const char* target, const pf_open_options* opts, char*
 typedef struct pf_model pf_model;
 
 typedef struct pf_model_options {
-  /* Every allocation of the model: its plan and the weights read from files (at open), the
-   * model's arena (by the first pf_model_run), all freed at close; and, per pf_model_run that does
-   * not run in that arena, one bookkeeping block and each intermediate tensor (allocated right
-   * before its producer runs, freed right after its last reader). NULL and NULL: malloc and free;
+  /* Every allocation of the model: its plan and the weights read from files (at open, where they
+   * are read: read_weights), the model's arena (by the first pf_model_run), all freed at close;
+   * and, per pf_model_run that does not run in that arena, one bookkeeping block and each
+   * intermediate tensor (allocated right before its producer runs, freed right after its last
+   * reader). NULL and NULL: malloc and free;
    * set both or neither. The memory must be aligned for the tensors' element type. */
   pf_malloc_fn malloc_fn;
   pf_free_fn free_fn;
@@ -204,16 +205,23 @@ typedef struct pf_model_options {
   /* Nonzero: pf_model_run never keeps an arena; every run allocates and frees its intermediates
    * as above (a model that is open long and run rarely then holds only its plan and weights). */
   int per_run_allocation;
+  /* Zero (the default): a bundle directory's weight files are mapped read-only (POSIX mmap) and
+   * their values used where they lie, not copied: no read at open, the pages shared with the page
+   * cache and with other processes that open the bundle. The files must then stay as they are
+   * until pf_model_close (truncating a mapped file makes the next run fault, as with any mapped
+   * file). Nonzero: they are read into blocks from the hooks above, as they are on a platform
+   * without mmap or where the values cannot be used as the file holds them (big-endian hosts). */
+  int read_weights;
 } pf_model_options;
 
 /* Checks that the bundle's graph runs whole and prepares it: PF_ERR_GRAPH when a model input is
  * produced by an op outside padfold (produced_by), a weights/bias buffer has neither a file nor
  * embedded data, an input buffer's source names no model input or earlier layer (or a tensor of
- * another dtype, shape or strides), or a model output names no layer. Weight files are read once,
- * here (bundle directories only: a linked registry's weights must be embedded, `padfold compile
- * --embed-weights`), and are checked (a .npy of the buffer's dtype: float32, int8, uint8 or int32;
- * C order, the buffer's exact shape, file size).
- * The bundle must outlive the model. opts may be NULL. On error *out is NULL. */
+ * another dtype, shape or strides), or a model output names no layer. Weight files are mapped (or
+ * read, opts->read_weights) once, here (bundle directories only: a linked registry's weights must
+ * be embedded, `padfold compile --embed-weights`), and are checked (a .npy of the buffer's dtype:
+ * float32, int8, uint8 or int32; C order, the buffer's exact shape, file size). The bundle must
+ * outlive the model. opts may be NULL. On error *out is NULL. */
 pf_status pf_model_open(pf_bundle* b, const pf_model_options* opts, pf_model** out, char* err,
                         size_t errlen);
 

@@ -143,10 +143,13 @@ TEST_F(EmitDtypes, RegistryWritesDtypeConstantsAndEmbeddedIntegerWeights) {
       shell_quote(PF_RUNTIME_INCLUDE) + " -isystem " + shell_quote(PF_HALIDE_INCLUDE));
   EXPECT_EQ(cc.status, 0) << cc.output;
 
-  // The arrays hold exactly the values: a C program prints them back.
+  // The arrays hold exactly the values, at a 64-byte boundary: a C program prints them back.
   const std::string symbol = padfold::kernel_function_name(model, model.layers.at(0));
   std::ofstream(dir / "values.c") << "#include <stdint.h>\n#include <stdio.h>\n"
+                                  << "#include \"padfold_registry.h\"\n"
                                   << embedded << "int main(void) {\n  size_t i;\n"
+                                  << "  if ((uintptr_t)" << symbol << "_weights_data % 64 || "
+                                  << "(uintptr_t)" << symbol << "_bias_data % 64) return 2;\n"
                                   << "  for (i = 0; i < 72; i++) printf(\"%d \", (int)" << symbol
                                   << "_weights_data[i]);\n"
                                   << "  for (i = 0; i < 4; i++) printf(\"%ld \", (long)" << symbol
@@ -158,7 +161,8 @@ TEST_F(EmitDtypes, RegistryWritesDtypeConstantsAndEmbeddedIntegerWeights) {
   const std::string exe = (dir / "values").string();
   const auto built =
       run_command(shell_quote(PF_C_COMPILER) + " -std=c99 -Wall -Werror " +
-                  shell_quote((dir / "values.c").string()) + " -o " + shell_quote(exe));
+                  shell_quote((dir / "values.c").string()) + " -o " + shell_quote(exe) + " -I" +
+                  shell_quote(PF_RUNTIME_INCLUDE) + " -isystem " + shell_quote(PF_HALIDE_INCLUDE));
   ASSERT_EQ(built.status, 0) << built.output << "\n" << read_file(dir / "values.c");
   const auto ran = run_command(shell_quote(exe));
   EXPECT_EQ(ran.status, 0);

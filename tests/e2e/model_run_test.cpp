@@ -244,15 +244,16 @@ struct Arena {
 };
 
 // Three ways to run the bundle's model give the same output bit for bit: pf_model_run allocating
-// its intermediates per run (per_run_allocation), pf_model_run in the model's own arena (whose
+// its intermediates per run (per_run_allocation) with its weight files read (read_weights), not
+// mapped as in the others, pf_model_run in the model's own arena (whose
 // second run allocates nothing: any allocation aborts, g_no_allocation), and pf_model_run_static,
 // allocating nothing, in an arena of exactly the size the header states; an arena one byte too
 // small or misaligned is refused before any kernel runs.
 void ExpectRunsWithoutAllocationMatch(const Compiled& c) {
   Bundle h;
   int hooks_context = 0;  // non-null: tells the model's hooks from Halide's in messages
-  const pf_model_options opts = {GuardedMalloc, GuardedFree, &hooks_context, 0};
-  const pf_model_options per_run = {GuardedMalloc, GuardedFree, &hooks_context, 1};
+  const pf_model_options opts = {GuardedMalloc, GuardedFree, &hooks_context, 0, 0};
+  const pf_model_options per_run = {GuardedMalloc, GuardedFree, &hooks_context, 1, 1};
   ASSERT_EQ(pf_bundle_open(c.bundle.c_str(), nullptr, &h.b, h.err, sizeof h.err), PF_OK) << h.err;
   pf_malloc_fn old_malloc;
   pf_free_fn old_free;
@@ -333,6 +334,19 @@ TEST(ModelRun, EmbeddedWeights) {
   EXPECT_FALSE(fs::exists(c.bundle / "weights"));
   EXPECT_TRUE(contains(c.output, WeightsLine("embedded: read-only data of registry.c")))
       << c.output;
+  Bundle h;
+  ASSERT_EQ(pf_bundle_open(c.bundle.c_str(), nullptr, &h.b, h.err, sizeof h.err), PF_OK) << h.err;
+  int embedded = 0;
+  for (int i = 0; i < pf_bundle_num_kernels(h.b); ++i) {
+    const pf_kernel_desc* k = pf_bundle_kernel(h.b, i);
+    for (int j = 0; j < k->num_buffers; ++j) {
+      if (!k->buffers[j].data) continue;
+      ++embedded;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(k->buffers[j].data) % PF_ARENA_ALIGNMENT, 0u)
+          << k->layer << " " << k->buffers[j].name;
+    }
+  }
+  EXPECT_EQ(embedded, 4);  // stem and dw: weights and bias
   ExpectModelMatchesKernels(c);
   ExpectRunsWithoutAllocationMatch(c);
 }

@@ -234,7 +234,7 @@ TEST_F(Quant, ModelRunsSizeIntermediatesByDtype) {
                           if (n == 100) *static_cast<size_t*>(uc) = n;
                           return std::malloc(n);
                         },
-                        [](void*, void* p) { std::free(p); }, &intermediate_bytes, 1};
+                        [](void*, void* p) { std::free(p); }, &intermediate_bytes, 1, 0};
   ASSERT_EQ(Open(&g.reg, &opts), PF_OK) << err_;
   EXPECT_EQ(pf_model_arena_bytes(model_), 128u);
   EXPECT_EQ(pf_model_input(model_, 0)->dtype, PF_I8);

@@ -211,9 +211,9 @@ struct Hooks {
     h->ids.erase(p);
     std::free(p);
   }
-  pf_model_options Options() { return pf_model_options{Malloc, Free, this, 0}; }
+  pf_model_options Options() { return pf_model_options{Malloc, Free, this, 0, 0}; }
   // Without the model's arena: each run allocates its intermediates.
-  pf_model_options PerRun() { return pf_model_options{Malloc, Free, this, 1}; }
+  pf_model_options PerRun() { return pf_model_options{Malloc, Free, this, 1, 0}; }
   void Reset() {
     sizes.clear();
     allocs = frees = peak = 0;
@@ -1007,12 +1007,12 @@ TEST_F(Model, OtherTensorErrors) {
 TEST_F(Model, OpenArguments) {
   Graph g = BranchAndJoin();
   ASSERT_EQ(pf_registry_open(g.Registry(), nullptr, &bundle_, err_, sizeof err_), PF_OK) << err_;
-  pf_model_options half = {Hooks::Malloc, nullptr, nullptr, 0};
+  pf_model_options half = {Hooks::Malloc, nullptr, nullptr, 0, 0};
   EXPECT_EQ(pf_model_open(bundle_, &half, &model_, err_, sizeof err_), PF_ERR_ARGUMENT);
   EXPECT_HAS(err_, "set both malloc_fn and free_fn, or neither");
   EXPECT_EQ(pf_model_open(nullptr, nullptr, &model_, err_, sizeof err_), PF_ERR_ARGUMENT);
   EXPECT_EQ(pf_model_open(bundle_, nullptr, nullptr, err_, sizeof err_), PF_ERR_ARGUMENT);
-  pf_model_options none = {nullptr, nullptr, nullptr, 0};
+  pf_model_options none = {nullptr, nullptr, nullptr, 0, 0};
   EXPECT_EQ(pf_model_open(bundle_, &none, &model_, nullptr, 0), PF_OK);  // defaults, no err
   EXPECT_EQ(pf_model_num_inputs(nullptr), 0);
   EXPECT_EQ(pf_model_output_name(nullptr, 0), nullptr);
@@ -1139,30 +1139,63 @@ class BundleModel : public ScratchBundle {
   pf_model* model_ = nullptr;
 };
 
+// Mapped (the default) or read through the hooks (read_weights), the weights are the file's; a
+// mapping allocates nothing from the hooks. Either way the file may go once the model is open.
 TEST_F(BundleModel, RunsWithTheWeightsFile) {
+  for (int read : {0, 1}) {
+    SCOPED_TRACE(read ? "read" : "mapped");
+    fs::create_directories(dir_ / "weights");
+    WriteBias({3}, {100, 200, 300});
+    Hooks& h = hooks_;
+    h.Reset();
+    pf_model_options opts = h.PerRun();
+    opts.read_weights = read;
+    ASSERT_EQ(OpenModel(&opts), PF_OK) << err_;
+    // The plan (6) and the list of weight files; the bias from its file where it is read, in a
+    // block with room to start it at a cache line.
+    EXPECT_EQ(h.live, 7 + read);
+    EXPECT_EQ(
+        std::count(h.sizes.begin(), h.sizes.end(), 3 * sizeof(float) + PF_ARENA_ALIGNMENT - 1),
+        read);
+    ASSERT_EQ(pf_model_num_inputs(model_), 2);
+    ASSERT_EQ(pf_model_num_outputs(model_), 2);
+    EXPECT_STREQ(pf_model_output_name(model_, 0), "add_bias");
+    EXPECT_STREQ(pf_model_output(model_, 0)->layout, "NCHW");
+    ModelIo io;
+    float *x = io.x, *y = io.y, *cy = io.cy;
+    const pf_tensor *in = io.in, *out = io.out;
+    const int live = h.live;
+    ASSERT_EQ(pf_model_run(model_, in, 2, out, 2, err_, sizeof err_), PF_OK) << err_;
+    for (int i = 0; i < 60; i++) EXPECT_EQ(y[i], 2 * x[i] + 100 * (1 + i / 20)) << i;
+    EXPECT_EQ(cy[1], 2.5f);
+    EXPECT_EQ(h.peak - live, 2);  // the run's table and scale's output
+    fs::remove(BiasFile());
+    std::fill(y, y + 60, 0.f);
+    ASSERT_EQ(pf_model_run(model_, in, 2, out, 2, err_, sizeof err_), PF_OK) << err_;
+    for (int i = 0; i < 60; i++) EXPECT_EQ(y[i], 2 * x[i] + 100 * (1 + i / 20)) << i;
+    pf_model_close(model_);
+    model_ = nullptr;
+    EXPECT_EQ(h.live, 0);
+  }
+}
+
+// Values at an offset of partial elements cannot be used where they lie: they are read instead.
+TEST_F(BundleModel, UnalignedWeightsAreReadNotMapped) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }";
+  header.append(64 - (10 + header.size() + 1) % 64 + 2, ' ').push_back('\n');
+  const std::string preamble = std::string("\x93NUMPY\1\0", 8) +
+                               static_cast<char>(header.size() & 0xff) +
+                               static_cast<char>(header.size() >> 8);
+  ASSERT_EQ((preamble.size() + header.size()) % 4, 2u);
+  const float v[3] = {100, 200, 300};
+  WriteRaw(preamble + header + std::string(reinterpret_cast<const char*>(v), sizeof v));
   Hooks& h = hooks_;
   pf_model_options opts = h.PerRun();
   ASSERT_EQ(OpenModel(&opts), PF_OK) << err_;
-  EXPECT_EQ(h.live, 8);  // the plan (6), the list of weight blocks and the bias from its file
-  ASSERT_EQ(pf_model_num_inputs(model_), 2);
-  ASSERT_EQ(pf_model_num_outputs(model_), 2);
-  EXPECT_STREQ(pf_model_output_name(model_, 0), "add_bias");
-  EXPECT_STREQ(pf_model_output(model_, 0)->layout, "NCHW");
+  EXPECT_EQ(h.live, 8);  // the plan (6), the list of weight files and the bias, read
   ModelIo io;
-  float *x = io.x, *y = io.y, *cy = io.cy;
-  const pf_tensor *in = io.in, *out = io.out;
-  h.Reset();
-  ASSERT_EQ(pf_model_run(model_, in, 2, out, 2, err_, sizeof err_), PF_OK) << err_;
-  for (int i = 0; i < 60; i++) EXPECT_EQ(y[i], 2 * x[i] + 100 * (1 + i / 20)) << i;
-  EXPECT_EQ(cy[1], 2.5f);
-  EXPECT_EQ(h.allocs, 2);  // the table and scale's output
-  EXPECT_EQ(h.peak - 8, 2);
-  // The weights were read once, at open: the file may go.
-  fs::remove(BiasFile());
-  ASSERT_EQ(pf_model_run(model_, in, 2, out, 2, err_, sizeof err_), PF_OK) << err_;
-  pf_model_close(model_);
-  model_ = nullptr;
-  EXPECT_EQ(h.live, 0);
+  ASSERT_EQ(pf_model_run(model_, io.in, 2, io.out, 2, err_, sizeof err_), PF_OK) << err_;
+  for (int i = 0; i < 60; i++) EXPECT_EQ(io.y[i], 2 * io.x[i] + 100 * (1 + i / 20)) << i;
 }
 
 // The bundle directory's plan (manifest and library: scale, the one intermediate, at 0 of 256
