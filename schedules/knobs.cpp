@@ -44,6 +44,14 @@ int64_t parse_value(const Knob& k, const nlohmann::json& v) {
 
 }  // namespace
 
+int schedule_space_version(const std::string& scope) {
+#define PADFOLD_SCOPE_VERSION(name, version) \
+  if (scope == #name) return version;
+  PADFOLD_KNOB_SCOPES(PADFOLD_SCOPE_VERSION)
+#undef PADFOLD_SCOPE_VERSION
+  throw std::invalid_argument("no knob scope '" + scope + "'");
+}
+
 bool ScheduleParams::operator==(const ScheduleParams& o) const {
   if (name != o.name) return false;
   return std::all_of(knobs().begin(), knobs().end(),

@@ -79,9 +79,18 @@ namespace padfold {
   X(int, gpu_max_registers, 128, 0, 255, linear, gpu,                                            \
     "GPU (CUDA): HL_CUDA_JIT_MAX_REGISTERS, the highest of the bundle; 0 = Halide's 64")
 
-// The schedule space's version, part of the tuning database's toolchain key: bump it when a knob is
-// added, removed or changes meaning, so that old measurements stop applying.
-constexpr int kScheduleSpaceVersion = 3;
+// Each knob scope's schedule-space version (scope, version), part of the tuning database's
+// toolchain key for the targets whose schedules read that scope (tune/signature.h): bump a scope's
+// version when one of its knobs is removed or changes meaning, or is added with a default that
+// changes what the schedules do, so that its old measurements stop applying. The other scopes'
+// records stay valid, and so do this scope's when a knob is added with a default that keeps the
+// schedules as they were: a record stores only the knobs off their defaults (knobs_text).
+#define PADFOLD_KNOB_SCOPES(X) \
+  X(cpu, 3)                    \
+  X(gpu, 1)
+
+// The version of `scope` (a name in PADFOLD_KNOB_SCOPES); throws std::invalid_argument otherwise.
+int schedule_space_version(const std::string& scope);
 
 // A layer's schedule: every knob, plus the name of the strategy-table row it came from.
 struct ScheduleParams {

@@ -97,6 +97,8 @@ const ScheduleStrategy& strategy_for(const Layer& layer, const Halide::Target& t
 // What the target's schedule family can do. Ask this rather than Target::has_gpu_feature(): which
 // targets are GPUs, and what that implies, is the strategy table's to say (target_family).
 Capabilities capabilities(const Halide::Target& target);
+// The knob scope the target family's schedules read ("cpu", "gpu"): what its tuning records are of.
+const char* knob_scope(const Halide::Target& target);
 
 // The tuned defaults for a layer on a target.
 ScheduleParams default_schedule(const Layer& layer, const Halide::Target& target);

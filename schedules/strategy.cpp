@@ -50,11 +50,25 @@ const ScheduleStrategy& strategy_for(const Layer& layer, const Halide::Target& t
   return *strategy_row(target_family(target), classify(layer)).strategy;
 }
 
-Capabilities capabilities(const Halide::Target& target) {
+namespace {
+
+// Any strategy of the target's family: they all declare the same capabilities and scope
+// (schedules_test).
+const ScheduleStrategy& family_strategy(const Halide::Target& target) {
   const TargetFamily family = target_family(target);
   for (const StrategyRow& row : strategy_table())
-    if (row.family == family) return row.strategy->capabilities;
+    if (row.family == family) return *row.strategy;
   throw std::logic_error("no schedule for " + to_string(family) + " targets");
+}
+
+}  // namespace
+
+Capabilities capabilities(const Halide::Target& target) {
+  return family_strategy(target).capabilities;
+}
+
+const char* knob_scope(const Halide::Target& target) {
+  return family_strategy(target).scope;
 }
 
 TargetFamily target_family(const Halide::Target& t) {

@@ -24,9 +24,11 @@ Search::Search(SearchStrategy strategy, const Layer& layer, const Halide::Target
       incumbent_(resolved_default),
       serial_(resolved_default.rows_per_task == 0),
       rng_(seed) {
-  // A single layer's space: the cpu knobs, less fused_strips (fused blocks only).
+  // A single layer's space: the knobs of its target's scope, less fused_strips (fused blocks
+  // only).
+  const char* scope = knob_scope(target);
   for (const Knob& k : knobs())
-    if (std::strcmp(k.scope, "cpu") == 0 && std::strcmp(k.name, "fused_strips") != 0)
+    if (std::strcmp(k.scope, scope) == 0 && std::strcmp(k.name, "fused_strips") != 0)
       knobs_.push_back(&k);
   proposed_.insert(knobs_text(resolved_default));
   fill_neighbours();

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compile/target.h"
+#include "schedules/schedule.h"
 
 namespace padfold {
 
@@ -51,9 +52,10 @@ std::string target_key(const Halide::Target& t) {
   return key;
 }
 
-std::string toolchain_key() {
-  return fmt::format("halide-{}.{}.{}/space-{}", HALIDE_VERSION_MAJOR, HALIDE_VERSION_MINOR,
-                     HALIDE_VERSION_PATCH, kScheduleSpaceVersion);
+std::string toolchain_key(const Halide::Target& target) {
+  const std::string scope = knob_scope(target);
+  return fmt::format("halide-{}.{}.{}/{}-space-{}", HALIDE_VERSION_MAJOR, HALIDE_VERSION_MINOR,
+                     HALIDE_VERSION_PATCH, scope, schedule_space_version(scope));
 }
 
 namespace {
@@ -93,6 +95,8 @@ std::string machine_id() {
 std::string knobs_text(const ScheduleParams& resolved) {
   json j = to_json(resolved);
   j.erase("name");
+  for (const Knob& k : knobs())
+    if (k.get(resolved) == k.default_value) j.erase(k.name);
   return j.dump();
 }
 

@@ -20,15 +20,19 @@ std::string layer_signature(const Layer& layer);
 // The target as arch-bits-os plus its sorted CPU features (and the CPU it is tuned for).
 std::string target_key(const Halide::Target& target);
 
-// "halide-<major>.<minor>.<patch>/space-<kScheduleSpaceVersion>".
-std::string toolchain_key();
+// "halide-<major>.<minor>.<patch>/<scope>-space-<version>": the knob scope the target's schedules
+// read and its schedule-space version (schedules/knobs.h), so that a change to one scope's space
+// leaves the records of the others valid.
+std::string toolchain_key(const Halide::Target& target);
 
 // $PADFOLD_MACHINE_ID, else /etc/machine-id, else the host name; with the CPU model name.
 std::string machine_id();
 
-// The candidate's key: a hex hash of its resolved knobs (the row name left out).
+// The candidate's key: a hex hash of knobs_text.
 std::string candidate_key(const ScheduleParams& resolved);
-// The resolved knobs as the canonical JSON the database stores (no row name).
+// The resolved knobs as the canonical JSON the database stores: those off their declared defaults
+// only (no row name), so that a knob added later at a default that keeps the schedules as they were
+// changes no stored text or key.
 std::string knobs_text(const ScheduleParams& resolved);
 // The knobs a database record stores (knobs_text), read back.
 ScheduleParams knobs_from_text(const std::string& text);

@@ -266,7 +266,8 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
       mine.push_back(sigs[i]);
 
   TuneDb db(opt.db);
-  const std::string tkey = target_key(target), toolchain = toolchain_key(), machine = machine_id();
+  const std::string tkey = target_key(target), toolchain = toolchain_key(target),
+                    machine = machine_id();
   const size_t budget = static_cast<size_t>(opt.budget > 0   ? opt.budget
                                             : opt.time_s > 0 ? 100000
                                                              : 60);

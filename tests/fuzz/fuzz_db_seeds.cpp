@@ -47,9 +47,10 @@ struct Seeds {
 
   Measurement record(const Layer& L, const ScheduleParams& knobs, double vs_default,
                      const std::string& machine = machine_id(),
-                     const std::string& toolchain = toolchain_key()) const {
+                     const std::string& toolchain = "") const {
     Measurement m;
-    m.scope = {layer_signature(L), target_key(target), toolchain, machine};
+    m.scope = {layer_signature(L), target_key(target),
+               toolchain.empty() ? toolchain_key(target) : toolchain, machine};
     m.candidate = candidate_key(knobs);
     m.kind = "knobs";
     m.knobs = knobs_text(knobs);

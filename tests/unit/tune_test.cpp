@@ -83,6 +83,41 @@ TEST(TuneSignature, CandidateKeyIgnoresTheRowName) {
   EXPECT_NE(candidate_key(a), candidate_key(b));
 }
 
+// A record's toolchain names its target's knob scope and that scope's version only: a change to
+// the GPU knobs' space leaves every CPU record valid, and the reverse.
+TEST(TuneSignature, ToolchainKeyIsPerKnobScope) {
+  const std::string cpu = toolchain_key(resolve_target("x86-64-linux-avx2-fma"));
+  const std::string gpu = toolchain_key(resolve_target("host-cuda"));
+  EXPECT_EQ(cpu.substr(cpu.find('/')),
+            "/cpu-space-" + std::to_string(schedule_space_version("cpu")));
+  EXPECT_EQ(gpu.substr(gpu.find('/')),
+            "/gpu-space-" + std::to_string(schedule_space_version("gpu")));
+  EXPECT_EQ(cpu, toolchain_key(resolve_target("arm-64-linux")));
+  EXPECT_THROW(schedule_space_version("npu"), std::invalid_argument);
+  for (const Knob& k : knobs()) EXPECT_NO_THROW(schedule_space_version(k.scope)) << k.name;
+}
+
+// A record stores the knobs off their declared defaults only, and reads back whole: resolved CPU
+// knobs carry no GPU knob (at its default), so a knob added to either scope at a default that
+// keeps the schedules as they were changes no stored text or key.
+TEST(TuneSignature, KnobsTextLeavesDefaultsOut) {
+  EXPECT_EQ(knobs_text(ScheduleParams{}), "{}");
+  ScheduleParams p;
+  p.tile_x = 7;
+  p.gpu_tile_y = 3;
+  EXPECT_EQ(knobs_text(p), R"({"gpu_tile_y":3,"tile_x":7})");
+  EXPECT_EQ(knobs_from_text(knobs_text(p)), p);
+  const Layer L = only_layer(
+      R"({"name": "c", "op": "conv2d", "input_shape": [1, 14, 14, 64], "out_channels": 64,
+          "kernel": 3, "padding": "same", "layout": "NHWC", "weight_layout": "HWIO"})");
+  const Halide::Target t = resolve_target("x86-64-linux-avx2-fma");
+  ScheduleParams resolved = resolve_schedule(L, t, default_schedule(L, t));
+  const std::string text = knobs_text(resolved);
+  EXPECT_EQ(text.find("gpu_"), std::string::npos) << text;
+  resolved.name.clear();
+  EXPECT_EQ(knobs_from_text(text), resolved);
+}
+
 struct TempDir {
   fs::path path = fs::temp_directory_path() / ("padfold_tune_test_" + std::to_string(getpid()));
   TempDir() { fs::create_directories(path); }
