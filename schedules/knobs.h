@@ -16,67 +16,68 @@ namespace padfold {
 // X(type, name, default, min, max, scale, scope, doc). type is int or bool (bool knobs ignore
 // min/max); scale is a search hint (linear, or pow2: 0 where min is 0, then powers of two); scope
 // is the schedule family that reads the knob (cpu, gpu).
-#define PADFOLD_SCHEDULE_KNOBS(X)                                                                \
-  X(int, vector_lanes, 8, 0, 64, pow2, cpu,                                                      \
-    "floats per vector; 0 = the target's natural width (clamped to the vectorized axis)")        \
-  X(int, channel_vectors, 1, 1, 16, linear, cpu,                                                 \
-    "vectors of output channels in a register tile (channels-last; channels-first: channels)")   \
-  X(int, tile_x, 4, 1, 64, linear, cpu,                                                          \
-    "output columns in a register tile (channels-first: vectors of columns)")                    \
-  X(int, tile_y, 1, 1, 32, linear, cpu, "output rows in a register tile")                        \
-  X(int, rows_per_task, 1, 0, 256, linear, cpu, "row tiles per parallel task; 0 = no threads")   \
-  X(int, min_task_kflop, 0, 0, 1000000, linear, cpu,                                             \
-    "raise rows_per_task to tasks of at least this many kFLOP (a divisor of the row tiles, "     \
-    "16 tasks or more); a kernel with less work than two such tasks runs on one thread; "        \
-    "0 = off")                                                                                   \
-  X(int, unroll_taps, 0, 0, 16, linear, cpu,                                                     \
-    "unroll the innermost kernel axis when it has at most this many taps")                       \
-  X(int, unroll_taps_outer, 0, 0, 16, linear, cpu,                                               \
-    "unroll the outer kernel axes (H, D) when they have at most this many taps")                 \
-  X(int, unroll_taps_rows, 0, 0, 256, linear, cpu,                                               \
-    "unroll every kernel axis when the output has at most this many rows")                       \
-  X(int, unroll_channels, 0, 0, 64, linear, cpu,                                                 \
-    "unroll the input-channel reduction by this factor (its largest divisor at most this)")      \
-  X(bool, taps_inner, false, 0, 1, linear, cpu,                                                  \
-    "reduction order: kernel taps inside input channels (else channels innermost)")              \
-  X(bool, inline_border, true, 0, 1, linear, cpu,                                                \
-    "read the border through the bounded input inline (else stage the bordered input per tile)") \
-  X(bool, fit_tiles, false, 0, 1, linear, cpu,                                                   \
-    "reshape the register tile within its accumulator budget to divide the output")              \
-  X(int, channels_outer_kb, 0, 0, 1048576, linear, cpu,                                          \
-    "channel blocks outermost when the weights exceed this many KiB; 0 = never")                 \
-  X(bool, parallel_channels, false, 0, 1, linear, cpu,                                           \
-    "with channel blocks outermost, threads over the blocks instead of rows")                    \
-  X(int, channel_tasks_rows, 0, 0, 256, linear, cpu,                                             \
-    "with channel blocks outermost, threads over the blocks instead of rows when the output "    \
-    "has fewer row tiles than this")                                                             \
-  X(int, pack_weights_kb, 0, 0, 4096, linear, cpu,                                               \
-    "with channel blocks outermost (channels-last), copy each block's weights into a "           \
-    "contiguous stack buffer when it takes at most this many KiB; 0 = never")                    \
-  X(int, winograd, 0, 0, 2, linear, cpu,                                                         \
-    "3x3 stride-1 2D dense convs: 1 = Winograd F(2,3), 2 = F(4,3) (tiles of 2x2 or 4x4 "         \
-    "outputs; vectors of output channels by tile_x tiles in registers); 0 = direct")             \
-  X(int, winograd_min_tiles, 0, 0, 4096, pow2, cpu,                                              \
-    "with winograd: only on outputs of at least this many tiles (U, the weights transformed "    \
-    "once, is read per row of tiles, a cost the tiles share); F(4,3) with fewer tiles is "       \
-    "F(2,3) where that has enough, else direct")                                                 \
-  X(int, fused_strips, 0, 0, 64, linear, cpu,                                                    \
-    "fused blocks: the rows in this many parallel strips, and a producer read through a window " \
-    "computed per row tile, sliding along its strip (no halo recompute); 0 = per pixel tile")    \
-  X(int, gpu_threads_x, 16, 1, 256, pow2, gpu,                                                   \
-    "GPU: threads of a block along the innermost output axis (channels-last: channels)")         \
-  X(int, gpu_threads_y, 8, 1, 64, pow2, gpu,                                                     \
-    "GPU: threads of a block along the next output axis (channels-last: x, else y)")             \
-  X(int, gpu_tile_x, 2, 1, 8, linear, gpu,                                                       \
-    "GPU: outputs per thread (a register tile) along the innermost output axis")                 \
-  X(int, gpu_tile_y, 2, 1, 8, linear, gpu,                                                       \
-    "GPU: outputs per thread (a register tile) along the next output axis")                      \
-  X(int, gpu_unroll_channels, 4, 1, 32, linear, gpu,                                             \
-    "GPU: the input-channel reduction split by this factor (a divisor), inner part unrolled")    \
-  X(int, gpu_stage_kb, 40, 0, 96, linear, gpu,                                                   \
-    "GPU: stage a block's bordered input tile + halo in shared memory (the border resolved "     \
-    "while staging) when it fits in this many KiB; else read the bordered input inline")         \
-  X(int, gpu_max_registers, 128, 0, 255, linear, gpu,                                            \
+#define PADFOLD_SCHEDULE_KNOBS(X)                                                                 \
+  X(int, vector_lanes, 8, 0, 64, pow2, cpu,                                                       \
+    "floats per vector; 0 = the target's natural width (clamped to the vectorized axis)")         \
+  X(int, channel_vectors, 1, 1, 16, linear, cpu,                                                  \
+    "vectors of output channels in a register tile (channels-last; channels-first: channels)")    \
+  X(int, tile_x, 4, 1, 64, linear, cpu,                                                           \
+    "output columns in a register tile (channels-first: vectors of columns)")                     \
+  X(int, tile_y, 1, 1, 32, linear, cpu, "output rows in a register tile")                         \
+  X(int, rows_per_task, 1, 0, 256, linear, cpu, "row tiles per parallel task; 0 = no threads")    \
+  X(int, min_task_kflop, 0, 0, 1000000, linear, cpu,                                              \
+    "raise rows_per_task to tasks of at least this many kFLOP (a divisor of the row tiles, "      \
+    "16 tasks or more); a kernel with less work than two such tasks runs on one thread; "         \
+    "0 = off")                                                                                    \
+  X(int, unroll_taps, 0, 0, 16, linear, cpu,                                                      \
+    "unroll the innermost kernel axis when it has at most this many taps")                        \
+  X(int, unroll_taps_outer, 0, 0, 16, linear, cpu,                                                \
+    "unroll the outer kernel axes (H, D) when they have at most this many taps")                  \
+  X(int, unroll_taps_rows, 0, 0, 256, linear, cpu,                                                \
+    "unroll every kernel axis when the output has at most this many rows")                        \
+  X(int, unroll_channels, 0, 0, 64, linear, cpu,                                                  \
+    "unroll the input-channel reduction by this factor (its largest divisor at most this)")       \
+  X(bool, taps_inner, false, 0, 1, linear, cpu,                                                   \
+    "reduction order: kernel taps inside input channels (else channels innermost)")               \
+  X(bool, inline_border, true, 0, 1, linear, cpu,                                                 \
+    "read the border through the bounded input inline (else stage the bordered input per tile)")  \
+  X(bool, fit_tiles, false, 0, 1, linear, cpu,                                                    \
+    "reshape the register tile within its accumulator budget to divide the output")               \
+  X(int, channels_outer_kb, 0, 0, 1048576, linear, cpu,                                           \
+    "channel blocks outermost when the weights exceed this many KiB; 0 = never")                  \
+  X(bool, parallel_channels, false, 0, 1, linear, cpu,                                            \
+    "with channel blocks outermost, threads over the blocks instead of rows")                     \
+  X(int, channel_tasks_rows, 0, 0, 256, linear, cpu,                                              \
+    "with channel blocks outermost, threads over the blocks instead of rows when the output "     \
+    "has fewer row tiles than this")                                                              \
+  X(int, pack_weights_kb, 0, 0, 4096, linear, cpu,                                                \
+    "with channel blocks outermost (channels-last), copy each block's weights into a "            \
+    "contiguous stack buffer when it takes at most this many KiB (weights from a bundle's files " \
+    "are stored so, blocked, instead); 0 = never")                                                \
+  X(int, winograd, 0, 0, 2, linear, cpu,                                                          \
+    "3x3 stride-1 2D dense convs: 1 = Winograd F(2,3), 2 = F(4,3) (tiles of 2x2 or 4x4 "          \
+    "outputs; vectors of output channels by tile_x tiles in registers); 0 = direct")              \
+  X(int, winograd_min_tiles, 0, 0, 4096, pow2, cpu,                                               \
+    "with winograd: only on outputs of at least this many tiles (U, the weights transformed "     \
+    "once, is read per row of tiles, a cost the tiles share); F(4,3) with fewer tiles is "        \
+    "F(2,3) where that has enough, else direct")                                                  \
+  X(int, fused_strips, 0, 0, 64, linear, cpu,                                                     \
+    "fused blocks: the rows in this many parallel strips, and a producer read through a window "  \
+    "computed per row tile, sliding along its strip (no halo recompute); 0 = per pixel tile")     \
+  X(int, gpu_threads_x, 16, 1, 256, pow2, gpu,                                                    \
+    "GPU: threads of a block along the innermost output axis (channels-last: channels)")          \
+  X(int, gpu_threads_y, 8, 1, 64, pow2, gpu,                                                      \
+    "GPU: threads of a block along the next output axis (channels-last: x, else y)")              \
+  X(int, gpu_tile_x, 2, 1, 8, linear, gpu,                                                        \
+    "GPU: outputs per thread (a register tile) along the innermost output axis")                  \
+  X(int, gpu_tile_y, 2, 1, 8, linear, gpu,                                                        \
+    "GPU: outputs per thread (a register tile) along the next output axis")                       \
+  X(int, gpu_unroll_channels, 4, 1, 32, linear, gpu,                                              \
+    "GPU: the input-channel reduction split by this factor (a divisor), inner part unrolled")     \
+  X(int, gpu_stage_kb, 40, 0, 96, linear, gpu,                                                    \
+    "GPU: stage a block's bordered input tile + halo in shared memory (the border resolved "      \
+    "while staging) when it fits in this many KiB; else read the bordered input inline")          \
+  X(int, gpu_max_registers, 128, 0, 255, linear, gpu,                                             \
     "GPU (CUDA): HL_CUDA_JIT_MAX_REGISTERS, the highest of the bundle; 0 = Halide's 64")
 
 // Each knob scope's schedule-space version (scope, version), part of the tuning database's

@@ -77,6 +77,10 @@ struct ScheduleStrategy {
   // tile) where `where` says; null where the op class is never a producer.
   void (*apply_producer)(Algorithm& producer, const ScheduleParams& own, const ProducerPlace& where,
                          const Halide::Target& target);
+  // The form in which the kernel of resolved knobs reads the layer's weights best, when the compile
+  // knows their values (a bundle's weight files) and can prepare them once (algorithm/
+  // weight_form.h); null, or an unprepared form, where the file's own form is best.
+  WeightForm (*weight_form)(const Layer& layer, const ScheduleParams& resolved);
   // Knobs simple enough to compile where the tuned ones made Halide crash or hang: scalar, one
   // output per tile, nothing unrolled.
   ScheduleParams conservative;

@@ -397,7 +397,8 @@ void build_conv(Algorithm& a, const Layer& L) {
   if (L.groups > 1)
     ic = (a.c / static_cast<int>(out_per_group)) * static_cast<int>(in_per_group) + rc;
   const Expr x = a.bordered(tensor_args(L.layout, ic, tap_positions(a, L, rk), a.n));
-  const Expr w = a.weights(weight_args(L.weight_layout, static_cast<int>(D), a.c, rc, rk));
+  const std::vector<Expr> w_at = weight_args(L.weight_layout, static_cast<int>(D), a.c, rc, rk);
+  const Expr w = a.blocked_weights.defined() ? a.blocked_weights(w_at) : a.weights(w_at);
   if (L.quantized()) {
     build_quantized_conv(a, L, x, w, zx, rc, rk);
     return;
@@ -642,7 +643,10 @@ Algorithm build_algorithm(const Layer& L, const AlgorithmVariant& variant, const
     throw std::logic_error("layer '" + L.name + "': add, mul and concat are not fused");
   if (residual && (L.op != Op::Conv || residual->op != Op::Add))
     throw std::logic_error("layer '" + L.name + "': only a conv takes a residual add");
-  if (variant.weights.prepared() && variant.weights.winograd_m != winograd_m)
+  const WeightForm& form = variant.weights;
+  if ((form.winograd_m > 0 && form.winograd_m != winograd_m) ||
+      (form.block_channels > 0 &&
+       (winograd_m > 0 || !blocked_weights_apply(L, form.block_channels))))
     throw std::logic_error("layer '" + L.name + "': its weights are prepared for another kernel");
   Algorithm a;
   a.layer = &L;
@@ -663,6 +667,9 @@ Algorithm build_algorithm(const Layer& L, const AlgorithmVariant& variant, const
     }
     a.buffers.push_back(bp);
   }
+  a.weight_form = form;
+  if (form.block_channels > 0)
+    a.blocked_weights = blocked_weights_view(L, form.block_channels, a.weights);
 
   a.c = Var("c");
   a.n = Var("n");

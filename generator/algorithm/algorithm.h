@@ -75,6 +75,10 @@ struct Algorithm {
   std::vector<BufferParam> buffers;      // every buffer in manifest order; input/weights/bias above
                                          // are the same parameters
   WinogradStages winograd;               // a conv computed as F(m, 3) (winograd.m > 0): its stages
+  WeightForm weight_form;  // the weights buffer's form
+  // weight_form.block_channels > 0: the weights as their weight_layout indexes them, read from the
+  // blocked buffer `weights` (blocked_weights_view); the conv reads them through it.
+  Halide::Func blocked_weights;
   DotOperands dot = DotOperands::U8xI8;  // a quantized conv's input offset to these operands
 };
 

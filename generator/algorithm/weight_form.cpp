@@ -1,23 +1,84 @@
 #include "algorithm/weight_form.h"
 
+#include <cctype>
 #include <stdexcept>
 
 #include "algorithm/winograd.h"
 
 namespace padfold {
 
+bool blocked_weights_apply(const Layer& L, int block) {
+  const std::string& order = L.weight_layout.order;
+  return L.op == Op::Conv && L.dtype == DType::F32 && L.groups == 1 && L.layout.channels_last &&
+         order.size() >= 2 && order.compare(order.size() - 2, 2, "IO") == 0 && block > 0 &&
+         L.out_channels % block == 0;
+}
+
+Halide::Func blocked_weights_view(const Layer& L, int block, const Halide::Func& blocked) {
+  // Halide's arguments innermost first: the file's (o, i, taps...), the blocked buffer's
+  // (o within its block, i, taps..., block).
+  std::vector<Halide::Var> args{Halide::Var("o")};
+  for (int j = 0; j + 1 < static_cast<int>(L.weight_layout.order.size()); ++j)
+    args.emplace_back("w" + std::to_string(j));
+  std::vector<Halide::Expr> at{args[0] % block};
+  at.insert(at.end(), args.begin() + 1, args.end());
+  at.push_back(args[0] / block);
+  Halide::Func view(L.name + "_weights_blocked");
+  view(args) = blocked(at);
+  return view;
+}
+
+namespace {
+
+// `file` (HWIO: taps, input channels, output channels outermost first) in blocks of `block`
+// output channels (blocked_weights_view reads it back).
+NpyData block_weights(const Layer& L, int block, const NpyData& file) {
+  if (!blocked_weights_apply(L, block) || file.dtype != NpyDType::F32 ||
+      file.shape != L.weight_shape())
+    throw std::logic_error("layer '" + L.name + "': its weights cannot be blocked by " +
+                           std::to_string(block) + " output channels");
+  const int64_t K = L.out_channels, C = L.in_channels;
+  int64_t taps = 1;
+  for (size_t j = 0; j + 2 < file.shape.size(); ++j) taps *= file.shape[j];
+  NpyData out;
+  out.shape = weight_form_shape(L, WeightForm{0, block});
+  out.dtype = NpyDType::F32;
+  out.bytes.resize(file.bytes.size());
+  const auto* src = reinterpret_cast<const float*>(file.bytes.data());
+  auto* dst = reinterpret_cast<float*>(out.bytes.data());
+  for (int64_t t = 0; t < taps; ++t)
+    for (int64_t i = 0; i < C; ++i)
+      for (int64_t o = 0; o < K; ++o)
+        dst[((o / block * taps + t) * C + i) * block + o % block] = src[(t * C + i) * K + o];
+  return out;
+}
+
+}  // namespace
+
 std::string weight_form_layout(const Layer& L, const WeightForm& form) {
+  if (form.block_channels > 0) {
+    std::string taps = L.weight_layout.order.substr(0, L.weight_layout.order.size() - 2);
+    for (char& c : taps) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return "O" + taps + "i" + std::to_string(form.block_channels) + "o";
+  }
   if (!form.prepared()) return L.weight_layout.order;
   return "winograd_f" + std::to_string(form.winograd_m) + "_u";
 }
 
 std::vector<int64_t> weight_form_shape(const Layer& L, const WeightForm& form) {
+  if (form.block_channels > 0) {
+    std::vector<int64_t> shape = L.weight_shape();  // taps..., in, out
+    shape.back() = form.block_channels;
+    shape.insert(shape.begin(), L.out_channels / form.block_channels);
+    return shape;
+  }
   if (!form.prepared()) return L.weight_shape();
   const int64_t t = winograd_matrices(form.winograd_m).t;
   return {t, t, L.in_channels, L.out_channels};
 }
 
 NpyData prepare_weights(const Layer& L, const WeightForm& form, const NpyData& file) {
+  if (form.block_channels > 0) return block_weights(L, form.block_channels, file);
   if (!form.prepared()) return file;
   if (!winograd_applies(L) || file.dtype != NpyDType::F32 || file.shape != L.weight_shape())
     throw std::logic_error("layer '" + L.name + "': its weights cannot be prepared for Winograd");

@@ -20,9 +20,28 @@ struct WeightForm {
   // > 0: U = G g GT of Winograd F(m, 3) (algorithm/winograd.h), U(k, c, a, b) with the output
   // channel innermost: shape (t, t, in_channels, out_channels), t = m + 2.
   int winograd_m = 0;
+  // > 0: a channels-last conv's weights (HWIO) in blocks of this many output channels, each
+  // block's taps and input channels outside its channels: shape (out_channels / block, taps...,
+  // in_channels, block), "Ohwi<block>o" as oneDNN names it. A block of output channels, what a
+  // kernel whose channel blocks are its outermost loop reads in its inner loops, is then one
+  // contiguous run instead of a strip of every row of taps (a stride of a whole row apart).
+  int block_channels = 0;
 
-  bool prepared() const { return winograd_m > 0; }
+  bool prepared() const { return winograd_m > 0 || block_channels > 0; }
+  bool operator==(const WeightForm& o) const {
+    return winograd_m == o.winograd_m && block_channels == o.block_channels;
+  }
+  bool operator!=(const WeightForm& o) const { return !(*this == o); }
 };
+
+// Whether the layer's weights can take block_channels = block: a float32 conv of one group,
+// channels last, weights HWIO (output channels innermost), whose output channels the block
+// divides.
+bool blocked_weights_apply(const Layer& layer, int block);
+
+// The layer's weights as its weight_layout indexes them (a Func of its weights' dimensions),
+// read from `blocked`, a buffer of the form block_channels = block.
+Halide::Func blocked_weights_view(const Layer& layer, int block, const Halide::Func& blocked);
 
 // The weights buffer in that form: its layout as the manifest states it (the layer's
 // weight_layout, or "winograd_f<m>_u"), and its shape, outermost first.

@@ -98,14 +98,20 @@ int find_weight_file(const std::vector<WeightFile>& files, const Layer& L, pf_ro
 
 // The form a kernel's weights are stored in: prepared for the kernel where the spec names their
 // file (the values are known now) and every target computes the kernel the same way.
-WeightForm plan_weight_form(const KernelPlan& k, const std::vector<WeightFile>& files) {
+WeightForm plan_weight_form(const KernelPlan& k, const std::vector<TargetPlan>& targets,
+                            const std::vector<WeightFile>& files) {
   const Block& b = k.block;
   if (b.chain().size() != 1 || find_weight_file(files, b.consumer(), PF_ROLE_WEIGHTS) < 0)
     return {};
-  const int knob = k.schedules.front().resolved.winograd;
-  for (const KernelSchedule& s : k.schedules)
-    if (s.resolved.winograd != knob) return {};
-  return WeightForm{winograd_outputs(knob)};
+  std::vector<WeightForm> forms;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const ScheduleStrategy& s = strategy_for(b.consumer(), targets[i].target);
+    forms.push_back(s.weight_form ? s.weight_form(b.consumer(), k.schedules[i].resolved)
+                                  : WeightForm{});
+  }
+  for (const WeightForm& f : forms)
+    if (f != forms.front()) return {};
+  return forms.front();
 }
 
 std::vector<BufferPlan> plan_buffers(const Block& block, const WeightForm& form,
@@ -213,7 +219,7 @@ BundlePlan plan_bundle(const Model& model, const CompileOptions& opt) {
   for (const Block& b : blocks) {
     KernelPlan k{b, kernel_function_name(model, b.last()), {}, {}, {}, std::nullopt};
     for (const TargetPlan& t : plan.targets) k.schedules.push_back(plan_schedule(b, t, opt));
-    k.weight_form = plan_weight_form(k, plan.weight_files);
+    k.weight_form = plan_weight_form(k, plan.targets, plan.weight_files);
     if (k.weight_form.prepared()) {
       const int w = find_weight_file(plan.weight_files, b.consumer(), PF_ROLE_WEIGHTS);
       plan.weight_files[static_cast<size_t>(w)].form = k.weight_form;

@@ -170,6 +170,7 @@ ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
 
 const ScheduleStrategy kElementwiseStrategy = {
     "cpu", kCapabilities, resolve,
-    apply, nullptr,       with_knobs({}, {{"vector_lanes", 1}, {"rows_per_task", 1}})};
+    apply, nullptr,       nullptr,
+    with_knobs({}, {{"vector_lanes", 1}, {"rows_per_task", 1}})};
 
 }  // namespace padfold::cpu

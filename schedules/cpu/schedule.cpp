@@ -252,12 +252,30 @@ void schedule_reduction(Algorithm& a, const ScheduleParams& p, const LoopLevel& 
 // reduction step's row, so the steps are a stride of a whole row apart (2 KiB for 512 channels:
 // a new page every other step, which the prefetchers do not follow). Copied once per block into
 // a buffer of their own, channels innermost, the steps are contiguous.
-void pack_block_weights(Algorithm& a, const ScheduleParams& p, const LoopLevel& block,
-                        int vec_tile) {
-  const Layer& L = *a.layer;
+// The output channels of a block whose weights the kernel of resolved knobs `p` copies (or reads
+// prepared: weight_form), 0 where it reads them as they are.
+int packed_block_channels(const Layer& L, const ScheduleParams& p) {
+  const Axes ax = axes_of(L);
+  const int vec_tile = tile_vectors(p, ax) * p.vector_lanes;
   // The dot products' weights are a table of their own already (quantized_dot_product).
-  if (!a.weights.defined() || p.pack_weights_kb <= 0 || a.dot_weights.defined()) return;
-  if (weight_bytes(L) / L.out_channels * vec_tile > int64_t{1024} * p.pack_weights_kb) return;
+  if (!L.has_weights() || !ax.channels_last || !channels_outermost(p, L) || p.winograd > 0 ||
+      p.pack_weights_kb <= 0 || quantized_dot_product(L))
+    return 0;
+  if (weight_bytes(L) / L.out_channels * vec_tile > int64_t{1024} * p.pack_weights_kb) return 0;
+  return vec_tile;
+}
+
+// Packed once at compile where the values are known: then no copy per block and call.
+WeightForm weight_form(const Layer& L, const ScheduleParams& resolved) {
+  if (resolved.winograd > 0 && winograd_applies(L)) return {winograd_outputs(resolved.winograd)};
+  const int block = packed_block_channels(L, resolved);
+  if (block > 0 && blocked_weights_apply(L, block)) return {0, block};
+  return {};
+}
+
+void pack_block_weights(Algorithm& a, const ScheduleParams& p, const LoopLevel& block) {
+  const Layer& L = *a.layer;
+  if (packed_block_channels(L, p) == 0 || a.weight_form.block_channels > 0) return;
   Func packed = a.weights.in(a.reduce);  // the reduction's reads only (not weight sums)
   std::vector<Var> args = packed.args();
   const std::string& order = L.weight_layout.order;  // outermost first; Halide's args innermost
@@ -351,7 +369,7 @@ ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target& target
   // Accumulators: one register tile, computed per tile of the output.
   const Var innermost_tile = channels_outer ? pix_outer : t.vec_outer;
   schedule_reduction(a, p, LoopLevel(out, innermost_tile), ax.rows);
-  if (channels_outer && cl) pack_block_weights(a, p, LoopLevel(out, chan_outer), vec_tile);
+  if (channels_outer && cl) pack_block_weights(a, p, LoopLevel(out, chan_outer));
 
   if (!p.inline_border) a.bordered.compute_at(out, innermost_tile);
   // All channels of a pixel tile: channels-last tiles keep channel blocks inside pixel blocks;
@@ -473,7 +491,7 @@ void apply_producer(Algorithm& a, const ScheduleParams& p, const ProducerPlace& 
 
 }  // namespace
 
-const ScheduleStrategy kStrategy = {"cpu", kCapabilities, resolve, apply, apply_producer,
+const ScheduleStrategy kStrategy = {"cpu", kCapabilities, resolve, apply, apply_producer, weight_form,
                                     // Conservative: scalar, one output per tile, nothing unrolled.
                                     with_knobs({}, {{"vector_lanes", 1},
                                                     {"channel_vectors", 1},

@@ -186,7 +186,7 @@ ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
 
 }  // namespace
 
-const ScheduleStrategy kStrategy = {"gpu", kCapabilities, resolve, apply, nullptr,
+const ScheduleStrategy kStrategy = {"gpu", kCapabilities, resolve, apply, nullptr, nullptr,
                                     // Conservative: one output per thread, nothing staged.
                                     with_knobs({}, {{"gpu_threads_x", 8},
                                                     {"gpu_threads_y", 8},

@@ -466,6 +466,72 @@ std::vector<float> RunModel(const Compiled& c, const std::vector<float>& x) {
   return y;
 }
 
+// A 3x3 conv and a pointwise conv whose kernels run their channel blocks outermost and copy each
+// block's weights (channels_outer_kb 1; 16-channel blocks on every CPU) read them blocked by the
+// compile instead ("Ohwi16o"): the manifest and the file state the form, no kernel statement
+// copies weights, and the model equals the same model computing from the file's weights in their
+// own layout (channels_outer_kb 0), with the weights in files or embedded alike.
+TEST(ModelRun, BlockedWeightsArePreparedAtCompile) {
+  const auto compile = [](const std::string& name, int outer_kb, const std::string& flags) {
+    const json spec = json::parse(R"({"model": ")" + name + R"(",
+      "defaults": {"layout": "NHWC", "weight_layout": "HWIO"},
+      "layers": [
+        {"name": "c1", "op": "conv2d", "input_shape": [1, 6, 5, 32], "out_channels": 64,
+         "kernel": 3, "padding": "same", "bias": true, "activation": "relu",
+         "weight_files": {"weights": "w/c1_w.npy", "bias": "w/c1_b.npy"}},
+        {"name": "c2", "op": "conv2d", "input": "c1", "out_channels": 48, "kernel": 1,
+         "weight_files": {"weights": "w/c2_w.npy"}}]})");
+    const json tile = {{"channels_outer_kb", outer_kb},
+                       {"winograd", 0},
+                       {"vector_lanes", 8},
+                       {"channel_vectors", 2}};
+    const fs::path knobs = kWork / (name + "_knobs.json");
+    fs::create_directories(kWork);
+    std::ofstream(knobs) << json{{"c1", tile}, {"c2", tile}}.dump();
+    return Compile(
+        name, spec, "--fuse none --schedules " + knobs.string() + " " + flags,
+        {{"w/c1_w.npy", {3, 3, 32, 64}}, {"w/c1_b.npy", {64}}, {"w/c2_w.npy", {1, 1, 64, 48}}});
+  };
+  const Compiled blocked = compile("blocked", 1, "--emit-stmt");
+  const Compiled embedded = compile("blocked_embedded", 1, "--embed-weights");
+  const Compiled plain = compile("blocked_plain", 0, "");
+  EXPECT_TRUE(contains(blocked.output, "prepared weights: 2 kernel(s) (Ohwi16o 2)"))
+      << blocked.output;
+  EXPECT_FALSE(contains(plain.output, "prepared weights")) << plain.output;
+  const json m = json::parse(std::ifstream(blocked.bundle / "manifest.json"));
+  ASSERT_EQ(m.at("kernels").size(), 2u);
+  const json& c1 = m.at("kernels")[0].at("buffers")[1];
+  EXPECT_EQ(c1.at("layout"), "Ohwi16o");
+  EXPECT_EQ(c1.at("shape"), json({4, 3, 3, 32, 16}));
+  const json& c2 = m.at("kernels")[1].at("buffers")[1];
+  EXPECT_EQ(c2.at("layout"), "Ohwi16o");
+  EXPECT_EQ(c2.at("shape"), json({3, 1, 1, 64, 16}));
+  EXPECT_EQ(padfold::read_npy((blocked.bundle / c2.at("source").get<std::string>()).string()).shape,
+            (std::vector<int64_t>{3, 1, 1, 64, 16}));
+  const json p = json::parse(std::ifstream(plain.bundle / "manifest.json"));
+  EXPECT_EQ(p.at("kernels")[0].at("buffers")[1].at("layout"), "HWIO");
+
+  // No kernel copies weight blocks in its loops (as c1_weights_im_in_c1_reduce would).
+  size_t statements = 0;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(blocked.bundle)) {
+    if (e.path().extension() != ".stmt") continue;
+    ++statements;
+    EXPECT_FALSE(contains(ReadText(e.path()), "_weights_im_in_")) << e.path();
+  }
+  EXPECT_EQ(statements, 2u);
+
+  const std::vector<float> x = Random(6 * 5 * 32, 5);
+  const std::vector<float> a = RunModel(blocked, x), b = RunModel(plain, x),
+                           e = RunModel(embedded, x);
+  ASSERT_EQ(a.size(), 6u * 5 * 48);
+  ASSERT_EQ(b.size(), a.size());
+  float largest = 0;
+  for (float v : b) largest = std::max(largest, std::abs(v));
+  ASSERT_GT(largest, 0.0f);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5f * largest) << "element " << i;
+  EXPECT_EQ(std::memcmp(a.data(), e.data(), a.size() * sizeof(float)), 0);
+}
+
 // c1 and c2 are 3x3 stride-1 convs with weight files, c2 fused with join as a residual block.
 json WinogradSpec(const std::string& model) {
   return json::parse(R"({"model": ")" + model + R"(",
