@@ -466,6 +466,14 @@ std::vector<float> RunModel(const Compiled& c, const std::vector<float>& x) {
   return y;
 }
 
+// The lowered statement of every kernel of a bundle compiled with --emit-stmt, by file.
+std::map<fs::path, std::string> Statements(const fs::path& bundle) {
+  std::map<fs::path, std::string> out;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(bundle))
+    if (e.path().extension() == ".stmt") out[e.path()] = ReadText(e.path());
+  return out;
+}
+
 // A 3x3 conv and a pointwise conv whose kernels run their channel blocks outermost and copy each
 // block's weights (channels_outer_kb 1; 16-channel blocks on every CPU) read them blocked by the
 // compile instead ("Ohwi16o"): the manifest and the file state the form, no kernel statement
@@ -512,13 +520,10 @@ TEST(ModelRun, BlockedWeightsArePreparedAtCompile) {
   EXPECT_EQ(p.at("kernels")[0].at("buffers")[1].at("layout"), "HWIO");
 
   // No kernel copies weight blocks in its loops (as c1_weights_im_in_c1_reduce would).
-  size_t statements = 0;
-  for (const fs::directory_entry& e : fs::recursive_directory_iterator(blocked.bundle)) {
-    if (e.path().extension() != ".stmt") continue;
-    ++statements;
-    EXPECT_FALSE(contains(ReadText(e.path()), "_weights_im_in_")) << e.path();
-  }
-  EXPECT_EQ(statements, 2u);
+  const std::map<fs::path, std::string> statements = Statements(blocked.bundle);
+  EXPECT_EQ(statements.size(), 2u);
+  for (const auto& [path, stmt] : statements)
+    EXPECT_FALSE(contains(stmt, "_weights_im_in_")) << path;
 
   const std::vector<float> x = Random(6 * 5 * 32, 5);
   const std::vector<float> a = RunModel(blocked, x), b = RunModel(plain, x),
@@ -586,15 +591,12 @@ TEST(ModelRun, WinogradWeightsArePreparedAtCompile) {
 
   // Winograd kernels both, with no stage computing U (per call, c1_wg_weights_rows applies G
   // along the kernel rows).
-  size_t statements = 0;
-  for (const fs::directory_entry& e : fs::recursive_directory_iterator(wg.bundle)) {
-    if (e.path().extension() != ".stmt") continue;
-    ++statements;
-    const std::string stmt = ReadText(e.path());
-    EXPECT_TRUE(contains(stmt, "_wg_product")) << e.path();
-    EXPECT_FALSE(contains(stmt, "_wg_weights_rows")) << e.path();
+  const std::map<fs::path, std::string> statements = Statements(wg.bundle);
+  EXPECT_EQ(statements.size(), 2u);
+  for (const auto& [path, stmt] : statements) {
+    EXPECT_TRUE(contains(stmt, "_wg_product")) << path;
+    EXPECT_FALSE(contains(stmt, "_wg_weights_rows")) << path;
   }
-  EXPECT_EQ(statements, 2u);
 
   const std::vector<float> x = Random(12 * 10 * 8, 7);
   const std::vector<float> a = RunModel(wg, x), b = RunModel(direct, x), e = RunModel(embedded, x);
