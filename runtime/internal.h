@@ -205,8 +205,9 @@ pf_status pf_npy_load_weights(const char* dir, const char* layer, const pf_buffe
 
 /* The same checks, then the file mapped read-only and private (POSIX mmap), its values used where
  * they lie: no copy, pages shared with the page cache. PF_OK with out->base NULL where the values
- * cannot be used as the file holds them (a big-endian host, an offset of partial elements): the
- * caller reads them instead. pf_npy_unmap_weights releases a mapping (a NULL base is ignored). */
+ * cannot be used as the file holds them (a big-endian host, an offset of partial elements) or the
+ * file cannot be mapped (mmap fails): the caller reads them instead. pf_npy_unmap_weights releases
+ * a mapping (a NULL base is ignored). */
 pf_status pf_npy_map_weights(const char* dir, const char* layer, const pf_buffer_desc* b,
                              size_t bytes, pf_mapping* out, char* err, size_t errlen);
 void pf_npy_unmap_weights(pf_mapping* m);
