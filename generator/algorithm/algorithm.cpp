@@ -341,38 +341,34 @@ void build_quantized_conv(Algorithm& a, const Layer& L, const Expr& x, Expr w, i
                           const Expr& rc, const std::vector<Expr>& rk) {
   const int64_t in_per_group = L.in_channels / L.groups;
   const int D = static_cast<int>(L.in_spatial.size());
-  if (quantized_dot_product(L)) {
-    Var i4("i4"), io("io");
-    std::vector<Var> args{i4, a.c, io};
-    std::vector<Expr> taps;
-    for (int j = 0; j < D; ++j) taps.push_back(args.emplace_back("k" + std::to_string(j)));
-    Func dot_weights(L.name + "_dot_weights");
-    const Expr wc = io * 4 + i4;
-    const int channels = static_cast<int>(in_per_group);
-    const Expr w_at = a.weights(weight_args(L.weight_layout, D, a.c, min(wc, channels - 1), taps));
-    dot_weights(args) = select(wc < channels, w_at, cast(w_at.type(), 0));
-    a.dot_weights = dot_weights;
-    a.helpers.push_back(dot_weights);
-    std::vector<Expr> at{rc % 4, a.c, rc / 4};
-    at.insert(at.end(), rk.begin(), rk.end());
-    w = dot_weights(at);
+  const bool dot = quantized_dot_product(L);
+  // The table is the weights buffer where the compile prepared it (WeightForm::dot_table).
+  Func table;
+  if (dot && a.weight_form.dot_table) {
+    table = a.weights;
+  } else if (dot) {
+    table = a.dot_weights = define_dot_table(L, a.weights);
+    a.helpers.push_back(table);
   }
+  const auto table_at = [](const Expr& c, const Expr& o, const std::vector<Expr>& k) {
+    std::vector<Expr> at{c % 4, o, c / 4};
+    at.insert(at.end(), k.begin(), k.end());
+    return at;
+  };
+  if (dot) w = table(table_at(rc, a.c, rk));
   a.reduce(a.vars) = 0;
   a.reduce(a.vars) += cast<int32_t>(x) * cast<int32_t>(w);
 
   // The dot products sum their own table (the padded channels' weights are 0 there): its output
   // channels are dense whatever the weights' layout, so a schedule can vectorize across them.
-  const int64_t summed = a.dot_weights.defined() ? reduction_channels(L) : in_per_group;
+  const int64_t summed = dot ? reduction_channels(L) : in_per_group;
   const RDom rw = make_rdom(L, summed, "_rw");
   Expr wc;
   std::vector<Expr> wk;
   split_rdom(rw, summed, wc, wk);
-  std::vector<Expr> dot_at{wc % 4, a.c, wc / 4};
-  dot_at.insert(dot_at.end(), wk.begin(), wk.end());
   Func weight_sum(L.name + "_weight_sum");
   weight_sum(a.c) = 0;
-  weight_sum(a.c) += cast<int32_t>(a.dot_weights.defined()
-                                       ? a.dot_weights(dot_at)
+  weight_sum(a.c) += cast<int32_t>(dot ? table(table_at(wc, a.c, wk))
                                        : a.weights(weight_args(L.weight_layout, D, a.c, wc, wk)));
   a.weight_sum = weight_sum;
   a.helpers.push_back(weight_sum);
@@ -398,7 +394,9 @@ void build_conv(Algorithm& a, const Layer& L) {
     ic = (a.c / static_cast<int>(out_per_group)) * static_cast<int>(in_per_group) + rc;
   const Expr x = a.bordered(tensor_args(L.layout, ic, tap_positions(a, L, rk), a.n));
   const std::vector<Expr> w_at = weight_args(L.weight_layout, static_cast<int>(D), a.c, rc, rk);
-  const Expr w = a.blocked_weights.defined() ? a.blocked_weights(w_at) : a.weights(w_at);
+  const Expr w = a.weight_form.dot_table       ? Expr()  // the table, build_quantized_conv
+                 : a.blocked_weights.defined() ? a.blocked_weights(w_at)
+                                               : a.weights(w_at);
   if (L.quantized()) {
     build_quantized_conv(a, L, x, w, zx, rc, rk);
     return;
@@ -645,6 +643,7 @@ Algorithm build_algorithm(const Layer& L, const AlgorithmVariant& variant, const
     throw std::logic_error("layer '" + L.name + "': only a conv takes a residual add");
   const WeightForm& form = variant.weights;
   if ((form.winograd_m > 0 && form.winograd_m != winograd_m) ||
+      (form.dot_table && !quantized_dot_product(L)) ||
       (form.block_channels > 0 &&
        (winograd_m > 0 || !blocked_weights_apply(L, form.block_channels))))
     throw std::logic_error("layer '" + L.name + "': its weights are prepared for another kernel");

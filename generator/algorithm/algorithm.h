@@ -68,8 +68,9 @@ struct Algorithm {
   Halide::RDom r;                    // reduction domain of `reduce`
   std::vector<Halide::Func>
       helpers;               // small tables (e.g. avg-pool divisors) a schedule computes at root
-  Halide::Func dot_weights;  // quantized_dot_product: the weights as the dot products read them
-                             // (also a helper)
+  Halide::Func dot_weights;  // quantized_dot_product: the weights as the dot products read them,
+                             // built per call (a helper); undefined where the weights buffer is
+                             // that table already (WeightForm::dot_table)
   Halide::Func weight_sum;   // a quantized conv's weights summed per output channel (a helper)
 
   std::vector<BufferParam> buffers;      // every buffer in manifest order; input/weights/bias above
@@ -112,7 +113,7 @@ Algorithm build_algorithm(const Layer& layer, const AlgorithmVariant& variant = 
 // (its channels padded to a multiple of 4, reduction_channels): it sums 8-bit products 4 input
 // channels at a time (x86 vpdpbusd, arm sdot), reading its weights through a table with those 4
 // channels innermost, then the output channels (one dense load per vector of accumulators). The
-// table is one of the helpers.
+// table is one of the helpers, or the weights buffer as the compile prepared it.
 bool quantized_dot_product(const Layer& layer);
 
 // The input channels each output sums over (its RDom's channel extent): in_channels / groups (1

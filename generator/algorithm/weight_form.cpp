@@ -3,6 +3,8 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "algorithm/access.h"
+#include "algorithm/algorithm.h"
 #include "algorithm/winograd.h"
 
 namespace padfold {
@@ -26,6 +28,20 @@ Halide::Func blocked_weights_view(const Layer& L, int block, const Halide::Func&
   Halide::Func view(L.name + "_weights_blocked");
   view(args) = blocked(at);
   return view;
+}
+
+Halide::Func define_dot_table(const Layer& L, const Halide::Func& weights) {
+  const int D = static_cast<int>(L.in_spatial.size());
+  Halide::Var i4("i4"), o("o"), io("io");
+  std::vector<Halide::Var> args{i4, o, io};
+  std::vector<Halide::Expr> taps;
+  for (int j = 0; j < D; ++j) taps.push_back(args.emplace_back("k" + std::to_string(j)));
+  const Halide::Expr i = io * 4 + i4;
+  const int channels = static_cast<int>(L.in_channels / L.groups);
+  const Halide::Expr w = weights(weight_args(L.weight_layout, D, o, min(i, channels - 1), taps));
+  Halide::Func table(L.name + "_dot_weights");
+  table(args) = select(i < channels, w, cast(w.type(), 0));
+  return table;
 }
 
 namespace {
@@ -56,6 +72,7 @@ NpyData block_weights(const Layer& L, int block, const NpyData& file) {
 }  // namespace
 
 std::string weight_form_layout(const Layer& L, const WeightForm& form) {
+  if (form.dot_table) return spatial_letters(static_cast<int>(L.in_spatial.size())) + "IO4i";
   if (form.block_channels > 0) {
     std::string taps = L.weight_layout.order.substr(0, L.weight_layout.order.size() - 2);
     for (char& c : taps) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -66,6 +83,11 @@ std::string weight_form_layout(const Layer& L, const WeightForm& form) {
 }
 
 std::vector<int64_t> weight_form_shape(const Layer& L, const WeightForm& form) {
+  if (form.dot_table) {
+    std::vector<int64_t> shape = L.kernel;
+    shape.insert(shape.end(), {reduction_channels(L) / 4, L.out_channels, 4});
+    return shape;
+  }
   if (form.block_channels > 0) {
     std::vector<int64_t> shape = L.weight_shape();  // taps..., in, out
     shape.back() = form.block_channels;
@@ -77,27 +99,50 @@ std::vector<int64_t> weight_form_shape(const Layer& L, const WeightForm& form) {
   return {t, t, L.in_channels, L.out_channels};
 }
 
+namespace {
+
+// A Halide buffer over `data` (Halide's dimensions are innermost first, the file's outermost
+// first).
+template <typename T>
+Halide::Buffer<T> buffer_over(const NpyData& data) {
+  std::vector<int> sizes(data.shape.rbegin(), data.shape.rend());
+  return Halide::Buffer<T>(reinterpret_cast<T*>(const_cast<unsigned char*>(data.bytes.data())),
+                           sizes);
+}
+
+// `prepared`, the Halide definition of the form over the file's values, realized on the host.
+template <typename T>
+NpyData realize_form(const Layer& L, const WeightForm& form, NpyDType dtype,
+                     Halide::Func prepared) {
+  NpyData out;
+  out.shape = weight_form_shape(L, form);
+  out.dtype = dtype;
+  int64_t n = 1;
+  for (int64_t d : out.shape) n *= d;
+  out.bytes.resize(static_cast<size_t>(n) * sizeof(T));
+  Halide::Buffer<T> buffer = buffer_over<T>(out);
+  prepared.realize(buffer, Halide::get_host_target());
+  return out;
+}
+
+}  // namespace
+
 NpyData prepare_weights(const Layer& L, const WeightForm& form, const NpyData& file) {
   if (form.block_channels > 0) return block_weights(L, form.block_channels, file);
   if (!form.prepared()) return file;
-  if (!winograd_applies(L) || file.dtype != NpyDType::F32 || file.shape != L.weight_shape())
+  const bool fits = file.shape == L.weight_shape();
+  if (form.dot_table) {
+    if (!quantized_dot_product(L) || file.dtype != NpyDType::I8 || !fits)
+      throw std::logic_error("layer '" + L.name + "': its weights cannot be a dot-product table");
+    Halide::Buffer<int8_t> raw = buffer_over<int8_t>(file);
+    return realize_form<int8_t>(L, form, NpyDType::I8, define_dot_table(L, Halide::Func(raw)));
+  }
+  if (!winograd_applies(L) || file.dtype != NpyDType::F32 || !fits)
     throw std::logic_error("layer '" + L.name + "': its weights cannot be prepared for Winograd");
-  // Halide's dimensions are innermost first, the file's outermost first.
-  std::vector<int> sizes(file.shape.rbegin(), file.shape.rend());
-  Halide::Buffer<float> raw(reinterpret_cast<float*>(const_cast<unsigned char*>(file.bytes.data())),
-                            sizes);
   WinogradStages s;
+  Halide::Buffer<float> raw = buffer_over<float>(file);
   define_winograd_weights(s, L, form.winograd_m, Halide::Func(raw));
-  NpyData out;
-  out.shape = weight_form_shape(L, form);
-  out.dtype = NpyDType::F32;
-  int64_t n = 1;
-  for (int64_t d : out.shape) n *= d;
-  out.bytes.resize(static_cast<size_t>(n) * sizeof(float));
-  std::vector<int> out_sizes(out.shape.rbegin(), out.shape.rend());
-  Halide::Buffer<float> prepared(reinterpret_cast<float*>(out.bytes.data()), out_sizes);
-  s.weights.realize(prepared, Halide::get_host_target());
-  return out;
+  return realize_form<float>(L, form, NpyDType::F32, s.weights);
 }
 
 }  // namespace padfold

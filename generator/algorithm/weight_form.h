@@ -26,10 +26,15 @@ struct WeightForm {
   // kernel whose channel blocks are its outermost loop reads in its inner loops, is then one
   // contiguous run instead of a strip of every row of taps (a stride of a whole row apart).
   int block_channels = 0;
+  // A quantized conv's dot-product table (quantized_dot_product, algorithm.h): the weights of 4
+  // consecutive input channels innermost, output channels next, input channels padded with zeros
+  // to reduction_channels: shape (taps..., reduction_channels / 4, out_channels, 4), "HWIO4i".
+  bool dot_table = false;
 
-  bool prepared() const { return winograd_m > 0 || block_channels > 0; }
+  bool prepared() const { return winograd_m > 0 || block_channels > 0 || dot_table; }
   bool operator==(const WeightForm& o) const {
-    return winograd_m == o.winograd_m && block_channels == o.block_channels;
+    return winograd_m == o.winograd_m && block_channels == o.block_channels &&
+           dot_table == o.dot_table;
   }
   bool operator!=(const WeightForm& o) const { return !(*this == o); }
 };
@@ -42,6 +47,12 @@ bool blocked_weights_apply(const Layer& layer, int block);
 // The layer's weights as its weight_layout indexes them (a Func of its weights' dimensions),
 // read from `blocked`, a buffer of the form block_channels = block.
 Halide::Func blocked_weights_view(const Layer& layer, int block, const Halide::Func& blocked);
+
+// A quantized dot-product conv's table (dot_table) from `weights`, its weights as their
+// weight_layout indexes them: args (i4, o, io, taps...) innermost first, the weight of input
+// channel io * 4 + i4, 0 past the layer's input channels per group. What a kernel passed the
+// file's weights builds per call, and the compile once (prepare_weights).
+Halide::Func define_dot_table(const Layer& layer, const Halide::Func& weights);
 
 // The weights buffer in that form: its layout as the manifest states it (the layer's
 // weight_layout, or "winograd_f<m>_u"), and its shape, outermost first.

@@ -267,6 +267,13 @@ int packed_block_channels(const Layer& L, const ScheduleParams& p) {
 
 // Packed once at compile where the values are known: then no copy per block and call.
 WeightForm weight_form(const Layer& L, const ScheduleParams& resolved) {
+  if (quantized_dot_product(L)) {
+    // The table holds the layer's output channels only: a channel tile wider than them (which
+    // ShiftInwards cannot keep inside) would read past it.
+    const int vec_tile = tile_vectors(resolved, axes_of(L)) * resolved.vector_lanes;
+    if (L.out_channels % vec_tile == 0 || L.out_channels >= vec_tile) return {0, 0, true};
+    return {};
+  }
   if (resolved.winograd > 0 && winograd_applies(L)) return {winograd_outputs(resolved.winograd)};
   const int block = packed_block_channels(L, resolved);
   if (block > 0 && blocked_weights_apply(L, block)) return {0, block};
@@ -289,36 +296,43 @@ void pack_block_weights(Algorithm& a, const ScheduleParams& p, const LoopLevel& 
   packed.reorder(loops).vectorize(args[o], p.vector_lanes);
 }
 
-// The dot products' weight table, 16 output channels x 4 input channels per 64-byte store. Each
-// block's 64 weights are first loaded into registers in the weights' own layout (four dense rows
-// of 16 output channels in HWIO), so that the table's 4 x 16 transpose becomes shuffles: read
+// The dot products' weight table (unless the compile prepared it: WeightForm::dot_table), 16
+// output channels x 4 input channels per 64-byte store, and the weights' sums per output channel.
+// Each block's 64 weights are first loaded into registers in the weights' own layout (four dense
+// rows of 16 output channels in HWIO), so that the table's 4 x 16 transpose becomes shuffles: read
 // straight from the weights, every byte was a load of its own (70 us per call on a 1280 x 320
 // pointwise conv, a third of its time).
 void schedule_dot_weights(Algorithm& a, const Layer& L) {
-  const std::vector<Var> args = a.dot_weights.args();
   const int block_channels = std::min<int>(16, L.out_channels);
   // Large tables are built (and summed) by every thread: groups of 4 input channels to each.
   int64_t bytes = L.out_channels * reduction_channels(L);
   for (int64_t k : L.kernel) bytes *= k;
   const bool parallel = bytes >= kParallelTableBytes;
-  Var co("co"), ci("ci");
-  a.dot_weights.split(args[1], co, ci, block_channels)
-      .reorder(args[0], ci, co)
-      .vectorize(ci)
-      .vectorize(args[0]);
-  if (parallel) a.dot_weights.parallel(args[2]);
-  Func block = a.weights.in(a.dot_weights);
-  const std::vector<Var> dims = block.args();
-  block.compute_at(a.dot_weights, co).store_in(MemoryType::Register).vectorize(dims[0]);
-  for (size_t i = 1; i < dims.size(); ++i) block.unroll(dims[i]);
-  // Their sums per output channel, 16 channels to a vector (every reduction step one load of the
-  // table's dense channels): a scalar sum took 0.27 ms per call on that conv.
+  if (a.dot_weights.defined()) {
+    const std::vector<Var> args = a.dot_weights.args();
+    Var co("co"), ci("ci");
+    a.dot_weights.split(args[1], co, ci, block_channels)
+        .reorder(args[0], ci, co)
+        .vectorize(ci)
+        .vectorize(args[0]);
+    if (parallel) a.dot_weights.parallel(args[2]);
+    Func block = a.weights.in(a.dot_weights);
+    const std::vector<Var> dims = block.args();
+    block.compute_at(a.dot_weights, co).store_in(MemoryType::Register).vectorize(dims[0]);
+    for (size_t i = 1; i < dims.size(); ++i) block.unroll(dims[i]);
+  }
+  // The sums, 16 channels to a vector (every reduction step one load of the table's dense
+  // channels): a scalar sum took 0.27 ms per call on that conv.
   Var so("so"), si("si");
   std::vector<VarOrRVar> sum_order{si};
   for (const RVar& r : a.weight_sum.rvars()) sum_order.push_back(r);
   sum_order.push_back(so);
   Stage sum = a.weight_sum.update();
-  sum.split(a.c, so, si, block_channels).reorder(sum_order).vectorize(si);
+  // A prepared table (an input buffer) is read no further than the layer's channels.
+  const bool guard = !a.dot_weights.defined() && L.out_channels % block_channels != 0;
+  sum.split(a.c, so, si, block_channels, guard ? TailStrategy::GuardWithIf : TailStrategy::Auto)
+      .reorder(sum_order)
+      .vectorize(si);
   if (parallel) sum.parallel(so);
 }
 
@@ -328,7 +342,7 @@ ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target& target
   ScheduleResult result{p};
   const Layer& L = *a.layer;
   for (Func h : a.helpers) h.compute_root();
-  if (a.dot_weights.defined()) schedule_dot_weights(a, L);
+  if (quantized_dot_product(L)) schedule_dot_weights(a, L);
   const Axes ax = axes_of(L);
   const int D = ax.dims;
   const bool cl = ax.channels_last;
@@ -491,7 +505,8 @@ void apply_producer(Algorithm& a, const ScheduleParams& p, const ProducerPlace& 
 
 }  // namespace
 
-const ScheduleStrategy kStrategy = {"cpu", kCapabilities, resolve, apply, apply_producer, weight_form,
+const ScheduleStrategy kStrategy = {"cpu", kCapabilities, resolve, apply, apply_producer,
+                                    weight_form,
                                     // Conservative: scalar, one output per tile, nothing unrolled.
                                     with_knobs({}, {{"vector_lanes", 1},
                                                     {"channel_vectors", 1},

@@ -10,8 +10,11 @@
 #include <random>
 
 #include "algorithm/algorithm.h"
+#include "compile/lower.h"
+#include "compile/target.h"
 #include "kernel_cases.h"
 #include "kernel_runner.h"
+#include "schedules/schedule.h"
 
 namespace padfold::testing {
 namespace {
@@ -124,6 +127,33 @@ void expect_same(const ref::QTensor& got, const ref::QTensor& want, const std::s
                        << what;
 }
 
+// The form the CPU family stores a layer's weights in where the compile knows them.
+WeightForm prepared_form(const Layer& L, const std::string& target, const json& knobs) {
+  const Halide::Target t = resolve_target(target);
+  const ScheduleParams resolved = resolve_schedule(L, t, requested_schedule(L, t, knobs));
+  return strategy_for(L, t).weight_form(L, resolved);
+}
+
+// The kernel on `target`, reading the weights as the per-call path does and as the compile
+// prepares them, both against the reference. A dot-product conv whose channel tile is wider than
+// its output channels reads its own table (the prepared one holds only its channels): then both
+// run with one vector of channels per tile.
+void expect_exact(const Layer& L, const ref::QLayerData& data, const std::string& target,
+                  const std::string& what) {
+  const ref::QTensor want = ref::quant_reference_output(L, data);
+  json knobs = json::object();
+  WeightForm form = prepared_form(L, target, knobs);
+  if (quantized_dot_product(L) && !form.dot_table) {
+    knobs = {{"channel_vectors", 1}};
+    form = prepared_form(L, target, knobs);
+  }
+  EXPECT_EQ(form.dot_table, quantized_dot_product(L)) << what;
+  expect_same(quant_kernel_output(L, data, target, knobs), want, what);
+  if (form.prepared())
+    expect_same(quant_kernel_output(L, data, target, knobs, form), want,
+                what + ", weights prepared, knobs " + knobs.dump());
+}
+
 class QuantKernelVsReference : public ::testing::TestWithParam<QuantCase> {};
 
 TEST_P(QuantKernelVsReference, IsBitExact) {
@@ -138,6 +168,10 @@ TEST_P(QuantKernelVsReference, IsBitExact) {
   const ref::QTensor want = ref::quant_reference_output(L, data);
   expect_same(quant_kernel_output(L, data, c.target, c.schedule), want,
               c.spec + "\nschedule: " + c.schedule.dump());
+  // A dot-product conv of a bundle with weight files reads the table the compile prepared.
+  if (const WeightForm form = prepared_form(L, c.target, c.schedule); form.dot_table)
+    expect_same(quant_kernel_output(L, data, c.target, c.schedule, form), want,
+                c.spec + "\nweights prepared, schedule: " + c.schedule.dump());
 }
 
 INSTANTIATE_TEST_SUITE_P(Matrix, QuantKernelVsReference, ::testing::ValuesIn(family_cases()));
@@ -226,8 +260,7 @@ TEST(QuantDotProduct, CountsEveryTapAtTheBorder) {
         ASSERT_TRUE(quantized_dot_product(L));
         if (!runs_here(target)) continue;  // this CPU has no AVX2: host covered it
         const ref::QLayerData data = ref::random_quant_data(L, 77);
-        expect_same(quant_kernel_output(L, data, target), ref::quant_reference_output(L, data),
-                    what);
+        expect_exact(L, data, target, what);
       }
 }
 
@@ -253,7 +286,7 @@ TEST(QuantDotProduct, PadsOneGroupsChannelsToAMultipleOfFour) {
       EXPECT_EQ(reduction_channels(L), (channels + 3) / 4 * 4);
       if (!runs_here(target)) continue;
       const ref::QLayerData data = ref::random_quant_data(L, 78 + i);
-      expect_same(quant_kernel_output(L, data, target), ref::quant_reference_output(L, data), what);
+      expect_exact(L, data, target, what);
     }
   const Layer stem = dot_conv("int8", -128, "zeros", "tensorflow", "tflite", 3);
   EXPECT_NE(compiled_assembly(stem,
@@ -271,7 +304,7 @@ TEST(QuantDotProduct, LargeWeightTablesAreExact) {
     SCOPED_TRACE(dtype);
     ASSERT_GE(L.out_channels * reduction_channels(L) * 9, 256 * 1024);
     const ref::QLayerData data = ref::random_quant_data(L, 79);
-    expect_same(quant_kernel_output(L, data, "host"), ref::quant_reference_output(L, data), dtype);
+    expect_exact(L, data, "host", dtype);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "compile/block.h"
 #include "compile/lower.h"
 #include "compile/target.h"
 #include "schedules/knobs.h"
@@ -47,9 +48,12 @@ ref::QTensor ints_of(const Halide::Buffer<>& b, std::vector<int64_t> shape) {
 }  // namespace
 
 ref::QTensor quant_kernel_output(const Layer& L, const ref::QLayerData& d,
-                                 const std::string& target_name, const nlohmann::json& schedule) {
+                                 const std::string& target_name, const nlohmann::json& schedule,
+                                 const WeightForm& form) {
   const Halide::Target target = resolve_target(target_name);
-  Kernel k = lower(L, target, schedule);
+  Block block;
+  block.layers.push_back(&L);
+  Kernel k = lower(block, target, requested_schedule(L, target, schedule), form);
   const Halide::Type act = element_type(L);
   if (L.is_join()) {
     for (size_t i = 0; i < d.inputs.size(); ++i)
@@ -57,7 +61,21 @@ ref::QTensor quant_kernel_output(const Layer& L, const ref::QLayerData& d,
   } else {
     k.param("input").set(int_buffer(d.inputs.at(0), act));
   }
-  if (L.has_weights()) k.param("weights").set(int_buffer(d.weights, Halide::Int(8)));
+  Halide::Buffer<> weights;
+  if (L.has_weights()) weights = int_buffer(d.weights, Halide::Int(8));
+  NpyData prepared;
+  if (form.prepared()) {
+    NpyData file;
+    file.shape = d.weights.shape;
+    file.dtype = NpyDType::I8;
+    file.bytes.assign(static_cast<const unsigned char*>(weights.data()),
+                      static_cast<const unsigned char*>(weights.data()) + weights.size_in_bytes());
+    prepared = prepare_weights(L, form, file);
+    weights =
+        Halide::Buffer<int8_t>(reinterpret_cast<int8_t*>(prepared.bytes.data()),
+                               std::vector<int>(prepared.shape.rbegin(), prepared.shape.rend()));
+  }
+  if (L.has_weights()) k.param("weights").set(weights);
   if (L.bias)
     k.param("bias").set(int_buffer(ref::QTensor({L.out_channels}, d.bias), Halide::Int(32)));
   const std::vector<int64_t> shape = L.output_shape_full();

@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 
+#include "algorithm/weight_form.h"
 #include "frontend/spec.h"
 #include "reference/layer_reference.h"
 
@@ -25,10 +26,12 @@ ref::Tensor kernel_output(const Layer& layer, const ref::LayerData& data,
                           const std::string& target = "host",
                           const nlohmann::json& schedule = nlohmann::json::object());
 
-// A quantized layer's output (docs/int8.md) on `data`, JIT-compiled as kernel_output is.
+// A quantized layer's output (docs/int8.md) on `data`, JIT-compiled as kernel_output is. With a
+// prepared `form`, the kernel reads the weights as the compile prepares them (prepare_weights).
 ref::QTensor quant_kernel_output(const Layer& layer, const ref::QLayerData& data,
                                  const std::string& target = "host",
-                                 const nlohmann::json& schedule = nlohmann::json::object());
+                                 const nlohmann::json& schedule = nlohmann::json::object(),
+                                 const WeightForm& form = {});
 
 // Every CPU knob at a random in-range value: a search value or, on ranges of at most 256, any
 // value of the range (as `--schedules` or a hand-edited database may give them).
