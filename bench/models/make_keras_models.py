@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Opt-in: the three CNNs of make_models.py as Keras users convert them: keras.applications'
 MobileNetV2, EfficientNetB0 and ResNet50 (v1: stride on the first 1x1 conv; ZeroPadding2D before
-the stem conv and the max pool) with their classifiers (softmax included), random weights, fixed
+the stem conv and the max pool), and MobileNetV3Large, with their classifiers (softmax included), random weights, fixed
 seeds, 224x224x3 NHWC input, batch 1, converted by tf2onnx.convert.from_keras (its layout
 Transposes, BatchNormalization as tf2onnx writes it). Written as keras_<name>.onnx, input "x" of
 shape [1, 224, 224, 3]. Needs TensorFlow and tf2onnx (PyPI), in a venv outside the repository:
@@ -31,6 +31,9 @@ MODELS = {
     "efficientnet_b0": lambda: keras.applications.EfficientNetB0(
         input_shape=(SIZE, SIZE, 3), weights=None),
     "resnet50": lambda: keras.applications.ResNet50(input_shape=(SIZE, SIZE, 3), weights=None),
+    # Hard swish (x * relu6(x + 3) / 6), squeeze-and-excite with hard sigmoid, Rescaling.
+    "mobilenet_v3_large": lambda: keras.applications.MobileNetV3Large(
+        input_shape=(SIZE, SIZE, 3), weights=None),
 }
 
 

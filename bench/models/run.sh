@@ -14,8 +14,9 @@
 #   TUNE=duration (e.g. 15m): also `padfold tune` each model's NHWC spec for `host` within that
 #   time (--no-baselines), compile it with the database and time the tuned bundle beside the
 #   others (TUNE_MODELS, default every model).
-# MODELS may also name keras_mobilenet_v2, keras_efficientnet_b0 and keras_resnet50: the same
-# networks as keras.applications builds them and tf2onnx converts them (make_keras_models.py;
+# MODELS may also name keras_mobilenet_v2, keras_efficientnet_b0, keras_resnet50 and
+# keras_mobilenet_v3_large: networks as keras.applications builds them and tf2onnx converts them
+# (make_keras_models.py;
 # NHWC input [1, 224, 224, 3], ResNet-50 v1, softmax heads), written with TF_PYTHON (default
 # /tmp/tfv/bin/python, a venv with tensorflow-cpu and tf2onnx, see make_keras_models.py). NHWC
 # only: their `--layout nchw` import leaves the input's layout Transpose to the caller, and a model

@@ -952,6 +952,50 @@ TEST(OnnxImport, XTimesHardSigmoidFusesAsHardSwish) {
   }
 }
 
+// Keras's hard_sigmoid as tf2onnx writes it, relu6(x + 3) / 6 in three nodes (Add of 3, Clip 0..6,
+// Mul by 1/6 or Div by 6), is ONNX HardSigmoid(1/6, 1/2) (decomposed_activations.h): MobileNetV3's
+// gate x * relu6(x + 3) / 6 fuses as the conv's hard_swish, a squeeze-and-excite gate alone as its
+// hard_sigmoid. A chain off by a constant, or whose inner tensor has another reader, is not one.
+TEST(OnnxImport, KerasHardSigmoidChainIsHardSigmoid) {
+  enum Case { Gate, Alone, OtherOffset, SharedClip };
+  for (const Case c : {Gate, Alone, OtherOffset, SharedClip}) {
+    SCOPED_TRACE(static_cast<int>(c));
+    ModelBuilder b;
+    b.input("x", {1, 2, 5, 5});
+    add_conv(b, "c1", "x", "t", 2, 2, 3);
+    b.initializer("three", {}, {c == OtherOffset ? 2.f : 3.f});
+    b.initializer("zero", {}, {0.f}).initializer("six", {}, {6.f});
+    b.initializer("sixth", {1}, {1.f / 6.f});
+    b.node("Add", {"three", "t"}, {"a"}, "add");
+    b.node("Clip", {"a", "zero", "six"}, {"r"}, "relu6");
+    if (c == Alone)
+      b.node("Div", {"r", "six"}, {"y"}, "div");
+    else
+      b.node("Mul", {"r", "sixth"}, {"s"}, "truediv");
+    if (c != Alone) b.node("Mul", {"t", "s"}, {"y"}, "mul");
+    b.output("y");
+    if (c == SharedClip) b.output("r");
+    const ImportResult r = import(b);
+    const json first = layer(r, 0);
+    if (c == Gate) {
+      EXPECT_TRUE(r.left_to_caller.empty());
+      ASSERT_EQ(spec(r)["layers"].size(), 1u) << spec(r).dump();
+      EXPECT_EQ(first["activation"], "hard_swish");
+    } else if (c == Alone) {
+      EXPECT_TRUE(r.left_to_caller.empty());
+      ASSERT_EQ(spec(r)["layers"].size(), 1u) << spec(r).dump();
+      EXPECT_EQ(first["activation"]["type"], "hard_sigmoid");
+      EXPECT_FLOAT_EQ(first["activation"]["alpha"].get<float>(), 1.f / 6.f);
+      EXPECT_FLOAT_EQ(first["activation"]["beta"].get<float>(), 0.5f);
+    } else {  // the nodes as they are: no layer computes a hard sigmoid
+      for (const json& L : spec(r)["layers"]) EXPECT_FALSE(has(L.dump(), "hard_")) << L.dump();
+      EXPECT_EQ(rep(r)["nodes"], 5) << "the chain was rewritten";
+      continue;
+    }
+    EXPECT_EQ(rep(r)["nodes"], c == Gate ? 3 : 2);  // Add, Clip and Mul/Div are one node
+  }
+}
+
 // GlobalAveragePool -> Flatten -> Gemm: a 1x1 conv on [N, C, 1, 1] whose weights are B as
 // [K, C, 1, 1] times alpha and whose bias is beta * C; the model output is read as ONNX's [N, K].
 TEST(OnnxImport, ClassifierGemmIsA1x1ConvWithTheOnnxOutputShape) {

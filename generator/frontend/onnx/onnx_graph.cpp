@@ -18,6 +18,7 @@
 #include "base/limits.h"
 #include "base/process.h"
 #include "frontend/onnx/constant_fold.h"
+#include "frontend/onnx/decomposed_activations.h"
 #include "frontend/onnx/hoist_transposes.h"
 #include "padding/padding.h"
 
@@ -400,7 +401,8 @@ PreparedModel prepare_model(onnx::ModelProto model, const std::vector<InputSize>
   p.label = label;
   p.model = std::move(model);
   p.inferred = inferred_copy(p.model, label);
-  if (hoist_layout_transposes(p.model, p.inferred) > 0) p.inferred = inferred_copy(p.model, label);
+  const int moved = hoist_layout_transposes(p.model, p.inferred);
+  if (moved + fold_decomposed_activations(p.model) > 0) p.inferred = inferred_copy(p.model, label);
   return p;
 }
 

@@ -88,6 +88,11 @@ MODELS = {
     "conv_transpose": lambda: seq((7, 9, 3), [
         L.Conv2DTranspose(5, 3, strides=2, padding="same", activation="relu"),
         L.Conv2D(4, 3, padding="same")]),
+    # keras.applications' MobileNetV3Small whole: hard swish written as x * relu6(x + 3) / 6,
+    # squeeze-and-excite with hard sigmoid, the Rescaling layer on the input, the classifier as
+    # 1x1 convs on the pooled map; width 0.35, 64x64, 10 classes.
+    "mobilenet_v3_app": lambda: keras.applications.MobileNetV3Small(
+        input_shape=(64, 64, 3), alpha=0.35, weights=None, classes=10),
 }
 
 # Also written through TFLite (save_tflite).
