@@ -186,7 +186,8 @@ def test_transposed_conv_add_and_concat(rng):
 
 @pytest.mark.parametrize("name", ["conv_pool", "strided_even", "depthwise", "residual",
                                   "batchnorm", "mobilenet_v2_app", "mobilenet_v3_app",
-                                  "efficientnet_app", "conv1d", "conv_transpose"])
+                                  "flatten_dense", "efficientnet_app", "conv1d",
+                                  "conv_transpose"])
 def test_whole_keras_model_from_onnx_matches_keras(name, tmp_path):
     """A Keras model as tf2onnx converts it: padfold.compile imports the .onnx, the model runs
     whole on the user's NHWC array and matches Keras's own output (tests/data/keras)."""

@@ -928,6 +928,41 @@ TEST(OnnxImport, GemmOfAFlattenedMapIsAConvOverTheWholeMap) {
   }
 }
 
+// Keras's Flatten as tf2onnx writes it: the map's channels-last Transpose, then Reshape to
+// [N, H*W*C], then MatMul (Dense): the valid conv over the whole map, B's rows (features in H, W, C
+// order) moved to OIHW's (C, H, W), the Transpose and the Reshape bypassed.
+TEST(OnnxImport, MatMulOfAChannelsLastFlattenIsAConvOverTheWholeMap) {
+  ModelBuilder b;
+  b.input("x", {2, 3, 5, 4}).output("y");
+  add_conv(b, "c", "x", "c_out", 3, 4, 3);  // [2, 4, 3, 2] (valid 3x3)
+  b.node("Transpose", {"c_out"}, {"nhwc"}, "to_nhwc").ints("perm", {0, 2, 3, 1});
+  b.int_initializer("flat_shape", {2, -1});
+  b.node("Reshape", {"nhwc", "flat_shape"}, {"flat"}, "flatten");
+  b.initializer("fc_w", {24, 5});
+  b.node("MatMul", {"flat", "fc_w"}, {"y"}, "fc");
+  const ImportResult r = import(b);
+  EXPECT_TRUE(r.left_to_caller.empty());
+  ASSERT_EQ(spec(r)["layers"].size(), 2u) << spec(r).dump();
+  const json fc = layer(r, 1);
+  EXPECT_EQ(fc["input"], "c");
+  EXPECT_EQ(fc["kernel"], json::parse("[3, 2]"));
+  EXPECT_EQ(fc["padding"], "valid");
+  ASSERT_EQ(r.weights.size(), 3u);  // the conv's weights and bias, the MatMul's weights
+  EXPECT_EQ(r.weights[2].shape, (std::vector<int64_t>{5, 4, 3, 2}));
+  const std::vector<float> w = test_values(24 * 5);  // B [24, 5]: row (h * 2 + w) * 4 + c
+  for (int o = 0; o < 5; ++o)
+    for (int c = 0; c < 4; ++c)
+      for (int h = 0; h < 3; ++h)
+        for (int x = 0; x < 2; ++x)
+          EXPECT_FLOAT_EQ(r.weights[2].data[((o * 4 + c) * 3 + h) * 2 + x],
+                          w[((h * 2 + x) * 4 + c) * 5 + o])
+              << o << " " << c << " " << h << " " << x;
+  std::vector<std::string> bypassed;
+  const json report = rep(r);
+  for (const json& a : report["absorbed"]) bypassed.push_back(a["op_type"]);
+  EXPECT_EQ(bypassed, (std::vector<std::string>{"Transpose", "Reshape"}));
+}
+
 // x * HardSigmoid(x) with alpha 1/6 and beta 1/2 (torch.onnx's hardswish below opset 14) after a
 // conv is its hard_swish; with ONNX's default alpha (0.2) it is no hard swish: the HardSigmoid,
 // whose input has two readers, is a layer of its own and the Mul of two tensors is left.

@@ -340,7 +340,8 @@ class Importer {
     // inference's (check_inferred_shape warns).
     set_shape_onwards(node.output(0), std::get<Draft>(r).layer.output_shape_full());
     Draft& d = drafts_.emplace(i, std::move(std::get<Draft>(r))).first->second;
-    if (const int f = d.flatten_node; f >= 0) {  // the dense layer reads the map itself
+    for (const int f : {d.flatten.transpose, d.flatten.node}) {  // the dense layer reads the map
+      if (f < 0) continue;
       role_[f] = Role::Bypassed;
       reason_[f].clear();
       c_.add_alias(g_.node(f).output(0), g_.node(f).input(0));
@@ -1148,7 +1149,7 @@ class Importer {
     WeightFile b{"weights/" + name + "_bias.npy", {l.out_channels}, {}, {}, {}};
     if (d.bias) b = weight_file(b.path, *d.bias, d.node, 2);
     if (d.dense) {
-      detail::dense_as_conv(*d.dense, d.layer, w.shape, w.data, b.data);
+      detail::dense_as_conv(*d.dense, d.flatten.transpose >= 0, d.layer, w.shape, w.data, b.data);
       b.shape = {l.out_channels};
     }
     const auto before = before_.find(d.node), after = after_.find(d.node);

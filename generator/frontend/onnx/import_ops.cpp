@@ -331,24 +331,40 @@ std::variant<Draft, Left> draft_pool(const Context& c, int i, const DraftOptions
   return d;
 }
 
-// The Flatten or Reshape producing `x` from a feature map of rank 3 or more whose spatial dims are
-// not all 1, as ONNX's [N, C*H*W] (the map's own element order), read by node `reader` alone; -1
-// when there is none.
-int flattening_node(const Context& c, const std::string& x, int reader) {
+// The channels-last layout Transpose (perm 0, 2, ..., 1) producing `x` from a feature map, read by
+// node `reader` alone; -1 when there is none.
+int channels_last_transpose(const Context& c, const std::string& x, int reader) {
   const int p = c.graph().producer(x);
   if (p < 0 || c.readers(x) != std::vector<int>{reader} || c.reaches_graph_output(x)) return -1;
   const onnx::NodeProto& n = c.graph().node(p);
+  if (!default_domain(n) || n.op_type() != "Transpose" || input_of(n, 0).empty()) return -1;
+  const auto mt = c.type(c.canon(n.input(0)));
+  if (!mt || !mt->is_static() || mt->shape.size() < 3 || mt->shape.size() > 5) return -1;
+  const auto perm = c.at_node(p, [&] { return NodeAttributes(n).find_ints("perm"); });
+  return perm && *perm == channels_last_perm(mt->shape.size()) ? p : -1;
+}
+
+// The Flatten or Reshape producing `x` from a feature map of rank 3 or more whose spatial dims are
+// not all 1, as ONNX's [N, C*H*W] (the map's own element order) or, through a channels-last
+// Transpose (Keras's Flatten as tf2onnx writes it), [N, H*W*C]; read by node `reader` alone.
+Flattening flattening_node(const Context& c, const std::string& x, int reader) {
+  const int p = c.graph().producer(x);
+  if (p < 0 || c.readers(x) != std::vector<int>{reader} || c.reaches_graph_output(x)) return {};
+  const onnx::NodeProto& n = c.graph().node(p);
   if (!default_domain(n) || (n.op_type() != "Flatten" && n.op_type() != "Reshape") ||
       input_of(n, 0).empty())
-    return -1;
-  const std::string map = c.canon(n.input(0));
+    return {};
+  Flattening f{p, channels_last_transpose(c, c.canon(n.input(0)), p)};
+  const std::string map =
+      f.transpose >= 0 ? c.canon(c.graph().node(f.transpose).input(0)) : c.canon(n.input(0));
   const auto xt = c.type(x), mt = c.type(map);
   if (c.constant(map) || !xt || !xt->is_static() || !mt || !mt->is_static() ||
       mt->shape.size() < 3 || unit_spatial(mt->shape))
-    return -1;
+    return {};
   int64_t features = 1;
   for (size_t k = 1; k < mt->shape.size(); ++k) features *= mt->shape[k];
-  return xt->shape == std::vector<int64_t>{mt->shape[0], features} ? p : -1;
+  if (xt->shape != std::vector<int64_t>{mt->shape[0], features}) return {};
+  return f;
 }
 
 // Gemm (A * B * alpha + C * beta, transA 0) and MatMul with a constant 2-D B, on an A that
@@ -365,12 +381,14 @@ std::variant<Draft, Left> draft_dense(const Context& c, int i) {
   Draft::Dense dense;
   std::string x = c.canon(n.input(0));
   if (c.constant(x)) return Left{"input A '" + x + "' is a constant"};
-  d.flatten_node = flattening_node(c, x, i);
-  if (d.flatten_node >= 0) x = c.canon(c.graph().node(d.flatten_node).input(0));
+  d.flatten = flattening_node(c, x, i);
+  if (d.flatten.node >= 0)
+    x = c.canon(
+        c.graph().node(d.flatten.transpose >= 0 ? d.flatten.transpose : d.flatten.node).input(0));
   const auto xt = c.type(x);
   if (!xt || !xt->is_static())
     return Left{"the shape of input A '" + x + "' is not static after ONNX shape inference"};
-  if (d.flatten_node < 0 && !unit_spatial(xt->shape))
+  if (d.flatten.node < 0 && !unit_spatial(xt->shape))
     return Left{"input A '" + x + "' has the shape " + shape_text(xt->shape, true) +
                 "; padfold computes " + n.op_type() +
                 " as a 1x1 convolution of a padfold layer's output whose spatial dims are all 1 "
@@ -426,7 +444,7 @@ std::variant<Draft, Left> draft_dense(const Context& c, int i) {
   d.output = n.output(0);
   l.out_channels = k;
   l.kernel = l.stride = l.dilation = std::vector<int64_t>(static_cast<size_t>(dims), 1);
-  if (d.flatten_node >= 0) l.kernel.assign(xt->shape.begin() + 2, xt->shape.end());
+  if (d.flatten.node >= 0) l.kernel.assign(xt->shape.begin() + 2, xt->shape.end());
   l.padding.mode = PadMode::Valid;
   l.padding.written = "valid (" + n.op_type() + ")";
   l.bias = d.bias != nullptr;
@@ -615,18 +633,23 @@ bool unit_spatial(const std::vector<int64_t>& shape) {
          std::all_of(shape.begin() + 2, shape.end(), [](int64_t d) { return d == 1; });
 }
 
-void dense_as_conv(const Draft::Dense& dense, const Layer& l, std::vector<int64_t>& weight_shape,
-                   std::vector<float>& weights, std::vector<float>& bias) {
+void dense_as_conv(const Draft::Dense& dense, bool channels_last, const Layer& l,
+                   std::vector<int64_t>& weight_shape, std::vector<float>& weights,
+                   std::vector<float>& bias) {
   // Per output: the input channels, times the taps of a flattened map (ONNX's C, H, W order is
-  // OIHW's I, H, W).
-  size_t ch = static_cast<size_t>(l.in_channels);
-  for (int64_t t : l.kernel) ch *= static_cast<size_t>(t);
+  // OIHW's I, H, W; a channels-last map's H, W, C order is feature (tap * C + channel)).
+  const auto c = static_cast<size_t>(l.in_channels);
+  size_t taps = 1;
+  for (int64_t t : l.kernel) taps *= static_cast<size_t>(t);
+  const size_t ch = c * taps;
   const auto k = static_cast<size_t>(l.out_channels);
   std::vector<float> w(k * ch);
   for (size_t o = 0; o < k; ++o)
-    for (size_t i = 0; i < ch; ++i)
+    for (size_t i = 0; i < ch; ++i) {                                  // i: OIHW's (channel, tap)
+      const size_t f = channels_last ? (i % taps) * c + i / taps : i;  // the feature B holds
       w[o * ch + i] =
-          static_cast<float>(dense.alpha * weights[dense.trans_b ? o * ch + i : i * k + o]);
+          static_cast<float>(dense.alpha * weights[dense.trans_b ? o * ch + f : f * k + o]);
+    }
   weights = std::move(w);
   weight_shape = l.weight_shape();
   if (bias.empty()) return;

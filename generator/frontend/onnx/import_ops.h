@@ -18,6 +18,12 @@ namespace padfold::onnx_import::detail {
 // A padfold layer in the making: the Layer with the node's attributes (inputs name ONNX tensors
 // until the spec is assembled), resolved by frontend/resolve.h against the shapes padfold
 // computes, plus where it comes from.
+// A Flatten or Reshape of a feature map to [N, features] (node), and the channels-last Transpose
+// it reads (transpose; -1 when it flattens the map in its own C, H, W order).
+struct Flattening {
+  int node = -1, transpose = -1;
+};
+
 struct Draft {
   int node = -1;  // the ONNX node it comes from
   // Quantized graphs: the QuantizeLinear writing its output and the DequantizeLinears of its
@@ -38,8 +44,9 @@ struct Draft {
   std::optional<Dense> dense;
   // The Flatten or Reshape whose [N, C*H*W] output a dense node reads, of a feature map with
   // spatial dims above 1: the dense node is the valid conv whose kernel is the whole map, and the
-  // Flatten is bypassed (its only reader is the dense node).
-  int flatten_node = -1;
+  // Flatten is bypassed (its only reader is the dense node), with the map's channels-last
+  // Transpose before it if there is one.
+  Flattening flatten;
   // A per-channel affine op that folds into no conv, as the depthwise 1x1 conv of its scale and
   // shift (no weights tensor: ones, with the affine folded in).
   bool affine_layer = false;
@@ -133,10 +140,12 @@ std::vector<int64_t> weight_dims(const Draft& d);
 // (the same memory in either layout).
 bool unit_spatial(const std::vector<int64_t>& shape);
 
-// A Dense draft's B and C as a 1x1 conv's OI1.. weights (alpha applied) and [K] bias (beta
-// applied, a scalar C broadcast); `bias` is empty when the node has no C.
-void dense_as_conv(const Draft::Dense& dense, const Layer& l, std::vector<int64_t>& weight_shape,
-                   std::vector<float>& weights, std::vector<float>& bias);
+// A Dense draft's B and C as a conv's OI.. weights (alpha applied) and [K] bias (beta applied, a
+// scalar C broadcast); `bias` is empty when the node has no C. channels_last: B's rows are the
+// features of a map flattened channels last (H, W, C order; Flattening::transpose).
+void dense_as_conv(const Draft::Dense& dense, bool channels_last, const Layer& l,
+                   std::vector<int64_t>& weight_shape, std::vector<float>& weights,
+                   std::vector<float>& bias);
 
 // The shape ONNX's shape inference gives tensor `t` (as written in the graph, not through
 // padfold's aliases: a Flatten's [N, C] stays [N, C]), when static.

@@ -88,6 +88,15 @@ MODELS = {
     "conv_transpose": lambda: seq((7, 9, 3), [
         L.Conv2DTranspose(5, 3, strides=2, padding="same", activation="relu"),
         L.Conv2D(4, 3, padding="same")]),
+    # VGG's head: Flatten of a 3x3 map (tf2onnx: a channels-last Transpose and a Reshape), Dense
+    # layers (MatMul) and the softmax on [1, 10].
+    "flatten_dense": lambda: seq((12, 10, 3), [
+        L.Conv2D(8, 3, padding="same", activation="relu"),
+        L.MaxPooling2D(2, strides=2),
+        L.Conv2D(12, 3, strides=2, padding="same", activation="relu"),
+        L.Flatten(),
+        L.Dense(16, activation="relu"),
+        L.Dense(10, activation="softmax")]),
     # keras.applications' MobileNetV3Small whole: hard swish written as x * relu6(x + 3) / 6,
     # squeeze-and-excite with hard sigmoid, the Rescaling layer on the input, the classifier as
     # 1x1 convs on the pooled map; width 0.35, 64x64, 10 classes.
