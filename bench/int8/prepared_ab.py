@@ -13,7 +13,6 @@ import argparse
 import json
 import pathlib
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -21,7 +20,7 @@ import numpy as np
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from run import cpu_line, int8_spec, run  # noqa: E402
+from run import cpu_line, float_spec, int8_spec, run  # noqa: E402
 
 
 def with_weight_files(spec, work):
@@ -58,13 +57,7 @@ def main():
     ap.add_argument("--work")
     a = ap.parse_args()
     work = pathlib.Path(a.work or tempfile.mkdtemp(prefix="padfold_int8_prepared_"))
-    work.mkdir(parents=True, exist_ok=True)
-    full = work / "float_all.json"
-    run([sys.executable, str(HERE.parent / "make_bench_spec.py"),
-         str(HERE.parent / "layers.json"), str(full)])
-    spec = json.loads(full.read_text())
-    spec["layers"] = [L for L in spec["layers"] if not L["name"].endswith("_prepadded")]
-    qspec = int8_spec(spec)
+    qspec = int8_spec(float_spec(work))
     bundles = {}
     for name, s in (("per_call", qspec), ("prepared", with_weight_files(qspec, work))):
         (work / f"{name}.json").write_text(json.dumps(s, indent=1))

@@ -48,6 +48,17 @@ def bench(padfold, spec, out, target, min_time):
     return {r["threads"]: {k["layer"]: k for k in r["kernels"]} for r in got["runs"]}, got
 
 
+def float_spec(work):
+    """The benchmark layers (bench/layers.json) as float32, without the prepadded twins."""
+    work.mkdir(parents=True, exist_ok=True)
+    full = work / "float_all.json"
+    run([sys.executable, str(HERE.parent / "make_bench_spec.py"),
+         str(HERE.parent / "layers.json"), str(full)])
+    spec = json.loads(full.read_text())
+    spec["layers"] = [L for L in spec["layers"] if not L["name"].endswith("_prepadded")]
+    return spec
+
+
 def int8_spec(spec):
     """The float benchmark spec's layers as int8: TFLite arithmetic, per-channel weight scales,
     input zero point -128 on the stems (a uint8 image's) and 5 elsewhere (-128 makes the zero
@@ -114,12 +125,7 @@ def main():
     ap.add_argument("--peer", help="bench_int8: padfold int8 against oneDNN int8")
     a = ap.parse_args()
     work = pathlib.Path(a.work or tempfile.mkdtemp(prefix="padfold_int8_bench_"))
-    work.mkdir(parents=True, exist_ok=True)
-    full = work / "float_all.json"
-    run([sys.executable, str(HERE.parent / "make_bench_spec.py"),
-         str(HERE.parent / "layers.json"), str(full)])
-    spec = json.loads(full.read_text())
-    spec["layers"] = [L for L in spec["layers"] if not L["name"].endswith("_prepadded")]
+    spec = float_spec(work)
     fspec = work / "float.json"
     fspec.write_text(json.dumps(spec))
     qspec = work / "int8.json"

@@ -44,6 +44,10 @@ class Folder {
  public:
   explicit Folder(onnx::GraphProto& g) : g_(g), constants_(scalar_constants(g)) {
     for (const auto& o : g.output()) outputs_.insert(o.name());
+    for (const auto& t : g.initializer()) constant_names_.insert(t.name());
+    for (const auto& n : g.node())
+      if (default_domain(n) && n.op_type() == "Constant")
+        constant_names_.insert(n.output().begin(), n.output().end());
     for (int i = 0; i < g.node_size(); ++i)
       for (const std::string& in : g.node(i).input()) readers_[in].push_back(i);
   }
@@ -134,7 +138,7 @@ class Folder {
       x = a.input(0);
     else if (scalar(a.input(0)) == 3.f)
       x = a.input(1);
-    if (x.empty() || scalar(x)) return std::nullopt;
+    if (x.empty() || constant_names_.count(x)) return std::nullopt;  // folded at import instead
     const int clip = only_reader(add);
     if (clip < 0 || !is(clip, "Clip") || g_.node(clip).input(0) != a.output(0) || !relu6(clip))
       return std::nullopt;
@@ -146,6 +150,7 @@ class Folder {
   onnx::GraphProto& g_;
   std::map<std::string, float> constants_;
   std::set<std::string> outputs_;
+  std::set<std::string> constant_names_;  // initializers and Constant nodes' outputs
   std::map<std::string, std::vector<int>> readers_;
 };
 
