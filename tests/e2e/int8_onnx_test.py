@@ -7,7 +7,9 @@ depthwise conv with asymmetric SAME_UPPER pads, QLinearAveragePool with asymmetr
 count_include_pad 0, QLinearAdd, QLinearGlobalAveragePool). The int8/uint8 tensor before the last
 DequantizeLinear (graph output y_int8) and every other quantized graph output
 (ort_<name>_<output>.npy: the u8 models' r1_q, d1_q, p1_q, a1_q) must equal ORT's bit for bit and
-the float output y exactly.
+the float output y exactly. The dot-product convs read weight tables the compile prepared (no
+kernel builds one per call), in weight files and, for ort_qdq, baked into the library
+(--embed-weights) with the same integers.
 
 Usage: int8_onnx_test.py PADFOLD_BIN DATA_DIR WORK_DIR   (run with the project's .venv python)
 """
@@ -82,6 +84,14 @@ def check(padfold, data, work, name):
         ("y_int8", np.load(d / "yq.npy"), np.load(data / f"ort_{name}_yq.npy")),
         ("y", np.load(d / "y.npy"), np.load(data / f"ort_{name}_y.npy")),
     ]
+    if name == "qdq":  # the prepared tables baked into the library: the same integers
+        run([padfold, "compile", d / "import" / f"ort_{name}.json", "-o", d / "embedded",
+             "--target", "host", "--embed-weights"])
+        run([padfold, "run", d / "embedded", "--model", "--input",
+             f"x={data / f'ort_{name}_x.npy'}", "--output", f"{out['y_int8']}={d / 'yq_e.npy'}",
+             "--output", f"{out['y']}={d / 'y_e.npy'}"])
+        checks.append(("y_int8 (embedded weights)", np.load(d / "yq_e.npy"),
+                       np.load(data / f"ort_{name}_yq.npy")))
     for what, got, want in checks:
         if failure := compare(name, what, got, want):
             return failure
