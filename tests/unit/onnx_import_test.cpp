@@ -928,6 +928,26 @@ TEST(OnnxImport, GemmOfAFlattenedMapIsAConvOverTheWholeMap) {
   }
 }
 
+// A chain on a constant is not rewritten: the report names the file's own nodes (the import does
+// not compute float constants; a HardSigmoid would stand for nodes the file does not have).
+TEST(OnnxImport, HardSigmoidChainOnAConstantIsNotRewritten) {
+  ModelBuilder b;
+  b.input("x", {1, 2, 5, 5});
+  add_conv(b, "c1", "x", "t", 2, 2, 3);
+  b.initializer("k", {1, 2, 1, 1}, {-4.f, 1.5f});
+  b.initializer("three", {}, {3.f}).initializer("zero", {}, {0.f}).initializer("six", {}, {6.f});
+  b.initializer("sixth", {}, {1.f / 6.f});
+  b.node("Add", {"k", "three"}, {"a"}, "add");
+  b.node("Clip", {"a", "zero", "six"}, {"r"}, "relu6");
+  b.node("Mul", {"r", "sixth"}, {"s"}, "truediv");
+  b.node("Mul", {"t", "s"}, {"y"}, "scale");
+  b.output("y");
+  const ImportResult r = import(b);
+  EXPECT_EQ(rep(r)["nodes"], 5);
+  ASSERT_FALSE(r.left_to_caller.empty());
+  EXPECT_EQ(r.left_to_caller[0].name, "add");
+}
+
 // Keras's Flatten as tf2onnx writes it: the map's channels-last Transpose, then Reshape to
 // [N, H*W*C], then MatMul (Dense): the valid conv over the whole map, B's rows (features in H, W, C
 // order) moved to OIHW's (C, H, W), the Transpose and the Reshape bypassed.

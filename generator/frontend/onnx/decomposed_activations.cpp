@@ -138,7 +138,7 @@ class Folder {
       x = a.input(0);
     else if (scalar(a.input(0)) == 3.f)
       x = a.input(1);
-    if (x.empty() || constant_names_.count(x)) return std::nullopt;  // folded at import instead
+    if (x.empty() || constant_names_.count(x)) return std::nullopt;  // a constant: as it is
     const int clip = only_reader(add);
     if (clip < 0 || !is(clip, "Clip") || g_.node(clip).input(0) != a.output(0) || !relu6(clip))
       return std::nullopt;
