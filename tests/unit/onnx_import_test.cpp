@@ -1043,7 +1043,8 @@ TEST(OnnxImport, KerasHardSigmoidChainIsHardSigmoid) {
       EXPECT_FLOAT_EQ(first["activation"]["alpha"].get<float>(), 1.f / 6.f);
       EXPECT_FLOAT_EQ(first["activation"]["beta"].get<float>(), 0.5f);
     } else {  // the nodes as they are: no layer computes a hard sigmoid
-      for (const json& L : spec(r)["layers"]) EXPECT_FALSE(has(L.dump(), "hard_")) << L.dump();
+      const json layers = spec(r)["layers"];
+      for (const json& L : layers) EXPECT_FALSE(has(L.dump(), "hard_")) << L.dump();
       EXPECT_EQ(rep(r)["nodes"], 5) << "the chain was rewritten";
       continue;
     }
