@@ -928,6 +928,23 @@ TEST(OnnxImport, GemmOfAFlattenedMapIsAConvOverTheWholeMap) {
   }
 }
 
+// Before opset 11, Clip takes its bounds as attributes: relu6(x + 3) / 6 is the same HardSigmoid.
+TEST(OnnxImport, KerasHardSigmoidChainWithClipAttributes) {
+  ModelBuilder b(10);
+  b.input("x", {1, 2, 5, 5});
+  add_conv(b, "c1", "x", "t", 2, 2, 3);
+  b.initializer("three", {}, {3.f}).initializer("sixth", {}, {1.f / 6.f});
+  b.node("Add", {"t", "three"}, {"a"}, "add");
+  b.node("Clip", {"a"}, {"r"}, "relu6").f("min", 0.f).f("max", 6.f);
+  b.node("Mul", {"r", "sixth"}, {"s"}, "truediv");
+  b.node("Mul", {"s", "t"}, {"y"}, "mul");
+  b.output("y");
+  const ImportResult r = import(b);
+  EXPECT_TRUE(r.left_to_caller.empty());
+  EXPECT_EQ(rep(r)["nodes"], 3);
+  EXPECT_EQ(layer(r, 0)["activation"], "hard_swish");
+}
+
 // A chain on a constant is not rewritten: the report names the file's own nodes (the import does
 // not compute float constants; a HardSigmoid would stand for nodes the file does not have).
 TEST(OnnxImport, HardSigmoidChainOnAConstantIsNotRewritten) {
