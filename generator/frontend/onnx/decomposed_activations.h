@@ -8,13 +8,15 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <string>
+
 namespace padfold::onnx_import {
 
 // In `model`, replaces every Add(x, 3) -> Clip(0, 6) -> Mul(1/6) or Div(6) chain whose inner
 // tensors have no other reader and are no graph output by one HardSigmoid node (alpha 1/6, beta
 // 1/2) reading x and writing the last node's output, named after it. The constants are scalars
 // (any shape of one element, from initializers or Constant nodes). Returns how many chains it
-// replaced (then shape inference is stale).
-int fold_decomposed_activations(onnx::ModelProto& model);
+// replaced (then shape inference is stale). A malformed graph is an ImportError naming `label`.
+int fold_decomposed_activations(onnx::ModelProto& model, const std::string& label);
 
 }  // namespace padfold::onnx_import
