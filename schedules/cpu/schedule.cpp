@@ -271,8 +271,7 @@ WeightForm weight_form(const Layer& L, const ScheduleParams& resolved) {
     // The table holds the layer's output channels only: a channel tile wider than them (which
     // ShiftInwards cannot keep inside) would read past it.
     const int vec_tile = tile_vectors(resolved, axes_of(L)) * resolved.vector_lanes;
-    if (L.out_channels % vec_tile == 0 || L.out_channels >= vec_tile) return {0, 0, true};
-    return {};
+    return L.out_channels >= vec_tile ? WeightForm{0, 0, true} : WeightForm{};
   }
   if (resolved.winograd > 0 && winograd_applies(L)) return {winograd_outputs(resolved.winograd)};
   const int block = packed_block_channels(L, resolved);
