@@ -4,7 +4,9 @@
 Builds small random ONNX graphs of the ops padfold imports: convs and pools of every padding form
 next to Pads of every mode (folds at every border), per-channel affine ops, activations, binary
 ops whose operands broadcast in every way ONNX allows (rank-2 [N, C] scales among them), global
-pools, Flatten -> Gemm -> Softmax heads, and QDQ groups (int8/uint8, Pad constants on and off the
+pools, Flatten -> Gemm -> Softmax heads, maps flattened (through a channels-last Transpose, as
+tf2onnx writes Keras's Flatten) into MatMul/Gemm, Keras's hard sigmoid as relu6(x + 3) / 6 (and
+hard swish), and QDQ groups (int8/uint8, Pad constants on and off the
 grid). Each graph ONNX Runtime accepts is imported, compiled and run with `padfold run --model
 --partial`; every output padfold writes is compared with ONNX Runtime's value of the same ONNX
 tensor (a spec input a node left to the caller computes is fed from ONNX Runtime). A finding is:
@@ -321,6 +323,39 @@ def add_head(g, x):
     return y
 
 
+def add_hard_sigmoid_chain(g, x):
+    """Keras's hard sigmoid as tf2onnx writes it, relu6(x + 3) / 6 (Add, Clip, Mul by 1/6 or Div
+    by 6; now and then an offset other than 3), maybe gating x as hard swish x * that."""
+    rng, s = g.rng, g.tensors[x]
+    offset = 3.0 if rng.random() < 0.8 else 2.5
+    three = g.const(np.array(offset, np.float32), "three")
+    a = g.node("Add", [x, three] if rng.random() < 0.5 else [three, x], s)
+    r = g.node("Clip", [a, g.const(np.array(0.0, np.float32), "lo"),
+                        g.const(np.array(6.0, np.float32), "hi")], s)
+    if rng.random() < 0.5:
+        h = g.node("Div", [r, g.const(np.array(6.0, np.float32), "six")], s)
+    else:
+        h = g.node("Mul", [r, g.const(np.array(1 / 6, np.float32), "sixth")], s)
+    return g.node("Mul", [x, h], s) if rng.random() < 0.5 else h
+
+
+def add_flatten_dense(g, x):
+    """A feature map flattened as Keras's Flatten through tf2onnx (a channels-last Transpose, then
+    Reshape to [N, H*W*C]) or in its own order, then MatMul or Gemm."""
+    rng, s = g.rng, g.tensors[x]
+    n, features = s[0], int(np.prod(s[1:]))
+    src = x
+    if rng.random() < 0.7:
+        perm = [0] + list(range(2, len(s))) + [1]
+        src = g.node("Transpose", [x], [s[i] for i in perm], perm=perm)
+    shape = np.array([n, -1 if rng.random() < 0.5 else features], np.int64)
+    flat = g.node("Reshape", [src, g.const(shape, "shape")], [n, features])
+    k = int(rng.integers(1, 6))
+    if rng.random() < 0.5:
+        return g.node("MatMul", [flat, g.weights([features, k])], [n, k])
+    return g.node("Gemm", [flat, g.weights([k, features]), g.weights([k])], [n, k], transB=1)
+
+
 def float_graph(rng):
     g = Graph(rng)
     rank = 4 if rng.random() < 0.85 else 3
@@ -328,7 +363,8 @@ def float_graph(rng):
     g.tensors["x"] = shape
     steps = [add_conv] * 4 + [add_pool] * 2 + [add_conv_transpose, add_global, add_activation,
                                                add_activation, add_affine, add_affine, add_binary,
-                                               add_binary, add_concat, add_head]
+                                               add_binary, add_concat, add_head,
+                                               add_hard_sigmoid_chain, add_flatten_dense]
     last = "x"
     for _ in range(int(rng.integers(2, 8))):
         spatial = g.pick(unit_spatial=False) if rng.random() < 0.7 else None
