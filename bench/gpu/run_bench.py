@@ -11,6 +11,7 @@ symmetric and the border is zeros, else F.pad (zeros for asymmetric SAME, or the
 followed by the convolution.
 
 usage: run_bench.py BUNDLE [--out results.md] [--layers a,b] [--quick] [--device cpu]
+                    [--padfold-only]
 (--device cpu with an OpenCL bundle: a smoke test of this script without an NVIDIA GPU.)
 """
 import argparse
@@ -178,15 +179,18 @@ class Buffers:
                            "halide_device_free")
 
 
-def timed(run, sync, reps, min_seconds):
-    """Median seconds per run: launches back to back for about min_seconds, then a sync."""
+def timed(run, sync, reps, min_seconds, max_seconds=1.0):
+    """Median seconds per run: launches back to back for about min_seconds, then a sync; fewer
+    repeats (at least 3) where they would take longer than max_seconds in all."""
     for _ in range(5):
         run()
     sync()
     t = time.perf_counter()
     run()
     sync()
-    n = max(3, min(10000, int(min_seconds / max(time.perf_counter() - t, 1e-7))))
+    once = max(time.perf_counter() - t, 1e-7)
+    n = max(1, min(10000, int(min_seconds / once)))
+    reps = max(3, min(reps, int(max_seconds / (n * once))))
     samples = []
     for _ in range(reps):
         t = time.perf_counter()
@@ -228,6 +232,26 @@ def torch_way(layer, pads_before, pads_after, border, x, w):
             f"F.pad({mode}) + cuDNN")
 
 
+def geomean(values):
+    values = [v for v in values if v > 0 and v == v]
+    return float(np.exp(np.mean(np.log(values)))) if values else float("nan")
+
+
+def layout_summary(rows):
+    """Per batch: geometric means of torch / padfold in each layout, and of padfold's NCHW time
+    over its NHWC time on the layers measured in both (zero border)."""
+    out = ["", "| batch | speedup NHWC (geomean) | speedup NCHW (geomean) | padfold NCHW / NHWC "
+           "time (geomean, same layers) |", "|---|---|---|---|"]
+    by = {(r[0].replace("_nchw", ""), r[2]): r for r in rows}
+    for n in sorted({r[1] for r in rows}):
+        sp = {lay: geomean([ratio(r[8], r[7]) for r in rows if r[1] == n and r[2] == lay])
+              for lay in ("NHWC", "NCHW")}
+        pairs = [ratio(by[(key, "NCHW")][7], r[7]) for (key, lay), r in by.items()
+                 if lay == "NHWC" and r[1] == n and (key, "NCHW") in by]
+        out.append(f"| {n} | {sp['NHWC']:.2f}x | {sp['NCHW']:.2f}x | {geomean(pairs):.2f} |")
+    return out
+
+
 def gpu_description():
     if not torch.cuda.is_available():
         return "no CUDA device (smoke test)", "-"
@@ -248,6 +272,10 @@ def main():
     ap.add_argument("--layers", default="", help="comma-separated layer names (default: all)")
     ap.add_argument("--quick", action="store_true", help="few repeats (smoke test)")
     ap.add_argument("--device", default="cuda", help="PyTorch's device (cpu: smoke test)")
+    ap.add_argument("--reps", type=int, default=15, help="timed repeats (median)")
+    ap.add_argument("--min-seconds", type=float, default=0.03, help="length of one repeat")
+    ap.add_argument("--padfold-only", action="store_true",
+                    help="check against PyTorch but time only padfold (knob sweeps)")
     ap.add_argument("--command", default=" ".join(sys.argv))
     args = ap.parse_args()
     started = time.time()
@@ -259,7 +287,7 @@ def main():
     with open(os.path.join(args.bundle, "bench_gpu_spec.json")) as f:
         spec_layers = {L["name"]: L for L in json.load(f)["layers"]}
     wanted = [n for n in args.layers.split(",") if n]
-    reps, min_s = (3, 0.005) if args.quick else (15, 0.03)
+    reps, min_s = (3, 0.005) if args.quick else (args.reps, args.min_seconds)
     rows, failures = [], 0
     for k in bundle.manifest["kernels"]:
         name = k["layer"]
@@ -273,14 +301,18 @@ def main():
         w = (torch.rand(shapes[1], generator=gen) * 2 - 1).numpy()
         out = np.full(shapes[2], -12345.0, np.float32)
         bufs = Buffers(kernel, [x, w, out])
-        # NHWC / HWIO data seen by PyTorch as NCHW (channels-last memory) / OIHW.
-        tx = torch.from_numpy(x).to(dev).permute(0, 3, 1, 2)
-        tw = torch.from_numpy(w).to(dev).permute(3, 2, 0, 1).contiguous(
-            memory_format=torch.channels_last)
+        channels_last = L["layout"] == "NHWC"
+        if channels_last:  # NHWC / HWIO data seen by PyTorch as NCHW (channels-last memory) / OIHW
+            tx = torch.from_numpy(x).to(dev).permute(0, 3, 1, 2)
+            tw = torch.from_numpy(w).to(dev).permute(3, 2, 0, 1).contiguous(
+                memory_format=torch.channels_last)
+        else:  # NCHW / OIHW as they are
+            tx, tw = torch.from_numpy(x).to(dev), torch.from_numpy(w).to(dev)
         run_torch, how = torch_way(L, k["pads_before"], k["pads_after"], k["border"], tx, tw)
         try:
             with torch.no_grad():
-                want = run_torch().permute(0, 2, 3, 1).cpu().numpy()
+                want = run_torch()
+                want = (want.permute(0, 2, 3, 1) if channels_last else want).cpu().numpy()
                 bufs.call("the first run")
                 got = bufs.output()
                 err = (float(np.max(np.abs(got - want))) if got.shape == want.shape
@@ -289,9 +321,12 @@ def main():
                 ok = err <= tol
                 sync_torch = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
                 t_pf = timed(lambda: bufs.call("a timed run"), bufs.sync, reps, min_s)
-                t_torch = timed(run_torch, sync_torch, reps, min_s)
-                t_events = (event_timed(run_torch, reps, max(3, int(min_s / max(t_torch, 1e-7))))
-                            if dev.type == "cuda" else float("nan"))
+                t_torch = t_events = float("nan")
+                if not args.padfold_only:
+                    t_torch = timed(run_torch, sync_torch, reps, min_s)
+                    t_events = (event_timed(run_torch, reps,
+                                            max(3, int(min_s / max(t_torch, 1e-7))))
+                                if dev.type == "cuda" else float("nan"))
             bufs.free()
         except RuntimeError as e:  # a kernel that fails is a row, not the end of the run
             print(f"{name}: {e}", flush=True)
@@ -299,7 +334,7 @@ def main():
             t_pf = t_torch = t_events = float("nan")
             how += f"; FAILED: {e}"
         failures += not ok
-        rows.append((name, shapes[0][0], k["pads_before"], k["pads_after"], k["border"], how,
+        rows.append((name, shapes[0][0], L["layout"], k["pads_before"], k["pads_after"], k["border"], how,
                      t_pf, t_torch, t_events, err, tol, ok))
         print(f"{name:28s} {'ok ' if ok else 'BAD'} err {err:.2e} (tol {tol:.1e})  padfold "
               f"{t_pf * 1e3:8.4f} ms  torch {t_torch * 1e3:8.4f} ms  x{ratio(t_torch, t_pf):5.2f}"
@@ -322,16 +357,17 @@ def main():
         "padfold (wall clock). Every output checked element-wise first: max |padfold - torch| "
         "<= 1e-4 * max |torch|.",
         "",
-        "| layer | N | pads (before / after) | border | PyTorch's way | padfold ms | torch ms "
-        "| torch events ms | speedup | max err | ok |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| layer | N | layout | pads (before / after) | border | PyTorch's way | padfold ms "
+        "| torch ms | torch events ms | speedup | max err | ok |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for (name, n, pb, pa, border, how, t_pf, t_torch, t_ev, err, tol, ok) in rows:
-        lines.append(f"| {name} | {n} | {pb} / {pa} | {border} | {how} | {t_pf * 1e3:.4f} | "
+    for (name, n, layout, pb, pa, border, how, t_pf, t_torch, t_ev, err, tol, ok) in rows:
+        lines.append(f"| {name} | {n} | {layout} | {pb} / {pa} | {border} | {how} | {t_pf * 1e3:.4f} | "
                      f"{t_torch * 1e3:.4f} | {t_ev * 1e3:.4f} | {ratio(t_torch, t_pf):.2f}x | "
                      f"{err:.1e} | {'yes' if ok else 'NO'} |")
     lines.append("")
     lines.append(f"{len(rows) - failures} of {len(rows)} kernels match PyTorch.")
+    lines += layout_summary(rows)
     text = "\n".join(lines) + "\n"
     if args.out:
         with open(args.out, "w") as f:
