@@ -3,7 +3,8 @@
 // reference, as gpu_kernels_test compares on PoCL) as raw float32 files under OUT/<set>/cases/,
 // listed in OUT/<set>/cases.json. bench/gpu/check_cases.py runs them there.
 //
-// usage: gpu_cases_export OUT_DIR [TARGET]   (default x86-64-linux-sse41-cuda-cuda_capability_86)
+// usage: gpu_cases_export OUT_DIR [TARGET [SETS]]
+//   TARGET: default x86-64-linux-sse41-cuda-cuda_capability_86; SETS: matrix,wide,knobs (default)
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -57,16 +58,20 @@ void export_set(const CaseSet& set, const fs::path& out, const std::string& targ
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || argc > 3) {
-    std::cerr << "usage: gpu_cases_export OUT_DIR [TARGET]\n";
+  if (argc < 2 || argc > 4) {
+    std::cerr << "usage: gpu_cases_export OUT_DIR [TARGET [SETS]]\n";
     return 2;
   }
   const fs::path out = argv[1];
   const std::string target = argc > 2 ? argv[2] : "x86-64-linux-sse41-cuda-cuda_capability_86";
+  const std::string sets = "," + std::string(argc > 3 ? argv[3] : "matrix,wide,knobs") + ",";
+  auto wanted = [&](const char* name) {
+    return sets.find(std::string(",") + name + ",") != std::string::npos;
+  };
   try {
-    export_set(matrix_cases(), out, target);
-    export_set(wide_window_cases(48, 2026), out, target);
-    export_set(random_knob_cases(99), out, target);
+    if (wanted("matrix")) export_set(matrix_cases(), out, target);
+    if (wanted("wide")) export_set(wide_window_cases(48, 2026), out, target);
+    if (wanted("knobs")) export_set(random_knob_cases(99), out, target);
   } catch (const std::exception& e) {
     std::cerr << "gpu_cases_export: " << e.what() << "\n";
     return 1;
