@@ -1,5 +1,6 @@
 #include "algorithm/algorithm.h"
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <stdexcept>
@@ -36,11 +37,11 @@ size_t axis_of(size_t j, size_t dims) {
 
 // The spatial extent of the input in Halide dimension order (channel and batch unbounded): the
 // buffer's, or the fixed input shape of a fused block's intermediate.
-Region spatial_region(const Layer& L, const std::function<Range(int)>& spatial_range) {
+Region spatial_region(const TensorLayout& layout, const std::function<Range(int)>& spatial_range) {
   Region region;
-  const int rank = L.spatial_dims + 2;
+  const int rank = layout.spatial_dims + 2;
   for (int d = 0; d < rank; ++d) {
-    const bool is_channel = L.layout.channels_last ? d == 0 : d == L.spatial_dims;
+    const bool is_channel = layout.channels_last ? d == 0 : d == layout.spatial_dims;
     const bool is_batch = d == rank - 1;
     region.push_back(is_channel || is_batch ? Range() : spatial_range(d));
   }
@@ -65,6 +66,26 @@ Func bounded(const Source& in, const Region& region, Border border, Expr value) 
   return Func();
 }
 
+// A relayout_input layer's bordered input, which lies in input_layout, seen in the layer's own
+// layout: the change of layout costs an index permutation, no copy.
+Func in_own_layout(const Func& in, const Layer& L) {
+  Var c("c"), n("n");
+  std::vector<Var> sp;
+  std::vector<Expr> sp_expr;
+  for (int j = 0; j < L.spatial_dims; ++j) {
+    sp.emplace_back("s" + std::to_string(j));
+    sp_expr.push_back(sp.back());
+  }
+  std::vector<Var> args;
+  if (L.layout.channels_last) args.push_back(c);
+  args.insert(args.end(), sp.begin(), sp.end());
+  if (!L.layout.channels_last) args.push_back(c);
+  args.push_back(n);
+  Func f(L.name + "_relaid");
+  f(args) = in(tensor_args(L.input_layout, c, sp_expr, n));
+  return f;
+}
+
 // The border written out as clamps and selects on the input buffer (for GPU schedules, which
 // stage this Func: the likely() tags of Halide's BoundaryConditions make Halide partition the
 // staging loops). Reads stay inside the buffer; zeros and constants select the value. The
@@ -79,7 +100,7 @@ Func explicit_border(const ImageParam& in, const Layer& L, Border border, Expr v
   for (int d = 0; d < rank; ++d) {
     args.push_back(Var("b" + std::to_string(d)));
     const bool spatial =
-        L.layout.channels_last ? d >= 1 && d <= L.spatial_dims : d < L.spatial_dims;
+        L.read_layout().channels_last ? d >= 1 && d <= L.spatial_dims : d < L.spatial_dims;
     const Expr x = args.back();
     if (!spatial) {
       coords.push_back(x);
@@ -152,22 +173,33 @@ std::vector<Expr> weight_args(const WeightLayout& layout, int dims, Expr o, Expr
   return args;
 }
 
-// The layer's input seen through `border`, infinite along spatial axes: its buffer, or in a fused
-// block the producer's Func over the producer's output extent.
-Func apply_border(const Algorithm& a, const Layer& L, Border border, Expr value) {
+namespace {
+
+// The layer's input through `border` in the layout it lies in (read_layout), infinite along
+// spatial axes: its buffer, or in a fused block the producer's Func over its output extent.
+Func border_as_read(const Algorithm& a, const Layer& L, Border border, Expr value) {
   if (a.explicit_border && !a.source.defined()) return explicit_border(a.input, L, border, value);
+  const TensorLayout& layout = L.read_layout();
   if (a.source.defined()) {
     const std::vector<int64_t> shape = L.input_shape();
     return bounded(
         a.source,
         spatial_region(
-            L, [&](int d) { return Range(0, static_cast<int>(shape[shape.size() - 1 - d])); }),
+            layout, [&](int d) { return Range(0, static_cast<int>(shape[shape.size() - 1 - d])); }),
         border, value);
   }
   const ImageParam& in = a.input;
   return bounded(
-      in, spatial_region(L, [&](int d) { return Range(in.dim(d).min(), in.dim(d).extent()); }),
+      in, spatial_region(layout, [&](int d) { return Range(in.dim(d).min(), in.dim(d).extent()); }),
       border, value);
+}
+
+}  // namespace
+
+// The layer's input seen through `border` in the layer's own layout.
+Func apply_border(const Algorithm& a, const Layer& L, Border border, Expr value) {
+  const Func bordered = border_as_read(a, L, border, value);
+  return L.relayout_input ? in_own_layout(bordered, L) : bordered;
 }
 
 namespace {
@@ -612,8 +644,7 @@ std::vector<BufferInfo> buffer_infos(const Layer& L, const WeightForm& weights) 
       out.push_back({"input" + std::to_string(i), PF_ROLE_INPUT, L.layout.name(), L.input_shape(i),
                      L.name, act});
   } else {
-    const TensorLayout& in = L.op == Op::Transpose ? L.input_layout : L.layout;
-    out.push_back({"input", PF_ROLE_INPUT, in.name(), L.input_shape(), L.name, act});
+    out.push_back({"input", PF_ROLE_INPUT, L.read_layout().name(), L.input_shape(), L.name, act});
   }
   if (L.has_weights())
     out.push_back({"weights", PF_ROLE_WEIGHTS, weight_form_layout(L, weights),

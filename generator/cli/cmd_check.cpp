@@ -64,10 +64,8 @@ json layer_json(const padfold::Layer& l) {
             {"weight_layout", l.has_weights() ? json(l.weight_layout.order) : json()},
             {"weight_shape", l.weight_shape()},
             {"flops", l.flops()}};
-  if (l.op == padfold::Op::Transpose) {
-    j["input_layout"] = l.input_layout.name();
-    j["perm"] = l.perm;
-  }
+  if (l.op == padfold::Op::Transpose || l.relayout_input) j["input_layout"] = l.input_layout.name();
+  if (l.op == padfold::Op::Transpose) j["perm"] = l.perm;
   if (l.border == padfold::Border::Constant) j["border_value"] = l.border_value;
   if (l.activation == padfold::Activation::LeakyRelu ||
       l.activation == padfold::Activation::HardSigmoid)
@@ -131,13 +129,13 @@ void run_check(const CheckOptions& o) {
       pads.push_back(fmt::format("{}({},{})",
                                  padfold::spatial_letters(static_cast<int>(l.pads.axes.size()))[i],
                                  l.pads.axes[i].before, l.pads.axes[i].after));
-    // A transpose shows where the layout changes: its input's layout, and its output's.
-    const bool transpose = l.op == padfold::Op::Transpose;
+    // Where the layout changes (a transpose, or a conv or pool that reads its input in another
+    // layout): the input's layout, and the output's.
+    const bool transpose = l.op == padfold::Op::Transpose || l.relayout_input;
     const bool window = l.has_window();
     rows.push_back(
         {l.name, l.op_name, fmt::format("{}", fmt::join(l.inputs, ",")),
-         fmt::format("{} {}", (transpose ? l.input_layout : l.layout).name(),
-                     fmt::join(l.input_shape(), "x")),
+         fmt::format("{} {}", l.read_layout().name(), fmt::join(l.input_shape(), "x")),
          window ? fmt::format("{}", fmt::join(pads, " ")) : "-",
          transpose ? fmt::format("{} {}", l.layout.name(), fmt::join(l.output_shape_full(), "x"))
                    : fmt::format("{}", fmt::join(l.output_shape_full(), "x")),

@@ -43,6 +43,10 @@ std::string unfusible(const std::vector<const Layer*>& chain) {
     if (L->quantized())
       return "layer '" + L->name + "' is " + to_string(L->dtype) +
              ": quantized layers run as kernels of their own";
+  for (size_t i = 1; i < chain.size(); ++i)
+    if (chain[i]->relayout_input)
+      return "layer '" + chain[i]->name + "' reads its input in another layout (" +
+             chain[i]->input_layout.name() + "): only a block's first layer may";
   std::vector<const Layer*> c = chain;
   if (c.size() >= 2 && is_residual_add(*c[c.size() - 2], *c.back())) {
     c.pop_back();

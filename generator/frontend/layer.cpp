@@ -79,7 +79,8 @@ std::vector<AxisParams> Layer::axes() const {
 }
 
 std::vector<int64_t> Layer::input_shape(size_t i) const {
-  if (op == Op::Transpose) return with_n_c(input_layout, batch, in_channels, in_spatial);
+  if (op == Op::Transpose || relayout_input)
+    return with_n_c(input_layout, batch, in_channels, in_spatial);
   if (op == Op::Mul && channel_broadcast && i == 1)
     return with_n_c(*this, in_channels, std::vector<int64_t>(in_spatial.size(), 1));
   return with_n_c(*this, i < input_channels.size() ? input_channels[i] : in_channels, in_spatial);

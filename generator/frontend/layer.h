@@ -122,6 +122,9 @@ struct Layer {
   // one where perm exchanges channels first and last, else the input's).
   std::vector<int64_t> perm;
   TensorLayout input_layout;
+  // A convolution or pool that reads its input in input_layout, the other one than its own (spec
+  // field input_layout): the change of layout folded into the kernel, no transpose layer.
+  bool relayout_input = false;
   // mul: input 1 holds one value per channel ([N, C, 1..], squeeze-and-excite's scale),
   // broadcast over the spatial dims. Set by resolution, from the inputs' shapes.
   bool channel_broadcast = false;
@@ -149,9 +152,14 @@ struct Layer {
   std::vector<int64_t> out_spatial;
 
   std::vector<AxisParams> axes() const;                  // one per spatial dim
-  std::vector<int64_t> input_shape(size_t i = 0) const;  // input i's, in layout order
-  std::vector<int64_t> output_shape_full() const;        // in layout order, with N and C
-  std::vector<int64_t> weight_shape() const;  // in weight layout order; empty for pooling
+  std::vector<int64_t> input_shape(size_t i = 0) const;  // input i's, in its read layout's order
+  // The layout the layer reads its (first) input in: input_layout for a transpose or a window op
+  // that relays its input out, else its own.
+  const TensorLayout& read_layout() const {
+    return op == Op::Transpose || relayout_input ? input_layout : layout;
+  }
+  std::vector<int64_t> output_shape_full() const;  // in layout order, with N and C
+  std::vector<int64_t> weight_shape() const;       // in weight layout order; empty for pooling
   bool has_weights() const { return op == Op::Conv || op == Op::ConvTranspose; }
   bool is_join() const { return op == Op::Add || op == Op::Mul || op == Op::Concat; }
   bool has_window() const { return padfold::has_window(op); }

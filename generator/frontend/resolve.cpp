@@ -105,15 +105,18 @@ void transpose_shapes(const TensorSource& src, Layer& l) {
   l.kernel = l.stride = l.dilation = std::vector<int64_t>(rank - 2, 1);
 }
 
+// A conv or pool reads its input in its own layout, or in input_layout (relayout_input).
 void window_input_shape(const TensorSource& src, Layer& l) {
   const size_t rank = static_cast<size_t>(l.spatial_dims) + 2;
-  if (src.layout.channels_last != l.layout.channels_last ||
+  const TensorLayout& reads = l.read_layout();
+  if (src.layout.channels_last != reads.channels_last ||
       src.layout.spatial_dims != l.spatial_dims || src.shape.size() != rank)
-    fail("layout",
-         fmt::format("{}, but {} produces {}", l.layout.name(), src.what, src.layout.name()),
-         "the same layout as the input layer (padfold does not transpose between layers)");
+    fail(l.relayout_input ? "input_layout" : "layout",
+         fmt::format("{}, but {} produces {}", reads.name(), src.what, src.layout.name()),
+         "the input's layout (a layer that computes in another one says input_layout: the "
+         "input's, and reads it so)");
   const std::vector<int64_t>& shape = src.shape;
-  const size_t ch = l.layout.channels_last ? rank - 1 : 1;
+  const size_t ch = reads.channels_last ? rank - 1 : 1;
   l.batch = shape[0];
   l.in_channels = shape[ch];
   l.in_spatial.clear();

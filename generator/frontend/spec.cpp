@@ -33,7 +33,7 @@ const SpecKeys& spec_keys() {
       {"name", "description", "op", "input", "input_shape", "layout", "dtype", "weight_layout",
        "out_channels", "kernel", "stride", "dilation", "groups", "depth_multiplier", "padding",
        "convention", "output_padding", "output_shape", "ceil_mode", "count_include_pad", "border",
-       "bias", "activation", "quant", "weight_files", "read_by", "perm"}};
+       "bias", "activation", "quant", "weight_files", "read_by", "perm", "input_layout"}};
   // clang-format on
   return keys;
 }
@@ -58,6 +58,8 @@ constexpr std::initializer_list<Op> kWindowOps = {Op::Conv, Op::ConvTranspose, O
 const std::vector<OpOnly> kOpOnly = {
     {"input_shape", kWindowOps,
      "convolutions and pools (add and concat take their inputs' shapes)"},
+    {"input_layout", kWindowOps,
+     "convolutions and pools (a transpose reads its input's layout, joins their own)"},
     {"kernel", kWindowOps, "convolutions and pools"},
     {"stride", kWindowOps, "convolutions and pools"},
     {"dilation", kWindowOps, "convolutions and pools"},
@@ -586,11 +588,21 @@ class Parser {
              layout_expected(dims));
     l.layout.channels_last = layout && layout->channels_last;
     l.layout.spatial_dims = dims;
+    if (j.contains("input_layout")) {  // the kernel reads its input in this layout
+      const std::string text = c.get_string(j["input_layout"], "input_layout", "a layout name");
+      const auto in = parse_layout(text);
+      if (!in || (in->dims && in->dims != dims))
+        c.fail("input_layout", "'" + text + "'", layout_expected(dims));
+      l.input_layout = {in->channels_last, dims};
+      l.relayout_input = in->channels_last != l.layout.channels_last;
+    }
+    const TensorLayout& reads = l.read_layout();
     if (src &&
-        (src->layout.channels_last != l.layout.channels_last || src->layout.spatial_dims != dims))
-      c.fail(layout_field,
-             fmt::format("{}, but {} produces {}", l.layout.name(), src->what, src->layout.name()),
-             "the same layout as the input layer (padfold does not transpose between layers)");
+        (src->layout.channels_last != reads.channels_last || src->layout.spatial_dims != dims))
+      c.fail(l.relayout_input ? "input_layout" : layout_field,
+             fmt::format("{}, but {} produces {}", reads.name(), src->what, src->layout.name()),
+             "the input's layout (a layer that computes in another one says input_layout: the "
+             "input's, and reads it so)");
   }
 
   // The tensor a conv or pool reads: its source, or a model input of the shape input_shape gives
@@ -600,7 +612,7 @@ class Parser {
     if (!j.contains("input_shape")) return *src;
     const size_t rank = static_cast<size_t>(l.spatial_dims) + 2;
     const std::string expected =
-        fmt::format("a list of {} integers in {} order", rank, l.layout.name());
+        fmt::format("a list of {} integers in {} order", rank, l.read_layout().name());
     const json& s = j["input_shape"];
     if (!s.is_array() || s.size() != rank) c.fail("input_shape", describe(s), expected);
     std::vector<int64_t> shape;
@@ -611,7 +623,7 @@ class Parser {
                          shape_text(src->shape)),
              "them to agree (or give only one of input and input_shape)");
     if (src) return *src;
-    return {implicit_input_name(l.name), "input_shape", l.layout, shape, l.dtype, {}};
+    return {implicit_input_name(l.name), "input_shape", l.read_layout(), shape, l.dtype, {}};
   }
 
   void parse_kernel(const json& j, const Ctx& c, Layer& l) {

@@ -72,6 +72,7 @@ ojson layer_json(const Model& m, const Layer& l) {
     j["input"] = l.inputs[0];
   if (l.has_window()) j["input_shape"] = l.input_shape();
   j["layout"] = l.layout.name();
+  if (l.relayout_input) j["input_layout"] = l.input_layout.name();
   if (l.op == Op::Transpose) j["perm"] = l.perm;
   if (l.dtype != DType::F32) j["dtype"] = to_string(l.dtype);
   if (l.has_weights()) {

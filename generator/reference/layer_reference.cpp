@@ -70,7 +70,7 @@ LayerData random_data(const Layer& L, unsigned seed) {
 ref::Tensor reference_output(const Layer& L, const LayerData& d) {
   if (L.op == Op::Transpose) return ref::transpose(d.input, L.perm);  // the buffers as they are
   const int dims = L.spatial_dims;
-  const ref::Tensor x = L.layout.channels_last ? ref::from_channels_last(d.input) : d.input;
+  const ref::Tensor x = L.read_layout().channels_last ? ref::from_channels_last(d.input) : d.input;
   const ref::Tensor* bias = L.bias ? &d.bias : nullptr;
   std::vector<int64_t> before, after;
   for (const AxisPads& p : L.pads.axes) {
@@ -129,8 +129,9 @@ Tensor as_float(const QTensor& q) {
 QTensor as_ints(const Tensor& t) {
   return QTensor(t.shape, std::vector<int32_t>(t.data.begin(), t.data.end()));
 }
-QTensor to_logical(const Layer& L, const QTensor& t) {
-  return L.layout.channels_last ? as_ints(from_channels_last(as_float(t))) : t;
+// An input of the layer (in its read layout) or its output (in its own) to channels first.
+QTensor to_logical(const TensorLayout& layout, const QTensor& t) {
+  return layout.channels_last ? as_ints(from_channels_last(as_float(t))) : t;
 }
 QTensor from_logical(const Layer& L, const QTensor& t) {
   return L.layout.channels_last ? as_ints(to_channels_last(as_float(t))) : t;
@@ -188,8 +189,8 @@ QTensor quant_reference_output(const Layer& L, const QLayerData& d) {
                                         "OI" + spatial_letters(L.spatial_dims)));
       const ConvParams p{L.stride, L.dilation, before, after, L.groups, border_kind(L.border),
                          border};
-      y = qconv(to_logical(L, d.inputs[0]), w, d.bias, p, qparams(q.inputs[0]), q.weight_scales,
-                qparams(q.output), act_min, act_max, lo, hi, mode, L.out_spatial);
+      y = qconv(to_logical(L.read_layout(), d.inputs[0]), w, d.bias, p, qparams(q.inputs[0]),
+                q.weight_scales, qparams(q.output), act_min, act_max, lo, hi, mode, L.out_spatial);
       break;
     }
     case Op::MaxPool:
@@ -198,14 +199,16 @@ QTensor quant_reference_output(const Layer& L, const QLayerData& d) {
           L.kernel, L.stride,           L.dilation, before, after, border_kind(L.border),
           border,   L.count_include_pad};
       y = L.op == Op::MaxPool
-              ? qmax_pool(to_logical(L, d.inputs[0]), p, act_min, act_max, L.out_spatial)
-              : qavg_pool(to_logical(L, d.inputs[0]), p, qparams(q.inputs[0]), qparams(q.output),
-                          act_min, act_max, lo, hi, mode, L.out_spatial);
+              ? qmax_pool(to_logical(L.read_layout(), d.inputs[0]), p, act_min, act_max,
+                          L.out_spatial)
+              : qavg_pool(to_logical(L.read_layout(), d.inputs[0]), p, qparams(q.inputs[0]),
+                          qparams(q.output), act_min, act_max, lo, hi, mode, L.out_spatial);
       break;
     }
     case Op::Add:
-      y = qadd(to_logical(L, d.inputs[0]), to_logical(L, d.inputs[1]), qparams(q.inputs[0]),
-               qparams(q.inputs[1]), qparams(q.output), act_min, act_max, lo, hi, mode);
+      y = qadd(to_logical(L.read_layout(), d.inputs[0]), to_logical(L.layout, d.inputs[1]),
+               qparams(q.inputs[0]), qparams(q.inputs[1]), qparams(q.output), act_min, act_max, lo,
+               hi, mode);
       break;
     default:
       throw std::invalid_argument("layer '" + L.name + "': no quantized reference for " +

@@ -63,6 +63,11 @@ const CaseSet& matrix_cases() {
         // A tile of 512 channels (110 KiB) is too large to stage: the border is read inline.
         R"({"op": "conv2d", "input_shape": [1, 9, 10, 512], "layout": "NHWC", "out_channels": 40,
             "kernel": 3, "padding": "same", "border": "reflect"})",
+        // Inputs read in the other layout (input_layout), the change folded into the staging.
+        R"({"op": "conv2d", "input_shape": [1, 3, 19, 23], "layout": "NHWC", "input_layout": "NCHW",
+            "out_channels": 24, "kernel": 3, "stride": 2, "padding": "same", "border": "reflect"})",
+        R"({"op": "avg_pool", "input_shape": [2, 9, 13, 35], "layout": "NCHW", "input_layout": "NHWC",
+            "kernel": 3, "padding": "same_lower", "border": "replicate"})",
     };
     for (size_t i = 0; i < std::size(tails); ++i) {
       json layer = json::parse(tails[i]);

@@ -23,8 +23,8 @@ struct CaseSet {
 // The op x convention x border x layout matrix: by default two cases per (op, convention), borders
 // k and k+3 (mod 6) of the k-th pair, which make_kernel_cases draws in opposite layouts
 // (PADFOLD_GPU_FULL_MATRIX: every case); layers "c<i>". Plus tile-tail cases ("tail<i>", tail1
-// with the conservative family's knobs) and add, concat, mul by one value per channel and softmax
-// of graph inputs in both layouts.
+// with the conservative family's knobs, the last two reading their input in the other layout) and
+// add, concat, mul by one value per channel and softmax of graph inputs in both layouts.
 const CaseSet& matrix_cases();
 
 // `count` layers whose window is wider than the input on at least one axis (kernels and dilations

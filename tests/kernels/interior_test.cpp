@@ -166,6 +166,62 @@ TEST(Interior, Transposes) {
   }
 }
 
+// The edge kernels padfold import writes for a torch export: stems and a pool reading the NCHW
+// image as it is and computing channels last (input_layout), with asymmetric SAME pads and a
+// reflect border; and the reverse, a channels-first conv reading an NHWC map. Each one's
+// statement has the shape of its twin's, the same layer reading its own layout (the same loops
+// and tests: a pool's max counts as one, in both); the stems' steady state has none.
+TEST(Interior, EdgeKernelsReadingTheOtherLayout) {
+  nlohmann::json layers = nlohmann::json::array();
+  auto add = [&](const std::string& name, const std::string& input, const char* layout,
+                 const char* input_layout, nlohmann::json fields) {
+    fields["name"] = name;
+    fields["input"] = input;
+    fields["layout"] = layout;
+    fields["input_layout"] = input_layout;
+    layers.push_back(fields);
+    fields["name"] = name + "_twin";
+    fields["input"] = input + "_twin";
+    fields["input_layout"] = layout;
+    layers.push_back(fields);
+  };
+  const nlohmann::json stem3 = {{"op", "conv2d"}, {"out_channels", 32}, {"kernel", 3},
+                                {"stride", 2},    {"padding", "same"},  {"bias", true}};
+  const nlohmann::json stem7 = {{"op", "conv2d"}, {"out_channels", 64}, {"kernel", 7},
+                                {"stride", 2},    {"padding", 3},       {"border", "reflect"}};
+  add("stem3", "img", "NHWC", "NCHW", stem3);
+  add("stem7", "img", "NHWC", "NCHW", stem7);
+  add("pool", "img", "NHWC", "NCHW",
+      {{"op", "max_pool"}, {"kernel", 3}, {"stride", 2}, {"padding", "same"}});
+  add("cf", "map", "NCHW", "NHWC",
+      {{"op", "conv2d"}, {"out_channels", 16}, {"kernel", 3}, {"padding", "same"}});
+  const nlohmann::json spec = {
+      {"model", "edges"},
+      {"inputs",
+       {{{"name", "img"}, {"shape", {1, 3, 224, 224}}, {"layout", "NCHW"}},
+        {{"name", "img_twin"}, {"shape", {1, 224, 224, 3}}, {"layout", "NHWC"}},
+        {{"name", "map"}, {"shape", {1, 28, 28, 32}}, {"layout", "NHWC"}},
+        {{"name", "map_twin"}, {"shape", {1, 32, 28, 28}}, {"layout", "NCHW"}}}},
+      {"layers", layers}};
+  for (const char* target :
+       {"x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41", "x86-64-linux-avx2-fma"}) {
+    const auto checks = compile_and_check(parse_spec(spec.dump(), "edges.json"), target);
+    for (const char* layer : {"stem3", "stem7", "pool", "cf"}) {
+      SCOPED_TRACE(std::string(layer) + " on " + target);
+      const StmtReport& r = checks.at(layer);
+      const StmtReport& twin = checks.at(std::string(layer) + "_twin");
+      EXPECT_GT(r.steady_loops(), 0);
+      EXPECT_EQ(r.steady_loops(), twin.steady_loops());
+      EXPECT_EQ(r.steady_loops_with_tests(), twin.steady_loops_with_tests());
+      EXPECT_EQ(r.border_loops(), twin.border_loops());
+    }
+    for (const char* layer : {"stem3", "stem7"}) {
+      EXPECT_TRUE(checks.at(layer).interior_is_clean()) << layer << " on " << target;
+      EXPECT_GT(checks.at(layer).border_loops(), 0) << layer << ": no border tiles partitioned off";
+    }
+  }
+}
+
 // Every benchmark layer (bench/layers.json, as bench/make_bench_spec.py writes it).
 class BenchLayers : public ::testing::TestWithParam<const char*> {};
 

@@ -9,8 +9,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
+#include <set>
 
 #include "kernel_cases.h"
 #include "kernel_runner.h"
@@ -39,6 +43,7 @@ class KernelVsReference : public ::testing::TestWithParam<TargetCase> {};
 
 TEST_P(KernelVsReference, MatchesElementwise) {
   const KernelCase& c = GetParam().layer;
+  SCOPED_TRACE("spec: " + c.spec);
   const Model model = parse_spec(c.spec, c.name);
   const Layer& L = model.layers.at(0);
   if (!runs_here(GetParam().target)) {
@@ -182,6 +187,57 @@ TEST(KernelOptions, PackedBlockWeightsMatchReference) {
   }
 }
 
+// A window op's case reading its input in the other layout (spec field input_layout): the change
+// of layout folded into the kernel, whose output stays in the layer's layout.
+std::optional<KernelCase> relaid(const KernelCase& c) {
+  nlohmann::json spec = nlohmann::json::parse(c.spec);
+  nlohmann::json& layer = spec["layers"][0];
+  const std::string op = layer["op"], layout = layer["layout"];
+  if (op.rfind("conv", 0) != 0 && op.find("pool") == std::string::npos) return std::nullopt;
+  const bool channels_last = layout.back() == 'C';
+  std::vector<int64_t> shape = layer["input_shape"];
+  std::string other = layout;
+  if (channels_last) {  // N S... C -> N C S...
+    std::rotate(shape.begin() + 1, shape.end() - 1, shape.end());
+    std::rotate(other.begin() + 1, other.end() - 1, other.end());
+  } else {  // N C S... -> N S... C
+    std::rotate(shape.begin() + 1, shape.begin() + 2, shape.end());
+    std::rotate(other.begin() + 1, other.begin() + 2, other.end());
+  }
+  layer["input_shape"] = shape;
+  layer["input_layout"] = other;
+  return KernelCase{c.name + "_from_" + other, spec.dump()};
+}
+
+// A draw of the matrix's convs and pools, each reading the other layout, on the host; an eighth of
+// them with random knobs.
+std::vector<TargetCase> relaid_cases() {
+  std::mt19937 rng(2612);
+  std::vector<TargetCase> out;
+  const std::vector<KernelCase> layers = make_kernel_cases(1205, 1);
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (const std::optional<KernelCase> c = relaid(layers[i]))
+      out.push_back({"host", *c, i % 8 == 0 ? random_cpu_knobs(rng) : nlohmann::json::object()});
+  return out;
+}
+
+TEST(KernelRelayout, CasesCoverEveryWindowOpAndBothDirections) {
+  std::set<std::string> seen;
+  for (const TargetCase& c : relaid_cases()) {
+    const Model m = parse_spec(c.layer.spec, c.layer.name);
+    const Layer& L = m.layers.at(0);
+    ASSERT_TRUE(L.relayout_input) << c.layer.spec;
+    EXPECT_NE(L.read_layout().channels_last, L.layout.channels_last);
+    std::string op = L.op_name;  // conv2d -> conv, max_pool stays
+    if (op.size() > 2 && op.back() == 'd' && std::isdigit(op[op.size() - 2]))
+      op.resize(op.size() - 2);
+    seen.insert(op + (L.layout.channels_last ? "_cl" : "_cf"));
+  }
+  for (const char* op : {"conv", "conv_transpose", "max_pool", "avg_pool"})
+    for (const char* dir : {"_cl", "_cf"})
+      EXPECT_TRUE(seen.count(std::string(op) + dir)) << op << dir;
+}
+
 std::string case_name(const ::testing::TestParamInfo<TargetCase>& info) {
   return info.param.layer.name;
 }
@@ -207,6 +263,8 @@ INSTANTIATE_TEST_SUITE_P(Generic, KernelVsReference,
 INSTANTIATE_TEST_SUITE_P(Options, KernelVsReference, ::testing::ValuesIn(option_cases()),
                          option_case_name);
 INSTANTIATE_TEST_SUITE_P(RandomKnobs, KernelVsReference, ::testing::ValuesIn(random_knob_cases()),
+                         option_case_name);
+INSTANTIATE_TEST_SUITE_P(Relayout, KernelVsReference, ::testing::ValuesIn(relaid_cases()),
                          option_case_name);
 
 }  // namespace

@@ -802,9 +802,12 @@ TEST(OnnxImport, LayoutTransposesAreFoldedOnlyAtEveryEdge) {
   EXPECT_EQ(r.left_to_caller[0].name, "in_t");
   EXPECT_TRUE(has(r.left_to_caller[0].reason, "folds them when every model input"))
       << r.left_to_caller[0].reason;
-  // The layers compute channels last all the same: the caller's NCHW tensor is transposed in.
-  EXPECT_EQ(layer(r, 0)["op"], "transpose");
-  EXPECT_EQ(layer(r, 1)["layout"], "NHWC");
+  // The layers compute channels last all the same: the conv reads the caller's NCHW tensor as it
+  // is, the change of layout folded into its kernel (its output is transposed back for the user).
+  ASSERT_EQ(spec(r)["layers"].size(), 2u);
+  EXPECT_EQ(layer(r, 0)["input_layout"], "NCHW");
+  EXPECT_EQ(layer(r, 0)["layout"], "NHWC");
+  EXPECT_EQ(layer(r, 1)["op"], "transpose");
 
   ModelBuilder hw;  // swaps H and W: no layout
   hw.input("x", {1, 2, 6, 5});
@@ -2142,19 +2145,29 @@ TEST(OnnxImportProbes3, UnitSpatialOutputKeepsOnnxShape) {
   EXPECT_EQ(spec(r)["output_shapes"], json::parse(R"j({"gap": [1, 2, 1, 1]})j"));
 }
 
-// An input with unit spatial dims read by channels-last layers gets its transpose too: declared
-// NCHW and read as NHWC, the spec did not compile (diff_onnx_ort finding, a caller's Pad output).
-TEST(OnnxImportProbes3, UnitSpatialInputIsTransposedForChannelsLastLayers) {
+// An input with unit spatial dims read by channels-last layers is read in its own layout too:
+// declared NCHW and read as NHWC, the spec did not compile (diff_onnx_ort finding, a caller's Pad
+// output). A conv reads it as declared; another layer (a softmax) through a transpose.
+TEST(OnnxImportProbes3, UnitSpatialInputIsReadInItsLayoutByChannelsLastLayers) {
   ModelBuilder b;
   b.input("x", {1, 3, 1, 1}).output("y");
   add_conv(b, "c", "x", "y", 3, 2, 1);
   const ImportResult r = import(b, {}, {});
-  ASSERT_EQ(spec(r)["layers"].size(), 2u) << spec(r).dump();
-  EXPECT_EQ(layer(r, 0)["op"], "transpose");
+  ASSERT_EQ(spec(r)["layers"].size(), 1u) << spec(r).dump();
   EXPECT_EQ(layer(r, 0)["input"], "x");
-  EXPECT_EQ(layer(r, 1)["input"], layer(r, 0)["name"]);
-  EXPECT_EQ(layer(r, 1)["layout"], "NHWC");
+  EXPECT_EQ(layer(r, 0)["input_layout"], "NCHW");
+  EXPECT_EQ(layer(r, 0)["layout"], "NHWC");
   EXPECT_NO_THROW(parse_spec(spec(r).dump(), "m.json"));
+
+  ModelBuilder s;
+  s.input("x", {1, 3, 1, 1}).output("y");
+  s.node("Softmax", {"x"}, {"y"}, "sm").i("axis", 1);
+  const ImportResult t = import(s, {}, {});
+  ASSERT_EQ(spec(t)["layers"].size(), 2u) << spec(t).dump();
+  EXPECT_EQ(layer(t, 0)["op"], "transpose");
+  EXPECT_EQ(layer(t, 0)["input"], "x");
+  EXPECT_EQ(layer(t, 1)["input"], layer(t, 0)["name"]);
+  EXPECT_NO_THROW(parse_spec(spec(t).dump(), "m.json"));
 }
 
 // x -> Q -> DQ -> Pad(constant "pv", which `write_value` writes) -> Conv -> Q -> DQ (QDQ).

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/identifiers.h"
+#include "frontend/spec_writer.h"
 
 namespace padfold {
 namespace {
@@ -230,6 +231,44 @@ TEST(SpecErrors, ChainedLayoutMismatch) {
   expect_error(
       layers({conv_layer(), third}),
       {"layer 'e' (#1): field 'layout': NCHW (from input layer 'c') has 2 spatial dim(s)"});
+}
+
+// A conv or pool may read its input in the other layout (input_layout): the buffer has the
+// input's layout and shape, the output the layer's; the spec writer keeps the field.
+TEST(SpecRelayout, AConvReadsItsInputInAnotherLayout) {
+  json pool = {{"name", "p"}, {"op", "max_pool"}, {"input", "c"},
+               {"kernel", 2}, {"layout", "NHWC"}, {"input_layout", "NCHW"}};
+  const Model m = parse(layers({conv_layer(), pool}));
+  const Layer& p = m.layers.at(1);
+  EXPECT_TRUE(p.relayout_input);
+  EXPECT_EQ(p.read_layout().name(), "NCHW");
+  EXPECT_EQ(p.layout.name(), "NHWC");
+  EXPECT_EQ(p.input_shape(), (std::vector<int64_t>{1, 4, 6, 6}));
+  EXPECT_EQ(p.output_shape_full(), (std::vector<int64_t>{1, 5, 5, 4}));
+  const Model again = parse(to_spec_json(m).dump());
+  EXPECT_TRUE(again.layers.at(1).relayout_input);
+  EXPECT_EQ(again.layers.at(1).input_shape(), p.input_shape());
+  // The same layout as the layer's: no relayout.
+  const Model same = parse(one_layer(json::parse(R"({"input_layout": "NCHW"})")));
+  EXPECT_FALSE(same.layers.at(0).relayout_input);
+  // input_shape is in the input's layout.
+  const Model cl = parse(one_layer(
+      json::parse(R"({"input_shape": [1, 8, 8, 3], "input_layout": "NHWC", "layout": "NCHW"})")));
+  EXPECT_EQ(cl.layers.at(0).input_shape(), (std::vector<int64_t>{1, 8, 8, 3}));
+  EXPECT_EQ(cl.layers.at(0).output_shape_full(), (std::vector<int64_t>{1, 4, 6, 6}));
+}
+
+TEST(SpecErrors, InputLayout) {
+  json pool = {{"name", "p"}, {"op", "max_pool"}, {"input", "c"},
+               {"kernel", 2}, {"layout", "NHWC"}, {"input_layout", "NHWC"}};
+  expect_error(
+      layers({conv_layer(), pool}),
+      {"layer 'p' (#1): field 'layout': NHWC, but input layer 'c' produces NCHW", "input_layout"});
+  pool["input_layout"] = "NCW";
+  expect_error(layers({conv_layer(), pool}), {"field 'input_layout': 'NCW'"});
+  json add = {{"name", "a"}, {"op", "add"}, {"input", {"c", "c"}}, {"input_layout", "NCHW"}};
+  expect_error(layers({conv_layer(), add}),
+               {"layer 'a' (#1): field 'input_layout'", "convolutions and pools"});
 }
 
 TEST(SpecErrors, UnknownInputLayer) {

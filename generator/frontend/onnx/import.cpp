@@ -814,7 +814,8 @@ class Importer {
     m.name = res.model_name;
     m.file = res.model_name + ".json";
     ojson report_inputs = ojson::array(), report_layers = ojson::array();
-    std::map<std::string, std::string> relaid_input;  // ONNX tensor -> its transpose's name
+    std::map<std::string, std::string> relaid_input;   // ONNX tensor -> its transpose's name
+    std::map<std::string, TensorLayout> folded_input;  // ONNX tensor -> the layout convs read
     for (const std::string& t : spec_inputs) {
       const TensorType ty = *c_.type(t);
       const bool io_last = io_channels_last(t);
@@ -843,8 +844,12 @@ class Importer {
       }
       rep["layout"] = in.layout.name();
       // Unit spatial dims too: the layers reading an input take it in their own layout (an
-      // output's [N, C, 1, 1] needs no transpose: the user reads it in ONNX's shape).
-      if (ty.shape.size() >= 3 && io_last != channels_last_) {
+      // output's [N, C, 1, 1] needs no transpose: the user reads it in ONNX's shape). Convs and
+      // pools read it as it is, the change of layout folded into their kernels; a transpose
+      // layer only where another layer reads it too.
+      if (ty.shape.size() >= 3 && io_last != channels_last_ && only_windows_read(t)) {
+        folded_input[t] = in.layout;
+      } else if (ty.shape.size() >= 3 && io_last != channels_last_) {
         Layer tr = transpose_layer(
             names.allocate(in.name + "_" + ascii_lower(compute_name(ty)), in.name + "_relaid"), in,
             channels_last_);
@@ -875,6 +880,10 @@ class Importer {
       for (const std::string& t : d.layer.inputs) {
         const auto relaid = relaid_input.find(t);
         l.inputs.push_back(relaid != relaid_input.end() ? relaid->second : tensor_name.at(t));
+        if (const auto folded = folded_input.find(t); folded != folded_input.end()) {
+          l.relayout_input = true;
+          l.input_layout = folded->second;
+        }
         if (const Draft* src = draft_producing(t); src && !placed.count(tensor_name.at(t)))
           throw ImportError(p_.label + ": " + node_label(g_.node(i), i) + ": input '" + t +
                             "' comes from " + node_label(g_.node(src->node), src->node) +
@@ -1074,6 +1083,15 @@ class Importer {
   bool io_channels_last(const Draft& d) const {
     if (o_.io_layout != ImportLayout::Auto) return o_.io_layout == ImportLayout::ChannelsLast;
     return edge_outputs_.count(d.output) != 0;
+  }
+
+  // Whether every layer that reads tensor `t` is a conv or pool (each can read it in the user's
+  // layout itself).
+  bool only_windows_read(const std::string& t) const {
+    for (const auto& [i, d] : drafts_)
+      for (const std::string& in : d.layer.inputs)
+        if (in == t && !d.layer.has_window()) return false;
+    return true;
   }
 
   // Whether a tensor of ONNX shape `shape` (channels first) goes through a transpose between the
