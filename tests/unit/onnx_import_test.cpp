@@ -2170,6 +2170,41 @@ TEST(OnnxImportProbes3, UnitSpatialInputIsReadInItsLayoutByChannelsLastLayers) {
   EXPECT_NO_THROW(parse_spec(spec(t).dump(), "m.json"));
 }
 
+// Which convs read an NCHW input themselves (input_layout) and which behind a transpose layer: an
+// image stem (at most 4 channels) reads it at no cost; convs of more channels and pools read
+// channel vectors and get the transpose (bench/edge_layouts.json).
+TEST(OnnxImport, ConvsReadAnInputInItsLayoutWhereThatCostsNothing) {
+  struct Case {
+    int64_t channels, k, group;
+    bool pool, folded;
+  };
+  for (const Case& c :
+       {Case{3, 7, 1, false, true}, Case{4, 3, 1, false, true}, Case{16, 1, 1, false, false},
+        Case{16, 3, 1, false, false}, Case{16, 3, 16, false, false}, Case{16, 1, 4, false, false},
+        Case{3, 3, 1, true, false}}) {
+    SCOPED_TRACE(::testing::Message() << c.channels << " channels, kernel " << c.k << ", group "
+                                      << c.group << (c.pool ? ", pool" : ""));
+    ModelBuilder b;
+    b.input("x", {1, c.channels, 9, 9}).output("y");
+    if (c.pool)
+      b.node("MaxPool", {"x"}, {"y"}, "pool").ints("kernel_shape", {c.k, c.k});
+    else
+      add_conv(b, "c", "x", "y", c.channels, 16, c.k, true, c.group);
+    const ImportResult r = import(b, {}, {});
+    const json& first = layer(r, 0);
+    if (c.folded) {
+      EXPECT_EQ(first["input"], "x");
+      EXPECT_EQ(first["input_layout"], "NCHW");
+      EXPECT_EQ(first["layout"], "NHWC");
+    } else {
+      EXPECT_EQ(first["op"], "transpose");
+      EXPECT_EQ(layer(r, 1)["input"], first["name"]);
+      EXPECT_FALSE(layer(r, 1).contains("input_layout"));
+    }
+    EXPECT_NO_THROW(parse_spec(spec(r).dump(), "m.json"));
+  }
+}
+
 // x -> Q -> DQ -> Pad(constant "pv", which `write_value` writes) -> Conv -> Q -> DQ (QDQ).
 ModelBuilder qdq_padded_conv(const std::function<void(ModelBuilder&)>& write_value) {
   ModelBuilder b = quantized_input();
