@@ -69,20 +69,11 @@ Func bounded(const Source& in, const Region& region, Border border, Expr value) 
 // A relayout_input layer's bordered input, which lies in input_layout, seen in the layer's own
 // layout: the change of layout costs an index permutation, no copy.
 Func in_own_layout(const Func& in, const Layer& L) {
-  Var c("c"), n("n");
-  std::vector<Var> sp;
-  std::vector<Expr> sp_expr;
-  for (int j = 0; j < L.spatial_dims; ++j) {
-    sp.emplace_back("s" + std::to_string(j));
-    sp_expr.push_back(sp.back());
-  }
-  std::vector<Var> args;
-  if (L.layout.channels_last) args.push_back(c);
-  args.insert(args.end(), sp.begin(), sp.end());
-  if (!L.layout.channels_last) args.push_back(c);
-  args.push_back(n);
+  const Var c("c"), n("n");
+  std::vector<Expr> sp;
+  for (int j = 0; j < L.spatial_dims; ++j) sp.push_back(Var("s" + std::to_string(j)));
   Func f(L.name + "_relaid");
-  f(args) = in(tensor_args(L.input_layout, c, sp_expr, n));
+  f(tensor_args(L.layout, c, sp, n)) = in(tensor_args(L.input_layout, c, sp, n));
   return f;
 }
 
