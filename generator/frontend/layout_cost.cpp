@@ -30,8 +30,11 @@ std::optional<std::string> channels_first_cost_warning(const Model& model) {
       "import the ONNX model without --layout nchw",
       first, convs, layout.name(),
       depthwise ? fmt::format(", {} of them depthwise", depthwise) : std::string(), last.name(),
-      shape_text(channels_last_perm(static_cast<size_t>(layout.spatial_dims) + 2)),
-      layout.name());
+      shape_text(channels_last_perm(static_cast<size_t>(layout.spatial_dims) + 2)), layout.name());
+}
+
+bool relayout_is_free(const Layer& l) {
+  return l.op == Op::Conv && l.in_channels <= 4;
 }
 
 }  // namespace padfold

@@ -847,9 +847,10 @@ class Importer {
       // output's [N, C, 1, 1] needs no transpose: the user reads it in ONNX's shape). Convs that
       // read it at no cost read it as it is, the change of layout folded into their kernels
       // (a torch export's stem); else a transpose layer converts it.
-      if (ty.shape.size() >= 3 && io_last != channels_last_ && only_cheap_relayout_readers(t)) {
+      const bool other_layout = ty.shape.size() >= 3 && io_last != channels_last_;
+      if (other_layout && only_cheap_relayout_readers(t)) {
         folded_input[t] = in.layout;
-      } else if (ty.shape.size() >= 3 && io_last != channels_last_) {
+      } else if (other_layout) {
         Layer tr = transpose_layer(
             names.allocate(in.name + "_" + ascii_lower(compute_name(ty)), in.name + "_relaid"), in,
             channels_last_);
@@ -1085,18 +1086,13 @@ class Importer {
     return edge_outputs_.count(d.output) != 0;
   }
 
-  // Whether every layer that reads tensor `t` is a conv that reads the other layout at no cost:
-  // an image stem, at most 4 input channels (bench/edge_layouts.json, padfold bench, 1 thread, Zen
-  // 4: a 224x224 3x3/2 stem 0.1934 vs 0.1935 ms on AVX-512, 0.374 vs 0.547 ms on the AVX2 target;
-  // 7x7/2 2.027 vs 2.021 and 2.212 vs 2.232 ms). Convs of more channels and pools read channel
-  // vectors across the planes, 1.3x-3.7x slower than on their own layout (a 64-channel 3x3: 0.787
-  // vs 0.595 ms, its input's transpose 0.100 ms): they read it behind a transpose layer.
+  // Whether every layer that reads tensor `t` reads the other layout at no cost (layout_cost.h).
   bool only_cheap_relayout_readers(const std::string& t) const {
     bool read = false;
     for (const auto& [i, d] : drafts_)
       for (const std::string& in : d.layer.inputs) {
         if (in != t) continue;
-        if (d.layer.op != Op::Conv || d.layer.in_channels > 4) return false;
+        if (!relayout_is_free(d.layer)) return false;
         read = true;
       }
     return read;
