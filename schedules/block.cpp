@@ -38,11 +38,12 @@ ScheduleParams resolve_block_schedule(const std::vector<const Layer*>& chain,
   ScheduleParams p = requested;
   p.channels_outer_kb = 0;
   p.parallel_channels = false;
-  p.winograd = 0;  // a fused block's consumer runs the direct loops its producers are placed in
   // Its rows are split into strips (fused_strips), one task each: the consumer's own work says
   // nothing of the block's.
   p.min_task_kflop = 0;
-  ScheduleParams r = resolve_schedule(*chain.back(), target, p);
+  // Its consumer runs the loops its producers are placed in: the row's fused implementation.
+  const Layer& consumer = *chain.back();
+  ScheduleParams r = resolve_schedule(fused_implementation(consumer, target), consumer, target, p);
   // A single layer's resolve clears it; strips no shorter than their window allows.
   r.fused_strips = std::min(requested.fused_strips, max_block_strips(chain));
   return r;
@@ -55,11 +56,12 @@ ScheduleResult apply_block_schedule(std::vector<Algorithm>& chain, const Schedul
   const ScheduleParams resolved = resolve_block_schedule(layers, target, requested);
   Algorithm& consumer = chain.back();
   const ScheduleResult placed =
-      strategy_for(*consumer.layer, target).apply(consumer, resolved, target);
+      fused_implementation(*consumer.layer, target).strategy->apply(consumer, resolved, target);
   for (size_t i = 0; i + 1 < chain.size(); ++i) {
     const Layer& producer = *chain[i].layer;
     const Layer& reader = *chain[i + 1].layer;
-    const ScheduleStrategy& s = strategy_for(producer, target);
+    const Implementation& implementation = fused_implementation(producer, target);
+    const ScheduleStrategy& s = *implementation.strategy;
     if (!s.apply_producer)
       throw std::logic_error("layer '" + producer.name + "' cannot be a fused producer");
     bool windowed = false;
@@ -93,7 +95,7 @@ ScheduleResult apply_block_schedule(std::vector<Algorithm>& chain, const Schedul
         where.columns = std::min<int64_t>(resolved.tile_x, reader.out_spatial[x]);
     }
     const ScheduleParams own =
-        resolve_schedule(producer, target, default_schedule(producer, target));
+        resolve_schedule(implementation, producer, target, default_schedule(producer, target));
     s.apply_producer(chain[i], own, where, target);
   }
   return placed;

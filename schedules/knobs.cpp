@@ -53,7 +53,7 @@ int schedule_space_version(const std::string& scope) {
 }
 
 bool ScheduleParams::operator==(const ScheduleParams& o) const {
-  if (name != o.name) return false;
+  if (name != o.name || implementation != o.implementation) return false;
   return std::all_of(knobs().begin(), knobs().end(),
                      [&](const Knob& k) { return k.get(*this) == k.get(o); });
 }
@@ -103,6 +103,7 @@ const Knob* find_knob(const std::string& name) {
 
 nlohmann::json to_json(const ScheduleParams& p) {
   nlohmann::json j = {{"name", p.name}};
+  if (!p.implementation.empty()) j["implementation"] = p.implementation;
   for (const Knob& k : knobs()) {
     if (k.type == KnobType::Bool)
       j[k.name] = k.get(p) != 0;
@@ -117,9 +118,9 @@ void update_from_json(ScheduleParams& params, const nlohmann::json& j) {
     throw KnobError("schedule knobs: expected a JSON object of knob names, got " + describe(j));
   ScheduleParams p = params;
   for (const auto& [key, value] : j.items()) {
-    if (key == "name") {
-      if (!value.is_string()) throw KnobError("schedule 'name': expected a string");
-      p.name = value.get<std::string>();
+    if (key == "name" || key == "implementation") {
+      if (!value.is_string()) throw KnobError("schedule '" + key + "': expected a string");
+      (key == "name" ? p.name : p.implementation) = value.get<std::string>();
       continue;
     }
     const Knob* k = find_knob(key);

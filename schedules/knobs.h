@@ -61,6 +61,11 @@ namespace padfold {
     "with winograd: only on outputs of at least this many tiles (U, the weights transformed "     \
     "once, is read per row of tiles, a cost the tiles share); F(4,3) with fewer tiles is "        \
     "F(2,3) where that has enough, else direct")                                                  \
+  X(int, gemm_pixels, 0, 0, 32, linear, cpu,                                                      \
+    "pointwise float convs without padding: the output plane as one run of pixels (GEMM-like), "  \
+    "register tiles of this many pixels by gemm_vectors vectors of channels; 0 = direct loops")   \
+  X(int, gemm_vectors, 4, 1, 8, linear, cpu,                                                      \
+    "with gemm_pixels: vectors of output channels in a register tile")                            \
   X(int, fused_strips, 0, 0, 64, linear, cpu,                                                     \
     "fused blocks: the rows in this many parallel strips, and a producer read through a window "  \
     "computed per row tile, sliding along its strip (no halo recompute); 0 = per pixel tile")     \
@@ -96,6 +101,10 @@ int schedule_space_version(const std::string& scope);
 // A layer's schedule: every knob, plus the name of the strategy-table row it came from.
 struct ScheduleParams {
   std::string name;  // "<family>.<op class>", e.g. "avx512.dense", or "<family>.conservative"
+  // The row's implementation that computes the layer with these knobs ("direct", "winograd"):
+  // resolve_schedule sets it and the manifest records it. The knobs choose it, not this field
+  // (requested_schedule refuses overrides naming another).
+  std::string implementation;
 #define PADFOLD_KNOB_FIELD(type, id, def, lo, hi, scale, scope, doc) type id = def;
   PADFOLD_SCHEDULE_KNOBS(PADFOLD_KNOB_FIELD)
 #undef PADFOLD_KNOB_FIELD
@@ -134,7 +143,8 @@ struct KnobError : std::invalid_argument {
 };
 
 nlohmann::json to_json(const ScheduleParams& params);
-// Sets knobs from a JSON object ("name" is also accepted, for a manifest's entry read back).
+// Sets knobs from a JSON object ("name" and "implementation" are also accepted, for a manifest's
+// entry read back).
 // Unknown keys, wrong types and values out of range throw KnobError; `params` is left unchanged.
 void update_from_json(ScheduleParams& params, const nlohmann::json& j);
 

@@ -62,7 +62,8 @@ struct Capabilities {
   bool tunable;  // padfold tune can search its knobs (it measures candidates on this CPU)
 };
 
-// A schedule family: how knobs become Halide scheduling directives.
+// A schedule family's way of computing one algorithm variant: how knobs become Halide scheduling
+// directives.
 struct ScheduleStrategy {
   const char* scope;  // the knob scope it reads ("cpu")
   Capabilities capabilities;
@@ -81,23 +82,52 @@ struct ScheduleStrategy {
   // knows their values (a bundle's weight files) and can prepare them once (algorithm/
   // weight_form.h); null, or an unprepared form, where the file's own form is best.
   WeightForm (*weight_form)(const Layer& layer, const ScheduleParams& resolved);
+  // The algorithm it schedules, for resolved knobs: sets the fields of `variant` that are its to
+  // choose (Winograd's m); null: the direct algorithm.
+  void (*variant)(const Layer& layer, const ScheduleParams& resolved, AlgorithmVariant& variant);
   // Knobs simple enough to compile where the tuned ones made Halide crash or hang: scalar, one
   // output per tile, nothing unrolled.
   ScheduleParams conservative;
 };
 
+// One way of computing a row's layers, as TVM's strategies list implementations: a schedule
+// strategy with the algorithm variant it schedules, the layers it can compute, and the rule by
+// which requested knobs choose it.
+struct Implementation {
+  const char* name;  // "direct", "winograd": ScheduleParams::implementation
+  // The meaning of its knobs: a layer's tuning records are keyed by the versions of the
+  // implementations that can compute it (tune/signature.h's toolchain_key). Bump it when a knob it
+  // reads changes meaning, and only the layers it applies to lose their records.
+  int version;
+  const ScheduleStrategy* strategy;
+  // Whether it can compute the layer at all; null: every layer of its row.
+  bool (*applies)(const Layer& layer);
+  // Whether the requested knobs choose it for the layer (the cost model's rule); null: whenever no
+  // implementation before it is chosen (a row's last has none).
+  bool (*chosen)(const Layer& layer, const ScheduleParams& requested);
+};
+
 struct StrategyRow {
   TargetFamily family;
   OpClass op_class;
-  const ScheduleStrategy* strategy;
+  // The first chosen computes a layer; the last is chosen for every layer of the row, and is the
+  // one fused blocks are built of.
+  std::vector<Implementation> implementations;
   ScheduleParams defaults;  // tuned defaults; name is "<family>.<op class>"
 };
 
 // Every (target family, op class) row: the schedule families' rows (schedules/strategy.cpp).
 const std::vector<StrategyRow>& strategy_table();
 const StrategyRow& strategy_row(TargetFamily family, OpClass op_class);
-// The strategy of the layer's row on the target's family.
-const ScheduleStrategy& strategy_for(const Layer& layer, const Halide::Target& target);
+// The implementation of the layer's row that the requested knobs choose (their `implementation`
+// field says nothing here: it is resolve_schedule's answer).
+const Implementation& implementation_for(const Layer& layer, const Halide::Target& target,
+                                         const ScheduleParams& requested);
+// The row's last implementation: what every layer can be computed by, and fused blocks are.
+const Implementation& fused_implementation(const Layer& layer, const Halide::Target& target);
+// The implementations of the layer's row that can compute it, in the row's order.
+std::vector<const Implementation*> applicable_implementations(const Layer& layer,
+                                                              const Halide::Target& target);
 // What the target's schedule family can do. Ask this rather than Target::has_gpu_feature(): which
 // targets are GPUs, and what that implies, is the strategy table's to say (target_family).
 Capabilities capabilities(const Halide::Target& target);
@@ -108,9 +138,15 @@ const char* knob_scope(const Halide::Target& target);
 ScheduleParams default_schedule(const Layer& layer, const Halide::Target& target);
 // The conservative knobs of the layer's schedule family ("<family>.conservative").
 ScheduleParams conservative_schedule(const Layer& layer, const Halide::Target& target);
-// The knobs in effect (see ScheduleStrategy::resolve).
+// The knobs in effect (see ScheduleStrategy::resolve) of the implementation they choose, named.
 ScheduleParams resolve_schedule(const Layer& layer, const Halide::Target& target,
                                 const ScheduleParams& requested);
+ScheduleParams resolve_schedule(const Implementation& implementation, const Layer& layer,
+                                const Halide::Target& target, const ScheduleParams& requested);
+// The form in which the kernel of resolved knobs reads the layer's weights best
+// (ScheduleStrategy::weight_form of their implementation).
+WeightForm weight_form_for(const Layer& layer, const Halide::Target& target,
+                           const ScheduleParams& resolved);
 // Resolves and applies `requested`; returns the knobs in effect and the loop levels chosen.
 ScheduleResult apply_schedule(Algorithm& algorithm, const ScheduleParams& requested,
                               const Halide::Target& target);

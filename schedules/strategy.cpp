@@ -46,8 +46,40 @@ const StrategyRow& strategy_row(TargetFamily family, OpClass op_class) {
                          to_string(family) + " targets");
 }
 
-const ScheduleStrategy& strategy_for(const Layer& layer, const Halide::Target& target) {
-  return *strategy_row(target_family(target), classify(layer)).strategy;
+namespace {
+
+const StrategyRow& row_of(const Layer& layer, const Halide::Target& target) {
+  return strategy_row(target_family(target), classify(layer));
+}
+
+bool applies(const Implementation& i, const Layer& layer) {
+  return !i.applies || i.applies(layer);
+}
+
+}  // namespace
+
+const Implementation& implementation_for(const Layer& layer, const Halide::Target& target,
+                                         const ScheduleParams& requested) {
+  const StrategyRow& row = row_of(layer, target);
+  const Implementation* chosen = &row.implementations.back();
+  for (const Implementation& i : row.implementations)
+    if (applies(i, layer) && (!i.chosen || i.chosen(layer, requested))) {
+      chosen = &i;
+      break;
+    }
+  return *chosen;
+}
+
+const Implementation& fused_implementation(const Layer& layer, const Halide::Target& target) {
+  return row_of(layer, target).implementations.back();
+}
+
+std::vector<const Implementation*> applicable_implementations(const Layer& layer,
+                                                              const Halide::Target& target) {
+  std::vector<const Implementation*> all;
+  for (const Implementation& i : row_of(layer, target).implementations)
+    if (applies(i, layer)) all.push_back(&i);
+  return all;
 }
 
 namespace {
@@ -57,7 +89,7 @@ namespace {
 const ScheduleStrategy& family_strategy(const Halide::Target& target) {
   const TargetFamily family = target_family(target);
   for (const StrategyRow& row : strategy_table())
-    if (row.family == family) return *row.strategy;
+    if (row.family == family) return *row.implementations.back().strategy;
   throw std::logic_error("no schedule for " + to_string(family) + " targets");
 }
 
@@ -112,20 +144,34 @@ ScheduleParams default_schedule(const Layer& layer, const Halide::Target& target
 }
 
 ScheduleParams conservative_schedule(const Layer& layer, const Halide::Target& target) {
-  ScheduleParams p = strategy_for(layer, target).conservative;
+  ScheduleParams p = fused_implementation(layer, target).strategy->conservative;
   p.name = to_string(target_family(target)) + ".conservative";
   return p;
 }
 
+ScheduleParams resolve_schedule(const Implementation& implementation, const Layer& layer,
+                                const Halide::Target& target, const ScheduleParams& requested) {
+  ScheduleParams r = implementation.strategy->resolve(layer, target, requested);
+  r.implementation = implementation.name;
+  return r;
+}
+
 ScheduleParams resolve_schedule(const Layer& layer, const Halide::Target& target,
                                 const ScheduleParams& requested) {
-  return strategy_for(layer, target).resolve(layer, target, requested);
+  return resolve_schedule(implementation_for(layer, target, requested), layer, target, requested);
+}
+
+WeightForm weight_form_for(const Layer& layer, const Halide::Target& target,
+                           const ScheduleParams& resolved) {
+  const ScheduleStrategy& s = *implementation_for(layer, target, resolved).strategy;
+  return s.weight_form ? s.weight_form(layer, resolved) : WeightForm{};
 }
 
 ScheduleResult apply_schedule(Algorithm& algorithm, const ScheduleParams& requested,
                               const Halide::Target& target) {
-  const ScheduleStrategy& s = strategy_for(*algorithm.layer, target);
-  return s.apply(algorithm, s.resolve(*algorithm.layer, target, requested), target);
+  const Implementation& i = implementation_for(*algorithm.layer, target, requested);
+  return i.strategy->apply(algorithm, resolve_schedule(i, *algorithm.layer, target, requested),
+                           target);
 }
 
 }  // namespace padfold

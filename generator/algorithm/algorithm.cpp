@@ -424,6 +424,16 @@ void build_conv(Algorithm& a, const Layer& L) {
     build_quantized_conv(a, L, x, w, zx, rc, rk);
     return;
   }
+  if (a.pixel_runs) {
+    // The same product at pixel p of the output plane: x = p % W, y = p / W.
+    const Var p("p");
+    const Expr W = static_cast<int>(L.out_spatial[1]);
+    Expr term = Internal::substitute(a.spatial[0].name(), p % W, x * w);
+    term = Internal::substitute(a.spatial[1].name(), p / W, term);
+    a.reduce(a.c, p, a.n) = 0.f;
+    a.reduce(a.c, p, a.n) += term;
+    return;
+  }
   a.reduce(a.vars) = 0.f;
   a.reduce(a.vars) += x * w;
 }
@@ -651,6 +661,18 @@ BufferInfo residual_buffer(const Layer& add) {
   return {"residual", PF_ROLE_INPUT, add.layout.name(), add.output_shape_full(), add.name, PF_F32};
 }
 
+bool pixel_runs_apply(const Layer& L) {
+  if (L.op != Op::Conv || L.dtype != DType::F32 || L.groups != 1 || !L.layout.channels_last ||
+      L.spatial_dims != 2 || L.relayout_input)
+    return false;
+  for (int64_t k : L.kernel)
+    if (k != 1) return false;
+  // No padding: every pixel reads inside the input (a stride may leave its last rows unread).
+  for (const AxisPads& p : L.pads.axes)
+    if (p.before != 0 || p.after > 0) return false;
+  return true;
+}
+
 Algorithm build_algorithm(const Layer& L, const AlgorithmVariant& variant, const Func& source) {
   const Layer* residual = variant.residual;
   const int winograd_m = variant.winograd_m;
@@ -688,6 +710,9 @@ Algorithm build_algorithm(const Layer& L, const AlgorithmVariant& variant, const
     }
     a.buffers.push_back(bp);
   }
+  if (variant.pixel_runs && (!pixel_runs_apply(L) || winograd_m > 0 || source.defined()))
+    throw std::logic_error("layer '" + L.name + "': not a conv computed as runs of pixels");
+  a.pixel_runs = variant.pixel_runs;
   a.weight_form = form;
   if (form.block_channels > 0)
     a.blocked_weights = blocked_weights_view(L, form.block_channels, a.weights);
@@ -753,6 +778,20 @@ Algorithm build_algorithm(const Layer& L, const AlgorithmVariant& variant, const
     Expr acc = a.reduce(a.vars);
     if (L.bias) acc = acc + a.bias(a.c);
     a.output(a.vars) = cast(element_type(L), requantize_conv(L, acc, a.c));
+  }
+  if (!a.output.defined() && a.pixel_runs) {
+    // Written pixel by pixel from the run: the output's rows are where a pixel lands, not what a
+    // tile of the run covers (bounds through x = p % W and y = p / W would span whole rows).
+    const int W = static_cast<int>(L.out_spatial[1]);
+    a.pixels = RDom(0, static_cast<int>(L.out_spatial[0]) * W, L.name + "_pixels");
+    const Expr p = a.pixels.x;
+    const std::vector<Expr> at{a.c, p % W, p / W, a.n};
+    Expr v = a.reduce(a.c, p, a.n);
+    if (L.bias) v = v + a.bias(a.c);
+    v = activate(v, L);
+    if (residual) v = activate(v + addend(at), *residual);
+    a.output(a.vars) = undef<float>();
+    a.output(at) = v;
   }
   if (!a.output.defined()) {
     Expr v = a.reduce(a.vars);

@@ -73,14 +73,19 @@ struct Algorithm {
                              // that table already (WeightForm::dot_table)
   Halide::Func weight_sum;   // a quantized conv's weights summed per output channel (a helper)
 
-  std::vector<BufferParam> buffers;      // every buffer in manifest order; input/weights/bias above
-                                         // are the same parameters
-  WinogradStages winograd;               // a conv computed as F(m, 3) (winograd.m > 0): its stages
-  WeightForm weight_form;  // the weights buffer's form
+  std::vector<BufferParam> buffers;  // every buffer in manifest order; input/weights/bias above
+                                     // are the same parameters
+  WinogradStages winograd;           // a conv computed as F(m, 3) (winograd.m > 0): its stages
+  WeightForm weight_form;            // the weights buffer's form
   // weight_form.block_channels > 0: the weights as their weight_layout indexes them, read from the
   // blocked buffer `weights` (blocked_weights_view); the conv reads them through it.
   Halide::Func blocked_weights;
   DotOperands dot = DotOperands::U8xI8;  // a quantized conv's input offset to these operands
+  // AlgorithmVariant::pixel_runs: `reduce` is over (c, pixel, n), pixel = x + W * y, the output
+  // plane one run of pixels, and the output, undefined in its pure definition, is written by one
+  // update over `pixels` (that run).
+  bool pixel_runs = false;
+  Halide::RDom pixels;
 };
 
 // The loops of a concat's update `u` (one per input) in the output's dimension order, innermost
@@ -101,7 +106,15 @@ struct AlgorithmVariant {
   int winograd_m = 0;  // 2 or 4 (winograd_applies(layer)): the conv computed as F(m, 3)
   DotOperands dot = DotOperands::U8xI8;  // the target's dot_operands (quantized convs only)
   WeightForm weights;  // the form of the weights buffer; a prepared form fits winograd_m
+  // A pointwise conv's products over its output plane as one run of pixels (pixel_runs_apply):
+  // a tile of consecutive pixels may span rows, as a GEMM's rows do (a 7x7 plane is 49 pixels,
+  // not 7 rows of 7).
+  bool pixel_runs = false;
 };
+
+// Whether a layer can be computed with pixel_runs: a float32 2D conv of one group, channels last,
+// 1x1 kernel, no padding, reading its input in its own layout.
+bool pixel_runs_apply(const Layer& layer);
 
 // Builds the algorithm for a resolved layer. The buffers have fixed shapes and dense strides. With
 // `source` (a fused block's producer, defined over this layer's input shape), the layer reads it

@@ -26,6 +26,13 @@ ScheduleParams requested_schedule(const Layer& layer, const Halide::Target& targ
                                   const nlohmann::json& overrides) {
   ScheduleParams params = default_schedule(layer, target);
   update_from_json(params, overrides);
+  // Overrides naming an implementation (a manifest's knobs read back) name the one they choose.
+  const std::string chosen = implementation_for(layer, target, params).name;
+  if (!params.implementation.empty() && params.implementation != chosen)
+    throw KnobError("layer '" + layer.name + "': the schedule names implementation '" +
+                    params.implementation + "', but its knobs choose '" + chosen +
+                    "' (the knobs say which implementation computes a layer)");
+  params.implementation.clear();
   return params;
 }
 
@@ -35,28 +42,26 @@ Kernel lower(const Layer& layer, const Halide::Target& target, const nlohmann::j
 
 namespace {
 
-// F(m, 3)'s m where the resolved knobs compute the layer as Winograd, else 0.
-int winograd_m(const Layer& layer, const Halide::Target& target, const ScheduleParams& requested) {
-  if (!winograd_applies(layer)) return 0;
-  return winograd_outputs(resolve_schedule(layer, target, requested).winograd);
-}
-
-// The variant of a layer of a kernel on `target` with the requested knobs.
-AlgorithmVariant variant_of(const Layer& layer, const Halide::Target& target, int m,
+// The variant of a layer of a kernel on `target`: the algorithm the implementation its knobs
+// choose schedules.
+AlgorithmVariant variant_of(const Implementation& implementation, const Layer& layer,
+                            const Halide::Target& target, const ScheduleParams& requested,
                             const Layer* residual, const WeightForm& weights) {
+  const ScheduleStrategy& s = *implementation.strategy;
   AlgorithmVariant v;
-  v.explicit_border = strategy_for(layer, target).capabilities.explicit_border;
+  v.explicit_border = s.capabilities.explicit_border;
   v.residual = residual;
-  v.winograd_m = m;
   v.dot = dot_operands(target);
   v.weights = weights;
+  if (s.variant) s.variant(layer, resolve_schedule(implementation, layer, target, requested), v);
   return v;
 }
 
 Kernel lower_layer(const Layer& layer, const Halide::Target& target,
                    const ScheduleParams& requested, const WeightForm& weights) {
+  const Implementation& implementation = implementation_for(layer, target, requested);
   Algorithm a = build_algorithm(
-      layer, variant_of(layer, target, winograd_m(layer, target, requested), nullptr, weights));
+      layer, variant_of(implementation, layer, target, requested, nullptr, weights));
   Kernel k;
   k.name = layer.name;
   k.schedule = apply_schedule(a, requested, target).resolved;
@@ -99,11 +104,14 @@ Kernel lower_block(const Block& block, const Halide::Target& target,
   Halide::Func source;
   for (const Layer* L : block.chain()) {
     const Layer* residual = L == &block.consumer() ? block.residual() : nullptr;
-    // A fused chain's consumer is never Winograd (resolve_block_schedule); a conv with a residual
-    // add alone may be.
-    const int m = block.chain().size() == 1 ? winograd_m(*L, target, requested) : 0;
+    // A fused chain is built of its rows' fused implementations; a conv with a residual add alone
+    // takes the one its knobs choose.
+    const Implementation& implementation = block.chain().size() == 1
+                                               ? implementation_for(*L, target, requested)
+                                               : fused_implementation(*L, target);
     const WeightForm form = L == &block.consumer() ? weights : WeightForm{};
-    chain.push_back(build_algorithm(*L, variant_of(*L, target, m, residual, form), source));
+    chain.push_back(build_algorithm(
+        *L, variant_of(implementation, *L, target, requested, residual, form), source));
     source = chain.back().output;
   }
   Kernel k;

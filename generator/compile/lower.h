@@ -30,7 +30,8 @@ struct Kernel {
 };
 
 // The layer's default knobs for `target` with `overrides` (knob name -> value) applied; bad
-// overrides throw KnobError naming the knob.
+// overrides throw KnobError naming the knob, or the layer where they name an implementation that
+// their knobs do not choose.
 ScheduleParams requested_schedule(const Layer& layer, const Halide::Target& target,
                                   const nlohmann::json& overrides = nlohmann::json::object());
 

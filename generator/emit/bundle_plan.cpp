@@ -104,11 +104,8 @@ WeightForm plan_weight_form(const KernelPlan& k, const std::vector<TargetPlan>& 
   if (b.chain().size() != 1 || find_weight_file(files, b.consumer(), PF_ROLE_WEIGHTS) < 0)
     return {};
   std::vector<WeightForm> forms;
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const ScheduleStrategy& s = strategy_for(b.consumer(), targets[i].target);
-    forms.push_back(s.weight_form ? s.weight_form(b.consumer(), k.schedules[i].resolved)
-                                  : WeightForm{});
-  }
+  for (size_t i = 0; i < targets.size(); ++i)
+    forms.push_back(weight_form_for(b.consumer(), targets[i].target, k.schedules[i].resolved));
   for (const WeightForm& f : forms)
     if (f != forms.front()) return {};
   return forms.front();

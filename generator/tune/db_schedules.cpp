@@ -17,7 +17,7 @@ tuned_schedules_from(const std::string& db_path, bool any_machine) {
   const std::string machine = machine_id();
   return [db, machine, any_machine](const Layer& L,
                                     const Halide::Target& t) -> std::optional<TunedSchedule> {
-    const std::string toolchain = toolchain_key(t);
+    const std::string toolchain = toolchain_key(L, t);
     const auto best = db->best(layer_signature(L), target_key(t), toolchain, machine, any_machine);
     if (!best) return std::nullopt;
     // A damaged record is named with its database, candidate and layer, checked here as the

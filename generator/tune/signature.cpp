@@ -52,10 +52,22 @@ std::string target_key(const Halide::Target& t) {
   return key;
 }
 
-std::string toolchain_key(const Halide::Target& target) {
-  const std::string scope = knob_scope(target);
-  return fmt::format("halide-{}.{}.{}/{}-space-{}", HALIDE_VERSION_MAJOR, HALIDE_VERSION_MINOR,
-                     HALIDE_VERSION_PATCH, scope, schedule_space_version(scope));
+std::string toolchain_key(const std::string& scope,
+                          const std::vector<std::pair<std::string, int>>& implementations) {
+  std::string key =
+      fmt::format("halide-{}.{}.{}/{}-space-{}", HALIDE_VERSION_MAJOR, HALIDE_VERSION_MINOR,
+                  HALIDE_VERSION_PATCH, scope, schedule_space_version(scope));
+  for (size_t i = 0; i < implementations.size(); ++i)
+    key += fmt::format("{}{}-{}", i == 0 ? "/" : "+", implementations[i].first,
+                       implementations[i].second);
+  return key;
+}
+
+std::string toolchain_key(const Layer& layer, const Halide::Target& target) {
+  std::vector<std::pair<std::string, int>> implementations;
+  for (const Implementation* i : applicable_implementations(layer, target))
+    implementations.emplace_back(i->name, i->version);
+  return toolchain_key(knob_scope(target), implementations);
 }
 
 namespace {
@@ -95,6 +107,7 @@ std::string machine_id() {
 std::string knobs_text(const ScheduleParams& resolved) {
   json j = to_json(resolved);
   j.erase("name");
+  j.erase("implementation");  // the knobs choose it
   for (const Knob& k : knobs())
     if (k.get(resolved) == k.default_value) j.erase(k.name);
   return j.dump();

@@ -7,6 +7,8 @@
 #include <Halide.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "frontend/spec.h"
 #include "schedules/knobs.h"
@@ -20,10 +22,14 @@ std::string layer_signature(const Layer& layer);
 // The target as arch-bits-os plus its sorted CPU features (and the CPU it is tuned for).
 std::string target_key(const Halide::Target& target);
 
-// "halide-<major>.<minor>.<patch>/<scope>-space-<version>": the knob scope the target's schedules
-// read and its schedule-space version (schedules/knobs.h), so that a change to one scope's space
-// leaves the records of the others valid.
-std::string toolchain_key(const Halide::Target& target);
+// "halide-<major>.<minor>.<patch>/<scope>-space-<version>/<implementation>-<version>+...": the
+// knob scope the target's schedules read with its schedule-space version (schedules/knobs.h), and
+// each implementation that can compute the layer with its version (schedules/schedule.h), so that
+// a change to one scope's space, or to one implementation, leaves the records of the others valid.
+std::string toolchain_key(const Layer& layer, const Halide::Target& target);
+// The same of a scope and implementations given (what toolchain_key composes).
+std::string toolchain_key(const std::string& scope,
+                          const std::vector<std::pair<std::string, int>>& implementations);
 
 // $PADFOLD_MACHINE_ID, else /etc/machine-id, else the host name; with the CPU model name.
 std::string machine_id();

@@ -266,8 +266,7 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
       mine.push_back(sigs[i]);
 
   TuneDb db(opt.db);
-  const std::string tkey = target_key(target), toolchain = toolchain_key(target),
-                    machine = machine_id();
+  const std::string tkey = target_key(target), machine = machine_id();
   const size_t budget = static_cast<size_t>(opt.budget > 0   ? opt.budget
                                             : opt.time_s > 0 ? 100000
                                                              : 60);
@@ -302,8 +301,8 @@ std::vector<LayerOutcome> run_tune(const TuneOptions& opt) {
   for (size_t i = 0; i < mine.size(); ++i) {
     const auto& [sig, L] = mine[i];
     tuners.push_back(std::make_unique<LayerTuner>(
-        *L, target, opt, db, TuneScope{sig, tkey, toolchain, machine}, work.path(), runtime,
-        by_candidate && opt.shard.count > 1, progress));
+        *L, target, opt, db, TuneScope{sig, tkey, toolchain_key(*L, target), machine}, work.path(),
+        runtime, by_candidate && opt.shard.count > 1, progress));
     outcomes[i].layers = sharing[sig];
     if (tuners[i]->measure_default(outcomes[i]))
       weight[i] = outcomes[i].default_s * static_cast<double>(outcomes[i].layers);

@@ -12,9 +12,16 @@ namespace padfold::cpu {
 // blocks, and knobs padfold tune searches on this machine.
 inline constexpr Capabilities kCapabilities{false, true, true};
 
-extern const ScheduleStrategy kStrategy;
+// The direct loops (schedule.cpp): every layer of a row, and fused blocks.
+extern const Implementation kDirect;
+// Winograd F(m, 3) (winograd.cpp): 3x3 stride-1 2D dense convs whose knobs ask for it
+// (winograd, winograd_min_tiles).
+extern const Implementation kWinograd;
+// A pointwise conv as a GEMM over its output plane's pixels (gemm.cpp): float32 1x1 convs without
+// padding whose knobs ask for it (gemm_pixels).
+extern const Implementation kGemm;
 // add and concat: no reduction, the output vectorized and its rows over threads (elementwise.cpp).
-extern const ScheduleStrategy kElementwiseStrategy;
+extern const Implementation kElementwise;
 
 // The rows of every CPU target family (table.cpp).
 std::vector<StrategyRow> strategy_rows();
@@ -35,15 +42,8 @@ bool too_little_for_threads(const ScheduleParams& p, double work);
 void split_tile(Halide::Func f, const Halide::Var& v, const Halide::Var& outer,
                 const Halide::Var& inner, int factor, int64_t extent);
 
-// Whether the knobs compute the layer as Winograd F(m, 3) (winograd.cpp): a 3x3 stride-1 2D dense
-// conv, the `winograd` knob set, and at least winograd_min_tiles output tiles of the knob's size
-// or, with F(4,3) asked for, of F(2,3)'s.
-bool winograd_holds(const Layer& layer, const ScheduleParams& requested);
-// Its knobs in effect (winograd_min_tiles cleared: it has done its work), and its stages
-// scheduled.
-ScheduleParams resolve_winograd(const Layer& layer, const Halide::Target& target,
-                                const ScheduleParams& requested);
-ScheduleResult apply_winograd(Algorithm& algorithm, const ScheduleParams& resolved,
-                              const Halide::Target& target);
+// Knobs simple enough to compile where the tuned ones made Halide crash or hang: scalar, one
+// output per tile, nothing unrolled (ScheduleStrategy::conservative).
+ScheduleParams conservative_knobs();
 
 }  // namespace padfold::cpu

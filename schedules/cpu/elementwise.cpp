@@ -166,11 +166,12 @@ ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   return {p};
 }
 
+const ScheduleStrategy kElementwiseStrategy = {
+    "cpu",   kCapabilities, resolve, apply,
+    nullptr, nullptr,       nullptr, with_knobs({}, {{"vector_lanes", 1}, {"rows_per_task", 1}})};
+
 }  // namespace
 
-const ScheduleStrategy kElementwiseStrategy = {
-    "cpu", kCapabilities, resolve,
-    apply, nullptr,       nullptr,
-    with_knobs({}, {{"vector_lanes", 1}, {"rows_per_task", 1}})};
+const Implementation kElementwise = {"elementwise", 1, &kElementwiseStrategy, nullptr, nullptr};
 
 }  // namespace padfold::cpu

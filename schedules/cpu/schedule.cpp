@@ -9,7 +9,6 @@
 // threads over channel blocks for one-row outputs) are the only logic; the rest is the table.
 #include <algorithm>
 
-#include "algorithm/winograd.h"
 #include "schedules/cpu/cpu.h"
 #include "schedules/tile_math.h"
 
@@ -110,7 +109,6 @@ bool parallel_over_channels(const ScheduleParams& p, const Layer& L, const Axes&
 }
 
 ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParams& p) {
-  if (winograd_holds(L, p)) return resolve_winograd(L, target, p);
   const Axes ax = axes_of(L);
   const int lanes_wanted = requested_lanes(p, target);
   const int lanes = clamp_int(lanes_wanted, 1, ax.vec_extent);
@@ -163,8 +161,10 @@ ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParam
   r.tile_y = ty;
   r.fit_tiles = false;
   r.min_task_kflop = 0;
-  r.fused_strips = 0;                     // a block's (resolve_block_schedule sets it back)
-  r.winograd = r.winograd_min_tiles = 0;  // direct (winograd_holds)
+  r.fused_strips = 0;  // a block's (resolve_block_schedule sets it back)
+  // So that they choose the direct loops.
+  r.winograd = r.winograd_min_tiles = r.gemm_pixels = 0;
+  r.gemm_vectors = ScheduleParams{}.gemm_vectors;
   // The dot products read the bordered input staged per tile: read inline, the border's selects
   // in every partition of the loops make LLVM run for more than 10 minutes on one 28x28 kernel.
   if (quantized_dot_product(L)) r.inline_border = false;
@@ -258,7 +258,7 @@ int packed_block_channels(const Layer& L, const ScheduleParams& p) {
   const Axes ax = axes_of(L);
   const int vec_tile = tile_vectors(p, ax) * p.vector_lanes;
   // The dot products' weights are a table of their own already (quantized_dot_product).
-  if (!L.has_weights() || !ax.channels_last || !channels_outermost(p, L) || p.winograd > 0 ||
+  if (!L.has_weights() || !ax.channels_last || !channels_outermost(p, L) ||
       p.pack_weights_kb <= 0 || quantized_dot_product(L))
     return 0;
   if (weight_bytes(L) / L.out_channels * vec_tile > int64_t{1024} * p.pack_weights_kb) return 0;
@@ -273,7 +273,6 @@ WeightForm weight_form(const Layer& L, const ScheduleParams& resolved) {
     const int vec_tile = tile_vectors(resolved, axes_of(L)) * resolved.vector_lanes;
     return L.out_channels >= vec_tile ? WeightForm{0, 0, true} : WeightForm{};
   }
-  if (resolved.winograd > 0 && winograd_applies(L)) return {winograd_outputs(resolved.winograd)};
   const int block = packed_block_channels(L, resolved);
   if (block > 0 && blocked_weights_apply(L, block)) return {0, block};
   return {};
@@ -336,8 +335,7 @@ void schedule_dot_weights(Algorithm& a, const Layer& L) {
 }
 
 // One shape for every op (see the top of this file), from resolved knobs.
-ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target& target) {
-  if (p.winograd > 0) return apply_winograd(a, p, target);
+ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   ScheduleResult result{p};
   const Layer& L = *a.layer;
   for (Func h : a.helpers) h.compute_root();
@@ -502,16 +500,20 @@ void apply_producer(Algorithm& a, const ScheduleParams& p, const ProducerPlace& 
                      L.out_spatial.size() >= 2 ? L.out_spatial[D - 2] : 1);
 }
 
+const ScheduleStrategy kStrategy = {"cpu",          kCapabilities, resolve, apply,
+                                    apply_producer, weight_form,   nullptr, conservative_knobs()};
+
 }  // namespace
 
-const ScheduleStrategy kStrategy = {"cpu", kCapabilities, resolve, apply, apply_producer,
-                                    weight_form,
-                                    // Conservative: scalar, one output per tile, nothing unrolled.
-                                    with_knobs({}, {{"vector_lanes", 1},
-                                                    {"channel_vectors", 1},
-                                                    {"tile_x", 1},
-                                                    {"tile_y", 1},
-                                                    {"rows_per_task", 1},
-                                                    {"unroll_taps", 0}})};
+ScheduleParams conservative_knobs() {
+  return with_knobs({}, {{"vector_lanes", 1},
+                         {"channel_vectors", 1},
+                         {"tile_x", 1},
+                         {"tile_y", 1},
+                         {"rows_per_task", 1},
+                         {"unroll_taps", 0}});
+}
+
+const Implementation kDirect = {"direct", 1, &kStrategy, nullptr, nullptr};
 
 }  // namespace padfold::cpu

@@ -15,7 +15,13 @@ StrategyRow row(TargetFamily family, OpClass op_class,
   ScheduleParams p = with_knobs({}, {{"rows_per_task", 1}, {"min_task_kflop", 500}});
   p = with_knobs(p, knobs);
   p.name = to_string(family) + "." + to_string(op_class);
-  return {family, op_class, op_class == C::Elementwise ? &kElementwiseStrategy : &kStrategy, p};
+  // Dense convs: Winograd where their knobs choose it (3x3 stride 1), pointwise ones a GEMM over
+  // their pixels where theirs do; else the direct loops.
+  std::vector<Implementation> implementations{kDirect};
+  if (op_class == C::Dense) implementations = {kWinograd, kDirect};
+  if (op_class == C::Pointwise) implementations = {kGemm, kDirect};
+  if (op_class == C::Elementwise) implementations = {kElementwise};
+  return {family, op_class, implementations, p};
 }
 
 // About 16 accumulators fill AVX-512's 32 registers without spilling; AVX2 has 16 registers and
@@ -65,6 +71,18 @@ StrategyRow row(TargetFamily family, OpClass op_class,
 // the next, F(4,3) on 14x14 made the model 9% slower and F(2,3) there 5% faster: so F(4,3) from 32
 // tiles, F(2,3) below where it has 32 (winograd_min_tiles), 7x7 direct. AVX-512 takes the same
 // rule, not yet measured with prepared weights.
+// Measured on Zen 4 (AVX-512) and its AVX2 target over the distinct pointwise convs of ResNet-50,
+// MobileNetV2 and EfficientNet-B0 (bench/results-gemm.md, 1 thread):
+//  pointwise  a GEMM over the output plane's pixels (gemm.cpp) where it has 4 tiles or more:
+//             AVX-512 6 pixels x 4 vectors (24 accumulators): ResNet-50's 14x14x1024 -> 256 and
+//             its stride-2 downsample 28x28x512 -> 1024 1.61 -> 0.88 ms and 3.18 -> 1.82 ms
+//             (their direct tiles are 14 columns of one vector, which stream the input once per
+//             16 channels), the rest 0.95-1.01x (4x4 tiles: 0.97-1.02x, but whole models faster
+//             with 6x4); AVX2 6 pixels x 2 vectors (12 of its 16 registers): 1.00-1.11x on every
+//             shape. Whole models, default import, gemm off against on (knob_ab.sh, two runs
+//             on AVX-512): ResNet-50 1.09x (1 thread) and 1.08x (2), MobileNetV2 1.00-1.04x /
+//             1.00-1.03x, EfficientNet-B0 1.00-1.02x / 0.98-0.99x; AVX2 target (one run) 1.04x /
+//             1.00x, 1.01x / 1.02x, 1.06x / 1.00x.
 // AVX2 and generic (SSE4.1) rows take the same structure with their own tile budgets (spot-checked
 // on this machine); NEON rows are unchanged: they cannot be timed or run here.
 std::vector<StrategyRow> x86_and_generic_rows() {
@@ -72,14 +90,14 @@ std::vector<StrategyRow> x86_and_generic_rows() {
   return {
       row(F::X86Avx512, C::Dense,      {{"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"channel_tasks_rows", 16}, {"vector_lanes", 16}, {"tile_x", 16}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}, {"winograd", 2}, {"winograd_min_tiles", 32}}),
       row(F::X86Avx512, C::Stem,       {{"vector_lanes", 16}, {"channel_vectors", 4}, {"unroll_taps", 7}, {"unroll_channels", 3}, {"fit_tiles", 1}, {"taps_inner", 1}}),
-      row(F::X86Avx512, C::Pointwise,  {{"vector_lanes", 16}, {"tile_x", 16}, {"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"fit_tiles", 1}, {"parallel_channels", 1}, {"fused_strips", 4}}),
+      row(F::X86Avx512, C::Pointwise,  {{"vector_lanes", 16}, {"tile_x", 16}, {"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"fit_tiles", 1}, {"parallel_channels", 1}, {"fused_strips", 4}, {"gemm_pixels", 6}, {"gemm_vectors", 4}}),
       row(F::X86Avx512, C::Depthwise,  {{"vector_lanes", 16}, {"tile_y", 2}, {"unroll_taps", 5}, {"unroll_taps_outer", 5}, {"unroll_taps_rows", 8}, {"fit_tiles", 1}}),
       row(F::X86Avx512, C::Pooling,    {{"vector_lanes", 16}, {"unroll_taps", 3}, {"fused_strips", 4}}),
       row(F::X86Avx512, C::Transposed, {{"vector_lanes", 16}, {"channel_vectors", 2}}),
       row(F::X86Avx512, C::Elementwise, {{"vector_lanes", 16}}),
       row(F::X86Avx2,   C::Dense,      {{"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"channel_tasks_rows", 16}, {"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"unroll_taps", 4}, {"unroll_taps_outer", 4}, {"fit_tiles", 1}, {"winograd", 2}, {"winograd_min_tiles", 32}}),
       row(F::X86Avx2,   C::Stem,       {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"unroll_taps", 7}, {"unroll_channels", 3}, {"fit_tiles", 1}, {"taps_inner", 1}}),
-      row(F::X86Avx2,   C::Pointwise,  {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"fit_tiles", 1}, {"parallel_channels", 1}, {"fused_strips", 4}}),
+      row(F::X86Avx2,   C::Pointwise,  {{"vector_lanes", 8}, {"channel_vectors", 2}, {"tile_x", 6}, {"channels_outer_kb", 128}, {"pack_weights_kb", 320}, {"fit_tiles", 1}, {"parallel_channels", 1}, {"fused_strips", 4}, {"gemm_pixels", 6}, {"gemm_vectors", 2}}),
       row(F::X86Avx2,   C::Depthwise,  {{"vector_lanes", 8}, {"tile_y", 2}, {"unroll_taps", 5}, {"unroll_taps_outer", 5}, {"unroll_taps_rows", 8}, {"fit_tiles", 1}}),
       row(F::X86Avx2,   C::Pooling,    {{"vector_lanes", 8}, {"unroll_taps", 3}, {"fused_strips", 4}}),
       row(F::X86Avx2,   C::Transposed, {{"vector_lanes", 8}, {"channel_vectors", 2}}),

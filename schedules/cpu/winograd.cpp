@@ -43,13 +43,11 @@ int knob_in_effect(const Layer& L, const ScheduleParams& p) {
   return 0;
 }
 
-}  // namespace
-
-bool winograd_holds(const Layer& L, const ScheduleParams& p) {
+bool chosen(const Layer& L, const ScheduleParams& p) {
   return knob_in_effect(L, p) > 0;
 }
 
-ScheduleParams resolve_winograd(const Layer& L, const Target& target, const ScheduleParams& p) {
+ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParams& p) {
   const int knob = knob_in_effect(L, p);
   const int m = winograd_outputs(knob);
   const int64_t K = L.out_channels, C = L.in_channels;
@@ -72,13 +70,15 @@ ScheduleParams resolve_winograd(const Layer& L, const Target& target, const Sche
   r.parallel_channels = false;
   r.min_task_kflop = 0;
   r.fused_strips = 0;
+  r.gemm_pixels = 0;
+  r.gemm_vectors = ScheduleParams{}.gemm_vectors;
   if (p.rows_per_task > 0)
     r.rows_per_task = grouped_rows_per_task(p, tiles(L.out_spatial[0], m), L.flops());
   if (too_little_for_threads(p, L.flops())) r.rows_per_task = 0;
   return r;
 }
 
-ScheduleResult apply_winograd(Algorithm& a, const ScheduleParams& p, const Target&) {
+ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   const Layer& L = *a.layer;
   WinogradStages& w = a.winograd;
   const int m = winograd_outputs(p.winograd);
@@ -170,5 +170,23 @@ ScheduleResult apply_winograd(Algorithm& a, const ScheduleParams& p, const Targe
       .unroll(w.a);
   return ScheduleResult{p};
 }
+
+// Transformed once by the compile where the bundle has the weights' values.
+WeightForm weight_form(const Layer&, const ScheduleParams& resolved) {
+  return {winograd_outputs(resolved.winograd)};
+}
+
+void variant(const Layer&, const ScheduleParams& resolved, AlgorithmVariant& v) {
+  v.winograd_m = winograd_outputs(resolved.winograd);
+}
+
+const ScheduleStrategy kWinogradStrategy = {"cpu",   kCapabilities, resolve, apply,
+                                            nullptr, weight_form,   variant, conservative_knobs()};
+
+}  // namespace
+
+// Its own knobs are the cpu scope's winograd and winograd_min_tiles; the register tile reads
+// vector_lanes, channel_vectors, tile_x, unroll_channels and the task knobs as the direct loops do.
+const Implementation kWinograd = {"winograd", 1, &kWinogradStrategy, winograd_applies, chosen};
 
 }  // namespace padfold::cpu

@@ -14,7 +14,8 @@ namespace padfold::gpu {
 // measures on the CPU).
 inline constexpr Capabilities kCapabilities{true, false, false};
 
-extern const ScheduleStrategy kStrategy;
+// Every op class's one implementation: the direct loops.
+extern const Implementation kDirect;
 
 // The rows of the GPU target family (table.cpp).
 std::vector<StrategyRow> strategy_rows();

@@ -184,9 +184,7 @@ ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   return {p};
 }
 
-}  // namespace
-
-const ScheduleStrategy kStrategy = {"gpu", kCapabilities, resolve, apply, nullptr, nullptr,
+const ScheduleStrategy kStrategy = {"gpu", kCapabilities, resolve, apply, nullptr, nullptr, nullptr,
                                     // Conservative: one output per thread, nothing staged.
                                     with_knobs({}, {{"gpu_threads_x", 8},
                                                     {"gpu_threads_y", 8},
@@ -194,5 +192,9 @@ const ScheduleStrategy kStrategy = {"gpu", kCapabilities, resolve, apply, nullpt
                                                     {"gpu_tile_y", 1},
                                                     {"gpu_unroll_channels", 1},
                                                     {"gpu_stage_kb", 0}})};
+
+}  // namespace
+
+const Implementation kDirect = {"direct", 1, &kStrategy, nullptr, nullptr};
 
 }  // namespace padfold::gpu

@@ -13,7 +13,7 @@ using C = OpClass;
 StrategyRow row(OpClass op_class, std::initializer_list<std::pair<const char*, int64_t>> knobs) {
   ScheduleParams p = with_knobs({}, knobs);
   p.name = to_string(TargetFamily::Gpu) + "." + to_string(op_class);
-  return {TargetFamily::Gpu, op_class, &kStrategy, p};
+  return {TargetFamily::Gpu, op_class, {kDirect}, p};
 }
 
 }  // namespace

@@ -70,7 +70,8 @@ Measurement accepted_record(const Layer& layer, const Halide::Target& target,
                             const std::string& candidate, const std::string& knobs,
                             const std::string& measured_for, double vs_default) {
   Measurement m;
-  m.scope = {layer_signature(layer), target_key(target), toolchain_key(target), machine_id()};
+  m.scope = {layer_signature(layer), target_key(target), toolchain_key(layer, target),
+             machine_id()};
   m.candidate = candidate;
   m.kind = "knobs";
   m.knobs = knobs;

@@ -50,7 +50,7 @@ struct Seeds {
                      const std::string& toolchain = "") const {
     Measurement m;
     m.scope = {layer_signature(L), target_key(target),
-               toolchain.empty() ? toolchain_key(target) : toolchain, machine};
+               toolchain.empty() ? toolchain_key(L, target) : toolchain, machine};
     m.candidate = candidate_key(knobs);
     m.kind = "knobs";
     m.knobs = knobs_text(knobs);

@@ -131,7 +131,7 @@ void expect_same(const ref::QTensor& got, const ref::QTensor& want, const std::s
 WeightForm prepared_form(const Layer& L, const std::string& target, const json& knobs) {
   const Halide::Target t = resolve_target(target);
   const ScheduleParams resolved = resolve_schedule(L, t, requested_schedule(L, t, knobs));
-  return strategy_for(L, t).weight_form(L, resolved);
+  return weight_form_for(L, t, resolved);
 }
 
 // The kernel on `target`, reading the weights as the per-call path does and as the compile

@@ -185,33 +185,15 @@ void expect_within_bound(const ref::Tensor& got, const ref::Tensor& want) {
     ASSERT_NEAR(got.data[i], want.data[i], tol) << "element " << i << " of " << want.data.size();
 }
 
-Halide::Buffer<float> buffer_of(const ref::Tensor& t) {
-  std::vector<int> sizes(t.shape.rbegin(), t.shape.rend());
-  return Halide::Buffer<float>(const_cast<float*>(t.data.data()), sizes);
-}
-
-Halide::Buffer<float> buffer_of(NpyData& a) {
-  std::vector<int> sizes(a.shape.rbegin(), a.shape.rend());
-  return Halide::Buffer<float>(static_cast<float*>(a.data()), sizes);
-}
-
 // The layer's weights transformed once (prepare_weights, as `padfold compile` stores them for a
-// bundle with weight files).
-NpyData prepared_weights(const Layer& L, const ref::Tensor& weights, int m) {
+// bundle with weight files): U, (t, t, in_channels, out_channels).
+void expect_u_shape(const Layer& L, const ref::Tensor& weights, int m) {
   NpyData raw;
   raw.shape = weights.shape;
   raw.bytes.resize(weights.data.size() * sizeof(float));
   std::memcpy(raw.bytes.data(), weights.data.data(), raw.bytes.size());
-  NpyData u = prepare_weights(L, WeightForm{m}, raw);
-  EXPECT_EQ(u.shape, (std::vector<int64_t>{m + 2, m + 2, L.in_channels, L.out_channels}));
-  return u;
-}
-
-// The Winograd kernel of a one-layer (or residual) block reading prepared weights.
-Kernel prepared_kernel(const Block& block, const json& knobs) {
-  const Halide::Target host = resolve_target("host");
-  const int m = winograd_outputs(knobs["winograd"].get<int>());
-  return lower(block, host, requested_schedule(block, host, knobs), WeightForm{m});
+  EXPECT_EQ(prepare_weights(L, WeightForm{m}, raw).shape,
+            (std::vector<int64_t>{m + 2, m + 2, L.in_channels, L.out_channels}));
 }
 
 class WinogradVsReference : public ::testing::TestWithParam<WinogradCase> {};
@@ -231,16 +213,9 @@ TEST_P(WinogradVsReference, MatchesWithinTheBound) {
   // The same kernel reading the weights prepared once gives the per-call kernel's outputs (the
   // same transform, run ahead): within float rounding of it (F(4,3) magnifies a rounding of U
   // differently fused into one ulp of the largest output), and within the bound.
-  Block block;
-  block.layers.push_back(&L);
-  Kernel k = prepared_kernel(block, GetParam().knobs);
-  NpyData u = prepared_weights(L, data.weights, winograd_outputs(k.schedule.winograd));
-  k.param("input").set(buffer_of(data.input));
-  k.param("weights").set(buffer_of(u));
-  if (L.bias) k.param("bias").set(buffer_of(data.bias));
-  ref::Tensor got(want.shape);
-  Halide::Buffer<float> out = buffer_of(got);
-  k.pipeline.realize(out, codegen_target(resolve_target("host")));
+  const int m = winograd_outputs(GetParam().knobs["winograd"].get<int>());
+  expect_u_shape(L, data.weights, m);
+  const ref::Tensor got = kernel_output(L, data, "host", GetParam().knobs, WeightForm{m});
   expect_within_bound(got, want);
   const double tol = 1e-5 * std::max(ref::max_abs(per_call), 1e-30);
   for (size_t i = 0; i < got.data.size(); ++i)
@@ -286,19 +261,10 @@ TEST(Winograd, ResidualEpilogue) {
     for (bool prepared : {false, true}) {
       SCOPED_TRACE("winograd " + std::to_string(knob) + (prepared ? ", prepared" : ""));
       const json knobs = {{"winograd", knob}, {"winograd_min_tiles", 0}};
-      const ScheduleParams requested = requested_schedule(block, host, knobs);
-      ASSERT_EQ(resolved_schedule(block, host, requested).winograd, knob);
-      Kernel k = prepared ? prepared_kernel(block, knobs) : lower(block, host, requested);
-      NpyData u;
-      if (prepared) u = prepared_weights(conv, d.weights, winograd_outputs(knob));
-      k.param("input").set(buffer_of(d.input));
-      k.param("residual").set(buffer_of(residual));
-      k.param("conv_weights").set(prepared ? buffer_of(u) : buffer_of(d.weights));
-      k.param("conv_bias").set(buffer_of(d.bias));
-      ref::Tensor got(want.shape);
-      Halide::Buffer<float> out = buffer_of(got);
-      k.pipeline.realize(out, codegen_target(host));
-      expect_within_bound(got, want);
+      ASSERT_EQ(resolved_schedule(block, host, requested_schedule(block, host, knobs)).winograd,
+                knob);
+      const WeightForm form = prepared ? WeightForm{winograd_outputs(knob)} : WeightForm{};
+      expect_within_bound(residual_kernel_output(block, d, residual, "host", knobs, form), want);
     }
 }
 

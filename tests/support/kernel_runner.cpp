@@ -107,17 +107,53 @@ ref::Tensor dequantize_kernel_output(const Layer& L, const ref::QTensor& q,
   return out;
 }
 
-ref::Tensor kernel_output(const Layer& L, const ref::LayerData& d, const std::string& target_name,
-                          const nlohmann::json& schedule) {
+namespace {
+
+// The block's one kernel on `d` (its first layer's buffers named as the block names them), its
+// weights prepared in `form` first.
+ref::Tensor block_output(const Block& block, const ref::LayerData& d, const ref::Tensor* residual,
+                         const std::string& target_name, const nlohmann::json& schedule,
+                         const WeightForm& form) {
   const Halide::Target target = resolve_target(target_name);
-  Kernel k = lower(L, target, schedule);
+  const Layer& L = *block.layers.at(0);
+  Kernel k = lower(block, target, requested_schedule(block, target, schedule), form);
+  const std::string prefix = residual ? L.name + "_" : "";
   k.param("input").set(as_buffer(d.input));
-  if (L.has_weights()) k.param("weights").set(as_buffer(d.weights));
-  if (L.bias) k.param("bias").set(as_buffer(d.bias));
-  ref::Tensor out(L.output_shape_full());
+  NpyData prepared;
+  if (L.has_weights() && form.prepared()) {
+    NpyData file;
+    file.shape = d.weights.shape;
+    file.bytes.resize(d.weights.data.size() * sizeof(float));
+    std::memcpy(file.bytes.data(), d.weights.data.data(), file.bytes.size());
+    prepared = prepare_weights(L, form, file);
+    k.param(prefix + "weights")
+        .set(Halide::Buffer<float>(
+            reinterpret_cast<float*>(prepared.bytes.data()),
+            std::vector<int>(prepared.shape.rbegin(), prepared.shape.rend())));
+  } else if (L.has_weights()) {
+    k.param(prefix + "weights").set(as_buffer(d.weights));
+  }
+  if (L.bias) k.param(prefix + "bias").set(as_buffer(d.bias));
+  if (residual) k.param("residual").set(as_buffer(*residual));
+  ref::Tensor out(block.last().output_shape_full());
   Halide::Buffer<float> out_buf = as_buffer(out);
   k.pipeline.realize(out_buf, codegen_target(target));
   return out;
+}
+
+}  // namespace
+
+ref::Tensor kernel_output(const Layer& L, const ref::LayerData& d, const std::string& target_name,
+                          const nlohmann::json& schedule, const WeightForm& form) {
+  Block block;
+  block.layers.push_back(&L);
+  return block_output(block, d, nullptr, target_name, schedule, form);
+}
+
+ref::Tensor residual_kernel_output(const Block& block, const ref::LayerData& d,
+                                   const ref::Tensor& residual, const std::string& target,
+                                   const nlohmann::json& schedule, const WeightForm& form) {
+  return block_output(block, d, &residual, target, schedule, form);
 }
 
 nlohmann::json random_cpu_knobs(std::mt19937& rng) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "algorithm/weight_form.h"
+#include "compile/block.h"
 #include "frontend/spec.h"
 #include "reference/layer_reference.h"
 
@@ -22,9 +23,18 @@ ref::QTensor quantize_kernel_output(const Layer& layer, const ref::Tensor& x,
 ref::Tensor dequantize_kernel_output(const Layer& layer, const ref::QTensor& q,
                                      const std::string& target = "host");
 
+// With a prepared `form`, the kernel reads the weights as the compile prepares them
+// (prepare_weights).
 ref::Tensor kernel_output(const Layer& layer, const ref::LayerData& data,
                           const std::string& target = "host",
-                          const nlohmann::json& schedule = nlohmann::json::object());
+                          const nlohmann::json& schedule = nlohmann::json::object(),
+                          const WeightForm& form = {});
+
+// A conv ending in a residual add (`block`: the conv, then the add reading `residual` and the
+// conv's output; one kernel, the add in its epilogue) on `data`, JIT-compiled as kernel_output is.
+ref::Tensor residual_kernel_output(const Block& block, const ref::LayerData& data,
+                                   const ref::Tensor& residual, const std::string& target,
+                                   const nlohmann::json& schedule, const WeightForm& form = {});
 
 // A quantized layer's output (docs/int8.md) on `data`, JIT-compiled as kernel_output is. With a
 // prepared `form`, the kernel reads the weights as the compile prepares them (prepare_weights).

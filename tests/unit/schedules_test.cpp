@@ -143,8 +143,19 @@ TEST(StrategyTable, OneValidRowPerFamilyAndOpClass) {
       for (const StrategyRow& r : strategy_table()) count += r.family == f && r.op_class == c;
       EXPECT_EQ(count, 1) << to_string(f) << "." << to_string(c);
       const StrategyRow& row = strategy_row(f, c);
-      ASSERT_NE(row.strategy, nullptr);
-      EXPECT_EQ(std::string(row.strategy->scope), f == TargetFamily::Gpu ? "gpu" : "cpu");
+      ASSERT_FALSE(row.implementations.empty()) << row.defaults.name;
+      std::set<std::string> names;
+      for (const Implementation& i : row.implementations) {
+        EXPECT_TRUE(names.insert(i.name).second) << row.defaults.name << " " << i.name;
+        ASSERT_NE(i.strategy, nullptr) << row.defaults.name << " " << i.name;
+        EXPECT_EQ(std::string(i.strategy->scope), f == TargetFamily::Gpu ? "gpu" : "cpu");
+        EXPECT_GE(i.version, 1) << row.defaults.name << " " << i.name;
+      }
+      // The last computes every layer of the row, whatever the knobs: the fallback and what fused
+      // blocks are built of.
+      EXPECT_EQ(row.implementations.back().applies, nullptr) << row.defaults.name;
+      EXPECT_EQ(row.implementations.back().chosen, nullptr) << row.defaults.name;
+      EXPECT_NE(row.implementations.back().strategy->resolve, nullptr) << row.defaults.name;
       EXPECT_EQ(row.defaults.name, to_string(f) + "." + to_string(c));
       for (const Knob& k : knobs()) {
         EXPECT_GE(k.get(row.defaults), k.min) << row.defaults.name << " " << k.name;
@@ -184,10 +195,13 @@ TEST(StrategyTable, CapabilitiesAreTheFamilys) {
     const Capabilities want =
         f == TargetFamily::Gpu ? Capabilities{true, false, false} : Capabilities{false, true, true};
     for (OpClass c : kOpClasses) {
-      const Capabilities& got = strategy_row(f, c).strategy->capabilities;
-      EXPECT_EQ(got.explicit_border, want.explicit_border) << to_string(f) << "." << to_string(c);
-      EXPECT_EQ(got.fuses, want.fuses) << to_string(f) << "." << to_string(c);
-      EXPECT_EQ(got.tunable, want.tunable) << to_string(f) << "." << to_string(c);
+      for (const Implementation& i : strategy_row(f, c).implementations) {
+        const Capabilities& got = i.strategy->capabilities;
+        const std::string what = to_string(f) + "." + to_string(c) + " " + i.name;
+        EXPECT_EQ(got.explicit_border, want.explicit_border) << what;
+        EXPECT_EQ(got.fuses, want.fuses) << what;
+        EXPECT_EQ(got.tunable, want.tunable) << what;
+      }
     }
   }
   for (const char* name : {"x86-64-linux-avx512_skylake", "x86-64-linux-avx2-fma", "x86-64-linux",
@@ -203,11 +217,53 @@ TEST(StrategyTable, CapabilitiesAreTheFamilys) {
     EXPECT_FALSE(c.fuses) << name;
     EXPECT_FALSE(c.tunable) << name;
   }
-  const Layer L = one_layer(conv(16, 16, 3));
-  EXPECT_EQ(&strategy_for(L, resolve_target("host-cuda")),
-            strategy_row(TargetFamily::Gpu, OpClass::Dense).strategy);
-  EXPECT_EQ(&strategy_for(L, resolve_target("x86-64-linux-avx2-fma")),
-            strategy_row(TargetFamily::X86Avx2, OpClass::Dense).strategy);
+}
+
+// A row lists implementations; the requested knobs choose one per layer (the first chosen), the
+// resolved knobs name it and choose it again, and a manifest's knobs read back name the same.
+TEST(Implementations, TheKnobsChooseOneAndTheResolvedKnobsNameIt) {
+  const Halide::Target avx2 = resolve_target("x86-64-linux-avx2-fma");
+  const Layer dense = one_layer(conv(16, 16, 3)), pointwise = one_layer(conv(16, 16, 1));
+  const auto chosen = [&](const Layer& L, const Halide::Target& t, const json& knobs) {
+    return std::string(implementation_for(L, t, requested_schedule(L, t, knobs)).name);
+  };
+  // 12x12 outputs: 36 tiles of F(2,3), 9 of F(4,3); the AVX2 row asks for F(4,3) from 32 tiles.
+  EXPECT_EQ(chosen(dense, avx2, json::object()), "winograd");
+  EXPECT_EQ(chosen(dense, avx2, {{"winograd", 0}}), "direct");
+  EXPECT_EQ(chosen(dense, avx2, {{"winograd_min_tiles", 64}}), "direct");
+  EXPECT_EQ(chosen(pointwise, avx2, {{"winograd", 2}}), "gemm");  // the AVX2 pointwise row's
+  EXPECT_EQ(chosen(pointwise, avx2, {{"gemm_pixels", 0}}), "direct");
+  EXPECT_EQ(chosen(dense, resolve_target("host-cuda"), {{"winograd", 2}}), "direct");
+  for (const json& knobs : {json::object(), json{{"winograd", 0}}}) {
+    const ScheduleParams r = resolve_schedule(dense, avx2, requested_schedule(dense, avx2, knobs));
+    EXPECT_EQ(r.implementation, chosen(dense, avx2, knobs)) << knobs;
+    EXPECT_EQ(implementation_for(dense, avx2, r).name, r.implementation) << knobs;
+    EXPECT_EQ(resolve_schedule(dense, avx2, r), r) << knobs;
+    ScheduleParams back;
+    update_from_json(back, to_json(r));
+    EXPECT_EQ(back, r) << knobs;
+  }
+  EXPECT_EQ(resolve_schedule(dense, avx2, default_schedule(dense, avx2)).winograd, 1);  // F(2,3)
+  // Only the implementations that can compute a layer apply; fused blocks take the last.
+  const auto names = [&](const Layer& L) {
+    std::vector<std::string> all;
+    for (const Implementation* i : applicable_implementations(L, avx2)) all.push_back(i->name);
+    return all;
+  };
+  EXPECT_EQ(names(dense), (std::vector<std::string>{"winograd", "direct"}));
+  EXPECT_EQ(names(pointwise), (std::vector<std::string>{"gemm", "direct"}));
+  EXPECT_EQ(names(one_layer(conv(16, 16, 3, 16))), (std::vector<std::string>{"direct"}));
+  EXPECT_EQ(std::string(fused_implementation(dense, avx2).name), "direct");
+  // Overrides that name an implementation they do not choose are refused, naming the layer.
+  EXPECT_NO_THROW(requested_schedule(dense, avx2, {{"implementation", "winograd"}}));
+  try {
+    requested_schedule(dense, avx2, {{"winograd", 0}, {"implementation", "winograd"}});
+    ADD_FAILURE() << "a schedule naming an implementation its knobs do not choose was accepted";
+  } catch (const KnobError& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 'l'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'winograd'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'direct'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(StrategyTable, TargetFamilies) {

@@ -83,23 +83,79 @@ TEST(TuneSignature, CandidateKeyIgnoresTheRowName) {
   EXPECT_NE(candidate_key(a), candidate_key(b));
 }
 
-// A record's toolchain names its target's knob scope and that scope's version only: a change to
-// the GPU knobs' space leaves every CPU record valid, and the reverse.
-TEST(TuneSignature, ToolchainKeyIsPerKnobScope) {
-  const std::string cpu = toolchain_key(resolve_target("x86-64-linux-avx2-fma"));
-  const std::string gpu = toolchain_key(resolve_target("host-cuda"));
-  EXPECT_EQ(cpu.substr(cpu.find('/')),
-            "/cpu-space-" + std::to_string(schedule_space_version("cpu")));
-  EXPECT_EQ(gpu.substr(gpu.find('/')),
-            "/gpu-space-" + std::to_string(schedule_space_version("gpu")));
-  EXPECT_EQ(cpu, toolchain_key(resolve_target("arm-64-linux")));
+const char* const kDense3x3 =
+    R"({"name": "d", "op": "conv2d", "input_shape": [1, 28, 28, 16], "out_channels": 16,
+        "kernel": 3, "padding": "same"})";
+const char* const kPointwise =
+    R"({"name": "p", "op": "conv2d", "input_shape": [1, 28, 28, 16], "out_channels": 16,
+        "kernel": 1})";
+
+// A layer's toolchain key with its implementations' versions, `bumped`'s one higher.
+std::string key_with(const Layer& L, const Halide::Target& t, const std::string& bumped) {
+  std::vector<std::pair<std::string, int>> implementations;
+  for (const Implementation* i : applicable_implementations(L, t))
+    implementations.emplace_back(i->name, i->version + (i->name == bumped ? 1 : 0));
+  return toolchain_key(knob_scope(t), implementations);
+}
+
+// A record's toolchain names its target's knob scope and that scope's version, and the
+// implementations that can compute its layer with theirs: a change to the GPU knobs' space leaves
+// every CPU record valid, and a change to one implementation the records of layers it cannot
+// compute.
+TEST(TuneSignature, ToolchainKeyIsPerKnobScopeAndImplementation) {
+  const Layer dense = only_layer(kDense3x3), pointwise = only_layer(kPointwise);
+  const Halide::Target avx2 = resolve_target("x86-64-linux-avx2-fma");
+  const std::string cpu = toolchain_key(dense, avx2);
+  const std::string gpu = toolchain_key(dense, resolve_target("host-cuda"));
+  const auto version = [](const char* scope) {
+    return std::to_string(schedule_space_version(scope));
+  };
+  EXPECT_EQ(cpu.substr(cpu.find('/')), "/cpu-space-" + version("cpu") + "/winograd-1+direct-1");
+  EXPECT_EQ(gpu.substr(gpu.find('/')), "/gpu-space-" + version("gpu") + "/direct-1");
+  const std::string pw = toolchain_key(pointwise, avx2);
+  EXPECT_EQ(pw.substr(pw.find('/')), "/cpu-space-" + version("cpu") + "/gemm-1+direct-1");
+  EXPECT_EQ(cpu, toolchain_key(dense, resolve_target("arm-64-linux")));
+  EXPECT_EQ(cpu, key_with(dense, avx2, ""));
   EXPECT_THROW(schedule_space_version("npu"), std::invalid_argument);
   for (const Knob& k : knobs()) EXPECT_NO_THROW(schedule_space_version(k.scope)) << k.name;
 }
 
-// A record stores the knobs off their declared defaults only, and reads back whole: resolved CPU
-// knobs carry no GPU knob (at its default), so a knob added to either scope at a default that
-// keeps the schedules as they were changes no stored text or key.
+// The tuner's records after a new version of one implementation: a layer it cannot compute keeps
+// its best record, a layer it can is tuned anew (compile --db finds nothing for it).
+TEST(TuneDb, AnImplementationsNewVersionKeepsTheRecordsOfLayersItCannotCompute) {
+  const Layer dense = only_layer(kDense3x3), pointwise = only_layer(kPointwise);
+  const Halide::Target t = resolve_target("x86-64-linux-avx2-fma");
+  const fs::path dir = fs::temp_directory_path() / ("padfold_impl_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  {
+    TuneDb db((dir / "a.sqlite").string());
+    for (const Layer* L : {&dense, &pointwise}) {
+      Measurement m;
+      m.scope = {layer_signature(*L), target_key(t), toolchain_key(*L, t), "m1"};
+      m.candidate = "c_" + L->name;
+      m.kind = "knobs";
+      m.knobs = "{\"tile_x\": 2}";
+      m.status = "ok";
+      m.layer = L->name;
+      m.median_s = 1e-3;
+      m.vs_default = 1.5;
+      m.accepted = true;
+      m.samples = "[]";
+      db.insert(m);
+    }
+    const auto best = [&](const Layer& L, const std::string& toolchain) {
+      return db.best(layer_signature(L), target_key(t), toolchain, "m1", false);
+    };
+    ASSERT_TRUE(best(dense, key_with(dense, t, "")));
+    ASSERT_TRUE(best(pointwise, key_with(pointwise, t, "")));
+    EXPECT_FALSE(best(dense, key_with(dense, t, "winograd")));
+    ASSERT_TRUE(best(pointwise, key_with(pointwise, t, "winograd")));
+    EXPECT_EQ(best(pointwise, key_with(pointwise, t, "winograd"))->candidate, "c_p");
+    EXPECT_FALSE(best(pointwise, key_with(pointwise, t, "direct")));
+  }
+  fs::remove_all(dir);
+}
+
 TEST(TuneSignature, KnobsTextLeavesDefaultsOut) {
   EXPECT_EQ(knobs_text(ScheduleParams{}), "{}");
   ScheduleParams p;
@@ -114,7 +170,10 @@ TEST(TuneSignature, KnobsTextLeavesDefaultsOut) {
   ScheduleParams resolved = resolve_schedule(L, t, default_schedule(L, t));
   const std::string text = knobs_text(resolved);
   EXPECT_EQ(text.find("gpu_"), std::string::npos) << text;
+  EXPECT_EQ(text.find("implementation"), std::string::npos) << text;  // the knobs choose it
+  EXPECT_EQ(resolve_schedule(L, t, knobs_from_text(text)).implementation, resolved.implementation);
   resolved.name.clear();
+  resolved.implementation.clear();
   EXPECT_EQ(knobs_from_text(text), resolved);
 }
 
