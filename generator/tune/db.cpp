@@ -264,18 +264,19 @@ std::optional<Measurement> TuneDb::best(const std::string& signature, const std:
   return found.front();
 }
 
-std::vector<std::string> TuneDb::signatures(const std::string& target, const std::string& toolchain,
-                                            const std::string& machine) const {
+std::vector<std::pair<std::string, std::string>> TuneDb::signatures(
+    const std::string& target, const std::string& space, const std::string& machine) const {
   Stmt s(db_,
-         "SELECT DISTINCT signature FROM measurements WHERE target=? AND toolchain=? AND "
-         "machine=? ORDER BY signature",
+         "SELECT DISTINCT signature, toolchain FROM measurements WHERE target=? AND "
+         "substr(toolchain, 1, ?)=? AND machine=? ORDER BY signature, toolchain",
          path_);
   s.text(1, target);
-  s.text(2, toolchain);
-  s.text(3, machine);
-  std::vector<std::string> out;
+  sqlite3_bind_int64(s.s, 2, static_cast<sqlite3_int64>(space.size()));
+  s.text(3, space);
+  s.text(4, machine);
+  std::vector<std::pair<std::string, std::string>> out;
   int rc;
-  while ((rc = sqlite3_step(s.s)) == SQLITE_ROW) out.push_back(s.col(0));
+  while ((rc = sqlite3_step(s.s)) == SQLITE_ROW) out.emplace_back(s.col(0), s.col(1));
   if (rc != SQLITE_DONE) throw std::runtime_error(path_ + ": " + sqlite3_errmsg(db_));
   return out;
 }

@@ -66,9 +66,12 @@ class TuneDb {
   std::optional<Measurement> best(const std::string& signature, const std::string& target,
                                   const std::string& toolchain, const std::string& machine,
                                   bool any_machine) const;
-  // Every signature with a record measured on `target` with `toolchain` on `machine`, sorted.
-  std::vector<std::string> signatures(const std::string& target, const std::string& toolchain,
-                                      const std::string& machine) const;
+  // Every signature with a record measured on `target` on `machine` with a toolchain that begins
+  // with `space` (toolchain_space: whatever implementations computed it), with that toolchain,
+  // sorted.
+  std::vector<std::pair<std::string, std::string>> signatures(const std::string& target,
+                                                              const std::string& space,
+                                                              const std::string& machine) const;
   // Copies every record of the databases at `paths` in, in one write transaction (INSERT OR
   // IGNORE: a record already here is kept), so a tuner writing this database meanwhile loses
   // nothing. Where several of `paths` carry the same key (each shard times the default), the one

@@ -63,6 +63,12 @@ std::string toolchain_key(const std::string& scope,
   return key;
 }
 
+std::string toolchain_space(const std::string& toolchain) {
+  const size_t scope = toolchain.find('/');
+  const size_t end = scope == std::string::npos ? scope : toolchain.find('/', scope + 1);
+  return end == std::string::npos ? toolchain + "/" : toolchain.substr(0, end + 1);
+}
+
 std::string toolchain_key(const Layer& layer, const Halide::Target& target) {
   std::vector<std::pair<std::string, int>> implementations;
   for (const Implementation* i : applicable_implementations(layer, target))

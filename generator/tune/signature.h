@@ -27,6 +27,10 @@ std::string target_key(const Halide::Target& target);
 // each implementation that can compute the layer with its version (schedules/schedule.h), so that
 // a change to one scope's space, or to one implementation, leaves the records of the others valid.
 std::string toolchain_key(const Layer& layer, const Halide::Target& target);
+// A toolchain key's Halide version and knob scope, without the implementations:
+// "halide-<major>.<minor>.<patch>/<scope>-space-<version>/" (what transfer between signatures
+// shares: knobs carried over are measured again).
+std::string toolchain_space(const std::string& toolchain);
 // The same of a scope and implementations given (what toolchain_key composes).
 std::string toolchain_key(const std::string& scope,
                           const std::vector<std::pair<std::string, int>>& implementations);

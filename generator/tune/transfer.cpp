@@ -76,11 +76,15 @@ double signature_distance(const std::string& a, const std::string& b) {
 std::vector<TransferCandidate> transfer_candidates(const TuneDb& db, const TuneScope& scope,
                                                    size_t count) {
   std::vector<TransferCandidate> out;
-  for (const std::string& sig : db.signatures(scope.target, scope.toolchain, scope.machine)) {
+  // Other signatures' records of this knob scope, whatever implementations could compute them
+  // (a signature's records under two versions of one are two candidates): their knobs are
+  // starting points, measured again here.
+  for (const auto& [sig, toolchain] :
+       db.signatures(scope.target, toolchain_space(scope.toolchain), scope.machine)) {
     if (sig == scope.signature) continue;
     const double d = signature_distance(scope.signature, sig);
     if (!std::isfinite(d)) continue;
-    const auto best = db.best(sig, scope.target, scope.toolchain, scope.machine, false);
+    const auto best = db.best(sig, scope.target, toolchain, scope.machine, false);
     if (!best || !(best->vs_default > 1)) continue;
     try {
       out.push_back({sig, best->layer, d, best->vs_default, knobs_from_text(best->knobs)});

@@ -26,8 +26,9 @@ struct TransferCandidate {
   ScheduleParams knobs;   // as stored (resolved for that layer, not this one)
 };
 
-// The winning knobs of up to `count` other signatures of `scope`'s target, toolchain and
-// machine, nearest first: only signatures whose search found something faster than their default.
+// The winning knobs of up to `count` other signatures of `scope`'s target, Halide version and knob
+// scope (toolchain_space), and machine, nearest first: only signatures whose search found
+// something faster than their default.
 std::vector<TransferCandidate> transfer_candidates(const TuneDb& db, const TuneScope& scope,
                                                    size_t count);
 

@@ -491,6 +491,7 @@ TEST(ModelRun, BlockedWeightsArePreparedAtCompile) {
          "weight_files": {"weights": "w/c2_w.npy"}}]})");
     const json tile = {{"channels_outer_kb", outer_kb},
                        {"winograd", 0},
+                       {"gemm_pixels", 0},  // the direct loops
                        {"vector_lanes", 8},
                        {"channel_vectors", 2}};
     const fs::path knobs = kWork / (name + "_knobs.json");

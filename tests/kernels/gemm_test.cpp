@@ -171,20 +171,13 @@ TEST(Gemm, ResidualEpilogue) {
          "bias": true, "activation": "relu"},
         {"name": "add", "op": "add", "input": ["r", "conv"], "activation": "relu"}]})",
                                  "r.json");
-  Block block;
-  for (const Layer& L : model.layers) block.layers.push_back(&L);
-  const Layer& conv = model.layers[0];
-  const ref::LayerData d = ref::random_data(conv, 3);
-  const ref::Tensor y = ref::reference_output(conv, d);
-  ref::Tensor residual(y.shape);
-  for (size_t e = 0; e < residual.data.size(); ++e)
-    residual.data[e] = std::cos(0.3f * static_cast<float>(e));
-  const ref::Tensor want = ref::add_output(model.layers[1], residual, y);
+  const ResidualCase c = residual_case(model, 3);
   const Halide::Target host = resolve_target("host");
   const json knobs = {{"gemm_pixels", 5}, {"gemm_vectors", 3}, {"vector_lanes", 8}};
-  ASSERT_EQ(resolved_schedule(block, host, requested_schedule(block, host, knobs)).implementation,
-            "gemm");
-  expect_close(residual_kernel_output(block, d, residual, "host", knobs), want);
+  ASSERT_EQ(
+      resolved_schedule(c.block, host, requested_schedule(c.block, host, knobs)).implementation,
+      "gemm");
+  expect_close(residual_kernel_output(c.block, c.data, c.residual, "host", knobs), c.want);
 }
 
 TEST(Gemm, CompilesForEveryCpuFamily) {

@@ -3,6 +3,7 @@
 #include <Halide.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -148,6 +149,19 @@ ref::Tensor kernel_output(const Layer& L, const ref::LayerData& d, const std::st
   Block block;
   block.layers.push_back(&L);
   return block_output(block, d, nullptr, target_name, schedule, form);
+}
+
+ResidualCase residual_case(const Model& model, unsigned seed) {
+  ResidualCase c;
+  for (const Layer& L : model.layers) c.block.layers.push_back(&L);
+  const Layer& conv = model.layers.at(0);
+  c.data = ref::random_data(conv, seed);
+  const ref::Tensor y = ref::reference_output(conv, c.data);
+  c.residual = ref::Tensor(y.shape);
+  for (size_t e = 0; e < c.residual.data.size(); ++e)
+    c.residual.data[e] = std::cos(0.3f * static_cast<float>(e));
+  c.want = ref::add_output(model.layers.at(1), c.residual, y);
+  return c;
 }
 
 ref::Tensor residual_kernel_output(const Block& block, const ref::LayerData& d,

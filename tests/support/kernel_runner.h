@@ -30,6 +30,16 @@ ref::Tensor kernel_output(const Layer& layer, const ref::LayerData& data,
                           const nlohmann::json& schedule = nlohmann::json::object(),
                           const WeightForm& form = {});
 
+// A conv ending in a residual add, from a model of the conv and then the add reading a second
+// input and the conv's output: the block of both, the conv's random data, a residual input and
+// the reference output of the add. `model` must outlive it.
+struct ResidualCase {
+  Block block;
+  ref::LayerData data;
+  ref::Tensor residual, want;
+};
+ResidualCase residual_case(const Model& model, unsigned seed);
+
 // A conv ending in a residual add (`block`: the conv, then the add reading `residual` and the
 // conv's output; one kernel, the add in its epilogue) on `data`, JIT-compiled as kernel_output is.
 ref::Tensor residual_kernel_output(const Block& block, const ref::LayerData& data,

@@ -610,10 +610,15 @@ TEST(TuneTransfer, CandidatesAreTheNearestImprovedSignaturesOfThisScope) {
                           R"(], "out_channels": )" + std::to_string(channels) + R"(, "kernel": 3)" +
                           more);
   };
+  // Records of this knob scope whatever implementations could compute their layers; another
+  // scope's (or Halide's) records transfer nothing.
+  const std::string space = "halide-21.0.0/cpu-space-3/";
   const auto winner = [&](const std::string& s, const std::string& layer, int tile_x, double gain,
-                          const std::string& machine = "m1") {
+                          const std::string& machine = "m1",
+                          const std::string& toolchain = "halide-21.0.0/cpu-space-3/direct-1") {
     Measurement m = record(layer + "_key", gain, true, machine);
     m.scope.signature = s;
+    m.scope.toolchain = toolchain;
     m.layer = layer;
     m.knobs = "{\"tile_x\": " + std::to_string(tile_x) + "}";
     db.insert(m);
@@ -622,12 +627,14 @@ TEST(TuneTransfer, CandidatesAreTheNearestImprovedSignaturesOfThisScope) {
   winner(me, "itself", 7, 1.9);            // this signature: never a donor to itself
   winner(sig(64, 56), "near", 2, 1.2);     // distance 4
   winner(sig(256, 14), "nearer", 3, 1.1);  // distance 4, as near: the larger gain first
-  winner(sig(128, 14), "nearest", 4, 1.05);
+  winner(sig(128, 14), "nearest", 4, 1.05, "m1", space + "winograd-1+direct-1");
+  winner(sig(128, 14), "older_space", 11, 3.0, "m1", "halide-21.0.0/cpu-space-2/direct-1");
   winner(sig(512, 7), "far", 5, 1.5);
   winner(sig(128, 28, R"(, "groups": 128)"), "depthwise", 6, 2.0);  // knobs of another kind
   winner(sig(128, 56), "elsewhere", 8, 2.0, "m2");                  // another machine
   winner(sig(32, 28), "no_gain", 9, 1.0);  // its best is its default: nothing to transfer
-  const TuneScope scope{me, "tgt", "tc", "m1"};
+  EXPECT_EQ(toolchain_space(space + "winograd-1+direct-1"), space);
+  const TuneScope scope{me, "tgt", space + "winograd-1+direct-1", "m1"};
   const auto found = transfer_candidates(db, scope, 3);
   ASSERT_EQ(found.size(), 3u);
   EXPECT_EQ(found[0].layer, "nearest");
@@ -636,7 +643,7 @@ TEST(TuneTransfer, CandidatesAreTheNearestImprovedSignaturesOfThisScope) {
   EXPECT_EQ(found[2].layer, "nearer");
   EXPECT_DOUBLE_EQ(found[1].distance, found[2].distance);
   EXPECT_EQ(transfer_candidates(db, scope, 10).size(), 4u);  // "far" too, nothing else
-  EXPECT_TRUE(transfer_candidates(db, {me, "tgt", "tc", "m9"}, 10).empty());
+  EXPECT_TRUE(transfer_candidates(db, {me, "tgt", space + "direct-1", "m9"}, 10).empty());
 }
 
 }  // namespace
