@@ -37,6 +37,10 @@ int requested_lanes(const ScheduleParams& requested, const Halide::Target& targe
 // (EfficientNet-B0's squeeze-and-excite global pools, Zen 5: 0.002 ms at 1 thread, 0.02 ms at 2).
 bool too_little_for_threads(const ScheduleParams& p, double work);
 
+// Whether the kernel of knobs `p` runs its channel blocks outermost: its weights exceed
+// channels_outer_kb, so that each block's weights stay in cache over every pixel.
+bool channels_outermost(const ScheduleParams& p, const Layer& layer);
+
 // Splits `v` of `f` by `factor` (<= extent) choosing a tail strategy that never reads outside the
 // fixed buffers: exact splits round up, others shift the last tile inwards.
 void split_tile(Halide::Func f, const Halide::Var& v, const Halide::Var& outer,

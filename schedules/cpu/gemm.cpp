@@ -35,11 +35,6 @@ bool chosen(const Layer& L, const ScheduleParams& p) {
   return p.gemm_pixels > 0 && pixels(L) >= kMinPixelTiles * p.gemm_pixels;
 }
 
-bool channels_outer(const Layer& L, const ScheduleParams& p) {
-  const int64_t weight_bytes = L.in_channels * L.out_channels * 4;
-  return p.channels_outer_kb > 0 && weight_bytes > int64_t{1024} * p.channels_outer_kb;
-}
-
 ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParams& p) {
   const int64_t K = L.out_channels;
   ScheduleParams r = p;
@@ -65,7 +60,7 @@ ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParam
   r.fused_strips = 0;
   r.min_task_kflop = 0;
   const int64_t channel_blocks = K / (r.vector_lanes * r.gemm_vectors);
-  if (!channels_outer(L, r) || channel_blocks < kMinChannelTasks) r.parallel_channels = false;
+  if (!channels_outermost(r, L) || channel_blocks < kMinChannelTasks) r.parallel_channels = false;
   if (p.rows_per_task > 0) {
     const int64_t tiles = (pixels(L) + r.gemm_pixels - 1) / r.gemm_pixels;
     r.rows_per_task = grouped_rows_per_task(p, tiles, L.flops());
@@ -79,7 +74,7 @@ ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
   if (!a.pixel_runs)
     throw std::logic_error("layer '" + L.name + "': the algorithm is not a run of pixels");
   const int lanes = p.vector_lanes, block = lanes * p.gemm_vectors, tile = p.gemm_pixels;
-  const bool outer = channels_outer(L, p), threads = p.rows_per_task > 0;
+  const bool outer = channels_outermost(p, L), threads = p.rows_per_task > 0;
   // The output's one update, over the run of pixels: tiles of `tile` pixels by `block` channels.
   Stage out = a.output.update();
   RVar po("gm_po"), pi("gm_pi"), task("gm_task");
@@ -117,7 +112,7 @@ ScheduleResult apply(Algorithm& a, const ScheduleParams& p, const Target&) {
 // Weights above channels_outer_kb in blocks of a tile's channels, each contiguous.
 WeightForm weight_form(const Layer& L, const ScheduleParams& resolved) {
   const int block = resolved.vector_lanes * resolved.gemm_vectors;
-  if (channels_outer(L, resolved) && blocked_weights_apply(L, block)) return {0, block};
+  if (channels_outermost(resolved, L) && blocked_weights_apply(L, block)) return {0, block};
   return {};
 }
 

@@ -32,6 +32,21 @@ bool too_little_for_threads(const ScheduleParams& p, double work) {
 
 namespace {
 
+int64_t weight_bytes(const Layer& L) {
+  if (!L.has_weights()) return 0;
+  int64_t bytes = 4;
+  for (int64_t e : L.weight_shape()) bytes *= e;
+  return bytes;
+}
+
+}  // namespace
+
+bool channels_outermost(const ScheduleParams& p, const Layer& L) {
+  return p.channels_outer_kb > 0 && weight_bytes(L) > int64_t{1024} * p.channels_outer_kb;
+}
+
+namespace {
+
 // A quantized conv's weight table (schedule_dot_weights) of this many bytes or more is built by
 // every thread: below, waking the threads costs more than the copy.
 constexpr int64_t kParallelTableBytes = 256 * 1024;
@@ -76,17 +91,6 @@ Axes axes_of(const Layer& L) {
   const int64_t C = L.out_channels, X = L.out_spatial[D - 1];
   const bool cl = L.layout.channels_last;
   return {D, cl, cl ? C : X, cl ? X : C, D >= 2 ? L.out_spatial[D - 2] : 1};
-}
-
-int64_t weight_bytes(const Layer& L) {
-  if (!L.has_weights()) return 0;
-  int64_t bytes = 4;
-  for (int64_t e : L.weight_shape()) bytes *= e;
-  return bytes;
-}
-
-bool channels_outermost(const ScheduleParams& p, const Layer& L) {
-  return p.channels_outer_kb > 0 && weight_bytes(L) > int64_t{1024} * p.channels_outer_kb;
 }
 
 // The register tile of resolved knobs: vectors along the vectorized axis, the unrolled count.
