@@ -325,6 +325,13 @@ DotOperands dot_operands(const Target& target) {
   return target.arch == Target::ARM ? DotOperands::I8xI8 : DotOperands::U8xI8;
 }
 
+int32_t dot_zero_point(const Layer& L, DotOperands dot) {
+  const bool want_signed = dot == DotOperands::I8xI8;
+  const int32_t zx = L.quant->inputs[0].zero_point;
+  if ((L.dtype == DType::I8) == want_signed) return zx;
+  return want_signed ? zx - 128 : zx + 128;
+}
+
 namespace {
 
 // The bordered input as the conv's reduction reads it: in the type the target's dot-product
@@ -335,7 +342,7 @@ namespace {
 int32_t dot_input(Algorithm& a, const Layer& L) {
   const bool want_signed = a.dot == DotOperands::I8xI8;
   const bool flip = (L.dtype == DType::I8) != want_signed;
-  const int32_t zx = L.quant->inputs[0].zero_point;
+  const int32_t zx = dot_zero_point(L, a.dot);
   const bool padded = reduction_channels(L) != L.in_channels / L.groups;
   if (!flip && !padded) return zx;
   const std::vector<Var> args = a.bordered.args();
@@ -350,12 +357,12 @@ int32_t dot_input(Algorithm& a, const Layer& L) {
   Func read(L.name + "_dot_input");
   read(args) = x;
   a.bordered = read;
-  if (!flip) return zx;
-  return want_signed ? zx - 128 : zx + 128;
+  return zx;
 }
 
 // sum (x - zx) * w as sum x * w - zx * sum w, x and zx in the dot-product type
-// (dot_input). The weights' sums per output channel are tabulated once per call. Every
+// (dot_input). The weights' sums per output channel are tabulated once per call, or folded into
+// the bias by the compile (WeightForm::zero_point_in_bias). Every
 // tap is counted, so the identity holds at the border too: a padded tap reads the zero point
 // under zeros (x = zx, adding zx * w to both terms), and a value under the other borders.
 // Subtracting zx * sum w only where the window is inside (apache/tvm#13364) would be wrong there.
@@ -382,6 +389,15 @@ void build_quantized_conv(Algorithm& a, const Layer& L, const Expr& x, Expr w, i
   a.reduce(a.vars) = 0;
   a.reduce(a.vars) += cast<int32_t>(x) * cast<int32_t>(w);
 
+  if (a.weight_form.zero_point_in_bias) {
+    const int32_t folded = a.weight_form.folded_zero_point;
+    if (folded != zx || !L.bias)
+      throw std::logic_error("layer '" + L.name + "': its bias folds zero point " +
+                             std::to_string(folded) + ", its products see " + std::to_string(zx));
+    a.output(a.vars) =
+        cast(element_type(L), requantize_conv(L, a.reduce(a.vars) + a.bias(a.c), a.c));
+    return;
+  }
   // The dot products sum their own table (the padded channels' weights are 0 there): its output
   // channels are dense whatever the weights' layout, so a schedule can vectorize across them.
   const int64_t summed = dot ? reduction_channels(L) : in_per_group;
@@ -651,7 +667,12 @@ std::vector<BufferInfo> buffer_infos(const Layer& L, const WeightForm& weights) 
     out.push_back({"weights", PF_ROLE_WEIGHTS, weight_form_layout(L, weights),
                    weight_form_shape(L, weights), L.name, q ? PF_I8 : PF_F32});
   if (L.bias)
-    out.push_back({"bias", PF_ROLE_BIAS, "O", {L.out_channels}, L.name, q ? PF_I32 : PF_F32});
+    out.push_back({"bias",
+                   PF_ROLE_BIAS,
+                   bias_form_layout(weights),
+                   {L.out_channels},
+                   L.name,
+                   q ? PF_I32 : PF_F32});
   out.push_back({"output", PF_ROLE_OUTPUT, L.layout.name(), L.output_shape_full(), L.name,
                  pf_dtype_of(L.output_dtype())});
   return out;

@@ -45,6 +45,9 @@ struct BufferParam {
 // input is offset to: x86's vpdpbusd takes uint8 x int8, arm's sdot int8 x int8.
 enum class DotOperands { U8xI8, I8xI8 };
 DotOperands dot_operands(const Halide::Target& target);
+// A quantized conv's input zero point as its products see it with those operands: offset by 128
+// where the input's type is flipped to theirs (dot_input).
+int32_t dot_zero_point(const Layer& layer, DotOperands dot);
 
 // The Funcs and parameters of one layer's pipeline, exposed so a schedule can be applied.
 struct Algorithm {

@@ -71,6 +71,39 @@ NpyData block_weights(const Layer& L, int block, const NpyData& file) {
 
 }  // namespace
 
+std::optional<int32_t> foldable_zero_point(const Layer& L, const Halide::Target& target) {
+  if (L.op != Op::Conv || !L.quantized() || !L.bias) return std::nullopt;
+  return dot_zero_point(L, dot_operands(target));
+}
+
+std::string bias_form_layout(const WeightForm& form) {
+  return form.zero_point_in_bias ? "O_zero_point_folded" : "O";
+}
+
+NpyData prepare_bias(const Layer& L, const WeightForm& form, const NpyData& weights,
+                     const NpyData& bias) {
+  if (!form.zero_point_in_bias) return bias;
+  const std::vector<int64_t> shape = L.weight_shape();
+  const size_t o_axis = L.weight_layout.order.find('O');
+  if (L.op != Op::Conv || !L.quantized() || !L.bias || weights.dtype != NpyDType::I8 ||
+      weights.shape != shape || bias.dtype != NpyDType::I32 ||
+      bias.shape != std::vector<int64_t>{L.out_channels} || o_axis == std::string::npos)
+    throw std::logic_error("layer '" + L.name + "': no zero point to fold into its bias");
+  int64_t inner = 1;  // elements between two output channels' weights (C order)
+  for (size_t j = o_axis + 1; j < shape.size(); ++j) inner *= shape[j];
+  std::vector<int64_t> sums(static_cast<size_t>(L.out_channels), 0);
+  const auto* w = reinterpret_cast<const int8_t*>(weights.bytes.data());
+  for (size_t e = 0; e < weights.bytes.size(); ++e)
+    sums[static_cast<size_t>((static_cast<int64_t>(e) / inner) % L.out_channels)] += w[e];
+  NpyData out = bias;
+  auto* b = reinterpret_cast<int32_t*>(out.bytes.data());
+  for (size_t o = 0; o < sums.size(); ++o) {
+    const int64_t v = int64_t{b[o]} - int64_t{form.folded_zero_point} * sums[o];
+    b[o] = static_cast<int32_t>(static_cast<uint32_t>(v));
+  }
+  return out;
+}
+
 std::string weight_form_layout(const Layer& L, const WeightForm& form) {
   if (form.dot_table) return spatial_letters(static_cast<int>(L.in_spatial.size())) + "IO4i";
   if (form.block_channels > 0) {

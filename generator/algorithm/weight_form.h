@@ -8,6 +8,7 @@
 #include <Halide.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,11 +31,20 @@ struct WeightForm {
   // consecutive input channels innermost, output channels next, input channels padded with zeros
   // to reduction_channels: shape (taps..., reduction_channels / 4, out_channels, 4), "HWIO4i".
   bool dot_table = false;
+  // A quantized conv's bias with the input zero point's term folded in: bias - z * (the sum of
+  // the output channel's weights), z the zero point as the kernel's products see it
+  // (dot_zero_point: offset by 128 where the input is flipped to the target's operand type). The
+  // kernel then sums no weights per call. Set with the bias's file (bundle_plan); the weights
+  // buffer keeps the form above.
+  bool zero_point_in_bias = false;
+  int32_t folded_zero_point = 0;  // z, where zero_point_in_bias
 
+  // Whether the weights buffer is in another form than the file's.
   bool prepared() const { return winograd_m > 0 || block_channels > 0 || dot_table; }
   bool operator==(const WeightForm& o) const {
     return winograd_m == o.winograd_m && block_channels == o.block_channels &&
-           dot_table == o.dot_table;
+           dot_table == o.dot_table && zero_point_in_bias == o.zero_point_in_bias &&
+           folded_zero_point == o.folded_zero_point;
   }
   bool operator!=(const WeightForm& o) const { return !(*this == o); }
 };
@@ -58,6 +68,19 @@ Halide::Func define_dot_table(const Layer& layer, const Halide::Func& weights);
 // weight_layout, or "winograd_f<m>_u"), and its shape, outermost first.
 std::string weight_form_layout(const Layer& layer, const WeightForm& form);
 std::vector<int64_t> weight_form_shape(const Layer& layer, const WeightForm& form);
+
+// The zero point a quantized conv with a bias can fold into it on `target`
+// (WeightForm::zero_point_in_bias); none for other layers.
+std::optional<int32_t> foldable_zero_point(const Layer& layer, const Halide::Target& target);
+
+// The bias buffer's layout as the manifest states it: "O", or "O_zero_point_folded".
+std::string bias_form_layout(const WeightForm& form);
+
+// The bias the bundle stores: `bias` as its file holds it, or with form.zero_point_in_bias folded
+// in from `weights` (the weights file's values, the layer's weight_layout). Computed in int64 and
+// wrapped to int32 as the kernel's own int32 sum would wrap.
+NpyData prepare_bias(const Layer& layer, const WeightForm& form, const NpyData& weights,
+                     const NpyData& bias);
 
 // The prepared values of `file`, the layer's weights as its weight file holds them, computed by
 // the same Halide definition a kernel that is passed raw weights runs per call (JIT on the host).

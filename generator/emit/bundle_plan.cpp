@@ -97,18 +97,30 @@ int find_weight_file(const std::vector<WeightFile>& files, const Layer& L, pf_ro
 }
 
 // The form a kernel's weights are stored in: prepared for the kernel where the spec names their
-// file (the values are known now) and every target computes the kernel the same way.
+// file (the values are known now) and every target computes the kernel the same way. A quantized
+// conv's bias with its file takes the zero point's term where every target's products see the
+// same zero point.
 WeightForm plan_weight_form(const KernelPlan& k, const std::vector<TargetPlan>& targets,
                             const std::vector<WeightFile>& files) {
   const Block& b = k.block;
-  if (b.chain().size() != 1 || find_weight_file(files, b.consumer(), PF_ROLE_WEIGHTS) < 0)
-    return {};
+  const Layer& L = b.consumer();
+  if (b.chain().size() != 1 || find_weight_file(files, L, PF_ROLE_WEIGHTS) < 0) return {};
   std::vector<WeightForm> forms;
-  for (size_t i = 0; i < targets.size(); ++i)
-    forms.push_back(weight_form_for(b.consumer(), targets[i].target, k.schedules[i].resolved));
-  for (const WeightForm& f : forms)
-    if (f != forms.front()) return {};
-  return forms.front();
+  std::vector<std::optional<int32_t>> folds;
+  const bool bias_file = find_weight_file(files, L, PF_ROLE_BIAS) >= 0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    forms.push_back(weight_form_for(L, targets[i].target, k.schedules[i].resolved));
+    folds.push_back(bias_file ? foldable_zero_point(L, targets[i].target) : std::nullopt);
+  }
+  const auto all_same = [](const auto& v) {
+    return std::all_of(v.begin(), v.end(), [&](const auto& x) { return x == v.front(); });
+  };
+  WeightForm form = all_same(forms) ? forms.front() : WeightForm{};
+  if (all_same(folds) && folds.front()) {
+    form.zero_point_in_bias = true;
+    form.folded_zero_point = *folds.front();
+  }
+  return form;
 }
 
 std::vector<BufferPlan> plan_buffers(const Block& block, const WeightForm& form,
@@ -217,10 +229,9 @@ BundlePlan plan_bundle(const Model& model, const CompileOptions& opt) {
     KernelPlan k{b, kernel_function_name(model, b.last()), {}, {}, {}, std::nullopt};
     for (const TargetPlan& t : plan.targets) k.schedules.push_back(plan_schedule(b, t, opt));
     k.weight_form = plan_weight_form(k, plan.targets, plan.weight_files);
-    if (k.weight_form.prepared()) {
-      const int w = find_weight_file(plan.weight_files, b.consumer(), PF_ROLE_WEIGHTS);
-      plan.weight_files[static_cast<size_t>(w)].form = k.weight_form;
-    }
+    for (const pf_role role : {PF_ROLE_WEIGHTS, PF_ROLE_BIAS})
+      if (const int w = find_weight_file(plan.weight_files, b.consumer(), role); w >= 0)
+        plan.weight_files[static_cast<size_t>(w)].form = k.weight_form;
     k.buffers = plan_buffers(b, k.weight_form, plan.weight_files, plan.embedded_weights);
     plan.kernels.push_back(std::move(k));
   }

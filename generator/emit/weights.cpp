@@ -55,10 +55,18 @@ NpyData read_weight_file(const Model& model, const WeightFile& w) {
 }
 
 std::vector<int64_t> WeightFile::stored_shape() const {
-  return form.prepared() ? weight_form_shape(*layer, form) : shape;
+  return role == PF_ROLE_WEIGHTS && form.prepared() ? weight_form_shape(*layer, form) : shape;
 }
 
 NpyData stored_weights(const Model& model, const WeightFile& w) {
+  if (w.role == PF_ROLE_BIAS && w.form.zero_point_in_bias) {
+    for (const WeightFile& weights : weight_files(model))
+      if (weights.layer == w.layer && weights.role == PF_ROLE_WEIGHTS)
+        return prepare_bias(*w.layer, w.form, read_weight_file(model, weights),
+                            read_weight_file(model, w));
+    throw std::logic_error("layer '" + w.layer->name + "': a folded bias without a weights file");
+  }
+  if (w.role == PF_ROLE_BIAS) return read_weight_file(model, w);
   return prepare_weights(*w.layer, w.form, read_weight_file(model, w));
 }
 

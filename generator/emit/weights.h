@@ -38,7 +38,8 @@ std::vector<WeightFile> weight_files(const Model& model);
 // dtypes).
 NpyData read_weight_file(const Model& model, const WeightFile& w);
 
-// read_weight_file, prepared in the file's form (prepare_weights): the values the bundle stores.
+// read_weight_file, prepared in the file's form (prepare_weights; a bias with the zero point's
+// term folded in, prepare_bias): the values the bundle stores.
 NpyData stored_weights(const Model& model, const WeightFile& w);
 
 // Checks every weight file of the model (read_weight_file), throwing at the first bad one.

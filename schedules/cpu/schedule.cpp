@@ -299,7 +299,8 @@ void pack_block_weights(Algorithm& a, const ScheduleParams& p, const LoopLevel& 
 }
 
 // The dot products' weight table (unless the compile prepared it: WeightForm::dot_table), 16
-// output channels x 4 input channels per 64-byte store, and the weights' sums per output channel.
+// output channels x 4 input channels per 64-byte store, and the weights' sums per output channel
+// (unless folded into the bias: WeightForm::zero_point_in_bias).
 // Each block's 64 weights are first loaded into registers in the weights' own layout (four dense
 // rows of 16 output channels in HWIO), so that the table's 4 x 16 transpose becomes shuffles: read
 // straight from the weights, every byte was a load of its own (70 us per call on a 1280 x 320
@@ -324,7 +325,8 @@ void schedule_dot_weights(Algorithm& a, const Layer& L) {
     for (size_t i = 1; i < dims.size(); ++i) block.unroll(dims[i]);
   }
   // The sums, 16 channels to a vector (every reduction step one load of the table's dense
-  // channels): a scalar sum took 0.27 ms per call on that conv.
+  // channels): a scalar sum took 0.27 ms per call on that conv. None where the bias holds them.
+  if (!a.weight_sum.defined()) return;
   Var so("so"), si("si");
   std::vector<VarOrRVar> sum_order{si};
   for (const RVar& r : a.weight_sum.rvars()) sum_order.push_back(r);

@@ -65,16 +65,22 @@ def check(padfold, data, work, name):
         return f"{name}: outputs {sorted(out)}; expected y, y_int8 and {extra}"
     run([padfold, "compile", d / "import" / f"ort_{name}.json", "-o", d / "bundle", "--target",
          "host", "--emit-stmt"])
-    # The dot-product convs read the weight table the compile prepared (WeightForm::dot_table):
-    # the manifest states its form and no kernel builds the table per call.
+    # The dot-product convs read the weight table the compile prepared (WeightForm::dot_table),
+    # and every conv with a bias its bias with the zero point's term folded in: the manifest
+    # states both forms and no kernel builds a table or sums weights per call.
     manifest = json.loads((d / "bundle" / "manifest.json").read_text())
     tables = [b for k in manifest["kernels"] for b in k["buffers"]
               if b["name"] == "weights" and b["layout"].endswith("IO4i")]
     if not tables:
         return f"{name}: no kernel reads a prepared dot-product weight table"
-    built = [p.name for p in (d / "bundle").rglob("*.stmt") if "_dot_weights" in p.read_text()]
-    if built:
-        return f"{name}: kernels building their weight table per call: {built}"
+    biases = [b["layout"] for k in manifest["kernels"] if k["op"].startswith("conv")
+              for b in k["buffers"] if b["name"] == "bias"]
+    if not biases or set(biases) != {"O_zero_point_folded"}:
+        return f"{name}: conv biases in layouts {biases}; expected O_zero_point_folded"
+    for per_call in ("_dot_weights", "_weight_sum"):
+        built = [p.name for p in (d / "bundle").rglob("*.stmt") if per_call in p.read_text()]
+        if built:
+            return f"{name}: kernels computing {per_call} per call: {built}"
     run([padfold, "run", d / "bundle", "--model", "--input", f"x={data / f'ort_{name}_x.npy'}",
          "--output", f"{out['y_int8']}={d / 'yq.npy'}", "--output", f"{out['y']}={d / 'y.npy'}",
          *[a for e in extra for a in ("--output", f"{out[e]}={d / f'{e}.npy'}")]])

@@ -134,10 +134,20 @@ WeightForm prepared_form(const Layer& L, const std::string& target, const json& 
   return weight_form_for(L, t, resolved);
 }
 
-// The kernel on `target`, reading the weights as the per-call path does and as the compile
-// prepares them, both against the reference. A dot-product conv whose channel tile is wider than
-// its output channels reads its own table (the prepared one holds only its channels): then both
-// run with one vector of channels per tile.
+// `form` with the input zero point's term folded into the bias, as a bundle with the layer's
+// bias file stores it on `target` (unchanged where the layer has none to fold).
+WeightForm with_folded_bias(const Layer& L, const std::string& target, WeightForm form) {
+  if (const std::optional<int32_t> z = foldable_zero_point(L, resolve_target(target))) {
+    form.zero_point_in_bias = true;
+    form.folded_zero_point = *z;
+  }
+  return form;
+}
+
+// The kernel on `target`, reading the weights as the per-call path does, as the compile prepares
+// them, and with the bias folded as well, each against the reference. A dot-product conv whose
+// channel tile is wider than its output channels reads its own table (the prepared one holds only
+// its channels): then they run with one vector of channels per tile.
 void expect_exact(const Layer& L, const ref::QLayerData& data, const std::string& target,
                   const std::string& what) {
   const ref::QTensor want = ref::quant_reference_output(L, data);
@@ -152,6 +162,10 @@ void expect_exact(const Layer& L, const ref::QLayerData& data, const std::string
   if (form.prepared())
     expect_same(quant_kernel_output(L, data, target, knobs, form), want,
                 what + ", weights prepared, knobs " + knobs.dump());
+  if (const WeightForm folded = with_folded_bias(L, target, form); folded != form)
+    expect_same(
+        quant_kernel_output(L, data, target, knobs, folded), want,
+        what + ", weights prepared and zero point folded into the bias, knobs " + knobs.dump());
 }
 
 class QuantKernelVsReference : public ::testing::TestWithParam<QuantCase> {};
@@ -168,10 +182,15 @@ TEST_P(QuantKernelVsReference, IsBitExact) {
   const ref::QTensor want = ref::quant_reference_output(L, data);
   expect_same(quant_kernel_output(L, data, c.target, c.schedule), want,
               c.spec + "\nschedule: " + c.schedule.dump());
-  // A dot-product conv of a bundle with weight files reads the table the compile prepared.
-  if (const WeightForm form = prepared_form(L, c.target, c.schedule); form.dot_table)
+  // A conv of a bundle with weight files reads the table the compile prepared and, with a bias
+  // file, the bias with the zero point's term folded in.
+  const WeightForm form = prepared_form(L, c.target, c.schedule);
+  if (form.dot_table)
     expect_same(quant_kernel_output(L, data, c.target, c.schedule, form), want,
                 c.spec + "\nweights prepared, schedule: " + c.schedule.dump());
+  if (const WeightForm folded = with_folded_bias(L, c.target, form); folded != form)
+    expect_same(quant_kernel_output(L, data, c.target, c.schedule, folded), want,
+                c.spec + "\nweights prepared, bias folded, schedule: " + c.schedule.dump());
 }
 
 INSTANTIATE_TEST_SUITE_P(Matrix, QuantKernelVsReference, ::testing::ValuesIn(family_cases()));

@@ -38,6 +38,16 @@ Halide::Buffer<> int_buffer(const ref::QTensor& t, Halide::Type type) {
   return b;
 }
 
+// b's values as a .npy array of `dtype` (b's dimensions outermost first).
+NpyData npy_of(const Halide::Buffer<>& b, NpyDType dtype) {
+  NpyData n;
+  for (int d = b.dimensions() - 1; d >= 0; --d) n.shape.push_back(b.dim(d).extent());
+  n.dtype = dtype;
+  n.bytes.assign(static_cast<const unsigned char*>(b.data()),
+                 static_cast<const unsigned char*>(b.data()) + b.size_in_bytes());
+  return n;
+}
+
 ref::QTensor ints_of(const Halide::Buffer<>& b, std::vector<int64_t> shape) {
   ref::QTensor t(std::move(shape));
   for (size_t i = 0; i < t.data.size(); ++i)
@@ -62,23 +72,24 @@ ref::QTensor quant_kernel_output(const Layer& L, const ref::QLayerData& d,
   } else {
     k.param("input").set(int_buffer(d.inputs.at(0), act));
   }
-  Halide::Buffer<> weights;
+  Halide::Buffer<> weights, bias;
   if (L.has_weights()) weights = int_buffer(d.weights, Halide::Int(8));
-  NpyData prepared;
+  if (L.bias) bias = int_buffer(ref::QTensor({L.out_channels}, d.bias), Halide::Int(32));
+  NpyData file, prepared, bias_file, prepared_bias;
+  if (form.prepared() || form.zero_point_in_bias) file = npy_of(weights, NpyDType::I8);
   if (form.prepared()) {
-    NpyData file;
-    file.shape = d.weights.shape;
-    file.dtype = NpyDType::I8;
-    file.bytes.assign(static_cast<const unsigned char*>(weights.data()),
-                      static_cast<const unsigned char*>(weights.data()) + weights.size_in_bytes());
     prepared = prepare_weights(L, form, file);
     weights =
         Halide::Buffer<int8_t>(reinterpret_cast<int8_t*>(prepared.bytes.data()),
                                std::vector<int>(prepared.shape.rbegin(), prepared.shape.rend()));
   }
+  if (form.zero_point_in_bias) {
+    prepared_bias = prepare_bias(L, form, file, npy_of(bias, NpyDType::I32));
+    bias = Halide::Buffer<int32_t>(reinterpret_cast<int32_t*>(prepared_bias.bytes.data()),
+                                   static_cast<int>(L.out_channels));
+  }
   if (L.has_weights()) k.param("weights").set(weights);
-  if (L.bias)
-    k.param("bias").set(int_buffer(ref::QTensor({L.out_channels}, d.bias), Halide::Int(32)));
+  if (L.bias) k.param("bias").set(bias);
   const std::vector<int64_t> shape = L.output_shape_full();
   Halide::Buffer<> out(act, std::vector<int>(shape.rbegin(), shape.rend()));
   k.pipeline.realize(out, codegen_target(target));

@@ -47,7 +47,8 @@ ref::Tensor residual_kernel_output(const Block& block, const ref::LayerData& dat
                                    const nlohmann::json& schedule, const WeightForm& form = {});
 
 // A quantized layer's output (docs/int8.md) on `data`, JIT-compiled as kernel_output is. With a
-// prepared `form`, the kernel reads the weights as the compile prepares them (prepare_weights).
+// prepared `form`, the kernel reads the weights and bias as the compile prepares them
+// (prepare_weights, prepare_bias).
 ref::QTensor quant_kernel_output(const Layer& layer, const ref::QLayerData& data,
                                  const std::string& target = "host",
                                  const nlohmann::json& schedule = nlohmann::json::object(),
