@@ -169,6 +169,33 @@ for m in models:
                        f"| {len(ks)} | {good} | {100 * med:.0f}% | {worst_text} |")
 out.append("")
 
+out += ["Memory-bound kernels (the roofline's, `padfold bench`'s `bound`: fewer flops per byte than "
+        "the FMA peak per byte of the measured memory bandwidth), against that bandwidth; a "
+        "kernel's bytes are its buffers read or written once, so above 100% they came from the "
+        "caches:", "",
+        "| model | layout | target | bandwidth GB/s | memory-bound kernels | their share of the "
+        "kernels' time | median share of the bandwidth | the five slowest against it (MB, % of "
+        "bandwidth) |",
+        "|---|---|---|---:|---:|---:|---:|---|"]
+for m in models:
+    for layout in layouts:
+        for t in targets:
+            run = pf(m, layout, t, 1)["runs"][0]
+            if "memory_bandwidth_gbps" not in run:  # written by a padfold bench without it
+                continue
+            mem = [k for k in run["kernels"] if k["bound"] == "memory"]
+            total = sum(k["median_ms"] for k in run["kernels"]) or 1
+            shares = sorted(k["bandwidth_share"] for k in mem)
+            med = shares[len(shares) // 2] if shares else 0
+            worst = sorted(mem, key=lambda k: k["bandwidth_share"])[:5]
+            worst_text = "; ".join(f"{k['layer']} ({k['mbytes']:.1f}, "
+                                   f"{100 * k['bandwidth_share']:.0f}%)" for k in worst)
+            out.append(f"| {NAMES[m]} | {layout.upper()} | `{t}` | "
+                       f"{run['memory_bandwidth_gbps']:.1f} | {len(mem)} | "
+                       f"{100 * sum(k['median_ms'] for k in mem) / total:.0f}% | {100 * med:.0f}% "
+                       f"| {worst_text} |")
+out.append("")
+
 out += ["## Goals (issues 19 and 38)", ""]
 for m in models:
     if m not in GOAL:  # a model the issues state no goal for: its ratios are in the tables above

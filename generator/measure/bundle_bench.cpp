@@ -211,7 +211,10 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
     // A first run names a kernel that fails before anything is timed.
     check(pf_run(k, t.data(), static_cast<int>(t.size()), err, sizeof err), err,
           std::string("kernel '") + k->layer + "'");
-    kernels.push_back({k->layer, k->op, manifest_flops(manifest, k->layer), 0});
+    double bytes = 0;
+    for (int j = 0; j < k->num_buffers; ++j)
+      bytes += static_cast<double>(pf_buffer_bytes(&k->buffers[j]));
+    kernels.push_back({k->layer, k->op, manifest_flops(manifest, k->layer), bytes, 0});
     const std::vector<pf_tensor>* tp = &t;
     methods.push_back({k->layer,
                        [k, tp] {
@@ -280,6 +283,7 @@ BenchResult bench_bundle(const std::string& dir, const BenchOptions& o) {
     use_threads(n);
     ThreadRun run;
     run.threads = n;
+    if (!kernels.empty()) run.bandwidth_gbps = memory_bandwidth_gbps(n);
     run.quiet = time_while_quiet(order, n, limits, dir);
     run.kernels = kernels;
     for (size_t i = 0; i < kernels.size(); ++i)
@@ -306,6 +310,19 @@ std::optional<double> peak_share(const BenchResult& r, const ThreadRun& run,
   const std::optional<double> g = gflops(k);
   if (!g) return std::nullopt;
   return peak > 0 ? *g / peak : 0;
+}
+double gbps(const KernelTiming& k) {
+  return k.median_s > 0 ? k.bytes / k.median_s / 1e9 : 0;
+}
+double bandwidth_share(const ThreadRun& run, const KernelTiming& k) {
+  return run.bandwidth_gbps > 0 ? gbps(k) / run.bandwidth_gbps : 0;
+}
+// The roofline: a kernel doing fewer flops per byte than the machine's peak flops per byte of
+// bandwidth (at this thread count) cannot reach the FMA peak; the memory bounds it. A kernel
+// without a flop count is taken as memory-bound.
+bool memory_bound(const BenchResult& r, const ThreadRun& run, const KernelTiming& k) {
+  if (!k.flops || k.bytes <= 0 || run.bandwidth_gbps <= 0) return true;
+  return *k.flops / k.bytes < r.peak.gflops * run.threads / run.bandwidth_gbps;
 }
 json or_null(std::optional<double> v, double scale = 1) {
   return v ? json(*v * scale) : json(nullptr);
@@ -342,6 +359,7 @@ json to_json(const BenchResult& r) {
               {"other_load_cores", run.quiet.load},
               {"probe_speed", run.quiet.seen.speed},
               {"probe_cores", run.quiet.seen.cores}};
+    t["memory_bandwidth_gbps"] = run.bandwidth_gbps;
     t["model_median_ms"] = run.model_median_s ? json(*run.model_median_s * 1e3) : json(nullptr);
     t["model_per_run_allocation_median_ms"] =
         run.model_per_run_median_s ? json(*run.model_per_run_median_s * 1e3) : json(nullptr);
@@ -354,7 +372,11 @@ json to_json(const BenchResult& r) {
                               {"mflops", or_null(k.flops, 1e-6)},
                               {"median_ms", k.median_s * 1e3},
                               {"gflops", or_null(gflops(k))},
-                              {"peak_share", or_null(peak_share(r, run, k))}});
+                              {"peak_share", or_null(peak_share(r, run, k))},
+                              {"mbytes", k.bytes / 1e6},
+                              {"gbps", gbps(k)},
+                              {"bandwidth_share", bandwidth_share(run, k)},
+                              {"bound", memory_bound(r, run, k) ? "memory" : "compute"}});
     j["runs"].push_back(t);
   }
   return j;
@@ -388,14 +410,24 @@ std::string to_text(const BenchResult& r) {
     if (run.model_halide_pool_median_s)
       s += fmt::format("  model on Halide's thread pool: median {:.3f} ms per run\n",
                        *run.model_halide_pool_median_s * 1e3);
-    s += fmt::format("  {:<32} {:<18} {:>9} {:>11} {:>9} {:>7}\n", "kernel", "op", "MFLOP",
-                     "median ms", "GFLOP/s", "% peak");
+    if (!run.kernels.empty())
+      s += fmt::format(
+          "  memory bandwidth ({} thread(s) copying): {:.1f} GB/s; a kernel's bytes are its "
+          "buffers "
+          "read or written once (above 100% of the bandwidth, they came from the caches); bound: "
+          "the roofline's\n",
+          run.threads, run.bandwidth_gbps);
+    s +=
+        fmt::format("  {:<32} {:<18} {:>9} {:>11} {:>9} {:>7} {:>8} {:>7} {:>6} {:>7}\n", "kernel",
+                    "op", "MFLOP", "median ms", "GFLOP/s", "% peak", "MB", "GB/s", "% bw", "bound");
     double total = 0;
     for (const KernelTiming& k : run.kernels) {
       total += k.median_s;
-      s += fmt::format("  {:<32} {:<18} {} {:>11.4f} {} {}\n", k.layer, k.op,
-                       cell(k.flops, 1e-6, 9, 2), k.median_s * 1e3, cell(gflops(k), 1, 9, 1),
-                       cell(peak_share(r, run, k), 100, 7, 1));
+      s += fmt::format("  {:<32} {:<18} {} {:>11.4f} {} {} {:>8.2f} {:>7.1f} {:>6.0f} {:>7}\n",
+                       k.layer, k.op, cell(k.flops, 1e-6, 9, 2), k.median_s * 1e3,
+                       cell(gflops(k), 1, 9, 1), cell(peak_share(r, run, k), 100, 7, 1),
+                       k.bytes / 1e6, gbps(k), bandwidth_share(run, k) * 100,
+                       memory_bound(r, run, k) ? "memory" : "compute");
     }
     s += fmt::format("  {:<32} {:<18} {:>9} {:>11.4f}\n", "(sum of kernels)", "", "", total * 1e3);
   }

@@ -3,7 +3,8 @@
 // in the model's arena and, beside it, allocating its intermediates per run) and each kernel
 // (pf_run) on random data, at each thread count, after warm-up, in interleaved blocks with medians,
 // timed again while the machine was not quiet (measure/timing.h); each kernel's GFLOP/s (the
-// manifest's flops) and its share of the measured FMA peak.
+// manifest's flops) and its share of the measured FMA peak, its bytes moved per second and their
+// share of the measured memory bandwidth, and which of the two bounds it (the roofline).
 #pragma once
 
 #include <map>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "measure/fma_peak.h"
+#include "measure/memory_bandwidth.h"
 #include "measure/timing.h"
 
 namespace padfold::measure {
@@ -32,7 +34,10 @@ struct BenchOptions {
 struct KernelTiming {
   std::string layer, op;
   std::optional<double> flops;  // per call, from the manifest; none where it is not a count
-  double median_s = 0;          // per call
+  // Per call: every buffer read or written once (inputs, weights, bias, output), the least any
+  // schedule moves between the kernel and memory.
+  double bytes = 0;
+  double median_s = 0;  // per call
 };
 
 struct ThreadRun {
@@ -43,6 +48,7 @@ struct ThreadRun {
   std::optional<double> model_halide_pool_median_s;  // pool "both": the model on Halide's pool
   std::vector<KernelTiming> kernels;
   Quietness quiet;
+  double bandwidth_gbps = 0;  // memory_bandwidth_gbps(threads), measured before the kernels
 };
 
 // Opening the bundle and its model: what a process pays before its first run.

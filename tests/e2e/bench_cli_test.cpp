@@ -1,12 +1,14 @@
 // `padfold bench`: what it measures and reports (not how fast): the whole model and every kernel
 // at each thread count, GFLOP/s and peak shares consistent with the manifest's flops and the
-// measured FMA peak, one kernel with --layer, and clear errors.
+// measured FMA peak, bytes per second and bandwidth shares consistent with the manifest's buffers
+// and the measured bandwidth, one kernel with --layer, and clear errors.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "bundle_util.h"
@@ -26,6 +28,19 @@ const fs::path kWork = fs::path(PF_WORK_DIR) / std::to_string(getpid());
 
 std::string padfold_cmd(const std::string& args) {
   return shell_quote(PADFOLD_BIN) + " " + args;
+}
+
+// A manifest kernel's buffers' bytes, from their shapes and dtypes.
+double manifest_bytes(const json& kernel) {
+  const std::map<std::string, double> size{
+      {"float32", 4}, {"float16", 2}, {"int8", 1}, {"uint8", 1}, {"int32", 4}};
+  double bytes = 0;
+  for (const json& b : kernel["buffers"]) {
+    double n = size.at(b["dtype"].get<std::string>());
+    for (const json& d : b["shape"]) n *= d.get<double>();
+    bytes += n;
+  }
+  return bytes;
 }
 
 class BenchCli : public ::testing::Test {
@@ -87,6 +102,18 @@ TEST_F(BenchCli, TimesTheModelAndEveryKernelAtEachThreadCount) {
       EXPECT_NEAR(k["gflops"].get<double>(), k["mflops"].get<double>() / ms, 1e-9);
       EXPECT_NEAR(k["peak_share"].get<double>(),
                   k["gflops"].get<double>() / (peak * static_cast<double>(t + 1)), 1e-9);
+      // Bytes: every buffer of the manifest once; their rate a share of the measured bandwidth.
+      EXPECT_DOUBLE_EQ(k["mbytes"].get<double>(), manifest_bytes(mk) / 1e6) << mk;
+      EXPECT_NEAR(k["gbps"].get<double>(), k["mbytes"].get<double>() / ms, 1e-9);
+      const double bandwidth = run["memory_bandwidth_gbps"].get<double>();
+      ASSERT_GT(bandwidth, 0);
+      EXPECT_NEAR(k["bandwidth_share"].get<double>(), k["gbps"].get<double>() / bandwidth, 1e-9);
+      // The roofline: fewer flops per byte than the peak's per byte of bandwidth is memory-bound.
+      const double balance = peak * static_cast<double>(t + 1) / bandwidth;
+      EXPECT_EQ(k["bound"], k["mflops"].get<double>() / k["mbytes"].get<double>() < balance
+                                ? "memory"
+                                : "compute")
+          << k;
     }
   }
 }
@@ -106,6 +133,7 @@ TEST_F(BenchCli, TheTableNamesEveryKernelAndThePeak) {
       padfold_cmd("bench " + shell_quote(bundle()) + " --min-time 0.01 --retries 0 2>/dev/null"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "FMA peak")) << r.output;
+  EXPECT_TRUE(contains(r.output, "memory bandwidth (1 thread(s) copying)")) << r.output;
   EXPECT_TRUE(contains(r.output, "model: median")) << r.output;
   for (const json& k : manifest()["kernels"])
     EXPECT_TRUE(contains(r.output, k["layer"].get<std::string>())) << r.output;
