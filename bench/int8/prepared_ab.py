@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """int8 kernels reading weights the compile prepared against the same kernels preparing them per
 call, side by side: the benchmark layers as int8 (run.py's int8_spec), compiled once with weight
-files (the dot-product convs store their weight table prepared, WeightForm::dot_table) and once
-without (the caller's weights, the table built on every call). ROUNDS rounds of `padfold bench
+files (the dot-product convs store their weight table prepared, WeightForm::dot_table, and every
+conv its bias with the zero point's term folded in, zero_point_in_bias) and once without (the
+caller's weights, the table and the weights' sums built on every call). ROUNDS rounds of `padfold bench
 --json` on either bundle, the order alternating; per layer the median time of each and the median
 of the per-round ratios; a Markdown table with the CPU named.
 
@@ -79,7 +80,8 @@ def main():
         f"CPU: {cpu_line()}. Target `{target}`.", "",
         f"Command: `bench/int8/prepared_ab.py {a.padfold} {a.out} --threads {a.threads} "
         f"--rounds {a.rounds} --min-time {a.min_time}`: the int8 benchmark layers compiled with "
-        "weight files (the dot-product convs read the table the compile prepared) and without "
+        "weight files (the dot-product convs read the table the compile prepared, every conv "
+        "its bias with the zero point's term folded in) and without "
         "(the table and the weights' sums built on every call); `padfold bench` on either "
         f"bundle, {a.rounds} rounds alternating, medians; the speedup is the median of the "
         "per-round ratios.", "",
