@@ -405,7 +405,7 @@ void build_quantized_conv(Algorithm& a, const Layer& L, const Expr& x, Expr w, i
   Expr wc;
   std::vector<Expr> wk;
   split_rdom(rw, summed, wc, wk);
-  Func weight_sum(L.name + "_weight_sum");
+  Func weight_sum(L.name + kWeightSumStage);
   weight_sum(a.c) = 0;
   weight_sum(a.c) += cast<int32_t>(dot ? table(table_at(wc, a.c, wk))
                                        : a.weights(weight_args(L.weight_layout, D, a.c, wc, wk)));

@@ -39,7 +39,7 @@ Halide::Func define_dot_table(const Layer& L, const Halide::Func& weights) {
   const Halide::Expr i = io * 4 + i4;
   const int channels = static_cast<int>(L.in_channels / L.groups);
   const Halide::Expr w = weights(weight_args(L.weight_layout, D, o, min(i, channels - 1), taps));
-  Halide::Func table(L.name + "_dot_weights");
+  Halide::Func table(L.name + kDotTableStage);
   table(args) = select(i < channels, w, cast(w.type(), 0));
   return table;
 }

@@ -17,6 +17,19 @@
 
 namespace padfold {
 
+// The stages of a kernel that put its weights in another form on each call, by the names (after
+// the layer's) its algorithm and schedule give them: the statement check finds them so
+// (per_call_weight_stages). The first pass of a Winograd U, a dot-product table, an int8 conv's
+// weight sums, and weights copied per call (Halide's name for a wrapper of the weights staged for
+// one consumer, <layer>_weights_im_in_<consumer>: pack_block_weights' channel blocks,
+// schedule_dot_weights' registers).
+inline constexpr const char* kWinogradWeightRowsStage = "_wg_weights_rows";
+inline constexpr const char* kDotTableStage = "_dot_weights";
+inline constexpr const char* kWeightSumStage = "_weight_sum";
+inline constexpr const char* kCopiedWeightsStage = "_weights_im_in_";
+inline constexpr const char* kPerCallWeightStages[] = {kWinogradWeightRowsStage, kDotTableStage,
+                                                       kWeightSumStage, kCopiedWeightsStage};
+
 struct WeightForm {
   // > 0: U = G g GT of Winograd F(m, 3) (algorithm/winograd.h), U(k, c, a, b) with the output
   // channel innermost: shape (t, t, in_channels, out_channels), t = m + 2.

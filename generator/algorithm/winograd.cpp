@@ -83,7 +83,7 @@ void define_winograd_weights(WinogradStages& s, const Layer& L, int m, const Fun
   const WinogradMatrices& W = winograd_matrices(m);
   const std::string name = L.name + "_wg_";
   s.weights = Func(name + "weights");
-  s.weights_rows = Func(name + "weights_rows");
+  s.weights_rows = Func(L.name + kWinogradWeightRowsStage);
   const Var &k = s.k, &c = s.c, &av = s.a, &bv = s.b, &sv = s.s;
   // G along the kernel rows (r), then along the columns (s). The weight buffer's taps are
   // innermost first: column, row.

@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 
@@ -14,6 +15,7 @@ namespace fs = std::filesystem;
 struct StmtCheckArgs {
   std::vector<std::string> paths;
   bool verbose = false;
+  bool no_weight_transforms = false;  // a kernel transforming its weights per call fails too
 };
 
 std::vector<fs::path> stmt_files(const std::vector<std::string>& paths) {
@@ -45,7 +47,8 @@ void run_stmt_check(const StmtCheckArgs& a) {
                                ": not a Halide .stmt file (expected a lowered statement as "
                                "padfold compile --emit-stmt writes it, starting \"module name=\")");
     const padfold::StmtReport r = padfold::check_stmt(text);
-    const bool ok = r.interior_is_clean();
+    const std::vector<std::string> transforms = padfold::per_call_weight_stages(text);
+    const bool ok = r.interior_is_clean() && (transforms.empty() || !a.no_weight_transforms);
     failed = failed || !ok;
     fmt::print(
         "{:<4} {}/{}: steady-state innermost loops {:3d}, with tests {:2d} | border: loops "
@@ -53,14 +56,20 @@ void run_stmt_check(const StmtCheckArgs& a) {
         ok ? "ok" : "FAIL", path.parent_path().filename().string(), path.filename().string(),
         r.steady_loops(), r.steady_loops_with_tests(), r.border_loops(),
         r.border_loops_with_tests());
-    if (a.verbose || !ok)
+    if (!transforms.empty())
+      fmt::print("     weights transformed on each call: {}\n", fmt::join(transforms, ", "));
+    if (a.verbose || !r.interior_is_clean())
       for (const padfold::StmtLoop& l : r.innermost)
         if (!l.test.empty() && (a.verbose || l.steady))
           fmt::print("     line {} ({}, {:.0f} iterations): {}\n       test: ...{}...\n", l.line,
                      l.steady ? "steady" : "border", l.iterations, l.header, l.test);
   }
   if (failed)
-    throw std::runtime_error("boundary tests in the steady state of the kernels marked FAIL");
+    throw std::runtime_error(
+        a.no_weight_transforms
+            ? "boundary tests in the steady state, or weights transformed on each call, in the "
+              "kernels marked FAIL"
+            : "boundary tests in the steady state of the kernels marked FAIL");
 }
 
 }  // namespace
@@ -73,5 +82,9 @@ void add_stmt_check_command(CLI::App& app) {
       "`padfold compile --emit-stmt` writes). Example: padfold stmt-check out/tiny");
   cmd->add_option("paths", args->paths, "bundle directories or .stmt files")->required();
   cmd->add_flag("-v,--verbose", args->verbose, "list every innermost loop with a test");
+  cmd->add_flag("--no-weight-transforms", args->no_weight_transforms,
+                "also fail a kernel that puts its weights in another form on each call (a "
+                "Winograd U, an int8 table or weight sums, weight blocks copied): what a bundle "
+                "whose weights are in files should not do (docs/prepared-weights.md)");
   cmd->callback([args] { run_stmt_check(*args); });
 }

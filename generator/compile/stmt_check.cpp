@@ -1,5 +1,6 @@
 #include "compile/stmt_check.h"
 
+#include <algorithm>
 #include <cctype>
 #include <functional>
 #include <map>
@@ -7,6 +8,8 @@
 #include <optional>
 #include <regex>
 #include <sstream>
+
+#include "algorithm/weight_form.h"
 
 namespace padfold {
 
@@ -443,6 +446,23 @@ StmtReport check_stmt(const std::string& text) {
     }
   }
   return report;
+}
+
+std::vector<std::string> per_call_weight_stages(const std::string& text) {
+  std::vector<std::string> stages;
+  std::istringstream in(text);
+  for (std::string raw; std::getline(in, raw);) {
+    const std::string s = trim(raw);
+    if (s.rfind("produce ", 0) != 0) continue;
+    std::string name = s.substr(8, s.find_first_of(" {", 8) - 8);
+    name = name.substr(0, name.find('$'));  // Halide's suffix of a Func's second definition
+    const bool transforms =
+        std::any_of(std::begin(kPerCallWeightStages), std::end(kPerCallWeightStages),
+                    [&](const char* stage) { return name.find(stage) != std::string::npos; });
+    if (transforms && std::find(stages.begin(), stages.end(), name) == stages.end())
+      stages.push_back(name);
+  }
+  return stages;
 }
 
 }  // namespace padfold

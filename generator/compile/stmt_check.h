@@ -8,6 +8,9 @@
 // (lets, branch conditions and extents evaluated row by row) to weigh each alternative by the
 // iterations it runs; at every split, the alternative that runs the most is the steady state.
 // A boundary test is a select, likely, if, min or max inside an innermost loop.
+//
+// It also finds the stages that transform a kernel's weights on each call, which a bundle whose
+// weights are in files should have none of (docs/prepared-weights.md).
 #pragma once
 
 #include <string>
@@ -33,5 +36,11 @@ struct StmtReport {
 };
 
 StmtReport check_stmt(const std::string& stmt_text);
+
+// The stages of the statement that put the kernel's weights in another form on each call
+// (kWinogradWeightRowsStage and the others, algorithm/weight_form.h), each Func named once, in
+// the statement's order; none where the kernel reads its weights as they are, prepared by the
+// compile or needing no other form.
+std::vector<std::string> per_call_weight_stages(const std::string& stmt_text);
 
 }  // namespace padfold

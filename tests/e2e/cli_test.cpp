@@ -485,4 +485,35 @@ TEST(CliCompile, ErrorsNameWhatIsWrong) {
   EXPECT_TRUE(has(param.out, "layer 'stem': unknown schedule knob 'tile_z'")) << param.out;
 }
 
+// stmt-check reports the stages that transform a kernel's weights on each call and, with
+// --no-weight-transforms, fails their kernel; a kernel reading its weights as they are passes.
+TEST(CliStmtCheck, NoWeightTransformsFailsAKernelTransformingItsWeights) {
+  const std::string dir = testing::TempDir() + std::to_string(getpid()) + "_padfold_stmts";
+  std::filesystem::create_directories(dir);
+  const std::string loop =
+      " for (out.s0.x, 0, 16) {\n  for (r.s1.r$x, 0, 3) {\n   a = b\n  }\n }\n";
+  std::ofstream(dir + "/q.stmt") << "module name=q, target=x86-64-linux\n"
+                                    "external_plus_metadata func q (in, out) {\n"
+                                    " produce q_dot_weights {\n"
+                                 << loop << " }\n produce q_weight_sum$0 {\n"
+                                 << loop << " }\n"
+                                 << loop << "}\n";
+  std::ofstream(dir + "/p.stmt") << "module name=p, target=x86-64-linux\n"
+                                    "external_plus_metadata func p (in, out) {\n"
+                                 << loop << "}\n";
+  const std::string q = dir + "/q.stmt", p = dir + "/p.stmt";
+  Result r = run("stmt-check " + q + " " + p);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "weights transformed on each call: q_dot_weights, q_weight_sum\n"))
+      << r.out;
+  r = run("stmt-check --no-weight-transforms " + q + " " + p);
+  EXPECT_EQ(r.status, 1) << r.out;
+  const std::string folder = std::to_string(getpid()) + "_padfold_stmts/";  // the file's folder
+  EXPECT_TRUE(has(r.out, "FAIL " + folder + "q.stmt")) << r.out;
+  EXPECT_TRUE(has(r.out, "ok   " + folder + "p.stmt")) << r.out;
+  r = run("stmt-check --no-weight-transforms " + p);
+  EXPECT_EQ(r.status, 0) << r.out;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace

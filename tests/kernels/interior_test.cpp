@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/npy.h"
 #include "compile/stmt_check.h"
 #include "emit/bundle.h"
 
@@ -101,6 +102,62 @@ TEST(StmtCheck, ATestInTheSteadyStateFails) {
   const StmtReport r = check_stmt(stmt);
   EXPECT_EQ(r.steady_loops_with_tests(), 1);
   EXPECT_FALSE(r.interior_is_clean());
+}
+
+// A Winograd conv and an int8 dot-product conv passed their weights per call put them in another
+// form in their loops (U's first pass; the table and the weight sums); with weight files the
+// compile prepares both (and folds the sums into the bias), and no stage of either statement
+// transforms weights.
+TEST(StmtCheck, FindsTheStagesTransformingWeightsPerCall) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("padfold_weight_stages_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  nlohmann::json q = {{"name", "q"},      {"op", "conv2d"}, {"input_shape", {1, 8, 8, 64}},
+                      {"layout", "NHWC"}, {"kernel", 1},    {"out_channels", 64},
+                      {"dtype", "int8"},  {"bias", true},   {"padding", "valid"}};
+  q["quant"] = {{"requantize", "tflite"},
+                {"input", {{"scale", 0.02}, {"zero_point", 5}}},
+                {"weight_scale", 0.004},
+                {"output", {{"scale", 0.05}, {"zero_point", -128}}}};
+  const nlohmann::json wg = {{"name", "wg"},     {"op", "conv2d"}, {"input_shape", {1, 24, 24, 8}},
+                             {"layout", "NHWC"}, {"kernel", 3},    {"out_channels", 16},
+                             {"padding", "same"}};
+  const std::string target = "x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41";
+  const auto stages = [&](const nlohmann::json& layers) {
+    CompileOptions opt;
+    opt.out_dir = (dir / "bundle").string();
+    opt.targets = {target};
+    opt.emit_stmt = true;
+    opt.jobs = 1;
+    opt.fuse.mode = FuseOptions::Mode::None;
+    const Model model = parse_spec(nlohmann::json{{"model", "m"}, {"layers", layers}}.dump(),
+                                   (dir / "spec.json").string());
+    std::map<std::string, std::vector<std::string>> found;
+    for (const KernelReport& r : compile_bundle(model, opt))
+      found[r.layer] =
+          per_call_weight_stages(read_text(fs::path(opt.out_dir) / r.target / (r.layer + ".stmt")));
+    fs::remove_all(opt.out_dir);
+    return found;
+  };
+  auto per_call = stages({wg, q});
+  EXPECT_EQ(per_call["wg"], (std::vector<std::string>{"wg_wg_weights_rows"}));
+  // The table's blocks staged in registers (schedule_dot_weights) are part of building it.
+  EXPECT_EQ(per_call["q"], (std::vector<std::string>{
+                               "q_dot_weights", "q_weights_im_in_q_dot_weights", "q_weight_sum"}));
+
+  const std::vector<float> w(3 * 3 * 8 * 16, 0.5f);
+  write_npy_f32((dir / "wg_w.npy").string(), {3, 3, 8, 16}, w.data());
+  const std::vector<int8_t> qw(64 * 64, 3);
+  const std::vector<int32_t> qb(64, 100);
+  write_npy((dir / "q_w.npy").string(), {1, 1, 64, 64}, NpyDType::I8, qw.data());
+  write_npy((dir / "q_b.npy").string(), {64}, NpyDType::I32, qb.data());
+  nlohmann::json wg_files = wg, q_files = q;
+  wg_files["weight_files"] = {{"weights", "wg_w.npy"}};
+  q_files["weight_files"] = {{"weights", "q_w.npy"}, {"bias", "q_b.npy"}};
+  const auto prepared = stages({wg_files, q_files});
+  EXPECT_TRUE(prepared.at("wg").empty()) << prepared.at("wg").front();
+  EXPECT_TRUE(prepared.at("q").empty()) << prepared.at("q").front();
+  fs::remove_all(dir);
 }
 
 TEST(Interior, StridedAsymmetricSameConv) {
