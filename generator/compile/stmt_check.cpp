@@ -325,6 +325,40 @@ const std::regex& test_pattern() {
   return re;
 }
 
+// Whether the min or max call opening at `open` (its '(') clamps a value against a float
+// constant, scalar or broadcast ("x16(0.000000f)"): an activation (ReLU, ReLU6, a clip) in the
+// epilogue, not a test of where the window lies. The border's clamps are of integer positions.
+bool clamps_to_float_constant(const std::string& text, size_t open) {
+  static const std::regex constant(R"(^(x\d+\()?-?[0-9.]+(e[-+]?[0-9]+)?f\)?$)");
+  std::vector<std::string> args(1);
+  int depth = 0;
+  for (size_t i = open + 1; i < text.size(); ++i) {
+    const char c = text[i];
+    if (depth == 0 && c == ')') break;
+    if (depth == 0 && c == ',') {
+      args.emplace_back();
+      continue;
+    }
+    if (c == '(' || c == '[') ++depth;
+    if (c == ')' || c == ']') --depth;
+    args.back() += c;
+  }
+  return std::any_of(args.begin(), args.end(),
+                     [](const std::string& a) { return std::regex_match(trim(a), constant); });
+}
+
+// The first boundary test in a statement line, or npos.
+size_t first_test(const std::string& text) {
+  for (std::sregex_iterator it(text.begin(), text.end(), test_pattern()), end; it != end; ++it) {
+    const std::string call = it->str(0);
+    const size_t at = static_cast<size_t>(it->position(0));
+    if ((call == "min(" || call == "max(") && clamps_to_float_constant(text, at + call.size() - 1))
+      continue;
+    return at;
+  }
+  return std::string::npos;
+}
+
 void collect(const Node& node, bool steady, const std::string& output, StmtReport& report) {
   if (is_for(node.header) && !node.has_loop_inside) {
     StmtLoop loop;
@@ -336,11 +370,8 @@ void collect(const Node& node, bool steady, const std::string& output, StmtRepor
       for (const auto& item : n.items) {
         if (!loop.test.empty()) return;
         const std::string& text = item.child ? item.child->header : item.text;
-        std::smatch m;
-        if (std::regex_search(text, m, test_pattern())) {
-          const size_t at = static_cast<size_t>(m.position(0));
+        if (const size_t at = first_test(text); at != std::string::npos)
           loop.test = text.substr(at >= 40 ? at - 40 : 0, 150);
-        }
         if (item.child) find(*item.child);
       }
     };
@@ -402,11 +433,13 @@ StmtReport check_stmt(const std::string& text) {
   std::unique_ptr<Node> root = parse(text);
   StmtReport report;
   // The parallel row loop is an internal function called through halide_do_par_for(task, min,
-  // extent, ...); each row value is simulated. Without one, the kernel's own function is.
+  // extent, ...) (its closure argument "closure_arg", or "closure_arg$1" where Halide numbered
+  // it: an update stage's loop); each row value is simulated. Without one, the kernel's own
+  // function is.
   static const std::regex par_for(
       R"(halide_do_par_for\(\(halide_task_t\)::([\w]+), (-?\d+), (\d+),)");
   static const std::regex task(
-      R"(^internal func (\w+) \(__user_context, ([\w.$]+), closure_arg\) \{$)");
+      R"(^internal func (\w+) \(__user_context, ([\w.$]+), closure_arg(\$\d+)?\) \{$)");
   static const std::regex kernel(R"(^\w+ func (\w+) \()");
   std::map<std::string, std::pair<int64_t, int64_t>> ranges;
   for (std::sregex_iterator it(text.begin(), text.end(), par_for), end; it != end; ++it)

@@ -7,7 +7,8 @@
 // tile) over the output's columns. With every shape fixed, the check simulates the loop nest
 // (lets, branch conditions and extents evaluated row by row) to weigh each alternative by the
 // iterations it runs; at every split, the alternative that runs the most is the steady state.
-// A boundary test is a select, likely, if, min or max inside an innermost loop.
+// A boundary test is a select, likely, if, min or max inside an innermost loop; a min or max
+// against a float constant is an activation's clamp (ReLU, ReLU6), not a test.
 //
 // It also finds the stages that transform a kernel's weights on each call, which a bundle whose
 // weights are in files should have none of (docs/prepared-weights.md).

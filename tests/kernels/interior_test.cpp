@@ -94,6 +94,39 @@ TEST(StmtCheck, SteadyStateIsTheBranchAndLoopThatRunMost) {
   }
 }
 
+// ReLU and ReLU6 in the epilogue clamp values against float constants: not tests. A clamp of an
+// integer position is one.
+TEST(StmtCheck, AnActivationsClampIsNoTest) {
+  const auto test_of = [](const std::string& body) {
+    const StmtReport r = check_stmt(
+        "external_plus_metadata func k (in, out) {\n"
+        " for (out.s0.x, 0, 16) {\n  " +
+        body + "\n }\n}\n");
+    EXPECT_EQ(r.innermost.size(), 1u);
+    return r.innermost.at(0).test;
+  };
+  EXPECT_EQ(test_of("out[ramp(x, 1, 16)] = max(b[ramp(x, 1, 16)], x16(0.000000f))"), "");
+  EXPECT_EQ(test_of("out[x] = min(max(a[x] + b[min(c, 3)], 0.000000f), 6.000000f)"),
+            "out[x] = min(max(a[x] + b[min(c, 3)], 0.000000f), 6.000000f)");
+  EXPECT_EQ(test_of("out[x] = max(min(a[x], x8(-1.5e-05f)), x8(-6.000000f))"), "");
+  EXPECT_EQ(test_of("out[x] = a[max(x, 1)]"), "out[x] = a[max(x, 1)]");
+  EXPECT_EQ(test_of("out[x] = max(a[x], b[x])"), "out[x] = max(a[x], b[x])");
+}
+
+// An update stage's parallel loop (a GEMM over pixel runs) is a task whose closure argument
+// Halide numbers: its loops are simulated and checked like a pure stage's.
+TEST(StmtCheck, AnUpdateStagesParallelTaskIsChecked) {
+  const StmtReport r = check_stmt(
+      "internal func k_par_for_out_s1_c (__user_context, out.s1.c, closure_arg$1) {\n"
+      " for (out.s1.x, 0, 16) {\n  a = select(out.s1.c < 1, 0, b)\n }\n}\n"
+      "external_plus_metadata func k (in, out) {\n"
+      " let closure_result$1 = halide_do_par_for((halide_task_t)::k_par_for_out_s1_c, 0, 8, "
+      "(uint8_t *)(c))\n}\n");
+  ASSERT_EQ(r.innermost.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.innermost[0].iterations, 8.0 * 16);
+  EXPECT_EQ(r.steady_loops_with_tests(), 1);
+}
+
 TEST(StmtCheck, ATestInTheSteadyStateFails) {
   const std::string stmt =
       "external_plus_metadata func k (in, out) {\n"
