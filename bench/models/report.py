@@ -16,7 +16,8 @@ NAMES = {"mobilenet_v2": "MobileNetV2", "efficientnet_b0": "EfficientNet-B0",
          "resnet50": "ResNet-50 v1.5", "keras_mobilenet_v2": "MobileNetV2 (Keras)",
          "keras_efficientnet_b0": "EfficientNet-B0 (Keras)", "keras_resnet50": "ResNet-50 v1 (Keras)",
          "keras_mobilenet_v3_large": "MobileNetV3-Large (Keras)"}
-GOAL = {"mobilenet_v2": 1.25, "efficientnet_b0": 1.25, "resnet50": 1.0}
+# Issue 40: ahead of ONNX Runtime (ResNet-50, where ONNX Runtime is at ~93% of the FMA peak: 1.1x).
+GOAL = {"mobilenet_v2": 1.25, "efficientnet_b0": 1.25, "resnet50": 1.1}
 # The Keras models (make_keras_models.py) have the goals of the same networks from torch.
 GOAL.update({f"keras_{m}": g for m, g in GOAL.items()})
 
@@ -196,7 +197,7 @@ for m in models:
                        f"| {worst_text} |")
 out.append("")
 
-out += ["## Goals (issues 19 and 38)", ""]
+out += ["## Goals (issues 38 and 40)", ""]
 for m in models:
     if m not in GOAL:  # a model the issues state no goal for: its ratios are in the tables above
         continue
@@ -254,9 +255,19 @@ for m in tuned:
                    f"{TUNED_GOAL[m]}: **{'met' if ratio >= TUNED_GOAL[m] else 'not met'}**")
 all_ks = [k for m in models for L in layouts for t in targets
           for k in pf(m, L, t, 1)["runs"][0]["kernels"] if k["mflops"] >= 10 and is_conv(k)]
-good = sum(k["peak_share"] >= 0.6 for k in all_ks)
-out.append(f"- Conv kernels >= 10 MFLOP at >= 60% of the FMA peak: {good} of {len(all_ks)}: "
+good = sum(k["peak_share"] >= 0.75 for k in all_ks)
+out.append(f"- Conv kernels >= 10 MFLOP at >= 75% of the FMA peak (a Winograd kernel's share "
+           f"counts the direct conv's flops): {good} of {len(all_ks)}: "
            f"**{'met' if good == len(all_ks) else 'not met'}**")
+compute = [k for m in models for L in layouts for t in targets
+           for k in pf(m, L, t, 1)["runs"][0]["kernels"]
+           if k.get("bound", "compute") == "compute" and k.get("peak_share") is not None]
+low = sorted(compute, key=lambda k: k["peak_share"])
+below = [k for k in low if k["peak_share"] < 0.5]
+worst = "; ".join(f"{k['layer']} ({100 * k['peak_share']:.0f}%)" for k in below[:5])
+out.append(f"- Compute-bound kernels (the roofline's) below 50% of the FMA peak: {len(below)} of "
+           f"{len(compute)}{': ' + worst if worst else ''}, goal 0: "
+           f"**{'met' if not below else 'not met'}**")
 out.append("")
 # The previous file's whole-model tables become the first of its "## Earlier runs", which are kept
 # (runs on other CPUs, of older models or code).

@@ -210,7 +210,9 @@ for m in $MODELS; do
 done
 
 # The default import against the fastest explicit one (NHWC throughout), side by side in
-# alternating rounds (layout_ab.py): issue 38's goal is a ratio, and 2-thread medians drift.
+# alternating rounds (layout_ab.py): issue 38's goal is a ratio, and 2-thread medians drift. An
+# earlier run's A/B files go first, so that the report states only this run's.
+for m in $MODELS; do rm -f "$work/$m"-ab-*.json; done
 case " $LAYOUTS " in *" auto "*) case " $LAYOUTS " in *" nhwc "*)
   for m in $MODELS; do
     for t in $TARGETS; do
