@@ -59,18 +59,30 @@ void print_sizes(const padfold::SizeReport& r, bool full) {
 void print_prepared_weights(const padfold::BundlePlan& plan) {
   std::map<std::string, int> forms;
   int kernels = 0;
-  for (const padfold::KernelPlan& k : plan.kernels)
-    if (k.weight_form.prepared()) {
-      ++kernels;
+  std::vector<std::string> differ;
+  for (const padfold::KernelPlan& k : plan.kernels) {
+    if (k.forms_differ) differ.push_back(k.block.last().name);
+    if (!k.weight_form.prepared() && !k.weight_form.zero_point_in_bias) continue;
+    ++kernels;
+    if (k.weight_form.prepared())
       ++forms[padfold::weight_form_layout(k.block.consumer(), k.weight_form)];
-    }
-  if (kernels == 0) return;
-  std::vector<std::string> counts;
-  for (const auto& [form, n] : forms) counts.push_back(fmt::format("{} {}", form, n));
+    if (k.weight_form.zero_point_in_bias) ++forms["bias " + bias_form_layout(k.weight_form)];
+  }
+  if (kernels > 0) {
+    std::vector<std::string> counts;
+    for (const auto& [form, n] : forms) counts.push_back(fmt::format("{} {}", form, n));
+    fmt::print(
+        "prepared weights: {} kernel(s) ({}), transformed once here instead of on every call "
+        "(docs/prepared-weights.md)\n",
+        kernels, fmt::join(counts, ", "));
+  }
+  if (differ.empty()) return;
+  const size_t shown = std::min<size_t>(differ.size(), 5);
   fmt::print(
-      "prepared weights: {} kernel(s) ({}), transformed once here instead of on every call "
-      "(docs/prepared-weights.md)\n",
-      kernels, fmt::join(counts, ", "));
+      "weights as their files hold them for {} kernel(s) whose targets want different forms "
+      "({}{}): some target transforms them on every call; a bundle per target prepares them\n",
+      differ.size(), fmt::join(differ.begin(), differ.begin() + static_cast<long>(shown), ", "),
+      differ.size() > shown ? ", ..." : "");
 }
 
 // Per target: the largest kernel's Halide stack (one kernel runs at a time) and the kernels that

@@ -101,7 +101,7 @@ int find_weight_file(const std::vector<WeightFile>& files, const Layer& L, pf_ro
 // conv's bias with its file takes the zero point's term where every target's products see the
 // same zero point.
 WeightForm plan_weight_form(const KernelPlan& k, const std::vector<TargetPlan>& targets,
-                            const std::vector<WeightFile>& files) {
+                            const std::vector<WeightFile>& files, bool& forms_differ) {
   const Block& b = k.block;
   const Layer& L = b.consumer();
   if (b.chain().size() != 1 || find_weight_file(files, L, PF_ROLE_WEIGHTS) < 0) return {};
@@ -115,7 +115,8 @@ WeightForm plan_weight_form(const KernelPlan& k, const std::vector<TargetPlan>& 
   const auto all_same = [](const auto& v) {
     return std::all_of(v.begin(), v.end(), [&](const auto& x) { return x == v.front(); });
   };
-  WeightForm form = all_same(forms) ? forms.front() : WeightForm{};
+  forms_differ = !all_same(forms);
+  WeightForm form = forms_differ ? WeightForm{} : forms.front();
   if (all_same(folds) && folds.front()) {
     form.zero_point_in_bias = true;
     form.folded_zero_point = *folds.front();
@@ -228,7 +229,7 @@ BundlePlan plan_bundle(const Model& model, const CompileOptions& opt) {
   for (const Block& b : blocks) {
     KernelPlan k{b, kernel_function_name(model, b.last()), {}, {}, {}, std::nullopt};
     for (const TargetPlan& t : plan.targets) k.schedules.push_back(plan_schedule(b, t, opt));
-    k.weight_form = plan_weight_form(k, plan.targets, plan.weight_files);
+    k.weight_form = plan_weight_form(k, plan.targets, plan.weight_files, k.forms_differ);
     for (const pf_role role : {PF_ROLE_WEIGHTS, PF_ROLE_BIAS})
       if (const int w = find_weight_file(plan.weight_files, b.consumer(), role); w >= 0)
         plan.weight_files[static_cast<size_t>(w)].form = k.weight_form;

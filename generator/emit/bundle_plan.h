@@ -95,6 +95,9 @@ struct KernelPlan {
   // Where its output lives in pf_model_run_static's arena; none for a model output (the caller's
   // buffer).
   std::optional<int64_t> arena_offset;
+  // Its weights have a file, but its targets want them in different prepared forms: the bundle
+  // stores them as the file holds them, and some target's kernel transforms them on each call.
+  bool forms_differ = false;
 };
 
 struct BundlePlan {

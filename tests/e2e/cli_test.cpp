@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "base/npy.h"
 #include "bundle_util.h"
 
 namespace {
@@ -513,6 +514,41 @@ TEST(CliStmtCheck, NoWeightTransformsFailsAKernelTransformingItsWeights) {
   EXPECT_TRUE(has(r.out, "ok   " + folder + "p.stmt")) << r.out;
   r = run("stmt-check --no-weight-transforms " + p);
   EXPECT_EQ(r.status, 0) << r.out;
+  std::filesystem::remove_all(dir);
+}
+
+// A bundle's weight files are shared by its targets: where they want different prepared forms
+// (channel blocks of a 1x1 conv: AVX-512's wider than AVX2's), the files keep the spec's form and
+// the compile says which kernels transform them on every call; one target alone prepares them.
+TEST(CliCompile, SaysWhichKernelsTargetsWantWeightsInDifferentForms) {
+  const std::string dir = testing::TempDir() + std::to_string(getpid()) + "_padfold_forms";
+  std::filesystem::create_directories(dir);
+  const std::vector<float> w(256 * 512, 0.25f);
+  padfold::write_npy_f32(dir + "/w.npy", {1, 1, 256, 512}, w.data());
+  std::ofstream(dir + "/s.json") << json{{"model", "forms"},
+                                         {"layers",
+                                          {{{"name", "down"},
+                                            {"op", "conv2d"},
+                                            {"input_shape", {1, 56, 56, 256}},
+                                            {"layout", "NHWC"},
+                                            {"out_channels", 512},
+                                            {"kernel", 1},
+                                            {"stride", 2},
+                                            {"padding", "valid"},
+                                            {"weight_files", {{"weights", "w.npy"}}}}}}};
+  const std::string avx512 = "x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41";
+  Result r = run("compile " + dir + "/s.json -o " + dir + "/both --target " + avx512 +
+                 ",x86-64-linux-avx2-fma");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out,
+                  "weights as their files hold them for 1 kernel(s) whose targets want "
+                  "different forms (down): some target transforms them on every call"))
+      << r.out;
+  EXPECT_FALSE(has(r.out, "prepared weights")) << r.out;
+  r = run("compile " + dir + "/s.json -o " + dir + "/one --target " + avx512);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "prepared weights: 1 kernel(s) (Ohwi")) << r.out;
+  EXPECT_FALSE(has(r.out, "different forms")) << r.out;
   std::filesystem::remove_all(dir);
 }
 

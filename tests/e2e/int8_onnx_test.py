@@ -63,8 +63,8 @@ def check(padfold, data, work, name):
     out = {o["onnx_tensor"]: o["name"] for o in report["outputs"]}
     if set(out) != {"y", "y_int8", *extra}:
         return f"{name}: outputs {sorted(out)}; expected y, y_int8 and {extra}"
-    run([padfold, "compile", d / "import" / f"ort_{name}.json", "-o", d / "bundle", "--target",
-         "host", "--emit-stmt"])
+    compiled = run([padfold, "compile", d / "import" / f"ort_{name}.json", "-o", d / "bundle",
+                    "--target", "host", "--emit-stmt"])
     # The dot-product convs read the weight table the compile prepared (WeightForm::dot_table),
     # and every conv with a bias its bias with the zero point's term folded in: the manifest
     # states both forms and no kernel builds a table or sums weights per call.
@@ -77,6 +77,8 @@ def check(padfold, data, work, name):
               for b in k["buffers"] if b["name"] == "bias"]
     if not biases or set(biases) != {"O_zero_point_folded"}:
         return f"{name}: conv biases in layouts {biases}; expected O_zero_point_folded"
+    if f"bias O_zero_point_folded {len(biases)}" not in compiled:
+        return f"{name}: the compile does not count {len(biases)} folded biases:\n{compiled}"
     for per_call in ("_dot_weights", "_weight_sum"):
         built = [p.name for p in (d / "bundle").rglob("*.stmt") if per_call in p.read_text()]
         if built:
