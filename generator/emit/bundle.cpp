@@ -50,8 +50,7 @@ std::vector<KernelReport> compile_bundle(const BundlePlan& plan,
                                          const std::function<void(const KernelReport&)>& progress) {
   const Model& model = *plan.model;
   // Weights are read, checked and prepared before anything is compiled.
-  std::vector<NpyData> weights;
-  for (const WeightFile& w : plan.weight_files) weights.push_back(stored_weights(model, w));
+  const std::vector<NpyData> weights = stored_weights(model, plan.weight_files);
   StagedDirectory staged(plan.options.out_dir);
   const fs::path root = staged.path();
   if (!plan.embedded_weights && !plan.weight_files.empty()) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "algorithm/algorithm.h"
@@ -58,16 +59,25 @@ std::vector<int64_t> WeightFile::stored_shape() const {
   return role == PF_ROLE_WEIGHTS && form.prepared() ? weight_form_shape(*layer, form) : shape;
 }
 
-NpyData stored_weights(const Model& model, const WeightFile& w) {
-  if (w.role == PF_ROLE_BIAS && w.form.zero_point_in_bias) {
-    for (const WeightFile& weights : weight_files(model))
-      if (weights.layer == w.layer && weights.role == PF_ROLE_WEIGHTS)
-        return prepare_bias(*w.layer, w.form, read_weight_file(model, weights),
-                            read_weight_file(model, w));
-    throw std::logic_error("layer '" + w.layer->name + "': a folded bias without a weights file");
+std::vector<NpyData> stored_weights(const Model& model, const std::vector<WeightFile>& files) {
+  std::vector<NpyData> values;
+  for (const WeightFile& w : files) values.push_back(read_weight_file(model, w));
+  // Biases first: folding one reads its layer's weights as the file holds them.
+  for (size_t i = 0; i < files.size(); ++i) {
+    const WeightFile& w = files[i];
+    if (w.role != PF_ROLE_BIAS || !w.form.zero_point_in_bias) continue;
+    const auto weights = std::find_if(files.begin(), files.end(), [&](const WeightFile& f) {
+      return f.layer == w.layer && f.role == PF_ROLE_WEIGHTS;
+    });
+    if (weights == files.end())
+      throw std::logic_error("layer '" + w.layer->name + "': a folded bias without a weights file");
+    values[i] = prepare_bias(*w.layer, w.form,
+                             values[static_cast<size_t>(weights - files.begin())], values[i]);
   }
-  if (w.role == PF_ROLE_BIAS) return read_weight_file(model, w);
-  return prepare_weights(*w.layer, w.form, read_weight_file(model, w));
+  for (size_t i = 0; i < files.size(); ++i)
+    if (files[i].role == PF_ROLE_WEIGHTS)
+      values[i] = prepare_weights(*files[i].layer, files[i].form, values[i]);
+  return values;
 }
 
 void check_weight_files(const Model& model) {

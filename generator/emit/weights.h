@@ -38,9 +38,10 @@ std::vector<WeightFile> weight_files(const Model& model);
 // dtypes).
 NpyData read_weight_file(const Model& model, const WeightFile& w);
 
-// read_weight_file, prepared in the file's form (prepare_weights; a bias with the zero point's
-// term folded in, prepare_bias): the values the bundle stores.
-NpyData stored_weights(const Model& model, const WeightFile& w);
+// Each file read once (read_weight_file) and prepared in its form (prepare_weights; a bias with
+// the zero point's term folded in from its layer's weights, prepare_bias): the values the bundle
+// stores, in `files`' order.
+std::vector<NpyData> stored_weights(const Model& model, const std::vector<WeightFile>& files);
 
 // Checks every weight file of the model (read_weight_file), throwing at the first bad one.
 void check_weight_files(const Model& model);
