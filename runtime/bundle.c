@@ -189,6 +189,14 @@ static pf_status compare(const pf_manifest* m, const pf_manifest_target* t, cons
                     reg->kernels[i].layer);
     }
     if ((s = compare_kernel(&m->kernels[i], &reg->kernels[i], lib, file, err, errlen))) return s;
+    if (m->format_version >= 5) {
+      const pf_kernel_desc* p = pf_registry_prepare(reg, reg->kernels[i].layer);
+      const char* want = m->prepare_functions[i];
+      if ((p == NULL) != (want == NULL) || (p && strcmp(p->function, want) != 0)) {
+        return DIFFER("kernel '%s' prepare: manifest has %s, library has %s", reg->kernels[i].layer,
+                      want ? want : "none", p ? p->function : "none");
+      }
+    }
   }
   if ((s = compare_graph(m, reg, lib, file, err, errlen)) != PF_OK) return s;
   return m->format_version >= 3 ? compare_memory_plan(m, reg, lib, file, err, errlen) : PF_OK;

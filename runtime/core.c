@@ -151,6 +151,80 @@ static pf_status check_memory_plan(const pf_registry* reg, char* err, size_t err
   return PF_OK;
 }
 
+static const pf_buffer_desc* buffer_named(const pf_kernel_desc* k, const char* name) {
+  int i;
+  for (i = 0; i < k->num_buffers; i++) {
+    if (strcmp(k->buffers[i].name, name) == 0) return &k->buffers[i];
+  }
+  return NULL;
+}
+
+static const pf_kernel_desc* kernel_of_layer(const pf_registry* reg, const char* layer) {
+  int i;
+  for (i = 0; i < reg->num_kernels; i++) {
+    if (strcmp(reg->kernels[i].layer, layer) == 0) return &reg->kernels[i];
+  }
+  return NULL;
+}
+
+/* What is wrong with prepare kernel p (NULL if nothing): its fields, its two buffers ("weights" in,
+ * "prepared" out, of one dtype), and "prepared" being its kernel's weights buffer. */
+static const char* malformed_prepare(const pf_registry* reg, const pf_kernel_desc* p) {
+  const pf_kernel_desc* k;
+  const pf_buffer_desc *raw, *prepared, *w;
+  const char* what;
+  int d;
+  if (!p->layer || !p->function || !p->op || !p->argv_fn || !p->buffers || p->num_buffers != 2 ||
+      p->device) {
+    return "NULL field, a device, or not two buffers";
+  }
+  if ((what = malformed_desc(&p->buffers[0])) || (what = malformed_desc(&p->buffers[1]))) {
+    return what;
+  }
+  raw = &p->buffers[0];
+  prepared = &p->buffers[1];
+  if (strcmp(raw->name, "weights") != 0 || raw->role != PF_ROLE_INPUT ||
+      strcmp(prepared->name, "prepared") != 0 || prepared->role != PF_ROLE_OUTPUT ||
+      raw->dtype != prepared->dtype || raw->data || prepared->data) {
+    return "buffers not \"weights\" (input) and \"prepared\" (output) of one dtype";
+  }
+  if (!(k = kernel_of_layer(reg, p->layer))) return "no kernel of its layer";
+  w = buffer_named(k, "weights");
+  if (!w || w->role != PF_ROLE_WEIGHTS || w->dtype != prepared->dtype ||
+      w->rank != prepared->rank || strcmp(w->layout, prepared->layout) != 0) {
+    return "\"prepared\" is not its kernel's weights buffer";
+  }
+  for (d = 0; d < w->rank; d++) {
+    if (w->shape[d] != prepared->shape[d] || w->strides[d] != prepared->strides[d]) {
+      return "\"prepared\" is not its kernel's weights buffer";
+    }
+  }
+  return NULL;
+}
+
+static pf_status check_prepares(const pf_registry* reg, char* err, size_t errlen) {
+  int i, j;
+  if (reg->num_prepares < 0 || reg->num_prepares > reg->num_kernels ||
+      (reg->num_prepares && !reg->prepares)) {
+    return pf_fail(err, errlen, PF_ERR_MISMATCH,
+                   "malformed registry: %d prepare kernels for %d kernels", reg->num_prepares,
+                   reg->num_kernels);
+  }
+  for (i = 0; i < reg->num_prepares; i++) {
+    const pf_kernel_desc* p = &reg->prepares[i];
+    const char* what = malformed_prepare(reg, p);
+    for (j = 0; !what && j < i; j++) {
+      if (strcmp(reg->prepares[j].layer, p->layer) == 0) what = "a second one for its layer";
+    }
+    if (what) {
+      return pf_fail(err, errlen, PF_ERR_MISMATCH,
+                     "malformed registry: prepare kernel %d ('%s'): %s", i,
+                     p->layer ? p->layer : "?", what);
+    }
+  }
+  return PF_OK;
+}
+
 pf_status pf_registry_validate(const pf_registry* reg, char* err, size_t errlen) {
   int i, j;
   pf_status s;
@@ -185,6 +259,7 @@ pf_status pf_registry_validate(const pf_registry* reg, char* err, size_t errlen)
     }
   }
   if (reg->format_version >= 3 && (s = check_memory_plan(reg, err, errlen)) != PF_OK) return s;
+  if (reg->format_version >= 5 && (s = check_prepares(reg, err, errlen)) != PF_OK) return s;
   return check_graph(reg, err, errlen);
 }
 
@@ -274,6 +349,19 @@ int pf_bundle_num_kernels(const pf_bundle* b) {
 
 const pf_kernel_desc* pf_bundle_kernel(const pf_bundle* b, int i) {
   return b && i >= 0 && i < b->reg->num_kernels ? &b->reg->kernels[i] : NULL;
+}
+
+const pf_kernel_desc* pf_registry_prepare(const pf_registry* reg, const char* layer) {
+  int i;
+  if (reg->format_version < 5) return NULL;
+  for (i = 0; i < reg->num_prepares; i++) {
+    if (strcmp(reg->prepares[i].layer, layer) == 0) return &reg->prepares[i];
+  }
+  return NULL;
+}
+
+const pf_kernel_desc* pf_bundle_prepare_kernel(const pf_bundle* b, const pf_kernel_desc* k) {
+  return b && k && k->layer ? pf_registry_prepare(b->reg, k->layer) : NULL;
 }
 
 pf_status pf_bundle_find(const pf_bundle* b, const char* layer, const pf_kernel_desc** out,

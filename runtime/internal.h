@@ -79,6 +79,9 @@ pf_status pf_cpu_check(const pf_cpu* cpu, const char* arch, int bits, const char
 /* Checks reg's structure and format version; PF_ERR_MISMATCH / PF_ERR_VERSION otherwise. */
 pf_status pf_registry_validate(const pf_registry* reg, char* err, size_t errlen);
 
+/* The prepare kernel of layer `layer` in reg (format 5 on), or NULL. */
+const pf_kernel_desc* pf_registry_prepare(const pf_registry* reg, const char* layer);
+
 /* Creates a handle over reg (validated, CPU-checked). On success the handle owns `release(ctx)`,
  * called by pf_bundle_close; on failure nothing is released. dir may be NULL. */
 pf_status pf_bundle_create(const pf_registry* reg, const pf_open_options* opts, const char* dir,
@@ -157,6 +160,8 @@ typedef struct pf_manifest {
   /* Format 3 on: memory_plan.arena_bytes, and per kernel its arena_offset (-1 for null). */
   int64_t arena_bytes;
   int64_t* arena_offsets;
+  /* Format 5 on: per kernel, its "prepare" kernel's function, or NULL. */
+  const char** prepare_functions;
   pf_buffer_desc* inputs; /* graph.inputs (source: produced_by) */
   const char** outputs;   /* graph.outputs */
   struct cJSON* json;

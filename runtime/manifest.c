@@ -207,7 +207,7 @@ static pf_status parse_kernel(pf_manifest* m, const cJSON* j, int i) {
   pf_kernel_desc* k = &m->kernels[i];
   pf_buffer_desc* bufs = &m->buffers[i * PF_MAX_BUFFERS];
   char path[32], bpath[64];
-  const cJSON *bs, *b;
+  const cJSON *bs, *b, *p;
   pf_status s;
   snprintf(path, sizeof path, "kernels[%d]", i);
   if (!cJSON_IsObject(j)) return bad(m, "", path, "an object", j);
@@ -216,6 +216,13 @@ static pf_status parse_kernel(pf_manifest* m, const cJSON* j, int i) {
       (s = get_str(m, j, path, "op", 0, &k->op)) ||
       (s = get_array(m, j, path, "buffers", PF_MAX_BUFFERS, &bs))) {
     return s;
+  }
+  m->prepare_functions[i] = NULL;
+  if (m->format_version >= 5 && (p = cJSON_GetObjectItemCaseSensitive(j, "prepare"))) {
+    char ppath[48];
+    snprintf(ppath, sizeof ppath, "%s.prepare", path);
+    if (!cJSON_IsObject(p)) return bad(m, path, "prepare", "an object", p);
+    if ((s = get_str(m, p, ppath, "function", 0, &m->prepare_functions[i]))) return s;
   }
   k->buffers = bufs;
   k->num_buffers = 0;
@@ -391,7 +398,9 @@ static pf_status parse_manifest(pf_manifest* m, const cJSON* root) {
   m->buffers =
       (pf_buffer_desc*)calloc((size_t)m->num_kernels * PF_MAX_BUFFERS + 1, sizeof *m->buffers);
   m->arena_offsets = (int64_t*)calloc((size_t)m->num_kernels + 1, sizeof *m->arena_offsets);
-  if (!m->targets || !m->kernels || !m->buffers || !m->arena_offsets) {
+  m->prepare_functions =
+      (const char**)calloc((size_t)m->num_kernels + 1, sizeof *m->prepare_functions);
+  if (!m->targets || !m->kernels || !m->buffers || !m->arena_offsets || !m->prepare_functions) {
     return pf_fail(m->err, m->errlen, PF_ERR_NO_MEMORY, "out of memory");
   }
   cJSON_ArrayForEach(v, ts) {
@@ -471,6 +480,7 @@ void pf_manifest_free(pf_manifest* m) {
   free(m->kernels);
   free(m->buffers);
   free(m->arena_offsets);
+  free((void*)m->prepare_functions);
   free(m->inputs);
   free(m->outputs);
   memset(m, 0, sizeof *m);

@@ -678,6 +678,14 @@ std::vector<BufferInfo> buffer_infos(const Layer& L, const WeightForm& weights) 
   return out;
 }
 
+std::vector<BufferInfo> preparation_buffers(const Layer& L, const WeightForm& form) {
+  const pf_dtype dtype = L.quantized() ? PF_I8 : PF_F32;
+  return {{"weights", PF_ROLE_INPUT, weight_form_layout(L, {}), weight_form_shape(L, {}), L.name,
+           dtype},
+          {"prepared", PF_ROLE_OUTPUT, weight_form_layout(L, form), weight_form_shape(L, form),
+           L.name, dtype}};
+}
+
 BufferInfo residual_buffer(const Layer& add) {
   return {"residual", PF_ROLE_INPUT, add.layout.name(), add.output_shape_full(), add.name, PF_F32};
 }

@@ -30,6 +30,10 @@ struct BufferInfo {
 };
 // The weights buffer in `weights`' form (default: as the layer's weight_layout says).
 std::vector<BufferInfo> buffer_infos(const Layer& layer, const WeightForm& weights = {});
+// The buffers of the kernel that prepares a layer's weights passed by the caller (padfold compile
+// --prepare-entry): "weights" as the layer's weight_layout lays them out, and "prepared" in
+// `form` (the layer's kernel's weights buffer).
+std::vector<BufferInfo> preparation_buffers(const Layer& layer, const WeightForm& form);
 
 // The Halide type of a buffer's elements, and of a layer's output.
 Halide::Type halide_type(pf_dtype dtype);

@@ -48,6 +48,20 @@ namespace {
 
 // `file` (HWIO: taps, input channels, output channels outermost first) in blocks of `block`
 // output channels (blocked_weights_view reads it back).
+// The blocked form (block_channels) from `weights` as their weight_layout indexes them: the
+// inverse of blocked_weights_view.
+Halide::Func define_blocked_weights(const Layer& L, int block, const Halide::Func& weights) {
+  std::vector<Halide::Var> args{Halide::Var("ob")};  // (o within its block, i, taps..., block)
+  for (int j = 0; j + 1 < static_cast<int>(L.weight_layout.order.size()); ++j)
+    args.emplace_back("w" + std::to_string(j));
+  args.emplace_back("blk");
+  std::vector<Halide::Expr> at{args.back() * block + args.front()};
+  at.insert(at.end(), args.begin() + 1, args.end() - 1);
+  Halide::Func blocked(L.name + "_blocked_weights");
+  blocked(args) = weights(at);
+  return blocked;
+}
+
 NpyData block_weights(const Layer& L, int block, const NpyData& file) {
   if (!blocked_weights_apply(L, block) || file.dtype != NpyDType::F32 ||
       file.shape != L.weight_shape())
@@ -69,10 +83,15 @@ NpyData block_weights(const Layer& L, int block, const NpyData& file) {
   return out;
 }
 
+// A quantized conv with a bias: its input zero point's term can go into the bias.
+bool bias_takes_zero_point(const Layer& L) {
+  return L.op == Op::Conv && L.quantized() && L.bias;
+}
+
 }  // namespace
 
 std::optional<int32_t> foldable_zero_point(const Layer& L, const Halide::Target& target) {
-  if (L.op != Op::Conv || !L.quantized() || !L.bias) return std::nullopt;
+  if (!bias_takes_zero_point(L)) return std::nullopt;
   return dot_zero_point(L, dot_operands(target));
 }
 
@@ -85,9 +104,9 @@ NpyData prepare_bias(const Layer& L, const WeightForm& form, const NpyData& weig
   if (!form.zero_point_in_bias) return bias;
   const std::vector<int64_t> shape = L.weight_shape();
   const size_t o_axis = L.weight_layout.order.find('O');
-  if (L.op != Op::Conv || !L.quantized() || !L.bias || weights.dtype != NpyDType::I8 ||
-      weights.shape != shape || bias.dtype != NpyDType::I32 ||
-      bias.shape != std::vector<int64_t>{L.out_channels} || o_axis == std::string::npos)
+  if (!bias_takes_zero_point(L) || weights.dtype != NpyDType::I8 || weights.shape != shape ||
+      bias.dtype != NpyDType::I32 || bias.shape != std::vector<int64_t>{L.out_channels} ||
+      o_axis == std::string::npos)
     throw std::logic_error("layer '" + L.name + "': no zero point to fold into its bias");
   int64_t inner = 1;  // elements between two output channels' weights (C order)
   for (size_t j = o_axis + 1; j < shape.size(); ++j) inner *= shape[j];
@@ -160,22 +179,42 @@ NpyData realize_form(const Layer& L, const WeightForm& form, NpyDType dtype,
 
 }  // namespace
 
+Halide::Func define_prepared_weights(const Layer& L, const WeightForm& form,
+                                     const Halide::Func& weights) {
+  if (form.block_channels > 0) {
+    if (!blocked_weights_apply(L, form.block_channels))
+      throw std::logic_error("layer '" + L.name + "': its weights cannot be blocked by " +
+                             std::to_string(form.block_channels) + " output channels");
+    return define_blocked_weights(L, form.block_channels, weights);
+  }
+  if (form.dot_table) {
+    if (!quantized_dot_product(L))
+      throw std::logic_error("layer '" + L.name + "': its weights cannot be a dot-product table");
+    return define_dot_table(L, weights);
+  }
+  if (form.winograd_m > 0) {
+    if (!winograd_applies(L))
+      throw std::logic_error("layer '" + L.name + "': its weights cannot be prepared for Winograd");
+    WinogradStages s;
+    define_winograd_weights(s, L, form.winograd_m, weights);
+    return s.weights;
+  }
+  throw std::logic_error("layer '" + L.name + "': its weight form needs no preparation");
+}
+
 NpyData prepare_weights(const Layer& L, const WeightForm& form, const NpyData& file) {
+  // Blocks are the file's values moved: a loop here, not a JIT compile per layer.
   if (form.block_channels > 0) return block_weights(L, form.block_channels, file);
   if (!form.prepared()) return file;
-  const bool fits = file.shape == L.weight_shape();
+  const NpyDType want = form.dot_table ? NpyDType::I8 : NpyDType::F32;
+  if (file.dtype != want || file.shape != L.weight_shape())
+    throw std::logic_error("layer '" + L.name + "': its weights file is not the layer's weights");
   if (form.dot_table) {
-    if (!quantized_dot_product(L) || file.dtype != NpyDType::I8 || !fits)
-      throw std::logic_error("layer '" + L.name + "': its weights cannot be a dot-product table");
     Halide::Buffer<int8_t> raw = buffer_over<int8_t>(file);
-    return realize_form<int8_t>(L, form, NpyDType::I8, define_dot_table(L, Halide::Func(raw)));
+    return realize_form<int8_t>(L, form, want, define_prepared_weights(L, form, Halide::Func(raw)));
   }
-  if (!winograd_applies(L) || file.dtype != NpyDType::F32 || !fits)
-    throw std::logic_error("layer '" + L.name + "': its weights cannot be prepared for Winograd");
-  WinogradStages s;
   Halide::Buffer<float> raw = buffer_over<float>(file);
-  define_winograd_weights(s, L, form.winograd_m, Halide::Func(raw));
-  return realize_form<float>(L, form, NpyDType::F32, s.weights);
+  return realize_form<float>(L, form, want, define_prepared_weights(L, form, Halide::Func(raw)));
 }
 
 }  // namespace padfold

@@ -95,6 +95,12 @@ std::string bias_form_layout(const WeightForm& form);
 NpyData prepare_bias(const Layer& layer, const WeightForm& form, const NpyData& weights,
                      const NpyData& bias);
 
+// The prepared form (form.prepared()) of `weights`, the layer's weights as their weight_layout
+// indexes them, as a Halide definition: what the compile realizes (prepare_weights) and what a
+// bundle's prepare kernel computes from the caller's weights (compile_weight_preparation).
+Halide::Func define_prepared_weights(const Layer& layer, const WeightForm& form,
+                                     const Halide::Func& weights);
+
 // The prepared values of `file`, the layer's weights as its weight file holds them, computed by
 // the same Halide definition a kernel that is passed raw weights runs per call (JIT on the host).
 // An unprepared form returns `file` as it is.

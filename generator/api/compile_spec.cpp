@@ -62,6 +62,7 @@ CompiledBundle compile_spec(const CompileRequest& a, const KernelProgress& on_ke
   opt.emit_stmt = a.emit_stmt;
   opt.emit_device_code = a.emit_device_code;
   opt.embed_weights = a.embed_weights;
+  opt.prepare_entry = a.prepare_entry;
   opt.jobs = a.jobs;
   opt.kernel_timeout_s = a.kernel_timeout_s;
   opt.fuse = parse_fuse_option(a.fuse);

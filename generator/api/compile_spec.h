@@ -23,8 +23,9 @@ struct CompileRequest {
   std::string db;                            // a tuning database, or empty
   bool db_any_machine = false;
   bool emit_stmt = false, emit_device_code = false, embed_weights = false;
-  std::string fuse = "auto";  // auto, none or a list of blocks (parse_fuse_option)
-  int jobs = 0;               // kernels compiled at once; 0: one per core
+  bool prepare_entry = false;  // CompileOptions::prepare_entry
+  std::string fuse = "auto";   // auto, none or a list of blocks (parse_fuse_option)
+  int jobs = 0;                // kernels compiled at once; 0: one per core
   double kernel_timeout_s = 600;
 };
 

@@ -54,28 +54,42 @@ void print_sizes(const padfold::SizeReport& r, bool full) {
   }
 }
 
+// Kernels' weights by form, as counted into `forms`: "3 kernel(s) (winograd_f4_u 2, ...)".
+std::string form_counts(int kernels, const std::map<std::string, int>& forms) {
+  std::vector<std::string> counts;
+  for (const auto& [form, n] : forms) counts.push_back(fmt::format("{} {}", form, n));
+  return fmt::format("{} kernel(s) ({})", kernels, fmt::join(counts, ", "));
+}
+
 // The kernels whose weights the compile prepared, by form: "prepared weights: 3 kernels
-// (winograd_f4_u 2, winograd_f2_u 1), ...".
+// (winograd_f4_u 2, winograd_f2_u 1), ...", and those whose prepare kernel the caller runs.
 void print_prepared_weights(const padfold::BundlePlan& plan) {
-  std::map<std::string, int> forms;
-  int kernels = 0;
+  std::map<std::string, int> forms, entries;
+  int kernels = 0, entry_kernels = 0;
   std::vector<std::string> differ;
   for (const padfold::KernelPlan& k : plan.kernels) {
     if (k.forms_differ) differ.push_back(k.block.last().name);
+    if (!k.prepare_function.empty()) {
+      ++entry_kernels;
+      ++entries[padfold::weight_form_layout(k.block.consumer(), k.weight_form)];
+      continue;
+    }
     if (!k.weight_form.prepared() && !k.weight_form.zero_point_in_bias) continue;
     ++kernels;
     if (k.weight_form.prepared())
       ++forms[padfold::weight_form_layout(k.block.consumer(), k.weight_form)];
     if (k.weight_form.zero_point_in_bias) ++forms["bias " + bias_form_layout(k.weight_form)];
   }
-  if (kernels > 0) {
-    std::vector<std::string> counts;
-    for (const auto& [form, n] : forms) counts.push_back(fmt::format("{} {}", form, n));
+  if (kernels > 0)
     fmt::print(
-        "prepared weights: {} kernel(s) ({}), transformed once here instead of on every call "
+        "prepared weights: {}, transformed once here instead of on every call "
         "(docs/prepared-weights.md)\n",
-        kernels, fmt::join(counts, ", "));
-  }
+        form_counts(kernels, forms));
+  if (entry_kernels > 0)
+    fmt::print(
+        "prepare kernels: {} read the caller's weights prepared: run each one's prepare kernel "
+        "once (pf_bundle_prepare_kernel; Python: Layer.prepare)\n",
+        form_counts(entry_kernels, entries));
   if (differ.empty()) return;
   const size_t shown = std::min<size_t>(differ.size(), 5);
   fmt::print(
@@ -204,6 +218,11 @@ void add_compile_command(CLI::App& app) {
   cmd->add_flag("--embed-weights", args->request.embed_weights,
                 "bake the spec's weight_files into every target's library (for embedded builds "
                 "with no file system) instead of copying them into the bundle's weights/");
+  cmd->add_flag("--prepare-entry", args->request.prepare_entry,
+                "a layer whose weights the caller passes (no weight file) computes with them "
+                "prepared as with a file (Winograd's transform, an int8 dot-product table, "
+                "channel blocks), and the bundle gets a kernel writing that form from the "
+                "caller's weights, to run once (pf_bundle_prepare_kernel)");
   cmd->add_flag("--report-size", args->report_size,
                 "print each target's size report: every kernel's text, data and bss, the Halide "
                 "runtime's, the weights and the whole-model arena");

@@ -144,6 +144,17 @@ void check_bundle_file_inside(const std::string& bundle, const std::string& path
                     path, file.string()));
 }
 
+// The weights `raw` (as the spec lays them out) in the form kernel k reads them, written by its
+// prepare kernel p.
+padfold::NpyData prepared_weights(const pf_kernel_desc* p, padfold::NpyData& raw) {
+  padfold::NpyData out = zeros(p->buffers[1], p->layer);
+  const pf_tensor tensors[2] = {pf_tensor_of(&p->buffers[0], raw.data(), raw.bytes.size()),
+                                pf_tensor_of(&p->buffers[1], out.data(), out.bytes.size())};
+  char err[PF_ERRLEN];
+  if (pf_run(p, tensors, 2, err, sizeof err) != PF_OK) throw std::runtime_error(err);
+  return out;
+}
+
 void run_layer(const RunArgs& a) {
   if (a.outputs.size() != 1)
     throw std::runtime_error(
@@ -211,10 +222,21 @@ void run_layer(const RunArgs& a) {
                                              flag, b.name, b.layout, shape_str(want)));
       padfold::NpyData loaded =
           read_input_npy(path, flag, b, fmt::format("kernel '{}' buffer '{}'", a.layer, b.name));
+      // Weights as the spec lays them out, for a kernel reading them prepared: prepared here.
+      const pf_kernel_desc* p =
+          b.role == PF_ROLE_WEIGHTS ? pf_bundle_prepare_kernel(bundle.get(), k) : nullptr;
+      const pf_buffer_desc* raw_desc = p ? &p->buffers[0] : nullptr;
+      if (raw_desc &&
+          loaded.shape == std::vector<int64_t>(raw_desc->shape, raw_desc->shape + raw_desc->rank))
+        loaded = prepared_weights(p, loaded);
       if (loaded.shape != want)
-        throw std::runtime_error(
-            fmt::format("{} {}: shape {} does not match kernel '{}' buffer '{}' ({} {})", flag,
-                        path, shape_str(loaded.shape), a.layer, b.name, b.layout, shape_str(want)));
+        throw std::runtime_error(fmt::format(
+            "{} {}: shape {} does not match kernel '{}' buffer '{}' ({} {}{})", flag, path,
+            shape_str(loaded.shape), a.layer, b.name, b.layout, shape_str(want),
+            raw_desc ? fmt::format(", or {} {} to prepare", raw_desc->layout,
+                                   shape_str(std::vector<int64_t>(
+                                       raw_desc->shape, raw_desc->shape + raw_desc->rank)))
+                     : ""));
       arr = std::move(loaded);
     }
     tensors.push_back(pf_tensor_of(&b, arr.data(), arr.bytes.size()));

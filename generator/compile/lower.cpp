@@ -173,4 +173,18 @@ HalideMemory compile_kernel_files(const Kernel& kernel, const Halide::Target& ta
   throw std::runtime_error("kernel '" + kernel.name + "': Halide's module holds no device code");
 }
 
+void compile_weight_preparation(const Layer& L, const WeightForm& form,
+                                const Halide::Target& target,
+                                const std::map<Halide::OutputFileType, std::string>& outputs,
+                                const std::string& function) {
+  const BufferInfo raw = preparation_buffers(L, form).front();
+  Halide::ImageParam weights(halide_type(raw.dtype), static_cast<int>(raw.shape.size()),
+                             L.name + "_weights");
+  Halide::Func prepared = define_prepared_weights(L, form, weights);
+  Halide::Pipeline(prepared)
+      .compile_to_module({weights}, function,
+                         codegen_target(target).with_feature(Halide::Target::NoRuntime))
+      .compile(outputs);
+}
+
 }  // namespace padfold

@@ -64,4 +64,12 @@ HalideMemory compile_kernel_files(const Kernel& kernel, const Halide::Target& ta
                                   const std::map<Halide::OutputFileType, std::string>& outputs,
                                   const std::string& function, const std::string& device_code = "");
 
+// Writes the AOT outputs of the kernel `function` that puts a layer's weights, as the caller
+// passes them, into `form` (define_prepared_weights): its buffers are preparation_buffers(layer,
+// form), a bundle's prepare kernel of the layer (padfold compile --prepare-entry).
+void compile_weight_preparation(const Layer& layer, const WeightForm& form,
+                                const Halide::Target& target,
+                                const std::map<Halide::OutputFileType, std::string>& outputs,
+                                const std::string& function);
+
 }  // namespace padfold

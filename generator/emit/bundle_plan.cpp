@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "base/identifiers.h"
 #include "compile/lower.h"
@@ -97,17 +98,19 @@ int find_weight_file(const std::vector<WeightFile>& files, const Layer& L, pf_ro
 }
 
 // The form a kernel's weights are stored in: prepared for the kernel where the spec names their
-// file (the values are known now) and every target computes the kernel the same way. A quantized
-// conv's bias with its file takes the zero point's term where every target's products see the
-// same zero point.
+// file (the values are known now) or the caller prepares them (prepare_entry), and every target
+// computes the kernel the same way. A quantized conv's bias with its file takes the zero point's
+// term where every target's products see the same zero point.
 WeightForm plan_weight_form(const KernelPlan& k, const std::vector<TargetPlan>& targets,
-                            const std::vector<WeightFile>& files, bool& forms_differ) {
+                            const std::vector<WeightFile>& files, bool prepare_entry,
+                            bool& forms_differ) {
   const Block& b = k.block;
   const Layer& L = b.consumer();
-  if (b.chain().size() != 1 || find_weight_file(files, L, PF_ROLE_WEIGHTS) < 0) return {};
+  const bool weights_file = find_weight_file(files, L, PF_ROLE_WEIGHTS) >= 0;
+  if (b.chain().size() != 1 || (!weights_file && !prepare_entry) || !L.has_weights()) return {};
   std::vector<WeightForm> forms;
   std::vector<std::optional<int32_t>> folds;
-  const bool bias_file = find_weight_file(files, L, PF_ROLE_BIAS) >= 0;
+  const bool bias_file = weights_file && find_weight_file(files, L, PF_ROLE_BIAS) >= 0;
   for (size_t i = 0; i < targets.size(); ++i) {
     forms.push_back(weight_form_for(L, targets[i].target, k.schedules[i].resolved));
     folds.push_back(bias_file ? foldable_zero_point(L, targets[i].target) : std::nullopt);
@@ -115,8 +118,8 @@ WeightForm plan_weight_form(const KernelPlan& k, const std::vector<TargetPlan>& 
   const auto all_same = [](const auto& v) {
     return std::all_of(v.begin(), v.end(), [&](const auto& x) { return x == v.front(); });
   };
-  forms_differ = !all_same(forms);
-  WeightForm form = forms_differ ? WeightForm{} : forms.front();
+  forms_differ = weights_file && !all_same(forms);
+  WeightForm form = all_same(forms) ? forms.front() : WeightForm{};
   if (all_same(folds) && folds.front()) {
     form.zero_point_in_bias = true;
     form.folded_zero_point = *folds.front();
@@ -163,6 +166,19 @@ KernelSchedule plan_schedule(const Block& b, const TargetPlan& t, const CompileO
   s.requested = requested_schedule(b, t.target, knobs);
   s.resolved = resolved_schedule(b, t.target, s.requested);
   return s;
+}
+
+// A prepare kernel's symbol (<kernel>_prepare) is no other kernel's: a layer named after another
+// one with "_prepare" appended would give both the same symbol.
+void check_prepare_symbols(const std::vector<KernelPlan>& kernels) {
+  std::set<std::string> functions;
+  for (const KernelPlan& k : kernels) functions.insert(k.function);
+  for (const KernelPlan& k : kernels)
+    if (!k.prepare_function.empty() && functions.count(k.prepare_function))
+      throw std::runtime_error("layer '" + k.block.last().name + "': its prepare kernel's symbol " +
+                               k.prepare_function +
+                               " is another layer's kernel; rename that layer or compile without "
+                               "--prepare-entry");
 }
 
 // The kernels' intermediates in one arena: kernel i writes its output at step i, and it lives
@@ -213,6 +229,10 @@ fs::path object_path(const fs::path& root, const TargetPlan& t, const KernelPlan
   return target_dir(root, t) / "obj" / (k.function + ".o");
 }
 
+fs::path prepare_object_path(const fs::path& root, const TargetPlan& t, const KernelPlan& k) {
+  return target_dir(root, t) / "obj" / (k.prepare_function + ".o");
+}
+
 BundlePlan plan_bundle(const Model& model, const CompileOptions& opt) {
   if (opt.targets.empty()) throw std::runtime_error("no target given");
   if (opt.out_dir.empty()) throw std::runtime_error("no output directory given");
@@ -227,15 +247,20 @@ BundlePlan plan_bundle(const Model& model, const CompileOptions& opt) {
   plan.weight_files = weight_files(model);
   plan.embedded_weights = opt.embed_weights;
   for (const Block& b : blocks) {
-    KernelPlan k{b, kernel_function_name(model, b.last()), {}, {}, {}, std::nullopt};
+    KernelPlan k{b, kernel_function_name(model, b.last()), {}, {}, {}, std::nullopt, false, {}};
     for (const TargetPlan& t : plan.targets) k.schedules.push_back(plan_schedule(b, t, opt));
-    k.weight_form = plan_weight_form(k, plan.targets, plan.weight_files, k.forms_differ);
+    k.weight_form =
+        plan_weight_form(k, plan.targets, plan.weight_files, opt.prepare_entry, k.forms_differ);
+    if (k.weight_form.prepared() &&
+        find_weight_file(plan.weight_files, b.consumer(), PF_ROLE_WEIGHTS) < 0)
+      k.prepare_function = k.function + "_prepare";
     for (const pf_role role : {PF_ROLE_WEIGHTS, PF_ROLE_BIAS})
       if (const int w = find_weight_file(plan.weight_files, b.consumer(), role); w >= 0)
         plan.weight_files[static_cast<size_t>(w)].form = k.weight_form;
     k.buffers = plan_buffers(b, k.weight_form, plan.weight_files, plan.embedded_weights);
     plan.kernels.push_back(std::move(k));
   }
+  check_prepare_symbols(plan.kernels);
   plan_arena(plan);
   plan.model_id = c_identifier(model.name);
   plan.static_library = "libpadfold_" + plan.model_id + ".a";

@@ -42,6 +42,11 @@ struct CompileOptions {
   // Bake the spec's weight_files into every target's library (registry data pointers) instead of
   // copying them into the bundle's weights/ folder.
   bool embed_weights = false;
+  // A layer kernel whose weights the caller passes (no weight file) computes with them in the
+  // form its schedule prepares (as with a file) and the bundle gets a prepare kernel that writes
+  // that form from the caller's weights, to run once (pf_bundle_prepare_kernel). Off: such a
+  // kernel takes the weights as the spec lays them out and transforms them on each call.
+  bool prepare_entry = false;
   FuseOptions fuse;  // which layers become one kernel (default: auto, the cost model decides)
   // Tuned knobs for a single-layer kernel on a target (padfold compile --db), or null: the
   // default. Explicit schedule_overrides of the layer win over it.
@@ -98,6 +103,9 @@ struct KernelPlan {
   // Its weights have a file, but its targets want them in different prepared forms: the bundle
   // stores them as the file holds them, and some target's kernel transforms them on each call.
   bool forms_differ = false;
+  // The C symbol of the kernel preparing its weights from the caller's (prepare_entry and a
+  // prepared weight_form with no weights file), else empty.
+  std::string prepare_function;
 };
 
 struct BundlePlan {
@@ -138,5 +146,8 @@ std::filesystem::path target_dir(const std::filesystem::path& root, const Target
 // A kernel's object file while the target's library is built (obj/ is removed afterwards).
 std::filesystem::path object_path(const std::filesystem::path& root, const TargetPlan& t,
                                   const KernelPlan& k);
+// Its prepare kernel's (KernelPlan::prepare_function).
+std::filesystem::path prepare_object_path(const std::filesystem::path& root, const TargetPlan& t,
+                                          const KernelPlan& k);
 
 }  // namespace padfold

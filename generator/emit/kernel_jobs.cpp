@@ -68,6 +68,10 @@ void compile_kernel(const BundlePlan& plan, const KernelBuild& build, const fs::
           : "";
   const HalideMemory memory =
       compile_kernel_files(kernel, t.target, outputs, k.function, device_code);
+  if (!k.prepare_function.empty())
+    compile_weight_preparation(k.block.consumer(), k.weight_form, t.target,
+                               {{OutputFileType::object, prepare_object_path(root, t, k).string()}},
+                               k.prepare_function);
   write_file_replacing(memory_path(root, t, k).string(), memory_line(memory) + "\n");
   if (build.target == 0) name_include_guard(outputs[OutputFileType::c_header], k.function);
 }

@@ -47,8 +47,11 @@ void build_target_libraries(const BundlePlan& plan, const fs::path& root) {
         {"target " + t.name + ": kernel library and Halide runtime", [&, &t = t] {
            const fs::path dir = target_dir(root, t);
            std::vector<std::string> objects;
-           for (const KernelPlan& k : plan.kernels)
+           for (const KernelPlan& k : plan.kernels) {
              objects.push_back(object_path(root, t, k).string());
+             if (!k.prepare_function.empty())
+               objects.push_back(prepare_object_path(root, t, k).string());
+           }
            Halide::create_static_library(objects, t.target, (dir / plan.static_library).string());
            Halide::compile_standalone_runtime(
                {{OutputFileType::static_library, (dir / plan.halide_runtime).string()}}, t.target);

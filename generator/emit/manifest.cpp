@@ -95,17 +95,30 @@ json target_manifest(const BundlePlan& plan, const std::vector<KernelBuild>& bui
           {"schedules", target_schedules(plan, builds, index)}};
 }
 
+json buffer_json(const std::string& name, pf_role role, pf_dtype dtype, const std::string& layout,
+                 const std::vector<int64_t>& shape, const std::optional<std::string>& source) {
+  return {{"name", name},
+          {"role", role_name(role)},
+          {"dtype", name_of(kDtypeNames, dtype)},
+          {"layout", layout},
+          {"shape", shape},
+          {"strides", dense_strides(shape)},
+          {"source", source ? json(*source) : json(nullptr)}};
+}
+
 json buffers_json(const KernelPlan& k) {
   json buffers = json::array();
   for (const BufferPlan& b : k.buffers)
-    buffers.push_back({{"name", b.name},
-                       {"role", role_name(b.role)},
-                       {"dtype", name_of(kDtypeNames, b.dtype)},
-                       {"layout", b.layout},
-                       {"shape", b.shape},
-                       {"strides", dense_strides(b.shape)},
-                       {"source", b.source ? json(*b.source) : json(nullptr)}});
+    buffers.push_back(buffer_json(b.name, b.role, b.dtype, b.layout, b.shape, b.source));
   return buffers;
+}
+
+// The kernel preparing a layer's weights from the caller's (pf_bundle_prepare_kernel).
+json prepare_json(const KernelPlan& k) {
+  json buffers = json::array();
+  for (const BufferInfo& b : preparation_buffers(k.block.consumer(), k.weight_form))
+    buffers.push_back(buffer_json(b.name, b.role, b.dtype, b.layout, b.shape, std::nullopt));
+  return {{"function", k.prepare_function}, {"buffers", buffers}};
 }
 
 json layer_pads_json(const Layer& L) {
@@ -130,6 +143,7 @@ json kernel_manifest(const KernelPlan& k) {
   j["function"] = k.function;
   j["buffers"] = buffers_json(k);
   j["arena_offset"] = k.arena_offset ? json(*k.arena_offset) : json(nullptr);
+  if (!k.prepare_function.empty()) j["prepare"] = prepare_json(k);
   if (block.fused()) {
     j["op"] = block.kind();
     double flops = 0;

@@ -71,6 +71,24 @@ list registry_kernels(const BundlePlan& plan) {
   return kernels;
 }
 
+// The kernels preparing layers' weights from the caller's (pf_registry.prepares), in kernel order.
+list registry_prepares(const BundlePlan& plan) {
+  list prepares;
+  for (const KernelPlan& k : plan.kernels) {
+    if (k.prepare_function.empty()) continue;
+    const Layer& L = k.block.consumer();
+    list buffers;
+    for (const BufferInfo& b : preparation_buffers(L, k.weight_form))
+      buffers.push_back(buffer_entry(b.name, b.role, b.dtype, b.layout, b.shape, std::nullopt, ""));
+    prepares.push_back(object{{"layer", L.name},
+                              {"function", k.prepare_function},
+                              {"op", "prepare_weights"},
+                              {"num_buffers", std::to_string(buffers.size())},
+                              {"buffers", buffers}});
+  }
+  return prepares;
+}
+
 }  // namespace
 
 std::string embedded_weights_c(const BundlePlan& plan, const std::vector<NpyData>& data) {
@@ -142,6 +160,9 @@ void write_registry_sources(const BundlePlan& plan, const TargetPlan& t, const f
   d.set("registry_symbol", plan.registry_symbol);
   d.set("num_kernels", std::to_string(plan.kernels.size()));
   d.set("kernels", registry_kernels(plan));
+  const list prepares = registry_prepares(plan);
+  d.set("num_prepares", std::to_string(prepares.size()));
+  d.set("prepares", prepares);
   list inputs, outputs;
   for (const ModelInput& in : model.inputs)
     inputs.push_back(

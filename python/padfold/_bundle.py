@@ -71,6 +71,12 @@ class Layer:
         self.name: str = info["layer"]
         self.op: str = info["op"]
         self.buffers = info["buffers"]  # dicts: name, role, dtype, layout, shape, strides
+        prepare = bundle._handle.prepare_of(index) if index < bundle._handle.num_kernels() else -1
+        # The layer that writes this one's weights in the form it reads them from the weights as
+        # the spec lays them out (a bundle compiled with prepare_entry=True): run it once,
+        # ``w = layer.prepare(raw)``, and pass ``weights=w`` on every call. None: this layer reads
+        # the caller's weights as they are.
+        self.prepare: Optional["Layer"] = Layer(bundle, prepare) if prepare >= 0 else None
 
     def __repr__(self):
         return f"<padfold.Layer {self.name} ({self.op}): " + ", ".join(
@@ -262,7 +268,7 @@ def compile(spec: Union[PathLike, dict], target: Union[str, Iterable[str]] = "ho
             kernel_timeout: float = 600, schedules: Optional[PathLike] = None,
             db: Optional[PathLike] = None, db_any_machine: bool = False,
             embed_weights: bool = False, emit_stmt: bool = False,
-            emit_device_code: bool = False, inputs: Optional[Dict[str, Sequence[int]]] = None,
+            emit_device_code: bool = False, prepare_entry: bool = False, inputs: Optional[Dict[str, Sequence[int]]] = None,
             name: Optional[str] = None, layout: str = "auto", io_layout: str = "auto",
             cpu_flags: Optional[str] = None) -> Bundle:
     """padfold compile: a spec (a dict, a .json file) or an ONNX model (.onnx, imported first;
@@ -295,7 +301,7 @@ def compile(spec: Union[PathLike, dict], target: Union[str, Iterable[str]] = "ho
         reports = _core.compile(spec_path, spec_text, os.fspath(out), targets, fuse, jobs,
                                 float(kernel_timeout), os.fspath(schedules or ""),
                                 os.fspath(db or ""), db_any_machine, embed_weights, emit_stmt,
-                                emit_device_code)
+                                emit_device_code, prepare_entry)
     finally:
         if staging is not None:
             staging.cleanup()

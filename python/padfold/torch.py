@@ -21,6 +21,7 @@ import os
 import pathlib
 import threading
 import warnings
+import weakref
 from typing import Optional, Sequence, Tuple, Union
 
 import torch
@@ -50,12 +51,18 @@ def _bundle(path: str) -> "padfold.Bundle":
 
 
 def _window_cpu(x, weight, bias, bundle, layer):
+    kernel = _bundle(bundle).layer(layer)
     buffers = {}
     if weight is not None:
         buffers["weights"] = weight.contiguous()
+        # The layer's weights as the module holds them, where the kernel reads them prepared
+        # (a trace passes the parameter): prepared for this call.
+        raw = kernel.prepare.buffers[0]["shape"] if kernel.prepare else None
+        if raw is not None and list(weight.shape) == list(raw):
+            buffers["weights"] = kernel.prepare(buffers["weights"])
     if bias is not None:
         buffers["bias"] = bias.contiguous()
-    return _bundle(bundle).layer(layer)(x.contiguous(), **buffers)
+    return kernel(x.contiguous(), **buffers)
 
 
 _lib.impl("window", _window_cpu, "CPU")
@@ -117,6 +124,7 @@ class _Window(nn.Module):
                             ceil_mode=getattr(self, "ceil_mode", False))
         self.pads_before, self.pads_after, self.output_size = pads.before, pads.after, pads.output
         self._kernels = {}
+        self._prepared = {}  # bundle dir -> (weakref to the weight, its version, prepared) or None
 
     def _layer(self) -> dict:
         layer = {"name": "layer", "op": self.op, "kernel": list(self.kernel_size),
@@ -143,13 +151,35 @@ class _Window(nn.Module):
         if path:
             return path
         spec = self.spec(batch)
-        key = json.dumps([spec, self.target, padfold.__version__], sort_keys=True)
+        key = json.dumps([spec, self.target, padfold.__version__, "prepare_entry"], sort_keys=True)
         out = _cache_dir() / "torch" / hashlib.sha256(key.encode()).hexdigest()[:24]
         if not (out / "manifest.json").is_file():
             out.parent.mkdir(parents=True, exist_ok=True)
-            padfold.compile(spec, self.target, out, fuse="none").close()
+            padfold.compile(spec, self.target, out, fuse="none", prepare_entry=True).close()
         self._kernels[batch] = str(out)
         return str(out)
+
+    def _kernel_weight(self, bundle: str, weight):
+        """The weights the kernel of `bundle` reads: `weight` itself, or the form its prepare
+        kernel writes from it (Winograd's transform, channel blocks), computed once per value.
+        The values are compared with a copy on each call (one read of the weights; a change
+        through .data moves no version counter), so a replaced or changed parameter
+        (load_state_dict, an optimizer step, weight.data.copy_) is prepared again."""
+        if weight is None:
+            return None
+        cached = self._prepared.get(bundle, ())
+        if cached is None:
+            return weight  # the kernel reads the weights as they are
+        with torch.no_grad():
+            if cached and cached[0]() is weight and torch.equal(weight, cached[1]):
+                return cached[2]
+            prepare = _bundle(bundle).layer("layer").prepare
+            if prepare is None:
+                self._prepared[bundle] = None
+                return weight
+            raw = weight.detach().contiguous().clone()
+            self._prepared[bundle] = (weakref.ref(weight), raw, prepare(raw))
+        return self._prepared[bundle][2]
 
     def _check_input(self, x: torch.Tensor):
         want = (self.channels, *self.input_size)
@@ -181,7 +211,10 @@ class _Window(nn.Module):
             return self.reference(x, weight, bias)
         if differentiable:
             return _WithReferenceGradient.apply(self, x, weight, bias)
-        return torch.ops.padfold.window(x, weight, bias, self.kernel(int(x.shape[0])), "layer")
+        bundle = self.kernel(int(x.shape[0]))
+        if not torch.jit.is_tracing():  # a trace keeps the parameter, not a constant
+            weight = self._kernel_weight(bundle, weight)
+        return torch.ops.padfold.window(x, weight, bias, bundle, "layer")
 
     def reference(self, x, weight=None, bias=None):
         """The same layer through F.pad and PyTorch's own op (the fallback and the gradient)."""
@@ -198,9 +231,10 @@ class _WithReferenceGradient(torch.autograd.Function):
     def forward(ctx, module, x, weight, bias):
         ctx.module = module
         ctx.save_for_backward(x, weight, bias)
+        bundle = module.kernel(int(x.shape[0]))
+        weight = module._kernel_weight(bundle, weight)
         return torch.ops.padfold.window(x.detach(), None if weight is None else weight.detach(),
-                                        None if bias is None else bias.detach(),
-                                        module.kernel(int(x.shape[0])), "layer")
+                                        None if bias is None else bias.detach(), bundle, "layer")
 
     @staticmethod
     def backward(ctx, grad):

@@ -200,10 +200,27 @@ int Bundle::num_kernels() const {
   return pf_bundle_num_kernels(bundle());
 }
 
+// Indexes num_kernels.. 2 * num_kernels - 1 name the prepare kernels of kernels 0.. (prepare_of).
+const pf_kernel_desc* Bundle::desc(int index) const {
+  pf_bundle* b = bundle();
+  const int n = pf_bundle_num_kernels(b);
+  const pf_kernel_desc* k = index >= n ? pf_bundle_prepare_kernel(b, pf_bundle_kernel(b, index - n))
+                                       : pf_bundle_kernel(b, index);
+  if (!k) throw Error("bundle " + dir_ + " has no kernel " + std::to_string(index));
+  return k;
+}
+
+int Bundle::prepare_of(int index) const {
+  std::shared_lock guard(lock_);
+  pf_bundle* b = bundle();
+  const pf_kernel_desc* k = pf_bundle_kernel(b, index);
+  if (!k) throw Error("bundle " + dir_ + " has no kernel " + std::to_string(index));
+  return pf_bundle_prepare_kernel(b, k) ? index + pf_bundle_num_kernels(b) : -1;
+}
+
 nb::dict Bundle::kernel(int index) const {
   std::shared_lock guard(lock_);
-  const pf_kernel_desc* k = pf_bundle_kernel(bundle(), index);
-  if (!k) throw Error("bundle " + dir_ + " has no kernel " + std::to_string(index));
+  const pf_kernel_desc* k = desc(index);
   nb::dict d;
   d["layer"] = k->layer;
   d["op"] = k->op;
@@ -227,8 +244,7 @@ void Bundle::run_kernel(int index, const NamedArrays& inputs, const NamedArrays&
   const Call call(inputs, outputs);
   const std::vector<pf_tensor> tensors = call.all();
   std::shared_lock guard(lock_);
-  const pf_kernel_desc* k = pf_bundle_kernel(bundle(), index);
-  if (!k) throw Error("bundle " + dir_ + " has no kernel " + std::to_string(index));
+  const pf_kernel_desc* k = desc(index);
   char err[PF_ERRLEN];
   pf_status s;
   {

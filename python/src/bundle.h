@@ -48,6 +48,8 @@ class Bundle {
 
   int num_kernels() const;
   nanobind::dict kernel(int index) const;  // layer, op, function, buffers
+  // The index of kernel `index`'s prepare kernel (pf_bundle_prepare_kernel), or -1.
+  int prepare_of(int index) const;
   int find(const std::string& layer) const;
   void run_kernel(int index, const NamedArrays& inputs, const NamedArrays& outputs) const;
 
@@ -59,7 +61,8 @@ class Bundle {
   void use_pool(const Pool* pool);  // nullptr: Halide's pool again
 
  private:
-  pf_bundle* bundle() const;  // throws when closed
+  pf_bundle* bundle() const;                    // throws when closed
+  const pf_kernel_desc* desc(int index) const;  // a kernel, or a prepare kernel; throws if none
   pf_model* open_model();
 
   std::string dir_;

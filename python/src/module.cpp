@@ -76,7 +76,8 @@ nb::dict report_dict(const KernelReport& r) {
 nb::list compile(const std::string& spec_path, const std::string& spec_text, const std::string& out,
                  const std::string& targets, const std::string& fuse, int jobs,
                  double kernel_timeout, const std::string& schedules, const std::string& db,
-                 bool db_any_machine, bool embed_weights, bool emit_stmt, bool emit_device_code) {
+                 bool db_any_machine, bool embed_weights, bool emit_stmt, bool emit_device_code,
+                 bool prepare_entry) {
   CompileRequest r;
   r.spec_path = spec_path;
   r.spec_text = spec_text;
@@ -91,6 +92,7 @@ nb::list compile(const std::string& spec_path, const std::string& spec_text, con
   r.embed_weights = embed_weights;
   r.emit_stmt = emit_stmt;
   r.emit_device_code = emit_device_code;
+  r.prepare_entry = prepare_entry;
   const CompiledBundle compiled = released([&] {
     r.targets = target_list(targets);
     return compile_spec(r);
@@ -141,7 +143,7 @@ NB_MODULE(_core, m) {
         "convention"_a, "ceil_mode"_a, "transposed"_a, "output_padding"_a);
   m.def("compile", &compile, "spec_path"_a, "spec_text"_a, "out"_a, "targets"_a, "fuse"_a, "jobs"_a,
         "kernel_timeout"_a, "schedules"_a, "db"_a, "db_any_machine"_a, "embed_weights"_a,
-        "emit_stmt"_a, "emit_device_code"_a);
+        "emit_stmt"_a, "emit_device_code"_a, "prepare_entry"_a);
   m.def("import_onnx", &import_onnx, "model"_a, "out"_a, "inputs"_a, "name"_a, "layout"_a,
         "io_layout"_a);
   m.def("host", &host);
@@ -157,6 +159,7 @@ NB_MODULE(_core, m) {
       .def("num_kernels", &Bundle::num_kernels)
       .def("kernel", &Bundle::kernel, "index"_a)
       .def("find", &Bundle::find, "layer"_a)
+      .def("prepare_of", &Bundle::prepare_of, "index"_a)
       .def("run_kernel", &Bundle::run_kernel, "index"_a, "inputs"_a, "outputs"_a)
       .def("model", &Bundle::model)
       .def("run_model", &Bundle::run_model, "inputs"_a, "outputs"_a)

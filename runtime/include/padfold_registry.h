@@ -11,11 +11,13 @@
 extern "C" {
 #endif
 
-#define PF_FORMAT_VERSION 4
+#define PF_FORMAT_VERSION 5
 /* The oldest format this runtime still opens: format 2 has no memory plan (pf_registry.memory_plan
  * and the manifest's memory_plan are new in 3), so its models run with pf_model_run only. Format 4
  * stores weights the compile prepared in the form their kernel reads (a buffer's layout says which,
- * e.g. winograd_f4_u): a reader of format 3 would take them for the spec's own weights. */
+ * e.g. winograd_f4_u): a reader of format 3 would take them for the spec's own weights. Format 5
+ * adds the kernels that prepare weights the caller passes (pf_registry.prepares): a kernel with one
+ * reads its weights in a prepared form even without a file. */
 #define PF_FORMAT_VERSION_MIN 2
 /* The "format" of a bundle's manifest.json (format_version: PF_FORMAT_VERSION). */
 #define PF_FORMAT_NAME "padfold-bundle"
@@ -151,6 +153,13 @@ typedef struct pf_registry {
   /* Format 3 on: the registry of an older library ends before this field, which must not be
    * read when format_version < 3. */
   pf_memory_plan memory_plan;
+  /* Format 5 on (not to be read before): the kernels that put weights the caller passes into the
+   * form a kernel reads them in (`padfold compile --prepare-entry`), at most one per kernel. Each
+   * is named after its kernel's layer, op "prepare_weights", and has two buffers: "weights" (role
+   * input), the weights as the spec lays them out, and "prepared" (role output), which is that
+   * kernel's weights buffer. pf_bundle_prepare_kernel finds them. */
+  int num_prepares;
+  const pf_kernel_desc* prepares;
 } pf_registry;
 
 /* Every bundle shared object exports this symbol, returning its registry. */

@@ -116,6 +116,15 @@ const pf_kernel_desc* pf_bundle_kernel(const pf_bundle* b, int i);
 pf_status pf_bundle_find(const pf_bundle* b, const char* layer, const pf_kernel_desc** out,
                          char* err, size_t errlen);
 
+/* The kernel that puts the weights of kernel k (of bundle b) into the form k reads them in, from
+ * the weights as the spec lays them out: Winograd's transformed weights, an int8 dot-product table,
+ * blocks of output channels (docs/prepared-weights.md). A bundle has one for each layer whose
+ * weights the caller passes and whose kernel computes with them prepared, when compiled with
+ * `padfold compile --prepare-entry`. Run it once with pf_run (buffers "weights" in, the spec's
+ * layout, and "prepared" out, described as k's weights buffer), then pass "prepared" as k's weights
+ * on every run. NULL when k reads the caller's weights as they are. */
+const pf_kernel_desc* pf_bundle_prepare_kernel(const pf_bundle* b, const pf_kernel_desc* k);
+
 /* A caller's buffer. shape and strides are outermost-first as in the kernel's layout; strides count
  * elements (NULL: dense row-major). bytes is the size of the allocation at data: the runtime
  * checks that the kernel's accesses stay inside it. */

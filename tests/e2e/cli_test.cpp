@@ -394,7 +394,7 @@ TEST(CliCompile, WritesBundleAndReportsEachKernel) {
   std::ifstream manifest(out + "/manifest.json");
   ASSERT_TRUE(manifest) << "no manifest.json";
   const json m = json::parse(manifest);
-  EXPECT_EQ(m.at("format_version"), 4);
+  EXPECT_EQ(m.at("format_version"), 5);
   // The arena of the chain: stem and dw ([1, 4, 4, 8] float32, 512 bytes each) are live together
   // while dw runs; pool ([1, 3, 3, 8], 288 bytes, 320 aligned) then takes stem's place; avg is the
   // model output, the caller's buffer. 1024 bytes, the lower bound.

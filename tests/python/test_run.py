@@ -257,3 +257,34 @@ def test_a_pool_runs_the_kernels_as_halides_does(rng):
     for bad in ({"threads": -1}, {"threads": 257}, {"spin_us": 2_000_000}):
         with pytest.raises(padfold.Error, match="expected 0 .the cores. to 256 threads"):
             padfold.Pool(**bad)
+
+
+def test_a_prepare_kernel_writes_the_weights_its_layer_reads(rng):
+    """prepare_entry=True: a 3x3 conv computed as Winograd F(4,3) from weights the caller passes
+    gets Layer.prepare; the layer then reads what it writes (not the raw weights, refused) and
+    computes what the per-call kernel and the reference compute."""
+    spec = {"model": "py_prepare", "defaults": {"layout": "NCHW", "weight_layout": "OIHW"},
+            "layers": [{"name": "c", "op": "conv2d", "input_shape": [1, 8, 12, 12],
+                        "out_channels": 16, "kernel": 3, "padding": "same",
+                        "border": "reflect", "bias": True}]}
+    x = rng.standard_normal((1, 8, 12, 12)).astype(np.float32)
+    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    with padfold.compile(spec, prepare_entry=True, fuse="none") as entry, \
+            padfold.compile(spec, fuse="none") as per_call:
+        layer, plain = entry.layer("c"), per_call.layer("c")
+        assert plain.prepare is None
+        assert layer.prepare is not None
+        assert layer.prepare.op == "prepare_weights"
+        assert layer.prepare.buffers[0]["shape"] == [16, 8, 3, 3]
+        prepared = layer.prepare(w)
+        weights = next(d for d in layer.buffers if d["name"] == "weights")
+        assert weights["layout"].startswith("winograd_f")
+        assert list(prepared.shape) == weights["shape"]
+        y = layer(x, weights=prepared, bias=b)
+        want = conv_ref(x, w, b, [1, 1], [1, 1], 1, border="reflect")
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+        np.testing.assert_allclose(y, plain(x, weights=w, bias=b), rtol=1e-5,
+                                   atol=1e-5 * np.abs(want).max())
+        with pytest.raises(padfold.TensorError, match="weights"):
+            layer(x, weights=w, bias=b)

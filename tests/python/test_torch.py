@@ -175,3 +175,30 @@ def test_odd_arguments_are_refused_at_construction_naming_them(make, name):
 def test_a_padding_padfold_cannot_resolve_is_refused_at_construction(padding, convention):
     with pytest.raises(padfold.Error):
         pt.Conv2d(3, 4, 3, padding=padding, convention=convention, input_size=(8, 8))
+
+
+def test_prepared_weights_follow_the_parameter():
+    """The kernel reads Winograd weights prepared once; a new value of the parameter, however it
+    arrives (load_state_dict, an in-place change, a write through .data), is prepared again."""
+    conv = pt.Conv2d(8, 16, 3, padding="same", input_size=(12, 12))
+    x = torch.rand(1, 8, 12, 12)
+
+    def check():
+        with torch.no_grad():
+            want = F.conv2d(F.pad(x, [1, 1, 1, 1]), conv.weight, conv.bias)
+            np.testing.assert_allclose(conv(x).numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+
+    check()
+    assert padfold.load(conv.kernel(1)).layer("layer").prepare is not None
+    prepared = conv._prepared[conv.kernel(1)][2]
+    check()
+    assert conv._prepared[conv.kernel(1)][2] is prepared  # not prepared again
+    conv.load_state_dict(pt.Conv2d(8, 16, 3, padding="same", input_size=(12, 12)).state_dict())
+    check()
+    with torch.no_grad():
+        conv.weight.mul_(-2)
+    check()
+    conv.weight.data.copy_(torch.rand(16, 8, 3, 3))
+    check()
+    conv.weight = nn.Parameter(torch.rand(16, 8, 3, 3))
+    check()

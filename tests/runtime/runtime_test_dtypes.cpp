@@ -160,7 +160,9 @@ struct QuantGraph {
                       inputs.data(),
                       1,
                       outputs,
-                      {arena, PF_ARENA_ALIGNMENT, offsets, nullptr}};
+                      {arena, PF_ARENA_ALIGNMENT, offsets, nullptr},
+                      0,
+                      nullptr};
   }
 };
 

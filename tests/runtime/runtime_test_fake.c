@@ -185,7 +185,9 @@ static const pf_registry registry = {
     inputs,
     2,
     outputs,
-    {256, PF_ARENA_ALIGNMENT, arena_offsets, NULL}};
+    {256, PF_ARENA_ALIGNMENT, arena_offsets, NULL},
+    0,
+    NULL};
 
 #ifndef FAKE_NO_ENTRY
 const pf_registry* FAKE_ENTRY(void);

@@ -134,7 +134,9 @@ class Graph {
                        inputs_.data(),
                        static_cast<int>(outputs_.size()),
                        outputs_.data(),
-                       {arena, PF_ARENA_ALIGNMENT, arena_offsets_.data(), heap_kernel_}};
+                       {arena, PF_ARENA_ALIGNMENT, arena_offsets_.data(), heap_kernel_},
+                       0,
+                       nullptr};
     return &reg_;
   }
   // The registry's format (PF_FORMAT_VERSION_MIN: no memory plan).
@@ -730,7 +732,7 @@ TEST_F(Model, FormatTwoRegistryRunsOnlyWithAllocation) {
             PF_ERR_UNSUPPORTED);
   EXPECT_STREQ(err_,
                "model 'g': the bundle (format 2) has no memory plan: recompile it with this "
-               "padfold (format 4), or run it with pf_model_run");
+               "padfold (format 5), or run it with pf_model_run");
 }
 
 // A kernel keeping Halide scratch on the heap would allocate in a static run: refused before

@@ -174,10 +174,10 @@ INSTANTIATE_TEST_SUITE_P(
                      "kernels[2]: expected an object, got a string"},
         ManifestEdit{"wrong_format", "/format", "tflite", false, PF_ERR_VERSION,
                      "format is 'tflite', expected 'padfold-bundle'"},
-        ManifestEdit{"wrong_version", "/format_version", 5, false, PF_ERR_VERSION,
-                     "format_version 5 is not supported by this runtime (supports 2 to 4)"},
+        ManifestEdit{"wrong_version", "/format_version", 6, false, PF_ERR_VERSION,
+                     "format_version 6 is not supported by this runtime (supports 2 to 5)"},
         ManifestEdit{"version_1", "/format_version", 1, false, PF_ERR_VERSION,
-                     "format_version 1 is not supported by this runtime (supports 2 to 4): use a "
+                     "format_version 1 is not supported by this runtime (supports 2 to 5): use a "
                      "padfold runtime matching the padfold that wrote the bundle"},
         // Format 3: the memory plan.
         ManifestEdit{"missing_memory_plan", "/memory_plan", nullptr, true, PF_ERR_MANIFEST,
@@ -201,7 +201,7 @@ INSTANTIATE_TEST_SUITE_P(
         ManifestEdit{"arena_bytes_differs", "/memory_plan/arena_bytes", 512, false, PF_ERR_MISMATCH,
                      "memory_plan.arena_bytes: manifest has 512, library has 256"},
         ManifestEdit{"format_2_manifest", "/format_version", 2, false, PF_ERR_MISMATCH,
-                     "format_version: manifest has 2, library has 4"},
+                     "format_version: manifest has 2, library has 5"},
         // Format 2: buffer sources, the graph, embedded_weights.
         ManifestEdit{"missing_source", "/kernels/0/buffers/0/source", nullptr, true,
                      PF_ERR_MANIFEST, "missing field kernels[0].buffers[0].source"},
@@ -493,7 +493,7 @@ class BadRegistry : public ScratchBundle {
 TEST_F(BadRegistry, FormatVersion) {
   reg_.format_version = 1;
   EXPECT_EQ(OpenRegistry(), PF_ERR_VERSION);
-  EXPECT_HAS(err_, "registry format_version 1 is not supported by this runtime (supports 2 to 4)");
+  EXPECT_HAS(err_, "registry format_version 1 is not supported by this runtime (supports 2 to 5)");
 }
 
 TEST_F(BadRegistry, MemoryPlan) {
@@ -512,6 +512,63 @@ TEST_F(BadRegistry, MemoryPlan) {
   EXPECT_HAS(err_,
              "malformed registry: kernel 'scale' arena offset 32 is neither -1 nor a multiple of "
              "64 inside the arena (256 bytes)");
+}
+
+// A prepare kernel (format 5) is named after a kernel's layer, takes "weights" and writes
+// "prepared", which must be that kernel's weights buffer; pf_bundle_prepare_kernel finds it.
+TEST_F(BadRegistry, PrepareKernels) {
+  std::vector<pf_kernel_desc> kernels(reg_.kernels, reg_.kernels + reg_.num_kernels);
+  std::vector<pf_buffer_desc> add_bias(kernels[1].buffers, kernels[1].buffers + 3);
+  add_bias[1].name = "weights";  // its bias, as if it were weights
+  add_bias[1].role = PF_ROLE_WEIGHTS;
+  kernels[1].buffers = add_bias.data();
+  pf_buffer_desc buffers[2] = {add_bias[1], add_bias[1]};
+  buffers[0].role = PF_ROLE_INPUT;
+  buffers[0].source = buffers[1].source = nullptr;
+  buffers[1].name = "prepared";
+  buffers[1].role = PF_ROLE_OUTPUT;
+  const pf_kernel_desc prepare = {
+      "add_bias", "pf_fake_prepare", "prepare_weights", kernels[0].argv_fn, 2, buffers, nullptr};
+  reg_.kernels = kernels.data();
+  reg_.num_prepares = 1;
+  reg_.prepares = &prepare;
+  const pf_registry good = reg_;
+  ASSERT_EQ(OpenRegistry(), PF_OK) << err_;
+  EXPECT_EQ(pf_bundle_prepare_kernel(bundle_, &kernels[1]), &prepare);
+  EXPECT_EQ(pf_bundle_prepare_kernel(bundle_, &kernels[0]), nullptr);
+  pf_bundle_close(bundle_);
+  bundle_ = nullptr;
+
+  buffers[1].shape[0] = 4;
+  EXPECT_EQ(OpenRegistry(), PF_ERR_MISMATCH);
+  EXPECT_HAS(err_,
+             "malformed registry: prepare kernel 0 ('add_bias'): \"prepared\" is not its "
+             "kernel's weights buffer");
+  buffers[1].shape[0] = 3;
+  buffers[1].name = "output";
+  EXPECT_EQ(OpenRegistry(), PF_ERR_MISMATCH);
+  EXPECT_HAS(err_, "buffers not \"weights\" (input) and \"prepared\" (output) of one dtype");
+  buffers[1].name = "prepared";
+  const pf_kernel_desc stray = {"nowhere", "f",    "prepare_weights", kernels[0].argv_fn, 2,
+                                buffers,   nullptr};
+  reg_.prepares = &stray;
+  EXPECT_EQ(OpenRegistry(), PF_ERR_MISMATCH);
+  EXPECT_HAS(err_, "prepare kernel 0 ('nowhere'): no kernel of its layer");
+  const pf_kernel_desc twice[2] = {prepare, prepare};
+  reg_.prepares = twice;
+  reg_.num_prepares = 2;
+  EXPECT_EQ(OpenRegistry(), PF_ERR_MISMATCH);
+  EXPECT_HAS(err_, "prepare kernel 1 ('add_bias'): a second one for its layer");
+  reg_ = good;
+  reg_.num_prepares = 4;
+  EXPECT_EQ(OpenRegistry(), PF_ERR_MISMATCH);
+  EXPECT_HAS(err_, "malformed registry: 4 prepare kernels for 3 kernels");
+  // A format 4 registry ends before the prepares: they are not read.
+  reg_ = good;
+  reg_.format_version = 4;
+  reg_.prepares = &stray;
+  ASSERT_EQ(OpenRegistry(), PF_OK) << err_;
+  EXPECT_EQ(pf_bundle_prepare_kernel(bundle_, &kernels[1]), nullptr);
 }
 
 TEST_F(BadRegistry, GraphFields) {
