@@ -14,6 +14,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -92,5 +93,22 @@ struct PfKernel {
       fail(std::string("pf_run ") + desc->layer + ": " + err);
   }
 };
+
+// The weights kernel k reads where it reads them prepared (a bundle compiled with
+// --prepare-entry): what its prepare kernel writes from `raw`, run once here, outside any timing,
+// as oneDNN reorders its weights once when its primitive is created. nullptr: k reads `raw`.
+inline std::unique_ptr<Buffer> prepared_weights(const pf_bundle* b, const pf_kernel_desc* k,
+                                                Buffer& raw) {
+  const pf_kernel_desc* p = pf_bundle_prepare_kernel(b, k);
+  if (!p) return nullptr;
+  size_t elems = 1;
+  for (int d = 0; d < p->buffers[1].rank; ++d) elems *= static_cast<size_t>(p->buffers[1].shape[d]);
+  auto out = std::make_unique<Buffer>(elems);
+  PfKernel prepare;
+  prepare.desc = p;
+  prepare.bind({{"weights", &raw}, {"prepared", out.get()}});
+  prepare.run();
+  return out;
+}
 
 }  // namespace bench

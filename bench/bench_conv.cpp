@@ -341,13 +341,16 @@ int main(int argc, char** argv) {
       PfKernel pf, pre;
       if (pf_bundle_find(bundle, L.name.c_str(), &pf.desc, err, sizeof err) != PF_OK)
         fail(std::string("pf_bundle_find: ") + err);
-      pf.bind({{"input", &in}, {"weights", &w}, {"output", &out_pf}});
+      const std::unique_ptr<Buffer> w_pf = prepared_weights(bundle, pf.desc, w);
+      pf.bind({{"input", &in}, {"weights", w_pf ? w_pf.get() : &w}, {"output", &out_pf}});
       const bool has_pre = L.asymmetric_same();
+      std::unique_ptr<Buffer> w_pre;
       if (has_pre) {
         const std::string pre_name = L.name + "_prepadded";
         if (pf_bundle_find(bundle, pre_name.c_str(), &pre.desc, err, sizeof err) != PF_OK)
           fail(std::string("pf_bundle_find: ") + err);
-        pre.bind({{"input", &padded}, {"weights", &w}, {"output", &out_pre}});
+        w_pre = prepared_weights(bundle, pre.desc, w);
+        pre.bind({{"input", &padded}, {"weights", w_pre ? w_pre.get() : &w}, {"output", &out_pre}});
       }
       {
         const int n = threads[t];
