@@ -4,7 +4,8 @@ make_int8_data.py there) through `padfold import`, `padfold compile` and `padfol
 the float input: ort_qdq.onnx (QDQ, per-channel weights) and ort_qop.onnx (QLinearConv, int8
 MaxPool, QLinearAdd), int8 activations; ort_u8qdq.onnx and ort_u8qop.onnx (uint8 activations: a
 depthwise conv with asymmetric SAME_UPPER pads, QLinearAveragePool with asymmetric pads and
-count_include_pad 0, QLinearAdd, QLinearGlobalAveragePool). The int8/uint8 tensor before the last
+count_include_pad 0, QLinearAdd, QLinearGlobalAveragePool); ort_headqdq.onnx (a global pool,
+Flatten and a classifier's Gemm, QDQ, uint8 activations). The int8/uint8 tensor before the last
 DequantizeLinear (graph output y_int8) and every other quantized graph output
 (ort_<name>_<output>.npy: the u8 models' r1_q, d1_q, p1_q, a1_q) must equal ORT's bit for bit and
 the float output y exactly. The dot-product convs read weight tables the compile prepared (no
@@ -110,7 +111,7 @@ def check(padfold, data, work, name):
 
 def main():
     padfold, data, work = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
-    return run_checks(check, ["qdq", "qop", "u8qdq", "u8qop"], padfold, data, work)
+    return run_checks(check, ["qdq", "qop", "u8qdq", "u8qop", "headqdq"], padfold, data, work)
 
 
 if __name__ == "__main__":

@@ -1983,6 +1983,85 @@ TEST(OnnxImportQuant, PadOfAnotherValueFoldsAsItsRealValue) {
   EXPECT_NEAR(conv["border"]["value"].get<double>(), (5 - 3) * 0.02, 1e-7);
 }
 
+// x -> Q -> DQ -> GlobalAveragePool -> Q -> DQ -> Flatten -> Gemm(DQ(int8 B), DQ(int32 C),
+// transB `trans_b`) -> Q -> DQ: a classifier's end as ONNX Runtime's quantize_static writes it.
+ModelBuilder qdq_classifier(int64_t trans_b) {
+  ModelBuilder b = quantized_input();
+  b.node("GlobalAveragePool", {"xd"}, {"g"}, "gap");
+  b.initializer("gs", {}, {0.01f});
+  typed_initializer(b, "gz", kI8, {}, {0});
+  b.node("QuantizeLinear", {"g", "gs", "gz"}, {"gq"}, "qg");
+  b.node("DequantizeLinear", {"gq", "gs", "gz"}, {"gd"}, "dqg");
+  b.node("Flatten", {"gd"}, {"f"}, "flatten").i("axis", 1);
+  b.node("QuantizeLinear", {"f", "gs", "gz"}, {"fq"}, "qf");
+  b.node("DequantizeLinear", {"fq", "gs", "gz"}, {"fd"}, "dqf");
+  typed_initializer(b, "w", kI8, trans_b ? std::vector<int64_t>{3, 2} : std::vector<int64_t>{2, 3},
+                    {10, -20, 30, -40, 50, -60});
+  b.initializer("ws", {3}, {0.01f, 0.02f, 0.03f});
+  typed_initializer(b, "wz", kI8, {3}, {0, 0, 0});
+  b.node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}, "dqw").i("axis", trans_b ? 0 : 1);
+  typed_initializer(b, "bias", kI32, {3}, {1, 2, 3});
+  b.initializer("bs", {3}, {0.0001f, 0.0002f, 0.0003f});
+  b.node("DequantizeLinear", {"bias", "bs"}, {"bd"}, "dqb").i("axis", 0);
+  b.node("Gemm", {"fd", "wd", "bd"}, {"c"}, "fc").i("transB", trans_b);
+  b.initializer("ys", {}, {0.05f});
+  typed_initializer(b, "yz", kI8, {}, {-1});
+  b.node("QuantizeLinear", {"c", "ys", "yz"}, {"cq"}, "qy");
+  b.node("DequantizeLinear", {"cq", "ys", "yz"}, {"y"}, "dqy");
+  b.output("y");
+  return b;
+}
+
+TEST(OnnxImportQuant, QdqGemmAfterAFlattenedGlobalPoolIsAPointwiseConv) {
+  const ImportResult r = import(qdq_classifier(1));
+  const json fc = layer(r, 2);
+  EXPECT_EQ(fc["op"], "conv2d");
+  EXPECT_EQ(fc["input"], layer(r, 1)["name"]);  // the global pool's output: the Flatten bypassed
+  EXPECT_EQ(fc["out_channels"], 3);
+  EXPECT_EQ(fc["quant"]["weight_scale"], json::array({0.01f, 0.02f, 0.03f}));
+  ASSERT_GE(r.weights.size(), 2u);
+  const auto w = std::find_if(r.weights.begin(), r.weights.end(),
+                              [&](const auto& f) { return f.shape.size() == 4; });
+  ASSERT_NE(w, r.weights.end());
+  EXPECT_EQ(w->dtype, NpyDType::I8);
+  EXPECT_EQ(w->shape, (std::vector<int64_t>{3, 2, 1, 1}));  // OIHW: B's [K, C] as it is
+  EXPECT_EQ(w->ints, (std::vector<int32_t>{10, -20, 30, -40, 50, -60}));
+  EXPECT_TRUE(r.left_to_caller.empty());
+}
+
+// ORT's QDQ around a Pad: DQ -> Pad -> Q -> DQ -> Conv (stride 2, as a TF-style stem): the
+// DequantizeLinear after the Pad stands for the padded tensor (7x7: 3x3 outputs; the unpadded 5x5
+// would give 2x2).
+TEST(OnnxImportQuant, QdqPadRequantizedBeforeAStridedConvFolds) {
+  ModelBuilder b = quantized_input();
+  b.int_initializer("pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  b.node("Pad", {"xd", "pads"}, {"xp"}, "pad");
+  b.node("QuantizeLinear", {"xp", "xs", "xz"}, {"xpq"}, "qp");
+  b.node("DequantizeLinear", {"xpq", "xs", "xz"}, {"xpd"}, "dqp");
+  typed_initializer(b, "w", kI8, {3, 2, 3, 3}, int8_weights());
+  b.initializer("ws", {}, {0.01f});
+  typed_initializer(b, "wz", kI8, {}, {0});
+  b.node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}, "dqw");
+  b.node("Conv", {"xpd", "wd"}, {"c"}, "conv").ints("strides", {2, 2});
+  b.initializer("ys", {}, {0.05f});
+  typed_initializer(b, "yz", kI8, {}, {0});
+  b.node("QuantizeLinear", {"c", "ys", "yz"}, {"yq"}, "qy");
+  b.node("DequantizeLinear", {"yq", "ys", "yz"}, {"y"}, "dqy");
+  b.output("y");
+  const ImportResult r = import(b);
+  const json conv = layer(r, 1);
+  EXPECT_EQ(conv["input"], layer(r, 0)["name"]);  // the unpadded tensor
+  EXPECT_EQ(conv["padding"]["pads"], json::array({1, 1, 1, 1}));
+  EXPECT_EQ(conv["stride"], json::array({2, 2}));
+  EXPECT_TRUE(r.left_to_caller.empty());
+}
+
+TEST(OnnxImportQuant, QdqGemmWithBNotTransposedIsRefusedNamingIt) {
+  const std::string e = import_error(qdq_classifier(0));
+  EXPECT_TRUE(has(e, "node 'fc' (Gemm")) << e;
+  EXPECT_TRUE(has(e, "a quantized Gemm is imported with transB 1")) << e;
+}
+
 TEST(OnnxImportQuant, UnsupportedNodeInAQuantizedGraphIsAnErrorNamingIt) {
   ModelBuilder b = quantized_input();
   b.node("Sigmoid", {"xd"}, {"s"}, "sig");

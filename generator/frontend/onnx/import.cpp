@@ -122,6 +122,8 @@ class Importer {
   // A quantized graph: every node becomes part of an int8/uint8 layer (quant_graph.h) or the
   // import fails naming the node; none is left to the caller.
   ImportResult run_quantized() {
+    // A Flatten of a global pool's output before a classifier's Gemm stands for its input.
+    for (int i = 0; i < g_.num_nodes(); ++i) classify_unit_reshape(i);
     detail::QuantGraph q = detail::recognize_quantized(c_);
     for (const auto& [i, role] : q.absorbed)
       role_[static_cast<size_t>(i)] =
@@ -1153,6 +1155,7 @@ class Importer {
     if (l.quantized()) {  // int8 weights, int32 bias, as the initializers hold them
       WeightFile w = int_weight_file(l.weights_file, *d.weights, d.node, NpyDType::I8);
       if (!d.dropped_axes.empty()) w.shape = detail::weight_dims(d);
+      if (d.dense) w.shape = l.weight_shape();  // B as [K, C] (transB 1): OIHW's order
       if (channels_last_) to_spatial_in_out(w, l);
       out.push_back(std::move(w));
       if (l.bias) {

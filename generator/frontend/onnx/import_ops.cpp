@@ -370,8 +370,9 @@ Flattening flattening_node(const Context& c, const std::string& x, int reader) {
 // Gemm (A * B * alpha + C * beta, transA 0) and MatMul with a constant 2-D B, on an A that
 // padfold holds as [N, C, 1..] (a global pool's output, seen as [N, C] through Flatten, Reshape,
 // Squeeze or ReduceMean's keepdims 0): the 1x1 conv with K output channels. On a feature map
-// flattened to [N, C*H*W] (AlexNet's and VGG's classifiers): the valid H x W conv.
-std::variant<Draft, Left> draft_dense(const Context& c, int i) {
+// flattened to [N, C*H*W] (AlexNet's and VGG's classifiers): the valid H x W conv. Quantized
+// (QDQ): int8 B as [K, C] (transB 1), int32 C, alpha and beta 1, on a global pool's output.
+std::variant<Draft, Left> draft_dense(const Context& c, int i, const DraftOptions& o) {
   const onnx::NodeProto& n = c.graph().node(i);
   const bool gemm = n.op_type() == "Gemm";
   if (input_of(n, 0).empty() || input_of(n, 1).empty())
@@ -406,8 +407,12 @@ std::variant<Draft, Left> draft_dense(const Context& c, int i) {
   } else if (n.input_size() != 2) {
     c.fail(i, "expected inputs A and B; found " + std::to_string(n.input_size()) + " input(s)");
   }
+  if (o.quantized && (d.flatten.node >= 0 || !dense.trans_b || dense.alpha != 1 || dense.beta != 1))
+    c.fail(i, "a quantized " + n.op_type() +
+                  " is imported with transB 1, alpha and beta 1, on a tensor whose spatial dims "
+                  "are 1 (a global pool's, flattened)");
   std::string why;
-  d.weights = float_constant(c, i, n.input(1), "B", why);
+  d.weights = float_constant(c, i, n.input(1), "B", why, o);
   if (!d.weights) return Left{why};
   const std::vector<int64_t> w = dims_of(*d.weights);
   if (w.size() != 2)
@@ -422,7 +427,7 @@ std::variant<Draft, Left> draft_dense(const Context& c, int i) {
                                  : "[" + std::to_string(channels) + ", K]") +
                   " for A " + shape_text(xt->shape, true));
   if (const std::string b = input_of(n, 2); gemm && !b.empty() && dense.beta != 0) {
-    d.bias = float_constant(c, i, b, "C", why);
+    d.bias = float_constant(c, i, b, "C", why, o);
     if (!d.bias) return Left{why};
     const std::vector<int64_t> bs = dims_of(*d.bias);
     int64_t values = 1;
@@ -783,7 +788,7 @@ std::variant<Draft, Left> draft_layer(const Context& c, int i, const DraftOption
   else if (op.find("Pool") != std::string::npos || op.rfind("Reduce", 0) == 0)
     r = draft_pool(c, i, o);
   else if (n.op_type() == "Gemm" || n.op_type() == "MatMul")
-    r = draft_dense(c, i);
+    r = draft_dense(c, i, o);
   else if (n.op_type() == "Softmax")
     r = draft_softmax(c, i);
   else

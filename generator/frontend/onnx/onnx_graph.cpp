@@ -402,7 +402,8 @@ PreparedModel prepare_model(onnx::ModelProto model, const std::vector<InputSize>
   p.model = std::move(model);
   p.inferred = inferred_copy(p.model, label);
   const int moved = hoist_layout_transposes(p.model, p.inferred);
-  if (moved + fold_decomposed_activations(p.model, label) > 0) p.inferred = inferred_copy(p.model, label);
+  if (moved + fold_decomposed_activations(p.model, label) > 0)
+    p.inferred = inferred_copy(p.model, label);
   return p;
 }
 

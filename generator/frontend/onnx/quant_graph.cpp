@@ -15,13 +15,14 @@ using TP = onnx::TensorProto;
 const char* const kQOps[] = {"QuantizeLinear", "DequantizeLinear",   "QLinearConv",
                              "QLinearAdd",     "QLinearAveragePool", "QLinearGlobalAveragePool"};
 // Float ops between DequantizeLinear and QuantizeLinear (QDQ).
-const char* const kQdqOps[] = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "Add"};
+const char* const kQdqOps[] = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
+                               "Add",  "Gemm"};
 constexpr const char* kImported =
     "padfold imports QuantizeLinear of the model's float input, DequantizeLinear of an output, "
     "QLinearConv, MaxPool, com.microsoft QLinearAdd, QLinearAveragePool and "
     "QLinearGlobalAveragePool (QOperator), DequantizeLinear -> Conv, MaxPool, AveragePool, "
-    "GlobalAveragePool or Add [-> Relu or Clip(0, 6)] -> QuantizeLinear (QDQ), and a Pad before "
-    "a quantized conv or pool";
+    "GlobalAveragePool, Gemm (a classifier's, after a global pool and Flatten) or Add [-> Relu or "
+    "Clip(0, 6)] -> QuantizeLinear (QDQ), and a Pad before a quantized conv or pool";
 
 template <size_t N>
 bool one_of(const std::string& s, const char* const (&list)[N]) {
@@ -272,6 +273,10 @@ class Recognizer {
                              x, q.q.scale, q.q.zero_point, in.q.scale, in.q.zero_point,
                              to_string(in.dtype)));
     deq_[n.output(0)] = in;
+    // The float view has the quantized tensor's shape as padfold holds it ([N, C, 1, 1] for a
+    // global pool's output that a Flatten in between made [N, C]); a pending Pad's is its own.
+    if (const auto ty = c_.type(in.tensor); in.pad < 0 && ty && ty->is_static())
+      c_.set_layer_shape(n.output(0), ty->shape);
     out_.absorbed[i] = "quantization";
     if (!c_.reaches_graph_output(n.output(0))) return;
     no_pad(c_, i, in);

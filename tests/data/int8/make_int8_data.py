@@ -586,9 +586,33 @@ def float_onnx_model_u8():
     return checked_model(nodes, inits, "padfold_uint8", [1, 4, 16, 14], [1, 8, 1, 1])
 
 
+def float_onnx_model_head():
+    """A classifier's end (quantized with uint8 activations, QDQ only: QOperator writes the Gemm
+    as com.microsoft QGemm): a 3x3 Conv + Relu, a GlobalAveragePool, Flatten to [N, C] and a Gemm
+    with transB 1 (torch.onnx's Linear), y of shape [1, 10]."""
+    from onnx import helper, numpy_helper
+    rng = np.random.default_rng(620)
+
+    def init(name, shape):
+        return numpy_helper.from_array(rng.uniform(-0.5, 0.5, shape).astype(np.float32), name)
+
+    inits = [init("w1", (16, 3, 3, 3)), init("b1", (16,)), init("fc_w", (10, 16)),
+             init("fc_b", (10,))]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("GlobalAveragePool", ["r1"], ["g1"], name="gap"),
+        helper.make_node("Flatten", ["g1"], ["f1"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["f1", "fc_w", "fc_b"], ["y"], name="fc", transB=1),
+    ]
+    return checked_model(nodes, inits, "padfold_uint8_head", [1, 3, 12, 10], [1, 10])
+
+
 # prefix: (float model, input shape, activation type, calibration seed, input seed, the
 # intermediate quantized tensors added as graph outputs: {output: (float tensor, QDQ's quantized
-# tensor, QOperator's)}). The files are <prefix>float.onnx, <prefix>qdq.onnx, <prefix>qop.onnx.
+# tensor, QOperator's)}[, formats]). The files are <prefix>float.onnx, <prefix>qdq.onnx,
+# <prefix>qop.onnx (the formats made: both unless named).
 ORT_MODELS = {
     "ort_": (float_onnx_model, (1, 3, 16, 15), "QInt8", 700, 800, {}),
     "ort_u8": (float_onnx_model_u8, (1, 4, 16, 14), "QUInt8", 710, 810, {
@@ -597,6 +621,7 @@ ORT_MODELS = {
         "p1_q": ("p1", "p1_QuantizeLinear_Output", "p1_quantized"),
         "a1_q": ("a1", "a1_QuantizeLinear_Output", "a1_quantized"),
     }),
+    "ort_head": (float_onnx_model_head, (1, 3, 12, 10), "QUInt8", 720, 820, {}, ("qdq",)),
 }
 
 
@@ -882,7 +907,8 @@ def make_ort(out, results):
         make_ort_model(out, results, prefix, *spec)
 
 
-def make_ort_model(out, results, prefix, make_float, shape, act_type, cal_seed, x_seed, extra):
+def make_ort_model(out, results, prefix, make_float, shape, act_type, cal_seed, x_seed, extra,
+                   formats=("qdq", "qop")):
     import onnx
     from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
                                           quantize_static)
@@ -904,6 +930,8 @@ def make_ort_model(out, results, prefix, make_float, shape, act_type, cal_seed, 
     yqs = {}
     (out / f"{prefix}float.onnx").write_bytes(fmodel.SerializeToString())
     for fi, (name, fmt) in enumerate((("qdq", QuantFormat.QDQ), ("qop", QuantFormat.QOperator))):
+        if name not in formats:
+            continue
         key = f"{prefix}{name}"
         with tempfile.TemporaryDirectory() as tmp:
             tmp = pathlib.Path(tmp)
@@ -961,6 +989,8 @@ def make_ort_model(out, results, prefix, make_float, shape, act_type, cal_seed, 
         print(f"{key}: ops {ops}\n  after ORT's optimizations: {opt_ops}\n"
               f"  y {y.shape} yq {yq.dtype} scale {results[key]['y_int8_scale']} "
               f"zp {results[key]['y_int8_zero_point']}")
+    if len(yqs) < 2:
+        return
     diff = int((yqs["qdq"] != yqs["qop"]).sum())
     results[f"{prefix}qdq_vs_qop_y_int8_mismatches"] = diff
     print(f"{prefix}: y_int8 of qdq and qop differ in {diff} of {yqs['qdq'].size}")
