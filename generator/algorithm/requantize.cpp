@@ -189,6 +189,49 @@ Expr average_pool_quantized(const Layer& L, Expr sum, Expr count) {
   return requantize_float(acc, scale, q.output.zero_point, lo, hi);
 }
 
+namespace {
+
+// The ratios and the fixed part of an ONNX-mode add (qladd_avx2.cpp): each element is
+// round(fma(x0, ra, fma(x1, rb, fixed))). The fixed part is the C++ expression
+// zc - (ra * za + rb * zb), which GCC contracts to zc - fma(ra, za, rb * zb) (ORT 1.32 agrees on
+// every int8 and uint8 pair).
+struct OnnxAdd {
+  float ra, rb, fixed;
+};
+
+OnnxAdd onnx_add(const LayerQuant& q) {
+  const QuantParams &a = q.inputs[0], &b = q.inputs[1], &out = q.output;
+  const float ra = a.scale / out.scale, rb = b.scale / out.scale;
+  return {ra, rb,
+          static_cast<float>(out.zero_point) -
+              std::fma(ra, static_cast<float>(a.zero_point), rb * static_cast<float>(b.zero_point))};
+}
+
+// The exponent of v's last mantissa bit (v a nonzero float).
+int lowest_bit(float v) {
+  int e = 0;
+  std::frexp(v, &e);  // v = m * 2^e, 0.5 <= |m| < 1: bits 2^(e-1) down to 2^(e-24)
+  return e - 24;
+}
+
+}  // namespace
+
+bool onnx_add_exact_in_double(const Layer& L) {
+  const LayerQuant& q = quant_of(L);
+  if (q.requantize != Requantize::Onnx || q.inputs.size() != 2) return false;
+  const OnnxAdd f = onnx_add(q);
+  if (f.ra == 0 || f.rb == 0 || !std::isfinite(f.ra) || !std::isfinite(f.rb) ||
+      !std::isfinite(f.fixed))
+    return false;
+  // Every value involved is a multiple of 2^low (x1 * rb + fixed exactly; its float rounding, the
+  // inner fma, keeps that; x0 * ra likewise) and below 2^high in magnitude.
+  int low = std::min(lowest_bit(f.ra), lowest_bit(f.rb));
+  if (f.fixed != 0) low = std::min(low, lowest_bit(f.fixed));
+  const double bound = 256.0 * (std::fabs(f.ra) + std::fabs(f.rb)) + std::fabs(f.fixed) + 1.0;
+  const int high = static_cast<int>(std::ceil(std::log2(bound))) + 1;
+  return high - low <= 52;
+}
+
 Expr add_quantized(const Layer& L, Expr x0, Expr x1) {
   const LayerQuant& q = quant_of(L);
   if (q.inputs.size() != 2) refuse(L, "a quantized add needs the quantization of two inputs");
@@ -205,15 +248,20 @@ Expr add_quantized(const Layer& L, Expr x0, Expr x1) {
     return clamp(multiply_by_quantized_multiplier(sum, mo.multiplier, mo.shift) + out.zero_point,
                  lo, hi);
   }
-  // qladd_avx2.cpp (what ORT runs on every AVX2 x86-64 CPU): the fixed part is the C++ expression
-  // zc - (ra * za + rb * zb), which GCC contracts to zc - fma(ra, za, rb * zb) (ORT 1.32 agrees on
-  // every int8 and uint8 pair); each element is cvtps2dq(fma(a, ra, fma(b, rb, fixed))).
-  const float ra = a.scale / out.scale, rb = b.scale / out.scale;
-  const float fixed =
-      static_cast<float>(out.zero_point) -
-      std::fma(ra, static_cast<float>(a.zero_point), rb * static_cast<float>(b.zero_point));
-  const Expr with_b = fused_multiply_add(cast<float>(std::move(x1)), rb, fixed);
-  const Expr value = fused_multiply_add(cast<float>(std::move(x0)), ra, with_b);
+  // qladd_avx2.cpp (what ORT runs on every AVX2 x86-64 CPU): each element is
+  // cvtps2dq(fma(a, ra, fma(b, rb, fixed))).
+  const OnnxAdd f = onnx_add(q);
+  Expr value;
+  if (onnx_add_exact_in_double(L)) {
+    const auto fma_exact = [](Expr x, float r, Expr c) {
+      return cast<float>(strict_float(cast<double>(std::move(x)) * Expr(static_cast<double>(r)) +
+                                      cast<double>(std::move(c))));
+    };
+    value = fma_exact(std::move(x0), f.ra, fma_exact(std::move(x1), f.rb, Expr(f.fixed)));
+  } else {
+    const Expr with_b = fused_multiply_add(cast<float>(std::move(x1)), f.rb, f.fixed);
+    value = fused_multiply_add(cast<float>(std::move(x0)), f.ra, with_b);
+  }
   return clamp(x86_saturate(round(value), L.dtype), lo, hi);
 }
 

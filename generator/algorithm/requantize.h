@@ -83,4 +83,11 @@ Halide::Expr average_pool_onnx(Halide::Expr sum, Halide::Expr count, const Quant
 // Throws std::invalid_argument where the peer refuses the scales.
 Halide::Expr add_quantized(const Layer& L, Halide::Expr x0, Halide::Expr x1);
 
+// Whether an ONNX-mode add of these scales and zero points computes each of its two fmas exactly
+// with a double multiply-add and one rounding to float: every product and sum of an input in
+// [-255, 255] with its ratio and the float it is added to fits in double's 53 bits, so the double
+// result is exact and its rounding to float is the fma's. Else add_quantized emulates the fmas
+// (fused_multiply_add), several times the work.
+bool onnx_add_exact_in_double(const Layer& L);
+
 }  // namespace padfold

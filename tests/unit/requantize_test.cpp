@@ -946,6 +946,46 @@ TEST(Add, BothModesOnEveryPair) {
     }
 }
 
+// The ONNX add's fmas as a double multiply-add (onnx_add_exact_in_double): taken for the scales a
+// model has (ratios within a few powers of ten of 1), and bit-exact with ORT's fmas on every pair
+// where taken; refused where a ratio is so much finer than the sum that double cannot hold both.
+TEST(Add, OnnxInDoubleWhereExactEqualsTheFmas) {
+  std::mt19937 rng(41);
+  int taken = 0;
+  for (DType dtype : {DType::I8, DType::U8}) {
+    const auto [qmin, qmax] = range_of(dtype);
+    std::uniform_int_distribution<int32_t> zero_point(qmin, qmax);
+    for (int candidate = 0; candidate < 12; ++candidate) {
+      const QuantParams a{log_uniform(rng, -2.5, -0.5), zero_point(rng)};
+      const QuantParams b{log_uniform(rng, -2.5, -0.5), zero_point(rng)};
+      const QuantParams out{log_uniform(rng, -2.5, -0.5), zero_point(rng)};
+      const Layer L = quantized_layer(Requantize::Onnx, dtype, {a, b}, out, {}, Activation::None,
+                                      Op::Add);
+      ASSERT_TRUE(onnx_add_exact_in_double(L)) << a.scale << " " << b.scale << " " << out.scale;
+      ++taken;
+      std::vector<int32_t> x0, x1, want;
+      for (int32_t u = qmin; u <= qmax; ++u)
+        for (int32_t v = qmin; v <= qmax; ++v) {
+          x0.push_back(u);
+          x1.push_back(v);
+          want.push_back(peer::ort_add(u, v, a, b, out, qmin, qmax));
+        }
+      const Buffer<int32_t> b0 = buffer_of(x0), b1 = buffer_of(x1);
+      expect_everywhere<int32_t>(
+          [&](const Var& x) { return add_quantized(L, b0(x), b1(x)); }, want,
+          [&](size_t i) { return std::to_string(x0[i]) + " + " + std::to_string(x1[i]); });
+    }
+  }
+  EXPECT_EQ(taken, 24);
+  // A ratio of 1e-6 next to a fixed part near 255: 53 bits and more.
+  const Layer fine = quantized_layer(Requantize::Onnx, DType::U8, {{1e-6f, 0}, {1.f, 0}},
+                                     {1.f, 255}, {}, Activation::None, Op::Add);
+  EXPECT_FALSE(onnx_add_exact_in_double(fine));
+  EXPECT_FALSE(onnx_add_exact_in_double(quantized_layer(
+      Requantize::Tflite, DType::I8, {{0.1f, 0}, {0.1f, 0}}, {0.1f, 0}, {}, Activation::None,
+      Op::Add)));
+}
+
 // Past int32, x86's conversion gives INT32_MIN and the saturating packs the dtype's minimum.
 TEST(Add, OnnxOverflowGivesTheMinimum) {
   const Layer L = quantized_layer(Requantize::Onnx, DType::U8, {{3000.f, 0}, {3000.f, 0}},
