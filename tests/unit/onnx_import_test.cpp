@@ -1569,6 +1569,16 @@ TEST(OnnxImportFuzz, Int32RawPadsStayExact) {
   EXPECT_THROW(onnx_import::to_int64s(t, "pads"), onnx_import::ImportError);
 }
 
+// An empty INT64 tensor in raw_data (a Pad's pads of shape [0]) handed memcpy the empty vector's
+// null data (UBSan, fuzz_onnx_graph; tests/fuzz/seeds/onnx/regress_empty_int64_raw_data.onnx).
+TEST(OnnxImportFuzz, EmptyInt64RawDataIsNoValues) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::INT64);
+  t.add_dims(0);
+  t.set_raw_data("");
+  EXPECT_TRUE(onnx_import::to_int64s(t, "pads").empty());
+}
+
 // An Identity reading its own output made the alias walk loop forever; nodes out of order are
 // refused where they are read, whatever reads them.
 TEST(OnnxImportFuzz, CyclesAndNodesOutOfOrderAreRefused) {

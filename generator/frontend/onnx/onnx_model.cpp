@@ -361,7 +361,8 @@ std::vector<int64_t> to_int64s(const TP& t, const std::string& what) {
         fail(what + ": raw_data has " + std::to_string(t.raw_data().size()) + " bytes; expected " +
              std::to_string(count * 8));
       out.resize(count);
-      std::memcpy(out.data(), t.raw_data().data(), count * 8);
+      if (count > 0)  // an empty vector's data() may be null, which memcpy must not be given
+        std::memcpy(out.data(), t.raw_data().data(), count * 8);
     } else {
       out.assign(t.int64_data().begin(), t.int64_data().end());
     }
