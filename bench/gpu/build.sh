@@ -17,6 +17,7 @@ for exe in "$padfold" "$exporter"; do
 done
 spec="$(mktemp -d)/bench_gpu_spec.json"
 /usr/bin/python3 "$root/bench/gpu/make_gpu_spec.py" "$root/bench/layers.json" "$spec"
+rm -rf "$out"  # this script's own output (it adds the spec, which compile does not write)
 "$padfold" compile "$spec" --target "$target" --emit-device-code -o "$out"
 cp "$spec" "$out/bench_gpu_spec.json"
 ptxas="$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)"

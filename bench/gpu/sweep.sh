@@ -14,6 +14,7 @@ target="${TARGET:-x86-64-linux-sse41-cuda-cuda_capability_86}"
 tmp="$(mktemp -d)"
 /usr/bin/python3 "$root/bench/gpu/make_gpu_spec.py" "$root/bench/layers.json" "$tmp/bench_gpu_spec.json" \
   --sweep "$1" --layers "$2" --schedules "$tmp/knobs.json"
+rm -rf "$out"  # this script's own output
 "$padfold" compile "$tmp/bench_gpu_spec.json" --target "$target" --schedules "$tmp/knobs.json" -o "$out"
 cp "$tmp/bench_gpu_spec.json" "$tmp/knobs.json" "$out/"
 du -sh "$out"
