@@ -13,13 +13,18 @@ namespace oi = onnx_import;
 
 oi::ImportOutput import_model(const ImportRequest& a) {
   if (a.out.empty()) throw std::runtime_error("no output directory given");
-  refuse_inputs_inside(a.out, {{"model", a.model}, {"--emit-onnx", a.emit_onnx}});
   oi::ImportOptions options;
   options.model_name = a.name;
   options.layout = onnx_import::parse_import_layout(a.layout);
   options.io_layout = onnx_import::parse_import_layout(a.io_layout, "--io-layout");
   oi::ImportOutput out =
       oi::import_onnx(oi::read_model(a.model), a.inputs, a.model, options, !a.emit_onnx.empty());
+  write_import(a, out);
+  return out;
+}
+
+void write_import(const ImportRequest& a, const oi::ImportOutput& out) {
+  refuse_inputs_inside(a.out, {{"model", a.model}, {"--emit-onnx", a.emit_onnx}});
   const oi::ImportResult& result = out.result;
 
   // Everything is known: write the directory aside, then the normalized model, then move the
@@ -46,7 +51,6 @@ oi::ImportOutput import_model(const ImportRequest& a) {
     throw std::runtime_error(std::string(e.what()) + "\nnothing imported; " + a.out +
                              " is as it was");
   }
-  return out;
 }
 
 std::string imported_spec_path(const ImportRequest& request, const oi::ImportOutput& imported) {

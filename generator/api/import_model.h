@@ -23,6 +23,8 @@ struct ImportRequest {
 // Throws std::runtime_error with the CLI's messages; a failure while writing leaves `out` as it
 // was ("nothing imported; <out> is as it was").
 onnx_import::ImportOutput import_model(const ImportRequest& request);
+// The writing half of import_model: `imported` (of request.model) into request.out, all or nothing.
+void write_import(const ImportRequest& request, const onnx_import::ImportOutput& imported);
 
 // The spec file import_model wrote: <out>/<model_name>.json.
 std::string imported_spec_path(const ImportRequest& request,

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "api/python_code.h"
 #include "base/enum_names.h"
 #include "base/text.h"
 #include "frontend/spec.h"
@@ -153,12 +154,8 @@ std::vector<int64_t> per_axis(const Resolved& p, F f) {
 
 // Pad pairs innermost dim first, as F.pad and nn.ZeroPad*d take them.
 std::string torch_pad_order(const Resolved& p) {
-  std::vector<int64_t> v;
-  for (auto it = p.axes.rbegin(); it != p.axes.rend(); ++it) {
-    v.push_back(it->before);
-    v.push_back(it->after);
-  }
-  return fmt::format("({})", fmt::join(v, ", "));
+  return padfold::torch_pad_order(per_axis(p, [](auto& a) { return a.before; }),
+                                  per_axis(p, [](auto& a) { return a.after; }));
 }
 
 std::string pair_list(const Resolved& p, bool with_batch_channel) {

@@ -38,11 +38,7 @@ void add_import_command(CLI::App& app) {
   cmd->add_option("-o,--out", args->out,
                   "directory to write: <model>.json, weights/, import-report.json")
       ->required();
-  cmd->add_option("--input", args->inputs,
-                  "NAME=SIZES (e.g. x=1x3x224x224): the size of a graph input with dynamic dims; "
-                  "repeat for each")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_input_sizes_option(cmd, args->inputs);
   cmd->add_option("--emit-onnx", args->emit_onnx,
                   "also write the model with every auto_pad rewritten to explicit pads");
   cmd->add_option("--name", args->name, "the spec's model name (default: from the file name)");

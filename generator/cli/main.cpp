@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   add_tune_command(app);
   add_db_command(app);
   add_bench_command(app);
+  add_port_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,4 +1,4 @@
-// Option checks more than one subcommand shares.
+// Options and option checks more than one subcommand shares.
 #include <cmath>
 #include <cstdlib>
 
@@ -15,4 +15,12 @@ CLI::Validator min_time_seconds() {
         return "";
       },
       "SECONDS");
+}
+
+void add_input_sizes_option(CLI::App* cmd, std::vector<std::string>& inputs) {
+  cmd->add_option("--input", inputs,
+                  "NAME=SIZES (e.g. x=1x3x224x224): the size of a graph input with dynamic dims; "
+                  "repeat for each")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }

@@ -8,13 +8,15 @@ rules of the framework you name, and folded into the kernel (no padded copy).
     >>> y = bundle.layer("stem")(x, weights=w, bias=b)          # NumPy or PyTorch CPU tensors
     >>> y = bundle.model()(x)                                   # the whole model
 
-padfold.torch (imported on demand) has nn.Module layers with TensorFlow-exact SAME padding.
+padfold.torch (imported on demand) has nn.Module layers with TensorFlow-exact SAME padding, and
+padfold.torch.from_onnx(path) the plain PyTorch module of a whole model (padfold.port explains it).
 """
 import pathlib as _pathlib
 
 from . import _core
 from ._bundle import Bundle, Layer, Model, Pool, compile, import_onnx, load
 from ._pads import Pads, compare, pads
+from ._port import port
 
 __version__ = _core.__version__
 Error = _core.Error
@@ -30,4 +32,4 @@ def host():
 
 
 __all__ = ["Bundle", "Error", "Layer", "Model", "Pads", "Pool", "TensorError", "__version__", "compare",
-           "compile", "host", "import_onnx", "load", "pads"]
+           "compile", "host", "import_onnx", "load", "pads", "port"]

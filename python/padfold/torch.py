@@ -369,4 +369,24 @@ class AvgPool2d(_PoolNd):
         return pool(self._padded(x, 0.0)) / count
 
 
-__all__ = ["AvgPool2d", "Conv1d", "Conv2d", "Conv3d", "MaxPool2d"]
+def from_onnx(model, inputs=None) -> nn.Module:
+    """The plain PyTorch module of a whole model (an .onnx file or a padfold spec), as `padfold
+    port --emit` writes it: torch's own Conv/Pool modules with every pad resolved at the model's
+    fixed input size (inputs= gives dynamic ONNX inputs' sizes), F.pad where the pads are
+    asymmetric or the border is not zeros, and the model's weights loaded. It computes what the
+    source model computes; padfold.port(model) says layer by layer why. It does not use padfold's
+    kernels (padfold.compile does)."""
+    import importlib.util
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "ported.py")
+        padfold._core.port_json(os.fspath(model), "pytorch", padfold._bundle._input_sizes(inputs),
+                                path)
+        spec = importlib.util.spec_from_file_location("padfold_ported", path)
+        ported = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(ported)
+        return ported.Model()  # reads the weights now, before the folder goes
+
+
+__all__ = ["AvgPool2d", "Conv1d", "Conv2d", "Conv3d", "MaxPool2d", "from_onnx"]

@@ -12,6 +12,7 @@
 #include "api/compile_spec.h"
 #include "api/import_model.h"
 #include "api/pads_report.h"
+#include "api/port.h"
 #include "api/version.h"
 #include "bundle.h"
 #include "emit/data_dir.h"
@@ -122,6 +123,18 @@ std::pair<std::string, std::string> import_onnx(const std::string& model, const 
   });
 }
 
+std::string port_json(const std::string& model, const std::string& to,
+                      const std::vector<std::string>& inputs, const std::string& emit) {
+  PortRequest r;
+  r.model = model;
+  r.to = to;
+  r.inputs = inputs;
+  r.emit = emit;
+  r.json = true;
+  r.with_module = to == "pytorch" || to == "torch";
+  return released([&] { return port_model(r).report; });
+}
+
 std::string host() {
   std::string text(pf_host_describe(nullptr, 0) + 1, '\0');
   pf_host_describe(text.data(), text.size());
@@ -146,6 +159,7 @@ NB_MODULE(_core, m) {
         "emit_stmt"_a, "emit_device_code"_a, "prepare_entry"_a);
   m.def("import_onnx", &import_onnx, "model"_a, "out"_a, "inputs"_a, "name"_a, "layout"_a,
         "io_layout"_a);
+  m.def("port_json", &port_json, "model"_a, "to"_a, "inputs"_a, "emit"_a);
   m.def("host", &host);
 
   nb::class_<Bundle>(m, "Bundle")
