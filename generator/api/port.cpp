@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "api/import_model.h"
+#include "api/port_emit.h"
 #include "api/port_report.h"
-#include "api/port_torch.h"
 #include "api/python_code.h"
 #include "base/atomic_file.h"
 #include "base/text.h"
@@ -121,8 +121,8 @@ std::string report_text(const Model& model, const std::vector<LayerPort>& ports,
 
 // Where the module finds its weights: from an ONNX model, <stem>_padfold/ beside the .py file
 // (or none without --emit); from a spec, the spec's folder.
-TorchModuleOptions module_options(const PortRequest& r, bool onnx, const std::string& root) {
-  TorchModuleOptions o;
+PortModuleOptions module_options(const PortRequest& r, bool onnx, const std::string& root) {
+  PortModuleOptions o;
   o.source_label = fs::path(r.model).filename().string();
   const fs::path emit(r.emit);
   const std::string here = "os.path.dirname(os.path.abspath(__file__))";
@@ -151,10 +151,10 @@ TorchModuleOptions module_options(const PortRequest& r, bool onnx, const std::st
 
 PortOutput port_model(const PortRequest& r) {
   const PortTarget target = parse_port_target(r.to);
-  if (!r.emit.empty() && target != PortTarget::PyTorch)
-    throw std::runtime_error(fmt::format(
-        "--emit writes a PyTorch module (--to pytorch); for --to {} use the report's fixes",
-        to_string(target)));
+  if (!r.emit.empty() && target == PortTarget::Onnx)
+    throw std::runtime_error(
+        "--emit writes a PyTorch module (--to pytorch) or a Keras model (--to keras); the ONNX "
+        "model is the source itself (padfold import --emit-onnx writes it with explicit pads)");
   const bool onnx = ascii_lower(fs::path(r.model).extension().string()) == ".onnx";
   if (!onnx && !r.inputs.empty())
     throw std::runtime_error("--input sets an ONNX graph input's size; a spec has fixed sizes");
@@ -176,14 +176,17 @@ PortOutput port_model(const PortRequest& r) {
 
   PortOutput out;
   std::string module, module_error;
-  if (!r.emit.empty() || r.with_module) {
+  const bool with_module = r.with_module && target != PortTarget::Onnx;
+  if (!r.emit.empty() || with_module) {
     try {
       if (!left.empty())
         throw std::runtime_error(fmt::format(
             "the import leaves {} node(s) to the caller ({}...): a module of the rest would not "
             "compute the model",
             left.size(), left[0]));
-      module = torch_module_source(model, module_options(r, onnx, weights_root));
+      const PortModuleOptions o = module_options(r, onnx, weights_root);
+      module = target == PortTarget::Keras ? keras_model_source(model, o)
+                                           : torch_module_source(model, o);
     } catch (const std::exception& e) {
       module_error = fmt::format("{}: {}", r.model, e.what());
       if (!r.emit.empty()) throw std::runtime_error(module_error + "; nothing written");
@@ -217,7 +220,7 @@ PortOutput port_model(const PortRequest& r) {
   for (const LayerPort& p : ports) j["layers"].push_back(layer_json(p));
   j["left_to_caller"] = left;
   j["summary"] = summary(ports, target);
-  if (r.with_module) {
+  if (with_module) {
     j["module"] = module_error.empty() ? json(module) : json(nullptr);
     if (!module_error.empty()) j["module_error"] = module_error;
   }

@@ -1,8 +1,8 @@
 // padfold port: a whole model (an ONNX file or a padfold spec) resolved at its fixed input size,
 // and for every convolution and pool what a target framework's own padding option gives, whether
 // a naive port differs and by how many pixels, and the exact fix; optionally the PyTorch module
-// that computes exactly what the source model computes. The CLI prints the report; the Python
-// package reads its JSON (padfold.port, padfold.torch.from_onnx).
+// or Keras model that computes exactly what the source model computes. The CLI prints the report;
+// the Python package reads its JSON (padfold.port, padfold.torch.from_onnx).
 #pragma once
 
 #include <string>
@@ -15,10 +15,10 @@ struct PortRequest {
   std::string to = "pytorch";       // pytorch, keras or onnx
   std::vector<std::string> inputs;  // ONNX: NAME=SIZES for graph inputs with dynamic dims
   bool json = false;                // the JSON document instead of text
-  // pytorch: also write the nn.Module here (a .py file); from an ONNX model the imported spec and
-  // weights go beside it, in <stem>_padfold/, which the module loads by default.
+  // pytorch, keras: also write the nn.Module (the keras.Model's builder) here, a .py file; from an
+  // ONNX model the imported spec and weights go beside it, in <stem>_padfold/, its default.
   std::string emit;
-  bool with_module = false;  // JSON: include the module's source ("module")
+  bool with_module = false;  // JSON, --to pytorch or keras: include its source ("module")
 };
 
 struct PortOutput {

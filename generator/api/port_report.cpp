@@ -67,14 +67,6 @@ Resolved resolve_explicit(const Layer& L, const std::vector<int64_t>& before,
 std::string py(const std::vector<int64_t>& v) {
   return v.size() == 1 ? std::to_string(v[0]) : "(" + join(v) + ")";
 }
-// Keras's ZeroPadding/Cropping argument: ((before, after), ...) per axis, outermost first.
-std::string keras_pairs(const std::vector<int64_t>& before, const std::vector<int64_t>& after) {
-  if (before.size() == 1) return fmt::format("({}, {})", before[0], after[0]);
-  std::vector<std::string> pairs;
-  for (size_t i = 0; i < before.size(); ++i)
-    pairs.push_back(fmt::format("({}, {})", before[i], after[i]));
-  return fmt::format("({})", fmt::join(pairs, ", "));
-}
 
 bool is_pool(const Layer& L) {
   return L.op == Op::MaxPool || L.op == Op::AvgPool;
@@ -181,7 +173,7 @@ PortWay torch_way(const Layer& L, const std::string& reads_as) {
     bool native = true;
     std::vector<int64_t> op;
     for (size_t i = 0; i < b.size(); ++i) {
-      op.push_back(b[i] - a[i]);
+      op.push_back(b[i] - transposed_crop_after(L, i));
       native = native && b[i] >= 0 && op.back() >= 0 && op.back() < limit;
     }
     if (native) {
@@ -193,8 +185,10 @@ PortWay torch_way(const Layer& L, const std::string& reads_as) {
       w.native = fmt::format("{}(..., {}, padding=0)", cls, args);
       std::vector<std::string> crops;
       for (size_t i = 0; i < b.size(); ++i)
-        crops.push_back(a[i] >= 0 ? fmt::format("{}:{}", b[i], p.axes[i].output + b[i])
-                                  : fmt::format("{}: then zeros after ({})", b[i], -a[i]));
+        crops.push_back(
+            transposed_crop_after(L, i) >= 0
+                ? fmt::format("{}:{}", b[i], p.axes[i].output + b[i])
+                : fmt::format("{}: then zeros after ({})", b[i], -transposed_crop_after(L, i)));
       w.fix = fmt::format("{} then crop y[..., {}]", w.native, fmt::join(crops, ", "));
     }
     w.naive = w.native_exact ? w.native : w.fix;
@@ -273,11 +267,13 @@ PortWay keras_way(const Layer& L, const std::string& reads_as) {
       w.native_exact = true;
     } else {
       w.native = fmt::format("{}(..., {}, padding='valid')", cls, args);
-      w.fix =
-          std::all_of(a.begin(), a.end(), [](int64_t v) { return v >= 0; })
-              ? fmt::format("{} then layers.Cropping{}D({})", w.native, L.spatial_dims,
-                            keras_pairs(b, a))
-              : fmt::format("{} then crop {} and zero-extend the end", w.native, keras_pairs(b, a));
+      std::vector<int64_t> crop_after;
+      for (size_t i = 0; i < b.size(); ++i) crop_after.push_back(transposed_crop_after(L, i));
+      w.fix = std::all_of(crop_after.begin(), crop_after.end(), [](int64_t v) { return v >= 0; })
+                  ? fmt::format("{} then layers.Cropping{}D({})", w.native, L.spatial_dims,
+                                keras_pairs(b, crop_after))
+                  : fmt::format("{} then crop {} and zero-extend the end", w.native,
+                                keras_pairs(b, crop_after));
     }
   } else if (all_zero(p) && !L.ceil_mode) {
     w.native = call(L, cls, args + ", padding='valid'");
@@ -285,7 +281,7 @@ PortWay keras_way(const Layer& L, const std::string& reads_as) {
   } else if (reads_as == "causal" && zeros && !pool) {
     w.native = fmt::format("{}(..., {}, padding='causal')", cls, args);
     w.native_exact = true;
-  } else if (same && same_pads(*same, p) && border_ok && !(pool && L.count_include_pad)) {
+  } else if (pads_read_as(L, PadMode::SameUpper) && border_ok && !(pool && L.count_include_pad)) {
     w.native = call(L, cls, args + ", padding='same'");
     w.native_exact = true;
   } else {
@@ -358,6 +354,51 @@ std::string reads_as(const Layer& L) {
 }
 
 }  // namespace
+
+bool pads_read_as(const Layer& L, PadMode mode) {
+  const std::optional<Resolved> r = resolve_as(L, mode);
+  return r && same_pads(*r, L.pads);
+}
+
+std::vector<int64_t> pool_extension(const Layer& L) {
+  std::vector<int64_t> ext;
+  for (size_t i = 0; i < L.pads.axes.size(); ++i) {
+    const AxisPads& p = L.pads.axes[i];
+    const int64_t reach = (p.output - 1) * L.stride[i] + L.dilation[i] * (L.kernel[i] - 1) + 1;
+    ext.push_back(std::max<int64_t>(0, reach - (L.in_spatial[i] + p.before + p.after)));
+  }
+  return ext;
+}
+
+void check_portable(const Layer& L) {
+  if (L.quantized() || L.op == Op::Quantize || L.op == Op::Dequantize)
+    throw std::runtime_error(
+        fmt::format("layer '{}' ({}): int8 layers are not ported yet (float32 models only)", L.name,
+                    L.op_name));
+  if (!L.read_by.empty())
+    throw std::runtime_error(
+        fmt::format("layer '{}' ({}): its output is read by {}, which padfold does not generate: "
+                    "the port would not compute the model",
+                    L.name, L.op_name, L.read_by));
+}
+
+void check_portable(const ModelInput& in) {
+  if (!in.produced_by.empty())
+    throw std::runtime_error(fmt::format(
+        "tensor '{}' is computed by {}, which padfold does not generate: the port would not "
+        "compute the model",
+        in.name, in.produced_by));
+  if (in.dtype != DType::F32)
+    throw std::runtime_error(fmt::format(
+        "input '{}' is not float32: int8 models are not ported yet (float32 models only)",
+        in.name));
+}
+
+int64_t transposed_crop_after(const Layer& L, size_t axis) {
+  const int64_t full =
+      (L.in_spatial[axis] - 1) * L.stride[axis] + L.dilation[axis] * (L.kernel[axis] - 1) + 1;
+  return full - L.pads.axes[axis].before - L.pads.axes[axis].output;
+}
 
 PortTarget parse_port_target(const std::string& name) {
   const std::string n = ascii_lower(name);

@@ -32,6 +32,22 @@ struct LayerPort {
   std::vector<int64_t> output_delta;  // per axis: naive output size - exact
 };
 
+// Whether the layer's pads (and output) are what `mode` gives for its input.
+bool pads_read_as(const Layer& L, PadMode mode);
+
+// Per axis, how far a pool's last window reaches past its pads (ceil_mode), or 0: the taps there
+// read nothing.
+std::vector<int64_t> pool_extension(const Layer& L);
+
+// Throw std::runtime_error naming what a port cannot compute: an int8 layer or input, a layer
+// read by ops padfold does not generate, a tensor computed by one.
+void check_portable(const Layer& L);
+void check_portable(const ModelInput& in);
+
+// A transposed conv's output cropped from the end of its full output, output_padding taken off
+// (negative: the output extends past the full one).
+int64_t transposed_crop_after(const Layer& L, size_t axis);
+
 // Every layer with a window (conv, conv_transpose, pools), in the model's order.
 std::vector<LayerPort> port_layers(const Model& model, PortTarget target);
 

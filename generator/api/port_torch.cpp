@@ -2,17 +2,16 @@
 // channels-first order inside the module (a padfold tensor T in layout L is
 // from_layout(T, L)), so convolutions, pools and joins are plain torch calls; the model's inputs
 // and outputs keep the layouts the source model gives them.
-#include "api/port_torch.h"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <set>
 #include <stdexcept>
 
+#include "api/port_emit.h"
+#include "api/port_report.h"
 #include "api/python_code.h"
 #include "base/text.h"
 #include "padding/padding.h"
@@ -20,49 +19,15 @@
 namespace padfold {
 namespace {
 
-// A float literal that reads back as the same float32.
-std::string flt(float v) {
-  return fmt::format("{:.9g}", v);
-}
-
-std::string py(const std::vector<int64_t>& v) {
-  return v.size() == 1 ? fmt::format("({},)", v[0]) : "(" + join(v) + ")";
-}
-
-std::string identifier(const std::string& name, std::set<std::string>& used) {
-  std::string s;
-  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "l_" + s;
-  std::string unique = s;
-  for (int i = 2; !used.insert(unique).second; ++i) unique = s + "_" + std::to_string(i);
-  return unique;
-}
-
 // The permutation taking a tensor in `layout`'s order to channels-first, and back.
 std::vector<int64_t> from_layout_perm(const TensorLayout& layout) {
-  const int rank = layout.spatial_dims + 2;
-  if (!layout.channels_last) {
-    std::vector<int64_t> p(rank);
-    for (int i = 0; i < rank; ++i) p[i] = i;
-    return p;
-  }
-  std::vector<int64_t> p = {0, rank - 1};
-  for (int i = 1; i < rank - 1; ++i) p.push_back(i);
-  return p;
+  return channel_perm(layout.spatial_dims + 2, layout.channels_last, false);
 }
 std::vector<int64_t> to_layout_perm(const TensorLayout& layout) {
-  const std::vector<int64_t> f = from_layout_perm(layout);
-  std::vector<int64_t> inv(f.size());
-  for (size_t i = 0; i < f.size(); ++i) inv[static_cast<size_t>(f[i])] = static_cast<int64_t>(i);
-  return inv;
-}
-bool identity(const std::vector<int64_t>& p) {
-  for (size_t i = 0; i < p.size(); ++i)
-    if (p[i] != static_cast<int64_t>(i)) return false;
-  return true;
+  return channel_perm(layout.spatial_dims + 2, false, layout.channels_last);
 }
 std::string permuted(const std::string& t, const std::vector<int64_t>& p) {
-  return identity(p) ? t : fmt::format("{}.permute({})", t, join(p));
+  return is_identity(p) ? t : fmt::format("{}.permute({})", t, join(p));
 }
 
 std::string activation(const Layer& L, const std::string& y) {
@@ -74,14 +39,14 @@ std::string activation(const Layer& L, const std::string& y) {
     case Activation::Relu6:
       return fmt::format("F.hardtanh({}, 0.0, 6.0)", y);
     case Activation::LeakyRelu:
-      return fmt::format("F.leaky_relu({}, {})", y, flt(L.activation_alpha));
+      return fmt::format("F.leaky_relu({}, {})", y, python_float(L.activation_alpha));
     case Activation::Sigmoid:
       return fmt::format("torch.sigmoid({})", y);
     case Activation::Tanh:
       return fmt::format("torch.tanh({})", y);
     case Activation::HardSigmoid:
-      return fmt::format("torch.clamp({} * {} + {}, 0.0, 1.0)", y, flt(L.activation_alpha),
-                         flt(L.activation_beta));
+      return fmt::format("torch.clamp({} * {} + {}, 0.0, 1.0)", y, python_float(L.activation_alpha),
+                         python_float(L.activation_beta));
     case Activation::HardSwish:
       return fmt::format("_hard_swish({})", y);
     case Activation::Silu:
@@ -98,7 +63,7 @@ std::string bordered(const Layer& L, const std::string& x, const std::vector<int
     case Border::Zeros:
       return fmt::format("F.pad({}, {})", x, pads);
     case Border::Constant:
-      return fmt::format("F.pad({}, {}, value={})", x, pads, flt(L.border_value));
+      return fmt::format("F.pad({}, {}, value={})", x, pads, python_float(L.border_value));
     case Border::Reflect:
       return fmt::format("F.pad({}, {}, mode='reflect')", x, pads);
     case Border::Replicate:
@@ -138,7 +103,7 @@ struct Emitter {
       refuse(L, "the spec names no weight file (weight_files); the module could not load them");
     auto rel = [&](const std::string& f) { return relative_weight_path(f, root); };
     load.push_back(fmt::format("        _load(self.{}.weight, weights, {}, {})", attr,
-                               python_string(rel(L.weights_file)), py(weight_perm(L))));
+                               python_string(rel(L.weights_file)), python_tuple(weight_perm(L))));
     if (L.bias)
       load.push_back(fmt::format("        _load(self.{}{}, weights, {}, None)", attr,
                                  bias_suffix.empty() ? ".bias" : bias_suffix,
@@ -161,7 +126,8 @@ struct Emitter {
         "        self.{} = nn.Conv{}{}d({}, {}, {}, stride={}, padding={}, dilation={}, "
         "groups={}, bias={})",
         attr, transposed ? "Transpose" : "", L.spatial_dims, L.in_channels, L.out_channels,
-        py(L.kernel), py(L.stride), !transposed && sym_zero ? py(b) : "0", py(L.dilation), L.groups,
+        python_tuple(L.kernel), python_tuple(L.stride),
+        !transposed && sym_zero ? python_tuple(b) : "0", python_tuple(L.dilation), L.groups,
         own_bias ? "True" : "False"));
     if (L.bias && !own_bias)
       init.push_back(fmt::format("        self.{}_bias = nn.Parameter(torch.zeros({}))", attr,
@@ -204,15 +170,11 @@ struct Emitter {
       refuse(L, "a dilated average pool has no PyTorch op (torch's avg_pool has no dilation)");
     // Pads as the layer resolves them, then an extension to exactly the extent its windows read
     // (ceil_mode's last window past the pads reads nothing there): a pool without padding after.
-    std::vector<int64_t> b, a, zero(p.size(), 0), ext;
-    for (size_t i = 0; i < p.size(); ++i) {
-      b.push_back(p[i].before);
-      a.push_back(p[i].after);
-      const int64_t reach = (p[i].output - 1) * L.stride[i] + L.dilation[i] * (L.kernel[i] - 1) + 1;
-      ext.push_back(std::max<int64_t>(0, reach - (L.in_spatial[i] + p[i].before + p[i].after)));
-    }
+    std::vector<int64_t> b, a, zero(p.size(), 0);
+    for (const AxisPads& ax : p) b.push_back(ax.before), a.push_back(ax.after);
+    const std::vector<int64_t> ext = pool_extension(L);
     const bool any_ext = std::any_of(ext.begin(), ext.end(), [](int64_t v) { return v; });
-    const std::string k = py(L.kernel), s = py(L.stride);
+    const std::string k = python_tuple(L.kernel), s = python_tuple(L.stride);
     const int d = L.spatial_dims;
     if (!avg) {
       std::string in = L.ignores_padding() ? fmt::format("F.pad({}, {}, value=float('-inf'))", x,
@@ -220,7 +182,7 @@ struct Emitter {
                                            : bordered(L, x, b, a);
       if (any_ext)
         in = fmt::format("F.pad({}, {}, value=float('-inf'))", in, torch_pad_order(zero, ext));
-      return fmt::format("F.max_pool{}d({}, {}, {}, 0, {})", d, in, k, s, py(L.dilation));
+      return fmt::format("F.max_pool{}d({}, {}, {}, 0, {})", d, in, k, s, python_tuple(L.dilation));
     }
     // The mean over the taps that count: the layer's border over the pads, divided by the count
     // of taps inside the input (padding ignored) or inside input and pads (count_include_pad).
@@ -229,8 +191,8 @@ struct Emitter {
     std::vector<int64_t> ones_shape = {1, 1};
     for (int64_t v : L.in_spatial) ones_shape.push_back(v);
     const std::string mask = fmt::format(
-        "F.pad(F.pad(torch.ones({}), {}, value={}), {})", py(ones_shape), torch_pad_order(b, a),
-        L.ignores_padding() ? "0.0" : "1.0", torch_pad_order(zero, ext));
+        "F.pad(F.pad(torch.ones({}), {}, value={}), {})", python_tuple(ones_shape),
+        torch_pad_order(b, a), L.ignores_padding() ? "0.0" : "1.0", torch_pad_order(zero, ext));
     init.push_back(
         fmt::format("        self.register_buffer('{}_count', F.avg_pool{}d({}, {}, {}))", attr, d,
                     mask, k, s));
@@ -238,14 +200,10 @@ struct Emitter {
   }
 
   std::string layer(const Layer& L, const std::string& root) {
-    if (L.quantized() || L.op == Op::Quantize || L.op == Op::Dequantize)
-      refuse(L, "int8 layers are not ported yet (float32 models only)");
-    if (!L.read_by.empty())
-      refuse(L, "its output is read by " + L.read_by +
-                    ", which padfold does not generate: the module would not compute the model");
+    check_portable(L);
     std::vector<std::string> in;
     for (const std::string& name : L.inputs) in.push_back(var.at(name));
-    const std::string attr = identifier(L.name, used);
+    const std::string attr = python_identifier(L.name, used);
     switch (L.op) {
       case Op::Conv:
       case Op::ConvTranspose:
@@ -279,22 +237,12 @@ std::string relative_weight_path(const std::string& file, const std::string& roo
   return fs::path(file).lexically_proximate(fs::path(root)).generic_string();
 }
 
-std::string torch_module_source(const Model& model, const TorchModuleOptions& o) {
+std::string torch_module_source(const Model& model, const PortModuleOptions& o) {
   Emitter e{model, {}, {}, {}, {}, {}};
   std::vector<std::string> args;
   for (const ModelInput& in : model.inputs) {
-    if (!in.produced_by.empty())
-      throw std::runtime_error(fmt::format(
-          "tensor '{}' is computed by {}, which padfold does not generate: the module would not "
-          "compute the model",
-          in.name, in.produced_by));
-    if (in.dtype != DType::F32)
-      throw std::runtime_error(fmt::format(
-          "input '{}' is {}: int8 models are not ported yet (float32 models only)", in.name,
-          in.dtype == DType::I8   ? "int8"
-          : in.dtype == DType::U8 ? "uint8"
-                                  : "float16"));
-    const std::string arg = identifier(in.name, e.used);
+    check_portable(in);
+    const std::string arg = python_identifier(in.name, e.used);
     args.push_back(arg);
     e.forward.push_back(
         fmt::format("        {} = {}", arg, permuted(arg, from_layout_perm(in.layout))));
@@ -315,7 +263,8 @@ std::string torch_module_source(const Model& model, const TorchModuleOptions& o)
     const Layer* L = model.find_layer(name);
     std::string r = permuted(e.var.at(name), to_layout_perm(L->layout));
     const auto shape = model.output_shapes.find(name);
-    if (shape != model.output_shapes.end()) r = fmt::format("{}.reshape({})", r, py(shape->second));
+    if (shape != model.output_shapes.end())
+      r = fmt::format("{}.reshape({})", r, python_tuple(shape->second));
     results.push_back(r);
   }
   std::string inputs_doc;

@@ -19,9 +19,10 @@ void add_port_command(CLI::App& app) {
       ->capture_default_str();
   add_input_sizes_option(cmd, r->inputs);
   cmd->add_flag("--json", r->json, "Print the report as JSON (see docs/port.md)");
-  cmd->add_option("--emit", r->emit,
-                  "--to pytorch: write the nn.Module to this .py file (from an ONNX model, the "
-                  "imported weights go beside it in <stem>_padfold/)");
+  cmd->add_option(
+      "--emit", r->emit,
+      "write the PyTorch nn.Module (--to keras: the Keras model's builder) to this .py "
+      "file (from an ONNX model, the imported weights go beside it in <stem>_padfold/)");
   cmd->callback([r] {
     const padfold::PortOutput out = padfold::port_model(*r);
     fmt::print("{}", out.report);

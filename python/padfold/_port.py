@@ -21,7 +21,8 @@ def port(model: PathLike, to: str = "pytorch",
     "input_dependent", "native" (the framework's option, as code), "native_exact", "fix" (exact
     code), "naive" (padding=k//2 in PyTorch, 'same' in Keras), "naive_differs", "shift" and
     "output_delta" per axis; "summary"; "left_to_caller". For to="pytorch" also "module": the
-    nn.Module's source (its Model(weights) reads the folder padfold import writes), or None with
+    nn.Module's source (its Model(weights) reads the folder padfold import writes); for
+    to="keras" the source of build(weights), returning the keras.Model; None with
     "module_error" where the model cannot be ported whole. Errors raise padfold.Error.
     """
     return json.loads(_core.port_json(os.fspath(model), to, _input_sizes(inputs), ""))

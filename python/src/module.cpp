@@ -131,7 +131,7 @@ std::string port_json(const std::string& model, const std::string& to,
   r.inputs = inputs;
   r.emit = emit;
   r.json = true;
-  r.with_module = to == "pytorch" || to == "torch";
+  r.with_module = true;
   return released([&] { return port_model(r).report; });
 }
 

@@ -111,6 +111,10 @@ def check_keras(padfold, repo, work, name):
             return f"{name}: {r.stderr.strip()}"
         extra = ["--input", f"{inp.group(1)}={'x'.join(map(str, x.shape))}"]
     module, report = port(padfold, data / f"{name}.onnx", d, *extra)
+    # The Keras model's source (run against Keras by port_keras_check.py, where TensorFlow is).
+    keras_py = d / f"{name}_keras.py"
+    run([padfold, "port", data / f"{name}.onnx", "--to", "keras", "--emit", keras_py, *extra])
+    compile(keras_py.read_text(), str(keras_py), "exec")
     with torch.no_grad():
         got = module.Model().eval()(torch.from_numpy(x)).numpy()
     failure = close(got, np.load(data / f"y_{name}.npy"))
@@ -205,6 +209,8 @@ def check_torch(padfold, repo, work, name):
     with torch.no_grad():
         want = net(x).numpy()
     torch.onnx.export(net, x, d / f"{name}.onnx", opset_version=13, input_names=["x"])
+    np.save(d / "x.npy", x.numpy())  # for tests/e2e/port_keras_check.py (opt-in, TensorFlow)
+    np.save(d / "want.npy", want)
     module, _ = port(padfold, d / f"{name}.onnx", d)
     with torch.no_grad():
         got = module.Model().eval()(x).numpy()
@@ -242,10 +248,12 @@ def border_spec(d):
                    "count_include_pad": True})
     w = rng.random((4, 3, 3, 3), dtype=np.float32) - 0.5  # IOHW
     np.save(d / "weights" / "up_w.npy", w)
+    np.save(d / "weights" / "up_b.npy", rng.random((3,), dtype=np.float32) + 0.5)
+    # output_shape past the full output: zeros there, plus the bias as everywhere.
     layers.append({"name": "up", "op": "conv_transpose2d", "input": "maxp", "layout": "NHWC",
                    "weight_layout": "IOHW", "out_channels": 3, "kernel": [3, 3], "stride": [2, 2],
-                   "padding": [1, 0, 0, 0], "output_shape": [7, 8],
-                   "weight_files": {"weights": "weights/up_w.npy"}})
+                   "padding": [1, 0, 0, 0], "output_shape": [7, 8], "bias": True,
+                   "weight_files": {"weights": "weights/up_w.npy", "bias": "weights/up_b.npy"}})
     layers.append({"name": "nchw", "op": "transpose", "input": "avgp", "perm": [0, 3, 1, 2]})
     spec = {"model": "borders", "inputs": [{"name": "x", "shape": [1, 11, 10, 3], "layout": "NHWC"}],
             "outputs": ["up", "nchw"], "layers": layers}
@@ -314,7 +322,7 @@ def check_refusals(padfold, repo, work, name):
     torch.onnx.export(ErfNet(), torch.rand(1, 1, 5, 5), model, opset_version=13,
                       input_names=["x"])
     failure = (refused(padfold, ["port", model, "--emit", d / "erf.py"], ["(Erf)", "caller"], d) or
-               refused(padfold, ["port", model, "--to", "keras", "--emit", d / "k.py"],
+               refused(padfold, ["port", model, "--to", "onnx", "--emit", d / "k.py"],
                        ["--to pytorch"], d))
     if failure:
         return failure

@@ -21,7 +21,9 @@ def test_port_reports_every_window_layer_and_the_module():
     assert "2 need explicit padding in PyTorch" in r["summary"], layers
     assert "class Model(nn.Module)" in r["module"]
     keras = padfold.port(DATA / "keras" / "strided_even.onnx", to="keras")
-    assert all(L["native_exact"] for L in keras["layers"]) and "module" not in keras
+    assert all(L["native_exact"] for L in keras["layers"])  # a Keras model's own 'same' layers
+    assert "def build(weights=WEIGHTS)" in keras["module"]
+    assert "module" not in padfold.port(DATA / "keras" / "strided_even.onnx", to="onnx")
 
 
 @pytest.mark.parametrize("name", ["conv_pool", "depthwise", "residual", "conv_transpose",

@@ -1,5 +1,6 @@
-// The PyTorch module padfold port --emit writes (api/port.h): plain torch ops computing exactly
-// what a resolved float32 model computes, and a loader for the weights padfold import wrote.
+// The code padfold port --emit writes (api/port.h): a PyTorch module (port_torch.cpp) or a Keras
+// model (port_keras.cpp) computing exactly what a resolved float32 model computes, with a loader
+// for the weights padfold import wrote.
 #pragma once
 
 #include <filesystem>
@@ -9,7 +10,7 @@
 
 namespace padfold {
 
-struct TorchModuleOptions {
+struct PortModuleOptions {
   std::string source_label;          // the model file, for the docstring
   std::string weights_root;          // the folder the spec's weight paths are relative to
   std::string default_weights_expr;  // Python expression: the default weights folder
@@ -18,7 +19,10 @@ struct TorchModuleOptions {
 
 // Throws std::runtime_error naming the layer (or input) that cannot be ported: int8 layers, ops
 // left to the caller, a dilated average pool, a conv without weight files.
-std::string torch_module_source(const Model& model, const TorchModuleOptions& options);
+std::string torch_module_source(const Model& model, const PortModuleOptions& options);
+// The same for Keras (its functional API); also refuses what Keras has no layer for (strides with
+// dilation, grouped transposed convs, dilated pools).
+std::string keras_model_source(const Model& model, const PortModuleOptions& options);
 
 // `file` relative to `root` ('/'-separated), as the module joins it to its weights folder.
 std::string relative_weight_path(const std::string& file, const std::string& root);
