@@ -93,6 +93,18 @@ def prepare(a, m, work, models_dir):
     return d / "bundle", float(np.abs(got - want).max() / np.abs(want).max())
 
 
+def float_bundle_of(a, m, work, models_dir):
+    """The float32 model imported (default options) and compiled by this padfold, beside the int8
+    one: never a bundle an earlier padfold left."""
+    d = work / m
+    subprocess.run([a.padfold, "import", str(models_dir / f"{m}.onnx"), "-o", str(d / "float")],
+                   check=True, capture_output=True, text=True)
+    subprocess.run([a.padfold, "compile", str(d / "float" / f"{m}.json"), "-o",
+                    str(d / "float_bundle"), "--target", a.target], check=True,
+                   capture_output=True, text=True)
+    return d / "float_bundle"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("padfold")
@@ -113,15 +125,14 @@ def main():
             refused.append(f"- {m}: {check.replace(str(work / m) + '/', '')}")
             continue
         errors[m] = check
-        float_bundle = models_dir / f"{m}-auto" / f"bundle-{a.target}"
+        float_bundle = float_bundle_of(a, m, work, models_dir)
         for n in (int(t) for t in a.threads.split(",")):
             q = work / m / f"{m}_int8.onnx"
             ort_before = ort_ms(q, n, a.min_time)["median_ms"]
             pf_int8 = padfold_ms(a.padfold, bundle, n, a.min_time)
             ort_after = ort_ms(q, n, a.min_time)["median_ms"]
             ort_float = ort_ms(models_dir / f"{m}.onnx", n, a.min_time)["median_ms"]
-            pf_float = (padfold_ms(a.padfold, float_bundle, n, a.min_time)
-                        if float_bundle.exists() else None)
+            pf_float = padfold_ms(a.padfold, float_bundle, n, a.min_time)
             rows.append((m, n, ort_before, ort_after, pf_int8, ort_float, pf_float))
     lines = ["# Whole models in int8: padfold against ONNX Runtime's own int8", "",
              f"CPU: {cpu_line()}", "",

@@ -82,8 +82,9 @@ for m in $MODELS; do
     "$padfold" import "$work/$m.onnx" -o "$d/imported" $options >/dev/null 2>&1
     for t in $TARGETS; do
       b=$d/bundle-$t
-      [ -f "$b/manifest.json" ] || "$padfold" compile "$d/imported/$m.json" -o "$b" --target "$t" \
-        >"$d/compile-$t.txt" 2>&1
+      # Compiled afresh every run: a bundle left by an earlier padfold would be timed as this one.
+      rm -rf "$b"
+      "$padfold" compile "$d/imported/$m.json" -o "$b" --target "$t" >"$d/compile-$t.txt" 2>&1
     done
   done
   # padfold's output against ONNX Runtime's on one input (checked before anything is timed). The
