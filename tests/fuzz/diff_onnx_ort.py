@@ -386,8 +386,9 @@ def float_graph(rng):
 
 
 def quantized_graph(rng):
-    """x -> QuantizeLinear -> DequantizeLinear -> [Pad] -> Conv (int8 weights, int32 bias) ->
-    [Relu] -> Q -> DQ -> then a pool or an add of two such groups, Q -> DQ at the end."""
+    """x -> QuantizeLinear -> DequantizeLinear -> [Pad, float or requantized] -> Conv (int8
+    weights, int32 bias) -> [Relu] -> Q -> DQ -> then a pool, an add of two such groups or a
+    classifier head (global pool, Flatten, int8 Gemm), Q -> DQ at the end."""
     g = Graph(rng)
     u8 = rng.random() < 0.5
     qtype, zero_range = (np.uint8, (0, 255)) if u8 else (np.int8, (-128, 127))
@@ -401,8 +402,8 @@ def quantized_graph(rng):
     quantized_of = {}  # a DequantizeLinear's output -> the quantized tensor it reads
 
     def qdq(t, params):
-        q = g.node("QuantizeLinear", [t, *params], g.tensors[t])
-        dq = g.node("DequantizeLinear", [q, *params], g.tensors[t])
+        q = g.node("QuantizeLinear", [t, *params], g.tensors.get(t))  # None: a constant
+        dq = g.node("DequantizeLinear", [q, *params], g.tensors.get(t))
         quantized_of[dq] = q
         return dq
 
@@ -411,10 +412,51 @@ def quantized_graph(rng):
     x_params = qparams()
     x = qdq("x", x_params)
 
+    def scale_of(params):
+        return float(numpy_helper.to_array(next(i for i in g.inits if i.name == params[0])))
+
+    def requantized_pad(t, params):
+        """DQ -> Pad -> Q -> DQ, as ONNX Runtime's quantizer writes a Pad (its constant, if any,
+        a float Constant it quantizes too: Q -> DQ of it, on the data's grid or off it)."""
+        s = g.tensors[t]
+        pads = [0, 0, int(rng.integers(0, 3)), int(rng.integers(0, 3)),
+                0, 0, int(rng.integers(0, 3)), int(rng.integers(0, 3))]
+        mode = str(rng.choice(["constant", "constant", "reflect", "edge"]))
+        inputs = [t, g.const(np.array(pads, np.int64), "pads")]
+        if mode == "constant" and rng.random() < 0.7:
+            grid = np.float32(int(rng.integers(-3, 4))) * np.float32(scale_of(params))
+            value = grid if rng.random() < 0.5 else np.float32(rng.uniform(-0.3, 0.3))
+            inputs.append(qdq(g.const(np.array(value, np.float32), "pv"), params))
+        shape = [s[0], s[1], s[2] + pads[2] + pads[6], s[3] + pads[3] + pads[7]]
+        return qdq(g.node("Pad", inputs, shape, mode=mode), params)
+
+    def classifier_head(t, params):
+        """GlobalAveragePool -> Q -> DQ -> Flatten -> Gemm (int8 B per output channel, transB 1,
+        int32 C) -> Q -> DQ: the head quantize_static writes for a torch classifier."""
+        s = g.tensors[t]
+        c = s[1]
+        pool_params = qparams()
+        p = qdq(g.node("GlobalAveragePool", [t], [s[0], c, 1, 1]), pool_params)
+        flat = g.node("Flatten", [p], [s[0], c])
+        k = int(rng.integers(1, 7))
+        w_scale = (rng.random(k) * 0.02 + 0.005).astype(np.float32)
+        w = g.const(rng.integers(-127, 128, [k, c]).astype(np.int8), "wq")
+        wd = g.node("DequantizeLinear",
+                    [w, g.const(w_scale, "ws"), g.const(np.zeros(k, np.int8), "wz")], None, axis=0)
+        b = g.const(rng.integers(-500, 500, [k]).astype(np.int32), "bq")
+        bd = g.node("DequantizeLinear",
+                    [b, g.const((w_scale * np.float32(scale_of(pool_params))).astype(np.float32),
+                                "bs"), g.const(np.zeros(k, np.int32), "bz")], None, axis=0)
+        y = g.node("Gemm", [flat, wd, bd], [s[0], k], transB=1)
+        return qdq(y, qparams())
+
     def conv_group(t, in_params):
         s = g.tensors[t]
         c = s[1]
-        if rng.random() < 0.4:
+        if rng.random() < 0.3:
+            t = requantized_pad(t, in_params)
+            s = g.tensors[t]
+        elif rng.random() < 0.4:
             mode = str(rng.choice(["constant", "reflect", "edge"]))
             pads = [0, 0, int(rng.integers(0, 2)), int(rng.integers(0, 2)),
                     0, 0, int(rng.integers(0, 2)), int(rng.integers(0, 2))]
@@ -456,7 +498,7 @@ def quantized_graph(rng):
     if first is None:
         return None
     y, params = first
-    choice = rng.integers(0, 3)
+    choice = rng.integers(0, 4)
     if choice == 0:
         s = g.tensors[y]
         k = int(rng.integers(1, 3))
@@ -473,6 +515,8 @@ def quantized_graph(rng):
                 y = qdq(g.node("Add", [y, z], g.tensors[y]), qparams())
             else:
                 y = z
+    elif choice == 2:
+        y = classifier_head(y, params)
     return g, ["x"], shape, [quantized_of[y]]  # the integers: compared step for step
 
 
