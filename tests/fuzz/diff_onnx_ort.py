@@ -43,6 +43,7 @@ class Graph:
         self.rng = rng
         self.nodes, self.inits, self.tensors = [], [], {}
         self.count = 0
+        self.output_type = TensorProto.FLOAT  # a quantized graph's: its integers
 
     def name(self, prefix):
         self.count += 1
@@ -250,7 +251,9 @@ def add_affine(g, x):
             g.const((rng.random(c) + 0.5).astype(np.float32), "var")], s, epsilon=1e-3)
     op = str(rng.choice(["Mul", "Add", "Sub", "Div"]))
     shape = broadcast_shape(rng, s)
-    value = (rng.random(shape) + 0.5).astype(np.float32) * rng.choice([1, -1])
+    # float32 after the sign too: a 0-d array times a NumPy int is a float64 scalar, which made
+    # ONNX Runtime refuse the graph (Div/Sub of float and double).
+    value = ((rng.random(shape) + 0.5) * rng.choice([1, -1])).astype(np.float32)
     k = g.const(value, "aff")
     inputs = [k, x] if (op in ("Mul", "Add") and rng.random() < 0.3) else [x, k]
     try:
@@ -392,6 +395,7 @@ def quantized_graph(rng):
     g = Graph(rng)
     u8 = rng.random() < 0.5
     qtype, zero_range = (np.uint8, (0, 255)) if u8 else (np.int8, (-128, 127))
+    g.output_type = TensorProto.UINT8 if u8 else TensorProto.INT8
 
     def qparams():
         scale = g.const(np.array(float(rng.choice([0.02, 0.05, 0.013])), np.float32), "qs")
@@ -527,8 +531,10 @@ def build(rng):
     g, inputs, shape, outputs = made
     graph = helper.make_graph(
         g.nodes, "diff", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs], g.inits)
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+        [helper.make_tensor_value_info(o, g.output_type, None) for o in outputs], g.inits)
+    # HardSwish came with opset 14.
+    opset = 14 if any(n.op_type == "HardSwish" for n in g.nodes) else OPSET
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
     return m
 
