@@ -6,8 +6,9 @@ onnxruntime.quantization.quantize_static (QDQ, per-channel int8 weights, uint8 a
 quantizer's advice for x86-64, 8 random calibration inputs), imported with `padfold import`'s
 default options, compiled for the target, and checked against ONNX Runtime's int8 output; then,
 per thread count, ONNX Runtime int8 (before and after), padfold int8, ONNX Runtime float32 and
-padfold float32 (run.sh's default-import bundle) are timed in one run: `padfold bench
---model-only` and ort_time.py, medians. A model padfold refuses is listed with the reason.
+padfold float32 (the float model imported with default options and compiled by this padfold,
+beside the int8 bundle) are timed in one run: `padfold bench --model-only` and ort_time.py,
+medians. A model padfold refuses is listed with the reason.
 Opt-in, never part of the test suite.
 
 usage: bench/models/int8_run.py PADFOLD_BINARY OUT.md [--models resnet50 ...] [--target host]
