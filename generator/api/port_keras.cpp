@@ -297,9 +297,8 @@ std::string keras_model_source(const Model& model, const PortModuleOptions& o) {
     e.var[in.name] = e.permute(channel_perm(rank, in.layout.channels_last, true), arg);
   }
   for (const Layer& L : model.layers) {
-    std::string about = L.description.empty() ? L.op_name : L.description;
-    std::replace(about.begin(), about.end(), '\n', ' ');
-    e.body.push_back(fmt::format("    # {}: {}", L.name, about));
+    const std::string about = python_text(L.description.empty() ? L.op_name : L.description);
+    e.body.push_back(fmt::format("    # {}: {}", python_text(L.name), about));
     e.var[L.name] = e.layer(L, o.weights_root);
   }
   std::vector<std::string> outputs;
@@ -317,7 +316,7 @@ std::string keras_model_source(const Model& model, const PortModuleOptions& o) {
   }
   std::string inputs_doc;
   for (const ModelInput& in : model.inputs)
-    inputs_doc += fmt::format("{}{} {} ({})", inputs_doc.empty() ? "" : ", ", in.name,
+    inputs_doc += fmt::format("{}{} {} ({})", inputs_doc.empty() ? "" : ", ", python_text(in.name),
                               shape_text(in.shape), in.layout.name());
   std::string src = fmt::format(
       R"("""Keras port of {source}, written by `padfold port --to keras` ({n} layers).
@@ -398,9 +397,9 @@ def _set(layer, root, files):
 
 def build(weights=WEIGHTS):
 )",
-      fmt::arg("source", o.source_label), fmt::arg("n", model.layers.size()),
+      fmt::arg("source", python_text(o.source_label)), fmt::arg("n", model.layers.size()),
       fmt::arg("inputs", inputs_doc), fmt::arg("default", o.default_weights_expr),
-      fmt::arg("default_doc", o.default_weights_doc));
+      fmt::arg("default_doc", python_text(o.default_weights_doc)));
   for (const std::string& line : e.body) src += line + "\n";
   const auto one_or_list = [](const std::vector<std::string>& v) {
     return v.size() == 1 ? v[0] : "[" + fmt::format("{}", fmt::join(v, ", ")) + "]";

@@ -252,9 +252,8 @@ std::string torch_module_source(const Model& model, const PortModuleOptions& o) 
   for (const Layer& L : model.layers) {
     const std::string expr = e.layer(L, o.weights_root);
     const std::string v = "t" + std::to_string(t++);
-    std::string about = L.description.empty() ? L.op_name : L.description;
-    std::replace(about.begin(), about.end(), '\n', ' ');
-    e.forward.push_back(fmt::format("        # {}: {}", L.name, about));
+    const std::string about = python_text(L.description.empty() ? L.op_name : L.description);
+    e.forward.push_back(fmt::format("        # {}: {}", python_text(L.name), about));
     e.forward.push_back(fmt::format("        {} = {}", v, expr));
     e.var[L.name] = v;
   }
@@ -269,7 +268,7 @@ std::string torch_module_source(const Model& model, const PortModuleOptions& o) 
   }
   std::string inputs_doc;
   for (const ModelInput& in : model.inputs)
-    inputs_doc += fmt::format("{}{} {} ({})", inputs_doc.empty() ? "" : ", ", in.name,
+    inputs_doc += fmt::format("{}{} {} ({})", inputs_doc.empty() ? "" : ", ", python_text(in.name),
                               shape_text(in.shape), in.layout.name());
 
   std::string src = fmt::format(
@@ -316,9 +315,9 @@ class Model(nn.Module):
     def __init__(self, weights=WEIGHTS):
         super().__init__()
 )",
-      fmt::arg("source", o.source_label), fmt::arg("n", model.layers.size()),
+      fmt::arg("source", python_text(o.source_label)), fmt::arg("n", model.layers.size()),
       fmt::arg("inputs", inputs_doc), fmt::arg("default", o.default_weights_expr),
-      fmt::arg("default_doc", o.default_weights_doc));
+      fmt::arg("default_doc", python_text(o.default_weights_doc)));
   for (const std::string& line : e.init) src += line + "\n";
   src += "        if weights is not None:\n            self.load(weights)\n\n";
   src += "    def load(self, weights):\n";

@@ -11,14 +11,28 @@ namespace padfold {
 std::string python_string(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\\' || c == '\'') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\\' || c == '\'') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {  // a newline or carriage return would end the literal
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += c;
     }
-    out += c;
   }
   return out + "'";
+}
+
+std::string python_text(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    // A carriage return or newline would end a comment and make the rest code; a quote could
+    // close the docstring, a backslash start an escape there.
+    out += u < 0x20 || u == 0x7f ? ' ' : c == '"' ? '\'' : c == '\\' ? '/' : c;
+  }
+  return out;
 }
 
 std::string torch_pad_order(const std::vector<int64_t>& before, const std::vector<int64_t>& after) {

@@ -9,8 +9,13 @@
 
 namespace padfold {
 
-// A Python string literal of `s`.
+// A Python string literal of `s` (control characters escaped).
 std::string python_string(const std::string& s);
+
+// `s` made safe inside a comment or a docstring of generated code: control characters as spaces,
+// double quotes as single ones, backslashes as slashes. Names and descriptions come from the
+// model file: none of it may become code.
+std::string python_text(const std::string& s);
 
 // "(b_last, a_last, ..., b_first, a_first)": per-axis pads (outermost axis first) in the order
 // F.pad and nn.ZeroPad*d take them, the last axis first.

@@ -337,6 +337,38 @@ def check_refusals(padfold, repo, work, name):
     return refused(padfold, ["port", spec, "--emit", d / "m.py"], ["layer 'c1'", "weight"], d)
 
 
+def check_hostile_text(padfold, repo, work, name):
+    """Names, descriptions and file names come from the model: in the generated code's comments and
+    docstring none of it may become code (a carriage return ends a comment, three quotes a
+    docstring)."""
+    d = work / name
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    (d / "weights").mkdir()
+    np.save(d / "weights" / "w.npy", np.ones((1, 2, 1, 1), np.float32))  # OIHW
+    payload = 'x\rraise SystemExit(7)\n"""\nraise SystemExit(8)\\N{'
+    spec = d / 'odd """ name.json'
+    spec.write_text(json.dumps({"model": "m", "description": payload, "layers": [
+        {"name": "c1", "op": "conv2d", "input_shape": [1, 2, 3, 3], "layout": "NCHW",
+         "out_channels": 1, "kernel": [1, 1], "padding": "valid", "description": payload,
+         "weight_files": {"weights": "weights/w.npy"}}]}))
+    for to in ("pytorch", "keras"):
+        py = d / f"m_{to}.py"
+        run([padfold, "port", spec, "--to", to, "--emit", py])
+        text = py.read_text()
+        try:
+            tree = compile(text, str(py), "exec", flags=0x400)  # ast.PyCF_ONLY_AST
+        except SyntaxError as e:
+            return f"{to}: the module does not parse: {e}"
+        if "SystemExit" in "".join(type(n).__name__ + getattr(n, "id", "") for n in
+                                   __import__("ast").walk(tree)):
+            return f"{to}: the payload became code:\n{text}"
+    module = load_module(d / "m_pytorch.py")
+    with torch.no_grad():
+        y = module.Model()(torch.ones(1, 2, 3, 3))
+    return None if float(y.sum()) == 18.0 else f"the module computes {y}"
+
+
 def main():
     padfold, repo, work = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
     work.mkdir(parents=True, exist_ok=True)
@@ -345,6 +377,7 @@ def main():
     status |= run_checks(check_torch, ["torch_net", "torch_dilated"], padfold, repo, work)
     status |= run_checks(check_spec, ["borders"], padfold, repo, work)
     status |= run_checks(check_refusals, ["refusals"], padfold, repo, work)
+    status |= run_checks(check_hostile_text, ["hostile_text"], padfold, repo, work)
     print("port checks", "failed" if status else "passed", f"({len(keras)} Keras models)")
     return status
 
