@@ -855,7 +855,7 @@ class Importer {
       } else if (other_layout) {
         Layer tr = transpose_layer(
             names.allocate(in.name + "_" + ascii_lower(compute_name(ty)), in.name + "_relaid"), in,
-            channels_last_);
+            channels_last_, input_quant(t));
         tr.description = "input '" + in.name + "' (" + in.layout.name() +
                          ", as the model takes it) in " + tr.layout.name() +
                          ", the layout the layers compute in";
@@ -1121,6 +1121,23 @@ class Importer {
     for (int r : readers)
       if (role_[static_cast<size_t>(r)] == Role::Left) return true;
     return false;
+  }
+
+  // An int8/uint8 model input's quantization, as the quantized layers reading it take it (a
+  // DequantizeLinear of it made them agree), or none for a float input.
+  std::optional<LayerQuant> input_quant(const std::string& t) const {
+    for (const auto& [i, d] : drafts_) {
+      const Layer& l = d.layer;
+      if (!l.quant) continue;
+      for (size_t k = 0; k < l.inputs.size() && k < l.quant->inputs.size(); ++k)
+        if (l.inputs[k] == t) {
+          LayerQuant q;
+          q.requantize = l.quant->requantize;
+          q.output = l.quant->inputs[k];
+          return q;
+        }
+    }
+    return std::nullopt;
   }
 
   // The transpose of tensor `in` (a model input, or a layer's output, quantized with `quant`) into

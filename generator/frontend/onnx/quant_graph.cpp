@@ -18,7 +18,8 @@ const char* const kQOps[] = {"QuantizeLinear", "DequantizeLinear",   "QLinearCon
 const char* const kQdqOps[] = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
                                "Add",  "Gemm"};
 constexpr const char* kImported =
-    "padfold imports QuantizeLinear of the model's float input, DequantizeLinear of an output, "
+    "padfold imports QuantizeLinear of the model's float input, DequantizeLinear of an int8 or "
+    "uint8 model input or of an output, "
     "QLinearConv, MaxPool, com.microsoft QLinearAdd, QLinearAveragePool and "
     "QLinearGlobalAveragePool (QOperator), DequantizeLinear -> Conv, MaxPool, AveragePool, "
     "GlobalAveragePool, Gemm (a classifier's, after a global pool and Flatten) or Add [-> Relu or "
@@ -166,7 +167,8 @@ class Recognizer {
     if (it == quant_.end())
       c_.fail(i, "input '" + t +
                      "' is not a quantized tensor padfold computes (a QuantizeLinear of the "
-                     "model's input or a quantized layer's output)");
+                     "model's input, an int8/uint8 model input read by DequantizeLinear, or a "
+                     "quantized layer's output)");
     return it->second;
   }
 
@@ -266,6 +268,14 @@ class Recognizer {
       return;
     }
     const QTensor q = params(i, 1, 2);
+    // An int8/uint8 model input (TFLite's converter writes them): the caller passes the integers,
+    // quantized as this DequantizeLinear says.
+    if (const auto ty = c_.type(x); g_.is_graph_input(x) && ty && !quant_.count(x) &&
+                                    (ty->elem_type == TP::INT8 || ty->elem_type == TP::UINT8)) {
+      QTensor in = q;
+      in.tensor = x;
+      quant_[x] = in;
+    }
     const QTensor in = quantized(i, x);
     if (!same(in.q, q.q) || in.dtype != q.dtype)
       c_.fail(i, fmt::format("it dequantizes '{}' with scale {}, zero point {}; that tensor is "
