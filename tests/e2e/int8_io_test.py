@@ -6,8 +6,12 @@ integers, bit-exact with ONNX Runtime run here on the same model: a 3-channel st
 NCHW input as it lies, 8- and 16-channel inputs through a transpose layer, int8 and uint8,
 asymmetric pads, a max pool. Refused with the node named: an input dequantized with two different
 parameter sets, or per channel.
+Keras models as Keras users quantize them (TFLite full-int8 with int8 input and output, then
+`tf2onnx --tflite`: tests/data/int8/tflite_int8_*, made by make_tflite_int8.py there): imported
+whole with tf2onnx's layout Transposes folded (the NHWC integers in and out, no transpose layer),
+equal to ONNX Runtime's integers, and to the TFLite interpreter's wherever ONNX Runtime's are.
 
-Usage: int8_io_test.py PADFOLD_BIN WORK_DIR   (the project's .venv python: onnx, onnxruntime)
+Usage: int8_io_test.py PADFOLD_BIN DATA_DIR WORK_DIR   (the project's .venv python)
 """
 import json
 import pathlib
@@ -102,11 +106,46 @@ def check_refused(padfold, work, name):
     return None if not (d / "imported").exists() else f"{name}: a refused import wrote its folder"
 
 
+TFLITE = ["conv_pool", "strided_even", "depthwise", "residual"]
+
+
+def check_tflite(padfold, data, work, name):
+    d = work / f"tflite_{name}"
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    model = data / f"tflite_int8_{name}.onnx"
+    x = np.load(data / f"tflite_int8_{name}_x.npy")
+    tflite = np.load(data / f"tflite_int8_{name}_y.npy")
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    want = session.run(None, {session.get_inputs()[0].name: x})[0]
+    run([padfold, "import", model, "-o", d / "imported"])
+    report = json.loads((d / "imported" / "import-report.json").read_text())
+    spec = json.loads((d / "imported" / f"{report['model']}.json").read_text())
+    if [(i["layout"], i["dtype"]) for i in spec["inputs"]] != [("NHWC", "int8")]:
+        return f"{name}: spec inputs {spec['inputs']}, expected one NHWC int8 input"
+    if any(layer["op"] == "transpose" for layer in spec["layers"]):
+        return f"{name}: a transpose layer is left; the layout Transposes should fold"
+    run([padfold, "compile", d / "imported" / f"{report['model']}.json", "-o", d / "bundle",
+         "--target", "host"])
+    np.save(d / "x.npy", x)
+    run([padfold, "run", d / "bundle", "--model", "--input", d / "x.npy", "--output", d / "y.npy"])
+    got = np.load(d / "y.npy")
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return f"{name}: {got.dtype} {got.shape}, ONNX Runtime {want.dtype} {want.shape}"
+    if (got != want).any():
+        return f"{name}: {int((got != want).sum())} integers differ from ONNX Runtime"
+    agree = want == tflite
+    if (got[agree] != tflite[agree]).any():
+        return f"{name}: differs from TFLite where ONNX Runtime does not"
+    return None
+
+
 def main():
-    padfold, work = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+    padfold, data, work = (pathlib.Path(a) for a in sys.argv[1:4])
     work.mkdir(parents=True, exist_ok=True)
     status = run_checks(check, sorted(CASES), padfold, work)
     status |= run_checks(check_refused, ["other", "per_channel"], padfold, work)
+    status |= run_checks(check_tflite, TFLITE, padfold, data, work)
     print("int8 model inputs and outputs", "failed" if status else "match ONNX Runtime")
     return status
 

@@ -124,6 +124,7 @@ class Importer {
   ImportResult run_quantized() {
     // A Flatten of a global pool's output before a classifier's Gemm stands for its input.
     for (int i = 0; i < g_.num_nodes(); ++i) classify_unit_reshape(i);
+    if (o_.layout != ImportLayout::ChannelsFirst) fold_quantized_layout_edges();
     detail::QuantGraph q = detail::recognize_quantized(c_);
     for (const auto& [i, role] : q.absorbed)
       role_[static_cast<size_t>(i)] =
@@ -142,6 +143,41 @@ class Importer {
     for (int i = g_.num_nodes() - 1; i >= 0; --i) classify_constant(i);
     for (int i = 0; i < g_.num_nodes(); ++i) classify_rest(i);
     return assemble();
+  }
+
+  // tf2onnx's layout Transposes at a quantized model's edges (a TFLite model's NHWC integers):
+  // an integer graph input's Transpose to channels first read only by DequantizeLinears, and the
+  // Transpose to channels last of a graph output, folded as in float graphs (fold_layout_edges):
+  // the caller passes and gets the model's own NHWC tensors, and no transpose runs for them.
+  void fold_quantized_layout_edges() {
+    for (int i = 0; i < g_.num_nodes(); ++i) {
+      const auto perm = layout_perm(i);
+      if (!perm) continue;
+      const onnx::NodeProto& node = g_.node(i);
+      const std::string x = c_.canon(node.input(0)), y = node.output(0);
+      if (c_.readers(x).size() != 1) continue;
+      if (*perm == channels_first_perm(perm->size()) && g_.is_graph_input(x) && !c_.constant(x)) {
+        const std::vector<int> readers = c_.readers(y);
+        const bool dequantized =
+            !readers.empty() && std::all_of(readers.begin(), readers.end(), [&](int r) {
+              return default_domain(g_.node(r)) && g_.node(r).op_type() == "DequantizeLinear";
+            });
+        if (!dequantized || g_.is_graph_output(y)) continue;
+        edge_input_[y] = x;
+      } else if (*perm == channels_last_perm(perm->size()) && g_.is_graph_output(y) &&
+                 c_.readers(y).empty()) {
+        const int p = g_.producer(x);
+        if (p < 0 || !default_domain(g_.node(p)) ||
+            (g_.node(p).op_type() != "QuantizeLinear" &&
+             g_.node(p).op_type() != "DequantizeLinear"))
+          continue;
+        edge_outputs_.insert(x);
+      } else {
+        continue;
+      }
+      role_[i] = Role::LayoutEdge;
+      c_.set_bypassed(i);
+    }
   }
 
   // Identity, Dropout and a Concat of one input (torchvision's DenseNet writes one): the output

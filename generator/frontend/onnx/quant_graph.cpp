@@ -74,7 +74,8 @@ class Recognizer {
                            "' is not read by a quantized conv or pool; padfold folds a Pad of a "
                            "quantized tensor into the conv or pool reading it");
     for (int k = 0; k < g_.graph().output_size(); ++k) {
-      const std::string t = c_.canon(g_.graph().output(k).name());
+      std::string t = c_.canon(g_.graph().output(k).name());
+      if (folded_edge(t)) t = c_.canon(g_.node(g_.producer(t)).input(0));
       if (!produced_.count(t))
         throw ImportError(g_.label() + ": graph output '" + t +
                           "' is not computed by a quantized layer or a DequantizeLinear of one; " +
@@ -159,6 +160,12 @@ class Recognizer {
   }
 
   // --- tensors ---------------------------------------------------------------------------------
+
+  // Whether `t` is the output of a layout Transpose the importer folded into the model's edge.
+  bool folded_edge(const std::string& t) const {
+    const int p = g_.producer(t);
+    return p >= 0 && c_.bypassed(p) && g_.node(p).op_type() == "Transpose";
+  }
 
   // The quantized tensor `t` (QOperator: int8/uint8 in the graph), or an error at node i.
   QTensor quantized(int i, const std::string& name) const {
@@ -268,9 +275,10 @@ class Recognizer {
       return;
     }
     const QTensor q = params(i, 1, 2);
-    // An int8/uint8 model input (TFLite's converter writes them): the caller passes the integers,
-    // quantized as this DequantizeLinear says.
-    if (const auto ty = c_.type(x); g_.is_graph_input(x) && ty && !quant_.count(x) &&
+    // An int8/uint8 model input (TFLite's converter writes them), or its folded layout Transpose
+    // (tf2onnx's): the caller passes the integers, quantized as this DequantizeLinear says.
+    if (const auto ty = c_.type(x); (g_.is_graph_input(x) || folded_edge(x)) && ty &&
+                                    !quant_.count(x) &&
                                     (ty->elem_type == TP::INT8 || ty->elem_type == TP::UINT8)) {
       QTensor in = q;
       in.tensor = x;
