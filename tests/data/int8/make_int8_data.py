@@ -329,6 +329,7 @@ def input_key(tensor_name):
 def make_tflite(out, results):
     import tensorflow as tf
     from ai_edge_litert.interpreter import OpResolverType
+    from make_tflite_int8 import int8_converter  # this folder's
     keras = tf.keras
     for i, (name, (make, ranges, op_name)) in enumerate(tfl_models().items()):
         keras.utils.set_random_seed(200 + i)
@@ -347,13 +348,7 @@ def make_tflite(out, results):
                 yield {k: r.uniform(lo, hi, sh).astype(np.float32)
                        for k, (lo, hi), sh in zip(keys, ranges, shapes)}
 
-        conv = tf.lite.TFLiteConverter.from_keras_model(m)
-        conv.optimizations = [tf.lite.Optimize.DEFAULT]
-        conv.representative_dataset = rep
-        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        conv.inference_input_type = tf.int8
-        conv.inference_output_type = tf.int8
-        flat = conv.convert()
+        flat = int8_converter(m, rep).convert()
 
         ops = tflite_graph(flat)
         assert [o[0] for o in ops] == [op_name], (name, [o[0] for o in ops])

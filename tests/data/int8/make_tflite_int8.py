@@ -25,6 +25,17 @@ from make_keras_models import MODELS, keras  # noqa: E402
 NAMES = ["conv_pool", "strided_even", "depthwise", "residual", "conv1d", "conv_transpose"]
 
 
+def int8_converter(model, representative):
+    """Keras's full-integer post-training quantization: int8 ops, int8 input and output."""
+    conv = tf.lite.TFLiteConverter.from_keras_model(model)
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = representative
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    conv.inference_input_type = tf.int8
+    conv.inference_output_type = tf.int8
+    return conv
+
+
 def main():
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else HERE)
     only = sys.argv[2:] or NAMES
@@ -42,15 +53,9 @@ def main():
         def representative():
             for _ in range(32):
                 yield [rng.uniform(-1, 1, shape).astype(np.float32)]
-        conv = tf.lite.TFLiteConverter.from_keras_model(m)
-        conv.optimizations = [tf.lite.Optimize.DEFAULT]
-        conv.representative_dataset = representative
-        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        conv.inference_input_type = tf.int8
-        conv.inference_output_type = tf.int8
         with tempfile.TemporaryDirectory() as tmp:
             tfl = pathlib.Path(tmp) / f"{name}.tflite"
-            tfl.write_bytes(conv.convert())
+            tfl.write_bytes(int8_converter(m, representative).convert())
             it = tf.lite.Interpreter(str(tfl))
             it.allocate_tensors()
             x = np.random.default_rng(400 + i).integers(-128, 128, shape).astype(np.int8)
