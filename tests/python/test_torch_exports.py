@@ -267,14 +267,11 @@ MODELS = {"mobilenet_v2": (MobileNetV2Mini, (2, 3, 32, 28)), "resnet": (ResNetMi
           "keras_padded": (KerasPadded, (1, 3, 31, 30))}
 
 
-# The default (the layers channels last, the user's NCHW arrays), channels first throughout, and
-# channels last throughout (the arrays too).
-@pytest.mark.parametrize("layout, io_layout", [("auto", "auto"), ("nchw", "auto"),
-                                               ("auto", "nhwc")])
-@pytest.mark.parametrize("name", sorted(MODELS))
-def test_torch_export_runs_whole_and_matches_torch(name, layout, io_layout, tmp_path):
+def exported(name, seed, tmp_path):
+    """MODELS[name] with random weights and statistics, its input, torch's output and its
+    torch.onnx export (opset 13, input 'image', output 'scores')."""
     cls, shape = MODELS[name]
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     model = randomized(cls())
     x = torch.randn(shape)
     with torch.no_grad():
@@ -282,6 +279,16 @@ def test_torch_export_runs_whole_and_matches_torch(name, layout, io_layout, tmp_
     path = tmp_path / f"{name}.onnx"
     torch.onnx.export(model, x, str(path), opset_version=13, input_names=["image"],
                       output_names=["scores"])
+    return x, want, path
+
+
+# The default (the layers channels last, the user's NCHW arrays), channels first throughout, and
+# channels last throughout (the arrays too).
+@pytest.mark.parametrize("layout, io_layout", [("auto", "auto"), ("nchw", "auto"),
+                                               ("auto", "nhwc")])
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_torch_export_runs_whole_and_matches_torch(name, layout, io_layout, tmp_path):
+    x, want, path = exported(name, 0, tmp_path)
     padfold.import_onnx(path, tmp_path / "imported", layout=layout, io_layout=io_layout)
     report = json.loads((tmp_path / "imported" / "import-report.json").read_text())
     assert report["left_to_caller"] == []
@@ -308,14 +315,7 @@ def test_torch_export_runs_whole_and_matches_torch(name, layout, io_layout, tmp_
 def test_a_ported_torch_export_computes_what_torch_computes(name, tmp_path):
     """padfold.torch.from_onnx on the export: plain torch ops with every pad resolved, the same
     scores as the model that was exported (the round trip a port back to PyTorch makes)."""
-    cls, shape = MODELS[name]
-    torch.manual_seed(1)
-    model = randomized(cls())
-    x = torch.randn(shape)
-    with torch.no_grad():
-        want = model(x).numpy()
-    path = tmp_path / f"{name}.onnx"
-    torch.onnx.export(model, x, str(path), opset_version=13, input_names=["image"])
+    x, want, path = exported(name, 1, tmp_path)
     ported = padfold.torch.from_onnx(path)
     with torch.no_grad():
         got = ported(x).numpy()
