@@ -139,23 +139,9 @@ std::vector<Row> compare_rows(const Request& r, const PaddingSpec& chosen) {
   return rows;
 }
 
-// A Python tuple literal; one value alone bare (PyTorch and Keras take ints for every axis).
-std::string py_seq(const std::vector<int64_t>& v, bool bare_single = true) {
-  if (v.size() == 1 && bare_single) return std::to_string(v[0]);
-  return "(" + padfold::join(v) + ")";
-}
-
-template <typename F>
-std::vector<int64_t> per_axis(const Resolved& p, F f) {
-  std::vector<int64_t> v;
-  for (const auto& a : p.axes) v.push_back(f(a));
-  return v;
-}
-
 // Pad pairs innermost dim first, as F.pad and nn.ZeroPad*d take them.
 std::string torch_pad_order(const Resolved& p) {
-  return padfold::torch_pad_order(per_axis(p, [](auto& a) { return a.before; }),
-                                  per_axis(p, [](auto& a) { return a.after; }));
+  return padfold::torch_pad_order(pads_before(p), pads_after(p));
 }
 
 std::string pair_list(const Resolved& p, bool with_batch_channel) {
@@ -180,16 +166,16 @@ Snippets forward_snippets(const Request& r, const PaddingSpec& spec, const Resol
   const bool dilated =
       std::any_of(dilation.begin(), dilation.end(), [](int64_t x) { return x != 1; });
   const std::string torch_args =
-      fmt::format("kernel_size={}, stride={}{}", py_seq(kernel), py_seq(stride),
-                  dilated ? ", dilation=" + py_seq(dilation) : "");
+      fmt::format("kernel_size={}, stride={}{}", python_ints(kernel), python_ints(stride),
+                  dilated ? ", dilation=" + python_ints(dilation) : "");
   const std::string keras_args =
-      fmt::format("kernel_size={}, strides={}{}", py_seq(kernel), py_seq(stride),
-                  dilated ? ", dilation_rate=" + py_seq(dilation) : "");
+      fmt::format("kernel_size={}, strides={}{}", python_ints(kernel), python_ints(stride),
+                  dilated ? ", dilation_rate=" + python_ints(dilation) : "");
   Snippets s;
   const std::string conv = fmt::format("Conv{}d", d), keras_conv = fmt::format("Conv{}D", d);
   if (!p.asymmetric) {
-    s.pytorch = fmt::format("nn.{}(..., {}, padding={})", conv, torch_args,
-                            py_seq(per_axis(p, [](auto& a) { return a.before; })));
+    s.pytorch =
+        fmt::format("nn.{}(..., {}, padding={})", conv, torch_args, python_ints(pads_before(p)));
   } else {
     const std::string pad = d == 3 ? fmt::format("nn.ConstantPad3d({}, 0.0)", torch_pad_order(p))
                                    : fmt::format("nn.ZeroPad{}d({})", d, torch_pad_order(p));
@@ -204,11 +190,8 @@ Snippets forward_snippets(const Request& r, const PaddingSpec& spec, const Resol
     tf = r.resolve(padfold::parse_padding_name("same_upper"));
   } catch (const PaddingError&) {
   }
-  const bool is_tf_same = tf &&
-                          per_axis(*tf, [](auto& a) { return a.before; }) ==
-                              per_axis(p, [](auto& a) { return a.before; }) &&
-                          per_axis(*tf, [](auto& a) { return a.after; }) ==
-                              per_axis(p, [](auto& a) { return a.after; });
+  const bool is_tf_same =
+      tf && pads_before(*tf) == pads_before(p) && pads_after(*tf) == pads_after(p);
   if (spec.mode == PadMode::Causal && padfold::keras_has_causal(d))
     s.keras = fmt::format("layers.{}(..., {}, padding='causal')", keras_conv, keras_args);
   else if (zero)
@@ -218,9 +201,9 @@ Snippets forward_snippets(const Request& r, const PaddingSpec& spec, const Resol
   else
     s.keras = fmt::format(
         "layers.ZeroPadding{}D({})\nlayers.{}(..., {}, padding='valid')", d,
-        d == 1 ? py_seq({p.axes[0].before, p.axes[0].after}, false) : pair_list(p, false),
+        d == 1 ? python_tuple({p.axes[0].before, p.axes[0].after}) : pair_list(p, false),
         keras_conv, keras_args);
-  std::vector<int64_t> onnx_pads = per_axis(p, [](auto& a) { return a.before; });
+  std::vector<int64_t> onnx_pads = pads_before(p);
   for (const auto& a : p.axes) onnx_pads.push_back(a.after);
   std::string note;
   if (spec.mode == PadMode::SameUpper || spec.mode == PadMode::SameLower)
@@ -255,11 +238,11 @@ Snippets transposed_snippets(const Request& r, const PaddingSpec& spec, const Re
   const bool extends =
       std::any_of(p.axes.begin(), p.axes.end(), [](auto& a) { return a.after < 0; });
   const std::string common =
-      fmt::format("kernel_size={}, {{}}={}{}", py_seq(kernel), py_seq(stride),
-                  dilated ? ", dilation{}=" + py_seq(dilation) : "");
+      fmt::format("kernel_size={}, {{}}={}{}", python_ints(kernel), python_ints(stride),
+                  dilated ? ", dilation{}=" + python_ints(dilation) : "");
   const std::string torch_args = fmt::format(common, "stride", ""),
                     keras_args = fmt::format(common, "strides", "_rate");
-  const std::string op_arg = has_op ? ", output_padding=" + py_seq(r.output_padding) : "";
+  const std::string op_arg = has_op ? ", output_padding=" + python_ints(r.output_padding) : "";
   Snippets s;
   std::string note;
   if (spec.mode == PadMode::SameUpper || spec.mode == PadMode::SameLower)
@@ -268,13 +251,11 @@ Snippets transposed_snippets(const Request& r, const PaddingSpec& spec, const Re
   s.onnx = fmt::format("ConvTranspose(kernel_shape={}, strides={}{}, ", padfold::shape_text(kernel),
                        padfold::shape_text(stride),
                        dilated ? ", dilations=" + padfold::shape_text(dilation) : "");
-  s.onnx +=
-      extends
-          ? fmt::format("output_shape={})",
-                        padfold::shape_text(per_axis(p, [](auto& a) { return a.output; })))
-          : fmt::format("pads={}{}){}", padfold::shape_text(onnx_pads),
-                        has_op ? ", output_padding=" + padfold::shape_text(r.output_padding) : "",
-                        note);
+  s.onnx += extends ? fmt::format("output_shape={})", padfold::shape_text(output_sizes(p)))
+                    : fmt::format(
+                          "pads={}{}){}", padfold::shape_text(onnx_pads),
+                          has_op ? ", output_padding=" + padfold::shape_text(r.output_padding) : "",
+                          note);
   std::vector<std::string> slices = {":", ":"}, ext = {"(0, 0)", "(0, 0)"};
   for (size_t i = 0; i < d; ++i) {
     const auto& a = p.axes[i];
@@ -283,11 +264,11 @@ Snippets transposed_snippets(const Request& r, const PaddingSpec& spec, const Re
   }
   const std::string crop = fmt::format("y_full[{}]", fmt::join(slices, ", "));
   s.numpy = extends ? fmt::format("np.pad({}, ({}))", crop, fmt::join(ext, ", ")) : crop;
-  s.numpy +=
-      fmt::format("  # y_full: the uncropped output (NCHW-style), spatial size {}", py_seq(full));
+  s.numpy += fmt::format("  # y_full: the uncropped output (NCHW-style), spatial size {}",
+                         python_ints(full));
   if (!p.asymmetric && !extends)
     s.pytorch = fmt::format("nn.ConvTranspose{}d(..., {}, padding={}{})", d, torch_args,
-                            py_seq(per_axis(p, [](auto& a) { return a.before; })), op_arg);
+                            python_ints(pads_before(p)), op_arg);
   else
     s.pytorch = fmt::format("nn.ConvTranspose{}d(..., {}, padding=0{}), then crop as in NumPy", d,
                             torch_args, op_arg);
@@ -356,7 +337,7 @@ std::string pads_report_checked(const PadsRequest& o) {
   const auto rows = compare_rows(r, spec);
   const Snippets code =
       o.transposed ? transposed_snippets(r, spec, p) : forward_snippets(r, spec, p);
-  const auto output = per_axis(p, [](auto& a) { return a.output; });
+  const auto output = output_sizes(p);
 
   if (o.json) {
     json j = {{"input", input},

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "frontend/layer.h"
 
@@ -23,6 +24,11 @@ std::string torch_module_source(const Model& model, const PortModuleOptions& opt
 // The same for Keras (its functional API); also refuses what Keras has no layer for (strides with
 // dilation, grouped transposed convs, dilated pools).
 std::string keras_model_source(const Model& model, const PortModuleOptions& options);
+
+// The PyTorch expression of `x` filled out by the layer's border over the pads (F.pad, or the
+// module's _pad_symmetric helper for a symmetric border).
+std::string torch_bordered(const Layer& L, const std::string& x, const std::vector<int64_t>& before,
+                           const std::vector<int64_t>& after);
 
 // `file` relative to `root` ('/'-separated), as the module joins it to its weights folder.
 std::string relative_weight_path(const std::string& file, const std::string& root);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "api/port_emit.h"
 #include "api/python_code.h"
 #include "base/text.h"
 #include "padding/padding.h"
@@ -15,23 +16,9 @@
 namespace padfold {
 namespace {
 
-std::vector<int64_t> befores(const Resolved& r) {
-  std::vector<int64_t> v;
-  for (const AxisPads& a : r.axes) v.push_back(a.before);
-  return v;
-}
-std::vector<int64_t> afters(const Resolved& r) {
-  std::vector<int64_t> v;
-  for (const AxisPads& a : r.axes) v.push_back(a.after);
-  return v;
-}
-std::vector<int64_t> outputs(const Resolved& r) {
-  std::vector<int64_t> v;
-  for (const AxisPads& a : r.axes) v.push_back(a.output);
-  return v;
-}
 bool same_pads(const Resolved& a, const Resolved& b) {
-  return befores(a) == befores(b) && afters(a) == afters(b) && outputs(a) == outputs(b);
+  return pads_before(a) == pads_before(b) && pads_after(a) == pads_after(b) &&
+         output_sizes(a) == output_sizes(b);
 }
 bool all_zero(const Resolved& r) {
   return std::all_of(r.axes.begin(), r.axes.end(),
@@ -64,10 +51,6 @@ Resolved resolve_explicit(const Layer& L, const std::vector<int64_t>& before,
 }
 
 // Python literals as PyTorch and Keras take them: one value bare, else a tuple.
-std::string py(const std::vector<int64_t>& v) {
-  return v.size() == 1 ? std::to_string(v[0]) : "(" + join(v) + ")";
-}
-
 bool is_pool(const Layer& L) {
   return L.op == Op::MaxPool || L.op == Op::AvgPool;
 }
@@ -77,9 +60,10 @@ bool dilated(const Layer& L) {
 
 // The arguments every framework's layer call shares, in PyTorch's or Keras's spelling.
 std::string window_args(const Layer& L, bool keras) {
-  std::string s = fmt::format("kernel_size={}, {}={}", py(L.kernel), keras ? "strides" : "stride",
-                              py(L.stride));
-  if (dilated(L)) s += fmt::format(", {}={}", keras ? "dilation_rate" : "dilation", py(L.dilation));
+  std::string s = fmt::format("kernel_size={}, {}={}", python_ints(L.kernel),
+                              keras ? "strides" : "stride", python_ints(L.stride));
+  if (dilated(L))
+    s += fmt::format(", {}={}", keras ? "dilation_rate" : "dilation", python_ints(L.dilation));
   return s;
 }
 
@@ -133,20 +117,13 @@ std::string torch_padding_mode(Border b) {
 
 // F.pad's call filling the layer's pads with its border (or -inf: a max pool's ignored padding).
 std::string torch_pad_call(const Layer& L) {
-  const std::string pads = torch_pad_order(befores(L.pads), afters(L.pads));
+  const std::vector<int64_t> before = pads_before(L.pads), after = pads_after(L.pads);
   if (L.op == Op::MaxPool && L.ignores_padding())
-    return fmt::format("F.pad(x, {}, value=float('-inf'))", pads);
-  switch (L.border) {
-    case Border::Zeros:
-      return fmt::format("F.pad(x, {})", pads);
-    case Border::Constant:
-      return fmt::format("F.pad(x, {}, value={})", pads, L.border_value);
-    case Border::Symmetric:
-      return fmt::format("torch.cat of flipped edges (PyTorch has no symmetric mode), pads {}",
-                         pads);
-    default:
-      return fmt::format("F.pad(x, {}, mode='{}')", pads, torch_padding_mode(L.border));
-  }
+    return fmt::format("F.pad(x, {}, value=float('-inf'))", torch_pad_order(before, after));
+  if (L.border == Border::Symmetric)
+    return fmt::format("torch.cat of flipped edges (PyTorch has no symmetric mode), pads {}",
+                       torch_pad_order(before, after));
+  return torch_bordered(L, "x", before, after);
 }
 
 // Pads of a naive PyTorch port: dilation*(k-1)//2 on both sides where the layer pads at all
@@ -162,10 +139,11 @@ Resolved naive_torch(const Layer& L) {
 PortWay torch_way(const Layer& L, const std::string& reads_as) {
   PortWay w;
   const Resolved& p = L.pads;
-  const auto b = befores(p), a = afters(p);
+  const auto b = pads_before(p), a = pads_after(p);
   const std::string cls = torch_class(L), args = window_args(L, false);
   w.naive_pads = naive_torch(L);
-  w.naive = call(L, cls, fmt::format("{}, padding={}", args, py(befores(w.naive_pads))));
+  w.naive =
+      call(L, cls, fmt::format("{}, padding={}", args, python_ints(pads_before(w.naive_pads))));
   if (L.op == Op::ConvTranspose) {
     // PyTorch crops `padding` from both ends, then adds output_padding at the end.
     const int64_t limit = std::max(*std::max_element(L.stride.begin(), L.stride.end()),
@@ -178,8 +156,8 @@ PortWay torch_way(const Layer& L, const std::string& reads_as) {
     }
     if (native) {
       const bool any_op = std::any_of(op.begin(), op.end(), [](int64_t v) { return v != 0; });
-      w.native = fmt::format("{}(..., {}, padding={}{})", cls, args, py(b),
-                             any_op ? ", output_padding=" + py(op) : "");
+      w.native = fmt::format("{}(..., {}, padding={}{})", cls, args, python_ints(b),
+                             any_op ? ", output_padding=" + python_ints(op) : "");
       w.native_exact = true;
     } else {
       w.native = fmt::format("{}(..., {}, padding=0)", cls, args);
@@ -200,14 +178,15 @@ PortWay torch_way(const Layer& L, const std::string& reads_as) {
     const std::string mode = torch_padding_mode(L.border);
     const std::string mode_arg = L.border == Border::Zeros ? "" : ", padding_mode='" + mode + "'";
     if (sym && !mode.empty()) {
-      w.native = fmt::format("{}(..., {}, padding={}{})", cls, args, py(b), mode_arg);
+      w.native = fmt::format("{}(..., {}, padding={}{})", cls, args, python_ints(b), mode_arg);
       w.native_exact = true;
     } else if (reads_as == "same_upper" && L.border == Border::Zeros &&
                std::all_of(L.stride.begin(), L.stride.end(), [](int64_t s) { return s == 1; })) {
       w.native = fmt::format("{}(..., {}, padding='same')", cls, args);  // extra pixel after
       w.native_exact = true;
     } else {
-      w.native = fmt::format("{}(..., {}, padding={})", cls, args, py(befores(naive_torch(L))));
+      w.native = fmt::format("{}(..., {}, padding={})", cls, args,
+                             python_ints(pads_before(naive_torch(L))));
       w.fix = fmt::format("{} then {}(..., {}, padding=0)", torch_pad_call(L), cls, args);
     }
   } else {
@@ -221,13 +200,16 @@ PortWay torch_way(const Layer& L, const std::string& reads_as) {
     const std::string extra = fmt::format(
         "{}{}", L.ceil_mode ? ", ceil_mode=True" : "",
         avg ? fmt::format(", count_include_pad={}", L.count_include_pad ? "True" : "False") : "");
-    w.naive = call(L, cls, fmt::format("{}, padding={}{}", args, py(befores(w.naive_pads)), extra));
+    w.naive =
+        call(L, cls,
+             fmt::format("{}, padding={}{}", args, python_ints(pads_before(w.naive_pads)), extra));
     if (fits && border_ok && !(avg && dilated(L))) {
-      w.native = call(L, cls, fmt::format("{}, padding={}{}", args, py(b), extra));
+      w.native = call(L, cls, fmt::format("{}, padding={}{}", args, python_ints(b), extra));
       w.native_exact = true;
     } else {
-      w.native =
-          call(L, cls, fmt::format("{}, padding={}{}", args, py(befores(naive_torch(L))), extra));
+      w.native = call(
+          L, cls,
+          fmt::format("{}, padding={}{}", args, python_ints(pads_before(naive_torch(L))), extra));
       if (!avg)
         w.fix = fmt::format("{} then {}({}, padding=0{})", torch_pad_call(L), cls, args,
                             L.ceil_mode ? ", ceil_mode=True" : "");
@@ -247,7 +229,7 @@ PortWay torch_way(const Layer& L, const std::string& reads_as) {
 PortWay keras_way(const Layer& L, const std::string& reads_as) {
   PortWay w;
   const Resolved& p = L.pads;
-  const auto b = befores(p), a = afters(p);
+  const auto b = pads_before(p), a = pads_after(p);
   const std::string cls = keras_class(L), args = window_args(L, true);
   const std::optional<Resolved> same = resolve_as(L, PadMode::SameUpper);
   const bool zeros = L.border == Border::Zeros;
@@ -318,8 +300,8 @@ PortWay keras_way(const Layer& L, const std::string& reads_as) {
 
 PortWay onnx_way(const Layer& L, const std::string& reads_as) {
   PortWay w;
-  std::vector<int64_t> pads = befores(L.pads);
-  for (int64_t v : afters(L.pads)) pads.push_back(v);
+  std::vector<int64_t> pads = pads_before(L.pads);
+  for (int64_t v : pads_after(L.pads)) pads.push_back(v);
   const char* op = L.op == Op::Conv            ? "Conv"
                    : L.op == Op::ConvTranspose ? "ConvTranspose"
                    : L.op == Op::MaxPool       ? "MaxPool"
@@ -362,9 +344,10 @@ bool pads_read_as(const Layer& L, PadMode mode) {
 
 std::vector<int64_t> pool_extension(const Layer& L) {
   std::vector<int64_t> ext;
+  const std::vector<AxisParams> axes = L.axes();
   for (size_t i = 0; i < L.pads.axes.size(); ++i) {
     const AxisPads& p = L.pads.axes[i];
-    const int64_t reach = (p.output - 1) * L.stride[i] + L.dilation[i] * (L.kernel[i] - 1) + 1;
+    const int64_t reach = window_extent(axes[i], p.output);
     ext.push_back(std::max<int64_t>(0, reach - (L.in_spatial[i] + p.before + p.after)));
   }
   return ext;
@@ -395,8 +378,7 @@ void check_portable(const ModelInput& in) {
 }
 
 int64_t transposed_crop_after(const Layer& L, size_t axis) {
-  const int64_t full =
-      (L.in_spatial[axis] - 1) * L.stride[axis] + L.dilation[axis] * (L.kernel[axis] - 1) + 1;
+  const int64_t full = transposed_full_output(L.axes()[axis]);
   return full - L.pads.axes[axis].before - L.pads.axes[axis].output;
 }
 

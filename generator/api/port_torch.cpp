@@ -55,27 +55,6 @@ std::string activation(const Layer& L, const std::string& y) {
   return y;
 }
 
-// The input filled out by the layer's border over its pads.
-std::string bordered(const Layer& L, const std::string& x, const std::vector<int64_t>& before,
-                     const std::vector<int64_t>& after) {
-  const std::string pads = torch_pad_order(before, after);
-  switch (L.border) {
-    case Border::Zeros:
-      return fmt::format("F.pad({}, {})", x, pads);
-    case Border::Constant:
-      return fmt::format("F.pad({}, {}, value={})", x, pads, python_float(L.border_value));
-    case Border::Reflect:
-      return fmt::format("F.pad({}, {}, mode='reflect')", x, pads);
-    case Border::Replicate:
-      return fmt::format("F.pad({}, {}, mode='replicate')", x, pads);
-    case Border::Circular:
-      return fmt::format("F.pad({}, {}, mode='circular')", x, pads);
-    case Border::Symmetric:
-      return fmt::format("_pad_symmetric({}, {})", x, pads);
-  }
-  return x;
-}
-
 struct Emitter {
   const Model& model;
   std::set<std::string> used;
@@ -135,14 +114,13 @@ struct Emitter {
     weights(L, attr, root, own_bias ? "" : "_bias");
     std::string y;
     if (!transposed) {
-      y = fmt::format("self.{}({})", attr, sym_zero ? x : bordered(L, x, b, a));
+      y = fmt::format("self.{}({})", attr, sym_zero ? x : torch_bordered(L, x, b, a));
     } else {
       // The full output cropped by the pads; a negative crop after extends it with zeros.
       forward.push_back(fmt::format("        y = self.{}({})", attr, x));
       for (size_t i = 0; i < p.size(); ++i) {
         const size_t dim = 2 + i;
-        const int64_t full =
-            (L.in_spatial[i] - 1) * L.stride[i] + L.dilation[i] * (L.kernel[i] - 1) + 1;
+        const int64_t full = transposed_full_output(L.axes()[i]);
         const int64_t keep = std::min(full - p[i].before, p[i].output);
         if (p[i].before != 0 || keep != full)
           forward.push_back(
@@ -179,14 +157,14 @@ struct Emitter {
     if (!avg) {
       std::string in = L.ignores_padding() ? fmt::format("F.pad({}, {}, value=float('-inf'))", x,
                                                          torch_pad_order(b, a))
-                                           : bordered(L, x, b, a);
+                                           : torch_bordered(L, x, b, a);
       if (any_ext)
         in = fmt::format("F.pad({}, {}, value=float('-inf'))", in, torch_pad_order(zero, ext));
       return fmt::format("F.max_pool{}d({}, {}, {}, 0, {})", d, in, k, s, python_tuple(L.dilation));
     }
     // The mean over the taps that count: the layer's border over the pads, divided by the count
     // of taps inside the input (padding ignored) or inside input and pads (count_include_pad).
-    std::string in = bordered(L, x, b, a);
+    std::string in = torch_bordered(L, x, b, a);
     if (any_ext) in = fmt::format("F.pad({}, {})", in, torch_pad_order(zero, ext));
     std::vector<int64_t> ones_shape = {1, 1};
     for (int64_t v : L.in_spatial) ones_shape.push_back(v);
@@ -329,6 +307,26 @@ class Model(nn.Module):
       "        return {}\n",
       results.size() == 1 ? results[0] : "(" + fmt::format("{}", fmt::join(results, ", ")) + ")");
   return src;
+}
+
+std::string torch_bordered(const Layer& L, const std::string& x, const std::vector<int64_t>& before,
+                           const std::vector<int64_t>& after) {
+  const std::string pads = torch_pad_order(before, after);
+  switch (L.border) {
+    case Border::Zeros:
+      return fmt::format("F.pad({}, {})", x, pads);
+    case Border::Constant:
+      return fmt::format("F.pad({}, {}, value={})", x, pads, python_float(L.border_value));
+    case Border::Reflect:
+      return fmt::format("F.pad({}, {}, mode='reflect')", x, pads);
+    case Border::Replicate:
+      return fmt::format("F.pad({}, {}, mode='replicate')", x, pads);
+    case Border::Circular:
+      return fmt::format("F.pad({}, {}, mode='circular')", x, pads);
+    case Border::Symmetric:
+      return fmt::format("_pad_symmetric({}, {})", x, pads);
+  }
+  return x;
 }
 
 }  // namespace padfold

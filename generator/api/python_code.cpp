@@ -60,6 +60,10 @@ std::string python_tuple(const std::vector<int64_t>& v) {
   return v.size() == 1 ? fmt::format("({},)", v[0]) : "(" + join(v) + ")";
 }
 
+std::string python_ints(const std::vector<int64_t>& v) {
+  return v.size() == 1 ? std::to_string(v[0]) : "(" + join(v) + ")";
+}
+
 std::string python_identifier(const std::string& name, std::set<std::string>& used) {
   std::string s;
   for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

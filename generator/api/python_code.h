@@ -29,6 +29,8 @@ std::string python_float(float v);
 
 // A tuple literal: "(3,)" for one value, "(3, 3)" for two.
 std::string python_tuple(const std::vector<int64_t>& v);
+// An int-or-tuple argument as PyTorch and Keras take them: "3" for one value, "(3, 3)" for two.
+std::string python_ints(const std::vector<int64_t>& v);
 
 // `name` as a Python identifier not in `used` (then added to it).
 std::string python_identifier(const std::string& name, std::set<std::string>& used);

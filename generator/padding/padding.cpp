@@ -234,6 +234,26 @@ int64_t window_extent(const AxisParams& a, int64_t tile) {
   return *extent;
 }
 
+int64_t transposed_full_output(const AxisParams& a, int64_t output_padding) {
+  return add3(window_extent(a, a.input), output_padding, 0);
+}
+
+std::vector<int64_t> pads_before(const Resolved& r) {
+  std::vector<int64_t> v;
+  for (const AxisPads& p : r.axes) v.push_back(p.before);
+  return v;
+}
+std::vector<int64_t> pads_after(const Resolved& r) {
+  std::vector<int64_t> v;
+  for (const AxisPads& p : r.axes) v.push_back(p.after);
+  return v;
+}
+std::vector<int64_t> output_sizes(const Resolved& r) {
+  std::vector<int64_t> v;
+  for (const AxisPads& p : r.axes) v.push_back(p.output);
+  return v;
+}
+
 bool last_window_overhangs(const AxisParams& a, const AxisPads& p) {
   const int64_t last_tap =
       tap_position<int64_t>(p.output - 1, a.kernel - 1, a.stride, p.before, a.dilation);
@@ -426,7 +446,7 @@ Resolved resolve_transposed(const PaddingSpec& spec, const std::vector<AxisParam
                              std::to_string(std::max(a.stride, a.dilation)) + ")",
                          "output_padding");
     // stride*(input-1) < 2^62, op and ke < 2^31: no overflow; the result must fit an int32.
-    const int64_t full = add3(a.stride * (a.input - 1), op, effective_kernel(a));
+    const int64_t full = transposed_full_output(a, op);
     check_derived(full, i,
                   "the full transposed output (" + std::to_string(a.stride) + "*(" +
                       std::to_string(a.input) + "-1) + " + std::to_string(op) + " + " +

@@ -85,6 +85,11 @@ struct Resolved {
   bool input_dependent = false;  // the pads would change with the input size
 };
 
+// One value per axis: the pads before, the pads after, the output sizes.
+std::vector<int64_t> pads_before(const Resolved& r);
+std::vector<int64_t> pads_after(const Resolved& r);
+std::vector<int64_t> output_sizes(const Resolved& r);
+
 // (k-1)*d+1. Throws PaddingLimitError (field "dilation") where it does not fit an int64_t;
 // resolve_forward and resolve_transposed also reject one over kMaxSize.
 int64_t effective_kernel(const AxisParams& a);
@@ -95,6 +100,10 @@ int64_t effective_kernel(const AxisParams& a);
 // output. A tile's halo, as the schedules and the fusion cost model size it. Throws
 // std::invalid_argument for a tile under 1, PaddingLimitError where it does not fit an int64_t.
 int64_t window_extent(const AxisParams& a, int64_t tile = 1);
+
+// A transposed convolution's output along an axis before its pads crop it (the positions every
+// input's window reaches): stride*(input-1) + (k-1)*d+1, plus output_padding.
+int64_t transposed_full_output(const AxisParams& a, int64_t output_padding = 0);
 
 namespace detail {
 // A layer constant as an operand of T's arithmetic: a T for an integer T, an int otherwise (for
