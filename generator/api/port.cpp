@@ -171,6 +171,7 @@ PortOutput port_model(const PortRequest& r) {
   } else {
     model = load_spec(r.model);
     weights_root = fs::path(r.model).parent_path().string();
+    if (weights_root.empty()) weights_root = ".";  // a spec in the working folder
   }
   const std::vector<LayerPort> ports = port_layers(model, target);
 
