@@ -581,6 +581,57 @@ void build_transpose(Algorithm& a) {
   a.output(a.vars) = a.input(args);
 }
 
+// Each spatial axis reads through a table of its taps (padding/resize.h's resize_taps, computed
+// here for the fixed sizes and embedded in the kernel): nearest one index, linear two indices and
+// their weights, clamped to the input, so the edge is folded in and no read leaves the input.
+// Linear sums the 2^dims neighbours, the outermost axis's first neighbour first, as ONNX Runtime
+// does.
+void build_resize(Algorithm& a) {
+  const Layer& L = *a.layer;
+  const size_t dims = L.in_spatial.size();
+  const bool linear = L.resize.mode == ResizeMode::Linear;
+  std::vector<Buffer<int32_t>> index;  // per axis, outermost first: (output index, neighbour)
+  std::vector<Buffer<float>> weight;
+  std::vector<size_t> var_of;  // the position of the axis's Var in a.vars
+  for (size_t i = 0; i < dims; ++i) {
+    const std::vector<ResizeTap> taps = resize_taps(L.resize, i, L.in_spatial[i]);
+    const int out = static_cast<int>(taps.size());
+    const std::string axis = L.name + "_" + std::string(1, spatial_letters(L.spatial_dims)[i]);
+    Buffer<int32_t> ix(out, 2, axis + "_taps");
+    Buffer<float> w(out, 2, axis + "_weights");
+    for (int x = 0; x < out; ++x) {
+      const ResizeTap& t = taps[static_cast<size_t>(x)];
+      ix(x, 0) = static_cast<int32_t>(t.first);
+      ix(x, 1) = static_cast<int32_t>(t.second);
+      w(x, 0) = t.first_weight;
+      w(x, 1) = t.second_weight;
+    }
+    index.push_back(ix);
+    weight.push_back(w);
+    const Var& v = a.spatial[dims - 1 - i];
+    var_of.push_back(static_cast<size_t>(
+        std::find_if(a.vars.begin(), a.vars.end(), [&](const Var& u) { return u.same_as(v); }) -
+        a.vars.begin()));
+  }
+  const int corners = linear ? 1 << dims : 1;
+  Expr sum;
+  for (int corner = 0; corner < corners; ++corner) {
+    std::vector<Expr> at(a.vars.begin(), a.vars.end());
+    Expr w;
+    for (size_t k = dims; k-- > 0;) {  // innermost axis first: x's weight times y's
+      const int side = (corner >> (dims - 1 - k)) & 1;
+      const Expr v = a.vars[var_of[k]];
+      // The table holds indices inside the input: promised, so bounds are the input's.
+      at[var_of[k]] = unsafe_promise_clamped(index[k](v, side), 0,
+                                             static_cast<int>(L.in_spatial[k]) - 1);
+      if (linear) w = w.defined() ? w * weight[k](v, side) : weight[k](v, side);
+    }
+    const Expr term = linear ? w * a.input(at) : a.input(at);
+    sum = sum.defined() ? sum + term : term;
+  }
+  a.output(a.vars) = sum;
+}
+
 // Input i holds channels [offset_i, offset_i + channels_i) of the output. Each read is clamped to
 // its input's channels, so bounds inference asks no input for channels it does not have.
 // The edges of a quantized model: float32 -> int8/uint8 and back, element by element.
@@ -801,6 +852,9 @@ Algorithm build_algorithm(const Layer& L, const AlgorithmVariant& variant, const
       break;
     case Op::Transpose:
       build_transpose(a);
+      break;
+    case Op::Resize:
+      build_resize(a);
       break;
   }
   if (!a.output.defined() && L.quantized()) {

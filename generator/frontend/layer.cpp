@@ -124,6 +124,10 @@ double Layer::flops() const {
       return 0;
     case Op::Softmax:  // a max, an exp, a sum and a divide per output, as multiply-adds
       return 4 * n * out_channels * product(out_spatial);
+    case Op::Resize:  // linear: a multiply-add per neighbour (2^dims) per output
+      return resize.mode == ResizeMode::Linear
+                 ? 2 * n * out_channels * product(out_spatial) * std::pow(2.0, spatial_dims)
+                 : 0;
     case Op::Quantize:  // a divide (multiply) and a round per element
     case Op::Dequantize:
       return n * out_channels * product(out_spatial);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "padding/padding.h"
+#include "padding/resize.h"
 #include "padfold_registry.h"
 
 namespace padfold {
@@ -19,7 +20,7 @@ namespace padfold {
 // Softmax normalizes over channels: one input, no window (a classifier's probabilities).
 // Quantize (float32 -> int8/uint8) and Dequantize (int8/uint8 -> float32) convert a tensor
 // element by element at a quantized model's edges (docs/int8.md); their dtype is the quantized
-// side.
+// side. Resize scales the spatial axes by interpolation (padding/resize.h).
 enum class Op {
   Conv,
   ConvTranspose,
@@ -31,7 +32,8 @@ enum class Op {
   Softmax,
   Quantize,
   Dequantize,
-  Transpose
+  Transpose,
+  Resize
 };
 enum class Activation { None, Relu, Relu6, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Silu };
 enum class DType { F32, F16, I8, U8 };  // F32, and I8/U8 quantized layers (quant below)
@@ -128,6 +130,9 @@ struct Layer {
   // mul: input 1 holds one value per channel ([N, C, 1..], squeeze-and-excite's scale),
   // broadcast over the spatial dims. Set by resolution, from the inputs' shapes.
   bool channel_broadcast = false;
+  // resize: the interpolation, its coordinates, the output size and scales (resolution fills
+  // whichever of the two the spec left out).
+  ResizeSpec resize;
   bool ceil_mode = false;          // pooling
   bool count_include_pad = false;  // avg_pool
   Border border = Border::Zeros;

@@ -21,6 +21,7 @@ inline constexpr EnumName<Op> kOpNames[] = {
     {Op::Quantize, "quantize"},
     {Op::Dequantize, "dequantize"},
     {Op::Transpose, "transpose"},
+    {Op::Resize, "resize"},
 };
 
 inline constexpr EnumName<Activation> kActivationNames[] = {

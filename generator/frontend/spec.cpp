@@ -33,7 +33,8 @@ const SpecKeys& spec_keys() {
       {"name", "description", "op", "input", "input_shape", "layout", "dtype", "weight_layout",
        "out_channels", "kernel", "stride", "dilation", "groups", "depth_multiplier", "padding",
        "convention", "output_padding", "output_shape", "ceil_mode", "count_include_pad", "border",
-       "bias", "activation", "quant", "weight_files", "read_by", "perm", "input_layout"}};
+       "bias", "activation", "quant", "weight_files", "read_by", "perm", "input_layout", "mode",
+       "coordinate_transformation_mode", "nearest_mode", "scales", "output_size"}};
   // clang-format on
   return keys;
 }
@@ -78,6 +79,11 @@ const std::vector<OpOnly> kOpOnly = {
     {"ceil_mode", {Op::MaxPool, Op::AvgPool}, "max_pool/avg_pool layers"},
     {"count_include_pad", {Op::AvgPool}, "avg_pool layers"},
     {"perm", {Op::Transpose}, "transpose layers"},
+    {"mode", {Op::Resize}, "resize layers"},
+    {"coordinate_transformation_mode", {Op::Resize}, "resize layers"},
+    {"nearest_mode", {Op::Resize}, "resize layers"},
+    {"scales", {Op::Resize}, "resize layers"},
+    {"output_size", {Op::Resize}, "resize layers"},
 };
 
 struct OpInfo {
@@ -367,6 +373,7 @@ class Parser {
       if (l.inputs.empty()) l.inputs = {implicit_input_name(l.name)};
     }
     resolving(j, c, [&] { take_input_shapes(l, sources); });
+    if (l.op == Op::Resize) parse_resize(j, c, l);
     if (l.has_window()) {
       parse_kernel(j, c, l);
       parse_channels(j, c, l);
@@ -793,6 +800,40 @@ class Parser {
                          s, s, s, s, s));
     }
     l.weight_layout.order = order;
+  }
+
+  // The interpolation and either sizes or scales, one per spatial axis (resolution checks them).
+  static void parse_resize(const json& j, const Ctx& c, Layer& l) {
+    ResizeSpec& r = l.resize;
+    auto named = [&](const char* field, auto parse) {
+      const std::string text = c.get_string(j[field], field, "a name");
+      try {
+        return parse(text);
+      } catch (const std::invalid_argument& e) {
+        c.fail(field, e.what());
+      }
+    };
+    if (j.contains("mode")) r.mode = named("mode", parse_resize_mode);
+    if (j.contains("coordinate_transformation_mode"))
+      r.coordinates = named("coordinate_transformation_mode", parse_resize_coordinates);
+    if (j.contains("nearest_mode")) r.rounding = named("nearest_mode", parse_nearest_rounding);
+    const std::string per_axis =
+        fmt::format("a list of {} values, one per spatial axis (outermost first)", l.spatial_dims);
+    if (j.contains("output_size")) {
+      const json& s = j["output_size"];
+      if (!s.is_array()) c.fail("output_size", describe(s), per_axis);
+      for (const auto& e : s) r.output.push_back(c.get_positive(e, "output_size"));
+    }
+    if (j.contains("scales")) {
+      const json& s = j["scales"];
+      if (!s.is_array()) c.fail("scales", describe(s), per_axis);
+      for (const auto& e : s) {
+        if (!e.is_number()) c.fail("scales", describe(e), "positive numbers");
+        r.scales.push_back(e.get<float>());
+      }
+    }
+    if (r.output.empty() && r.scales.empty())
+      c.fail("output_size", "missing", "output_size or scales (" + per_axis + ")");
   }
 
   // Paths relative to the spec file's folder; the files themselves are checked where they are read

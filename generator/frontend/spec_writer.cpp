@@ -74,6 +74,13 @@ ojson layer_json(const Model& m, const Layer& l) {
   j["layout"] = l.layout.name();
   if (l.relayout_input) j["input_layout"] = l.input_layout.name();
   if (l.op == Op::Transpose) j["perm"] = l.perm;
+  if (l.op == Op::Resize) {
+    j["mode"] = to_string(l.resize.mode);
+    j["coordinate_transformation_mode"] = to_string(l.resize.coordinates);
+    if (l.resize.mode == ResizeMode::Nearest) j["nearest_mode"] = to_string(l.resize.rounding);
+    j["output_size"] = l.resize.output;
+    j["scales"] = l.resize.scales;
+  }
   if (l.dtype != DType::F32) j["dtype"] = to_string(l.dtype);
   if (l.has_weights()) {
     j["weight_layout"] = l.weight_layout.order;

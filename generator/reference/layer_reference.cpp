@@ -106,6 +106,12 @@ ref::Tensor reference_output(const Layer& L, const LayerData& d) {
     case Op::Softmax:
       y = ref::softmax_channels(x);
       break;
+    case Op::Resize: {
+      const ResizeSpec& r = L.resize;
+      y = ref::resize(x, {r.mode == ResizeMode::Linear, to_string(r.coordinates),
+                          to_string(r.rounding), r.output, r.scales});
+      break;
+    }
     case Op::Add:
     case Op::Mul:
     case Op::Concat:  // several inputs: join_kernels_test has their reference

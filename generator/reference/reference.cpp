@@ -393,6 +393,87 @@ Tensor permute(const Tensor& t, const std::string& from, const std::string& to) 
   return y;
 }
 
+namespace {
+
+float resize_coordinate(int64_t x, int64_t in, int64_t out, float scale, const std::string& mode) {
+  const float xf = static_cast<float>(x);
+  if (mode == "half_pixel") return (xf + 0.5f) / scale - 0.5f;
+  if (mode == "pytorch_half_pixel") return out > 1 ? (xf + 0.5f) / scale - 0.5f : 0.f;
+  if (mode == "align_corners")
+    return out > 1 ? xf * static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.f;
+  if (mode == "asymmetric") return xf / scale;
+  if (mode == "tf_half_pixel_for_nn") return (xf + 0.5f) / scale;
+  throw std::invalid_argument("reference: coordinate mode '" + mode + "'");
+}
+
+int64_t nearest_pixel(float v, const std::string& rounding, int64_t in) {
+  double r;
+  const double f = std::floor(static_cast<double>(v)), frac = static_cast<double>(v) - f;
+  if (rounding == "floor")
+    r = f;
+  else if (rounding == "ceil")
+    r = std::ceil(static_cast<double>(v));
+  else if (rounding == "round_prefer_floor")
+    r = frac <= 0.5 ? f : f + 1;
+  else if (rounding == "round_prefer_ceil")
+    r = frac < 0.5 ? f : f + 1;
+  else
+    throw std::invalid_argument("reference: nearest_mode '" + rounding + "'");
+  return std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1);
+}
+
+}  // namespace
+
+Tensor resize(const Tensor& x, const ResizeParams& p) {
+  const size_t dims = static_cast<size_t>(x.spatial_dims());
+  require(p.output.size() == dims && p.scales.size() == dims, "resize: one size per axis");
+  // Per axis and output index: the neighbours read and their weights.
+  std::vector<std::vector<std::vector<std::pair<int64_t, double>>>> taps(dims);
+  for (size_t i = 0; i < dims; ++i) {
+    const int64_t in = x.shape[2 + i];
+    for (int64_t o = 0; o < p.output[i]; ++o) {
+      const float v = resize_coordinate(o, in, p.output[i], p.scales[i], p.coordinates);
+      if (!p.linear) {
+        taps[i].push_back({{nearest_pixel(v, p.rounding, in), 1.0}});
+        continue;
+      }
+      const double c = std::clamp(static_cast<double>(v), 0.0, static_cast<double>(in - 1));
+      const int64_t lo = static_cast<int64_t>(std::floor(c)), hi = std::min(lo + 1, in - 1);
+      const double t = c - static_cast<double>(lo);
+      taps[i].push_back({{lo, 1.0 - t}, {hi, t}});
+    }
+  }
+  std::vector<int64_t> shape = {x.shape[0], x.shape[1]};
+  for (int64_t o : p.output) shape.push_back(o);
+  Tensor y(shape);
+  const std::vector<int64_t> xs = detail::strides_of(x.shape);
+  std::vector<int64_t> idx(shape.size(), 0);
+  size_t flat = 0;
+  do {
+    // Every combination of one tap per axis.
+    double acc = 0;
+    std::vector<size_t> pick(dims, 0);
+    while (true) {
+      double w = 1;
+      int64_t at = idx[0] * xs[0] + idx[1] * xs[1];
+      for (size_t i = 0; i < dims; ++i) {
+        const auto& tap = taps[i][static_cast<size_t>(idx[2 + i])][pick[i]];
+        w *= tap.second;
+        at += tap.first * xs[2 + i];
+      }
+      acc += w * static_cast<double>(x.data[static_cast<size_t>(at)]);
+      size_t i = dims;
+      while (i-- > 0) {
+        if (++pick[i] < taps[i][static_cast<size_t>(idx[2 + i])].size()) break;
+        pick[i] = 0;
+      }
+      if (i == static_cast<size_t>(-1)) break;
+    }
+    y.data[flat++] = static_cast<float>(acc);
+  } while (detail::next_index(idx, shape));
+  return y;
+}
+
 Tensor transpose(const Tensor& t, const std::vector<int64_t>& perm) {
   require(perm.size() == t.shape.size() && perm.size() <= 8, "perm does not match the rank");
   const std::string from = std::string("ABCDEFGH").substr(0, perm.size());

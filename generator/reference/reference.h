@@ -111,6 +111,19 @@ Tensor activation(const Tensor& t, ActivationKind kind, float alpha = 0.f, float
 // Softmax over axis 1 (channels) of an N C s... tensor, in double.
 Tensor softmax_channels(const Tensor& x);
 
+// ONNX Resize of the spatial axes of an N C s... tensor. `linear` interpolates (in double), else
+// the nearest pixel; coordinates (ONNX's coordinate_transformation_mode: half_pixel,
+// pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn) are computed in float, as
+// the runtimes do, and rounding is ONNX's nearest_mode (round_prefer_floor, round_prefer_ceil,
+// floor, ceil). Sources past the edge read the edge.
+struct ResizeParams {
+  bool linear = false;
+  std::string coordinates = "half_pixel", rounding = "round_prefer_floor";
+  std::vector<int64_t> output;  // per spatial axis
+  std::vector<float> scales;    // per spatial axis
+};
+Tensor resize(const Tensor& x, const ResizeParams& p);
+
 // Layout helpers. Letters name axes; `from` and `to` must be permutations of each other, e.g.
 // permute(w, "OIHW", "HWIO"). Spatial letters are D, H, W; N, C, O, I as usual.
 Tensor permute(const Tensor& t, const std::string& from, const std::string& to);

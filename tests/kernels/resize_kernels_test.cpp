@@ -1,0 +1,170 @@
+// resize kernels against the reference (ref::resize, written from ONNX's definition): nearest with
+// every coordinate mode and rounding, linear with every coordinate mode, up- and downsampling by
+// scales and by sizes, 1-3 spatial dims, channels first and last, on every CPU target family this
+// machine runs, compiled for the others and for CUDA. Nearest copies values: bit for bit.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "kernel_runner.h"
+
+namespace padfold::testing {
+namespace {
+
+using json = nlohmann::json;
+
+const char* const kCoordinates[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                    "asymmetric", "tf_half_pixel_for_nn"};
+const char* const kRoundings[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+
+Layer resize_layer(const std::vector<int64_t>& shape, bool channels_last, const json& fields) {
+  const std::string letters = spatial_letters(static_cast<int>(shape.size()) - 2);
+  json layer = {{"name", "rs"}, {"op", "resize"}, {"input", "x"}};
+  layer.update(fields);
+  const json spec = {{"model", "r"},
+                     {"inputs",
+                      {{{"name", "x"},
+                        {"shape", shape},
+                        {"layout", channels_last ? "N" + letters + "C" : "NC" + letters}}}},
+                     {"layers", {layer}}};
+  return parse_spec(spec.dump(), "resize.json").layers.back();
+}
+
+struct Case {
+  std::vector<int64_t> shape;  // channels first
+  bool channels_last;
+  json fields;
+};
+
+std::vector<Case> cases(std::mt19937& rng) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<Case> all = {
+      // FCN's and LR-ASPP's upsampling (torch: linear, pytorch_half_pixel, sizes).
+      {{1, 5, 7, 9},
+       false,
+       {{"mode", "linear"},
+        {"coordinate_transformation_mode", "pytorch_half_pixel"},
+        {"output_size", {56, 72}}}},
+      // Keras UpSampling2D(2): nearest, asymmetric, floor.
+      {{1, 6, 5, 4},
+       true,
+       {{"mode", "nearest"},
+        {"coordinate_transformation_mode", "asymmetric"},
+        {"nearest_mode", "floor"},
+        {"scales", {2.0, 2.0}}}},
+      // A non-integer downscale and an output of one pixel.
+      {{2, 3, 13, 11},
+       false,
+       {{"mode", "linear"},
+        {"coordinate_transformation_mode", "align_corners"},
+        {"output_size", {1, 4}}}},
+      {{1, 4, 6, 5, 7},
+       true,
+       {{"mode", "linear"},
+        {"coordinate_transformation_mode", "half_pixel"},
+        {"scales", {1.5, 0.5, 2.0}}}},
+  };
+  for (int i = 0; i < 14; ++i) {
+    const int dims = pick(1, 3);
+    Case c{{pick(1, 2), pick(1, 9)}, pick(0, 1) == 1, json::object()};
+    json sizes = json::array(), scales = json::array();
+    for (int d = 0; d < dims; ++d) {
+      c.shape.push_back(pick(1, dims == 3 ? 6 : 15));
+      sizes.push_back(pick(1, dims == 3 ? 9 : 31));
+      scales.push_back(std::uniform_real_distribution<double>(0.4, 3.2)(rng));
+    }
+    const bool linear = pick(0, 1) == 1;
+    c.fields["mode"] = linear ? "linear" : "nearest";
+    c.fields["coordinate_transformation_mode"] = kCoordinates[pick(0, 4)];
+    if (!linear) c.fields["nearest_mode"] = kRoundings[pick(0, 3)];
+    if (pick(0, 1) == 1) {
+      c.fields["output_size"] = sizes;
+    } else {
+      c.fields["scales"] = scales;
+      for (int d = 0; d < dims; ++d)  // an output of at least one pixel
+        if (scales[d].get<double>() * c.shape[2 + d] < 1) c.fields["scales"][d] = 1.0;
+    }
+    all.push_back(c);
+  }
+  return all;
+}
+
+std::vector<int64_t> in_layout(const std::vector<int64_t>& nc, bool channels_last) {
+  if (!channels_last) return nc;
+  std::vector<int64_t> s = {nc[0]};
+  s.insert(s.end(), nc.begin() + 2, nc.end());
+  s.push_back(nc[1]);
+  return s;
+}
+
+class ResizeKernels : public ::testing::TestWithParam<TargetFamilyCase> {};
+
+TEST_P(ResizeKernels, EqualTheReference) {
+  const TargetFamilyCase& family = GetParam();
+  std::mt19937 rng(family.seed);
+  for (const Case& c : cases(rng)) {
+    const Layer L = resize_layer(in_layout(c.shape, c.channels_last), c.channels_last, c.fields);
+    SCOPED_TRACE(
+        fmt::format("{} {} {}", L.layout.name(), fmt::join(c.shape, "x"), c.fields.dump()));
+    if (!runs_here(family.target)) {
+      EXPECT_GT(compile_only(L, family.target), 0);
+      continue;
+    }
+    const ref::LayerData data = ref::random_data(L, family.seed);
+    const ref::Tensor want = ref::reference_output(L, data);
+    const ref::Tensor got = kernel_output(L, data, family.target);
+    ASSERT_EQ(got.shape, want.shape);
+    if (L.resize.mode == ResizeMode::Nearest) {
+      ASSERT_EQ(got.data, want.data);
+    } else {
+      EXPECT_LE(ref::max_abs_diff(got, want), 1e-5 * std::max(1.0, ref::max_abs(want)));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, ResizeKernels, ::testing::ValuesIn(cpu_target_families()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(ResizeKernels, CompileForCuda) {
+  std::mt19937 rng(7);
+  for (const Case& c : cases(rng)) {
+    const Layer L = resize_layer(in_layout(c.shape, c.channels_last), c.channels_last, c.fields);
+    SCOPED_TRACE(c.fields.dump());
+    EXPECT_GT(compile_only(L, "host-cuda"), 0);
+  }
+}
+
+// Sizes and scales resolve as ONNX's: floor(input * scale), else output / input; what cannot be
+// resized is a spec error naming the field.
+TEST(Resize, SizesScalesAndErrors) {
+  const Layer up = resize_layer({1, 2, 5, 7}, false, {{"scales", {2.5, 0.5}}});
+  EXPECT_EQ(up.out_spatial, (std::vector<int64_t>{12, 3}));
+  EXPECT_EQ(up.output_shape_full(), (std::vector<int64_t>{1, 2, 12, 3}));
+  const Layer sized = resize_layer({1, 4, 6, 2}, true, {{"output_size", {8, 9}}});
+  EXPECT_EQ(sized.resize.scales, (std::vector<float>{2.f, 1.5f}));
+  EXPECT_EQ(sized.output_shape_full(), (std::vector<int64_t>{1, 8, 9, 2}));
+  const std::pair<json, const char*> bad[] = {
+      {{{"scales", {2.0}}}, "field 'scales'"},
+      {{{"scales", {0.0, 1.0}}}, "field 'scales'"},
+      {{{"scales", {0.1, 1.0}}}, "field 'scales'"},  // an output of 0
+      {{{"output_size", {3}}}, "field 'output_size'"},
+      {json::object(), "field 'output_size'"},
+      {{{"scales", {2.0, 2.0}}, {"mode", "cubic"}}, "field 'mode'"},
+      {{{"scales", {2.0, 2.0}}, {"coordinate_transformation_mode", "tf_crop_and_resize"}},
+       "field 'coordinate_transformation_mode'"},
+      {{{"scales", {2.0, 2.0}}, {"nearest_mode", "up"}}, "field 'nearest_mode'"},
+      {{{"scales", {2.0, 2.0}}, {"kernel", {3, 3}}}, "field 'kernel'"},
+  };
+  for (const auto& [fields, want] : bad) {
+    try {
+      resize_layer({1, 2, 5, 7}, false, fields);
+      ADD_FAILURE() << fields.dump() << " accepted";
+    } catch (const SpecError& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace padfold::testing
