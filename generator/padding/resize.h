@@ -8,8 +8,9 @@
 //   asymmetric          x / scale                  nearest everywhere, Keras UpSampling2D
 //   tf_half_pixel_for_nn  (x + 0.5) / scale        TF1 nearest with half_pixel_centers
 // The source coordinate is computed in float32 as ONNX Runtime does, from the scale a model gives
-// (or output / input where it gives sizes). Linear reads the two neighbours of the coordinate
-// clamped to [0, in - 1]: the border is the edge pixel, folded into the kernel like padding.
+// (or output / input where it gives sizes); an axis of scale 1 maps to itself. Linear reads the two
+// neighbours of the coordinate clamped to [0, in - 1]: the border is the edge pixel, folded into
+// the kernel like padding.
 #pragma once
 
 #include <cmath>
@@ -56,6 +57,9 @@ int64_t resized_size(int64_t input, float scale);
 // float expression of the output index).
 template <typename T>
 T resize_source(const T& x, int64_t in, int64_t out, float scale, ResizeCoordinates c) {
+  // ONNX Runtime (and TensorFlow) keep an axis of scale 1 as it is, whatever the mode: only
+  // tf_half_pixel_for_nn would move it, by half a pixel.
+  if (scale == 1.f) return x;
   switch (c) {
     case ResizeCoordinates::HalfPixel:
       return (x + 0.5f) / scale - 0.5f;

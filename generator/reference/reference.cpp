@@ -397,6 +397,7 @@ namespace {
 
 float resize_coordinate(int64_t x, int64_t in, int64_t out, float scale, const std::string& mode) {
   const float xf = static_cast<float>(x);
+  if (scale == 1.f) return xf;  // ONNX Runtime's rule, whatever the mode
   if (mode == "half_pixel") return (xf + 0.5f) / scale - 0.5f;
   if (mode == "pytorch_half_pixel") return out > 1 ? (xf + 0.5f) / scale - 0.5f : 0.f;
   if (mode == "align_corners")
