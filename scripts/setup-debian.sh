@@ -21,6 +21,7 @@ packages=(
   libdnnl-dev                  # oneDNN: the benchmark peer
   libxnnpack-dev libpthreadpool-dev  # XNNPACK: the int8 benchmark's second peer
   python3-torch                # PyTorch 1.13: bench/run_blocks.sh's peer, padfold.torch, port tests
+  python3-torchvision          # torchvision 0.14: its models exported whole in the Python tests
   python3-jsonschema           # validates example specs against the JSON Schema in tests
   qemu-user g++-aarch64-linux-gnu g++-arm-linux-gnueabihf  # embedded (cross) builds
   g++-riscv64-linux-gnu        # embedded riscv-64-linux cross build (tests/embedded_*)

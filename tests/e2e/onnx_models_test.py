@@ -407,19 +407,139 @@ def input_normalization():
         weights("w", [4, 3, 3, 3]), bias_of("b", 4)])
 
 
+def resize_node(name, x, y, mode, coordinates=None, nearest=None, scales=None, sizes=None,
+                opset=OPSET):
+    """A Resize of opset 11 on (X, roi, scales, sizes), of opset 10 (X, scales) or an Upsample."""
+    attrs = {"mode": mode}
+    if coordinates:
+        attrs["coordinate_transformation_mode"] = coordinates
+    if nearest:
+        attrs["nearest_mode"] = nearest
+    if opset < 11:
+        return helper.make_node("Resize" if opset == 10 else "Upsample", [x, scales], [y],
+                                name=name, **attrs)
+    return helper.make_node("Resize", [x, "", scales or "", sizes or ""], [y], name=name,
+                            **attrs)
+
+
+def resize_torch_bilinear():
+    """torch's F.interpolate(x, size=skip.shape[-2:], mode='bilinear'): FCN's and LR-ASPP's
+    upsampling, its sizes computed from the skip's Shape (Slice, Concat with N and C), constant
+    once the input size is fixed; then an Add of the skip, as LR-ASPP's head does."""
+    t = helper.make_node
+    return model("resize_torch_bilinear", [
+        conv("down", "x", "d", "w1", "b1", kernel_shape=[3, 3], strides=[4, 4], pads=[1, 1, 1, 1]),
+        t("Shape", ["x"], ["shape"], name="shape"),
+        t("Slice", ["shape", "two", "four"], ["hw"], name="hw"),
+        t("Slice", ["shape", "zero", "two"], ["nc"], name="nc"),
+        t("Concat", ["nc", "hw"], ["sizes"], name="sizes", axis=0),
+        resize_node("up", "d", "u", "linear", "pytorch_half_pixel", sizes="sizes"),
+        t("Add", ["u", "x"], ["y"], name="skip"),
+    ], [("x", [1, 3, 13, 18])], "y", [
+        weights("w1", [3, 3, 3, 3]), bias_of("b1", 3),
+        tensor("zero", np.array([0], np.int64)), tensor("two", np.array([2], np.int64)),
+        tensor("four", np.array([4], np.int64))])
+
+
+def resize_keras_upsampling():
+    """Keras UpSampling2D(2) through tf2onnx: nearest, asymmetric, floor, by scales; and
+    UpSampling2D(interpolation='bilinear'): linear, half_pixel."""
+    return model("resize_keras_upsampling", [
+        resize_node("up_nearest", "x", "n", "nearest", "asymmetric", "floor",
+                    scales="two_x"),
+        conv("c", "n", "c_out", "w", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        resize_node("up_linear", "c_out", "y", "linear", "half_pixel", scales="three_x"),
+    ], [("x", [1, 4, 5, 6])], "y", [
+        tensor("two_x", np.array([1, 1, 2, 2], np.float32)),
+        tensor("three_x", np.array([1, 1, 3, 1.5], np.float32)), weights("w", [5, 4, 3, 3])])
+
+
+def resize_modes():
+    """Every coordinate mode and nearest mode, up and down by non-integer factors, by sizes and by
+    scales, one Resize each, pooled and concatenated into one output."""
+    t = helper.make_node
+    nodes, inits, outs = [], [], []
+    cases = [("nearest", "half_pixel", "round_prefer_floor", [1, 1, 1.7, 0.6], None),
+             ("nearest", "pytorch_half_pixel", "round_prefer_ceil", None, [2, 3, 5, 11]),
+             ("nearest", "align_corners", "ceil", None, [2, 3, 13, 4]),
+             ("nearest", "tf_half_pixel_for_nn", "floor", [1, 1, 0.5, 2.5], None),
+             ("nearest", "asymmetric", "round_prefer_floor", [1, 1, 1.5, 1.5], None),
+             # W kept: ONNX Runtime maps an axis of scale 1 to itself, where ONNX's formula
+             # would move it by half a pixel, rounded up.
+             ("nearest", "tf_half_pixel_for_nn", "round_prefer_ceil", None, [2, 3, 16, 9]),
+             ("linear", "align_corners", None, None, [2, 3, 3, 10]),
+             ("linear", "asymmetric", None, [1, 1, 0.7, 1.3], None),
+             ("linear", "pytorch_half_pixel", None, None, [2, 3, 1, 8]),
+             ("linear", "half_pixel", None, [1, 1, 2.0, 0.45], None)]
+    for k, (mode, coords, nearest, scales, sizes) in enumerate(cases):
+        scale_name = sizes_name = None
+        if scales:
+            scale_name = f"scales{k}"
+            inits.append(tensor(scale_name, np.array(scales, np.float32)))
+        else:
+            sizes_name = f"sizes{k}"
+            inits.append(tensor(sizes_name, np.array(sizes, np.int64)))
+        nodes.append(resize_node(f"r{k}", "x", f"r{k}", mode, coords, nearest, scale_name,
+                                 sizes_name))
+        # Global average and max pools of each, concatenated: any output size reaches the sum.
+        nodes.append(t("GlobalAveragePool", [f"r{k}"], [f"a{k}"], name=f"avg{k}"))
+        nodes.append(t("GlobalMaxPool", [f"r{k}"], [f"m{k}"], name=f"max{k}"))
+        outs += [f"a{k}", f"m{k}"]
+    nodes.append(t("Concat", outs, ["y"], name="all", axis=1))
+    return model("resize_modes", nodes, [("x", [2, 3, 7, 9])], "y", inits)
+
+
+def resize_3d_and_1d():
+    """Trilinear (a 3-D Resize) and a 1-D nearest, each before a conv."""
+    return model("resize_3d_and_1d", [
+        resize_node("r3", "x", "r", "linear", "half_pixel", scales="s3"),
+        conv("c3", "r", "y", "w3", kernel_shape=[3, 3, 3], pads=[1, 1, 1, 1, 1, 1]),
+    ], [("x", [1, 2, 3, 4, 5])], "y", [
+        tensor("s3", np.array([1, 1, 2, 1.5, 0.8], np.float32)), weights("w3", [3, 2, 3, 3, 3])])
+
+
+def resize_1d_nearest():
+    return model("resize_1d_nearest", [
+        resize_node("r1", "x", "r", "nearest", "asymmetric", "floor", scales="s1"),
+        conv("c1", "r", "y", "w1", kernel_shape=[3], pads=[1, 1]),
+    ], [("x", [1, 2, 11])], "y", [tensor("s1", np.array([1, 1, 3], np.float32)),
+                                   weights("w1", [3, 2, 3])])
+
+
+def upsample_opset9():
+    """The deprecated Upsample (opset 9) and Resize at opset 10: asymmetric coordinates; nearest
+    rounds down when upsampling."""
+    m1 = [resize_node("up", "x", "u", "nearest", scales="s", opset=9),
+          conv("c", "u", "y", "w", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    return model("upsample_opset9", m1, [("x", [1, 3, 4, 5])], "y",
+                 [tensor("s", np.array([1, 1, 2, 3], np.float32)), weights("w", [2, 3, 3, 3])],
+                 opset=9)
+
+
+def resize_opset10_linear():
+    return model("resize_opset10_linear", [
+        resize_node("up", "x", "u", "linear", scales="s", opset=10),
+        conv("c", "u", "y", "w", kernel_shape=[1, 1]),
+    ], [("x", [1, 3, 4, 5])], "y",
+        [tensor("s", np.array([1, 1, 2.5, 0.6], np.float32)), weights("w", [2, 3, 1, 1])],
+        opset=10)
+
+
 MODELS = {f.__name__: f for f in [
     same_upper_even_strided, same_lower_stride3, pools_same, depthwise_clip, residual_block,
     pad_reflect_conv, pad_edge_and_constant, conv_transpose_same, conv_transpose_lower_and_shape,
     pools_ceil_dilated, conv3d_same, conv1d_dilated, mobilenet_v2_block, nhwc_edges,
     conv_batchnorm, affine_before_convs, activations, global_pools, classifier_gemm,
     classifier_nhwc_matmul, reduce_max_squeeze, squeeze_excite, input_normalization,
-    softmax_channels, nhwc_input_normalization]}
+    softmax_channels, nhwc_input_normalization, resize_torch_bilinear, resize_keras_upsampling,
+    resize_modes, resize_3d_and_1d, resize_1d_nearest, upsample_opset9, resize_opset10_linear]}
 
 
 # Channels-first models imported also with --layout nchw and with --io-layout nhwc (OPTIONS).
 RELAID = ["same_upper_even_strided", "pools_same", "mobilenet_v2_block", "residual_block",
           "conv1d_dilated", "conv3d_same", "conv_batchnorm", "global_pools", "classifier_gemm",
-          "squeeze_excite", "input_normalization", "softmax_channels"]
+          "squeeze_excite", "input_normalization", "softmax_channels", "resize_torch_bilinear",
+          "resize_modes"]
 
 
 def channels_last(a):

@@ -16,7 +16,6 @@ import sys
 import onnx
 from onnx import numpy_helper
 
-NEVER_GENERATED = {"Resize"}
 ACTIVATIONS = {"Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish"}
 AFFINE = {"BatchNormalization", "Mul", "Add", "Sub", "Div"}
 SIZE = [1, 3, 160, 160]
@@ -79,7 +78,7 @@ def expected_left(model):
     layers = {}  # layer node -> the tensor it produces now
     for i, n in enumerate(g.node):
         if n.op_type in ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
-                         "GlobalMaxPool", "Concat"):
+                         "GlobalMaxPool", "Concat", "Resize"):  # its FPN's nearest upsampling
             layers[i] = n.output[0]
         elif n.op_type == "Add":
             a, b = n.input

@@ -359,6 +359,46 @@ def add_flatten_dense(g, x):
     return g.node("Gemm", [flat, g.weights([k, features]), g.weights([k])], [n, k], transB=1)
 
 
+RESIZE_COORDINATES = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                      "tf_half_pixel_for_nn"]
+NEAREST_MODES = ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
+
+
+def add_resize(g, x):
+    """A Resize of the spatial axes: nearest or linear, any coordinate mode, by scales or by sizes
+    (constant, or computed from a tensor's Shape as torch's F.interpolate(size=...) writes it)."""
+    rng = g.rng
+    s = g.tensors[x]
+    spatial = s[2:]
+    # ONNX Runtime's linear takes 2 or 3 resized axes (rank 4 or 5).
+    mode = "linear" if rng.random() < 0.5 and len(s) >= 4 else "nearest"
+    coords = str(rng.choice(RESIZE_COORDINATES))
+    if mode == "linear" and coords == "tf_half_pixel_for_nn":
+        coords = "half_pixel"
+    attrs = {"mode": mode, "coordinate_transformation_mode": coords}
+    if mode == "nearest":
+        attrs["nearest_mode"] = str(rng.choice(NEAREST_MODES))
+    kind = rng.random()
+    if kind < 0.4:
+        scales = [float(rng.choice([0.5, 0.75, 1.5, 2.0, 2.5, 3.0])) for _ in spatial]
+        out = [max(int(np.floor(n * f)), 0) for n, f in zip(spatial, scales)]
+        if min(out) < 1:
+            return None
+        inputs = [x, "", g.const(np.array([1.0, 1.0] + scales, np.float32), "scales")]
+    else:
+        out = [int(rng.integers(1, 2 * n + 3)) for n in spatial]
+        sizes = g.const(np.array(s[:2] + out, np.int64), "sizes")
+        if kind > 0.75:  # the batch and channels from the tensor's own Shape
+            shape = g.node("Shape", [x], None)
+            nc = g.node("Slice", [shape, g.const(np.array([0], np.int64)),
+                                  g.const(np.array([2], np.int64))], None)
+            hw = g.node("Slice", [sizes, g.const(np.array([2], np.int64)),
+                                  g.const(np.array([len(s)], np.int64))], None)
+            sizes = g.node("Concat", [nc, hw], None, axis=0)
+        inputs = [x, "", "", sizes]
+    return g.node("Resize", inputs, s[:2] + out, **attrs)
+
+
 def float_graph(rng):
     g = Graph(rng)
     rank = 4 if rng.random() < 0.85 else 3
@@ -367,7 +407,8 @@ def float_graph(rng):
     steps = [add_conv] * 4 + [add_pool] * 2 + [add_conv_transpose, add_global, add_activation,
                                                add_activation, add_affine, add_affine, add_binary,
                                                add_binary, add_concat, add_head,
-                                               add_hard_sigmoid_chain, add_flatten_dense]
+                                               add_hard_sigmoid_chain, add_flatten_dense,
+                                               add_resize]
     last = "x"
     for _ in range(int(rng.integers(2, 8))):
         spatial = g.pick(unit_spatial=False) if rng.random() < 0.7 else None

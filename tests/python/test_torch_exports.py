@@ -1,4 +1,4 @@
-"""Whole PyTorch classifiers as torch.onnx.export writes them (Debian's torch 1.13: torchvision-
+"""Whole PyTorch classifiers and torchvision's segmentation models as torch.onnx.export writes them (Debian's torch 1.13: torchvision-
 style MobileNetV2, ResNet-50 bottlenecks, EfficientNet and MobileNetV3 blocks with
 squeeze-and-excite, MobileNetV3's hard swish, Keras-style ZeroPad2d pads): imported, compiled and
 run whole with padfold.compile, from the input image to the class scores, and
@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 import torch
+import torchvision
 from torch import nn
 
 import padfold
@@ -323,3 +324,42 @@ def test_a_ported_torch_export_computes_what_torch_computes(name, tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     report = padfold.port(path)
     assert report["left_to_caller"] == [] and report["layers"]
+
+
+class TorchvisionSegmentation(nn.Module):
+    """A torchvision segmentation model's 'out' (its forward returns a dict)."""
+
+    def __init__(self, name):
+        super().__init__()
+        kwargs = {"aux_loss": False} if name.startswith("fcn") else {}
+        self.model = randomized(getattr(torchvision.models.segmentation, name)(
+            weights=None, weights_backbone=None, **kwargs))
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
+# torchvision 0.14's segmentation models, random weights: their upsampling is F.interpolate(
+# size=input.shape[-2:], mode='bilinear'), a Resize whose sizes Shape -> Slice -> Concat computes.
+SEGMENTATION = {"lraspp_mobilenet_v3_large": (1, 3, 72, 56), "fcn_resnet50": (1, 3, 40, 36)}
+
+
+@pytest.mark.parametrize("name", sorted(SEGMENTATION))
+def test_torchvision_segmentation_runs_whole_and_matches_torch(name, tmp_path):
+    torch.manual_seed(3)
+    model = TorchvisionSegmentation(name).eval()
+    x = torch.randn(SEGMENTATION[name])
+    with torch.no_grad():
+        want = model(x).numpy()
+    path = tmp_path / f"{name}.onnx"
+    torch.onnx.export(model, x, str(path), opset_version=13, input_names=["image"],
+                      output_names=["out"])
+    padfold.import_onnx(path, tmp_path / "imported")
+    report = json.loads((tmp_path / "imported" / "import-report.json").read_text())
+    assert report["left_to_caller"] == []
+    spec = json.loads((tmp_path / "imported" / f"{name}.json").read_text())
+    assert sum(lay["op"] == "resize" for lay in spec["layers"]) >= 1
+    with padfold.compile(path) as b:
+        got = b.model()(x.numpy())
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())

@@ -764,12 +764,66 @@ TEST(OnnxConstantFold, EvaluatesShapeArithmeticAndRefusesTheRest) {
   f.add_float_data(1.f);
   k["f"] = f;
   EXPECT_FALSE(fold_constant_node(node("Neg", {"f"}), lookup));
-  EXPECT_FALSE(fold_constant_node(node("Gather", {"m", "s0"}), lookup));
+  EXPECT_FALSE(fold_constant_node(node("Gather", {"m", "s0"}), lookup));  // a 2-D table
+  // Gather of a 1-D tensor's values; Shape of a tensor whose shape is static (start/end count
+  // from the back when negative), and not of one whose shape is unknown.
+  ints("dims", {4}, {2, 3, 17, 19});
+  EXPECT_EQ(values(fold_constant_node(node("Gather", {"dims", "neg"}), lookup)),
+            (std::vector<int64_t>{19}));
+  const onnx_import::StaticShapeOf shapes =
+      [](const std::string& t) -> std::optional<std::vector<int64_t>> {
+    if (t == "x") return std::vector<int64_t>{1, 8, 30, 40};
+    return std::nullopt;
+  };
+  EXPECT_EQ(values(fold_constant_node(node("Shape", {"x"}), lookup, shapes)),
+            (std::vector<int64_t>{1, 8, 30, 40}));
+  onnx::NodeProto tail = node("Shape", {"x"});
+  onnx::AttributeProto* start = tail.add_attribute();
+  start->set_name("start");
+  start->set_type(onnx::AttributeProto::INT);
+  start->set_i(-2);
+  EXPECT_EQ(values(fold_constant_node(tail, lookup, shapes)), (std::vector<int64_t>{30, 40}));
+  EXPECT_FALSE(fold_constant_node(node("Shape", {"y"}), lookup, shapes));
+  EXPECT_FALSE(fold_constant_node(node("Shape", {"x"}), lookup));
   // A value count past kMaxFoldedValues.
   ints("huge", {1}, {onnx_import::kMaxFoldedValues + 1});
   onnx::NodeProto fill = node("ConstantOfShape", {"huge"});
   fill_with_zero(fill);
   EXPECT_FALSE(fold_constant_node(fill, lookup));
+}
+
+// torch's F.interpolate(size=...) writes a Resize whose sizes come from Shape -> Gather ->
+// Unsqueeze -> Concat: with the input size fixed they fold, and the Resize is a layer with those
+// sizes; a Resize of the channels, or a cubic one, is left to the caller saying why (here: the
+// import refuses the model, its one layer left, naming the reason).
+TEST(OnnxImport, ResizeSizesFromShapeArithmeticFold) {
+  for (const std::string variant : {"sizes", "channels", "cubic"}) {
+    ModelBuilder b;
+    b.input("x", {1, 3, 10, 12});
+    b.int_initializer("idx", {3});
+    b.int_initializer("twice_h", {variant == "channels" ? 4 : 3, 25});
+    b.node("Shape", {"x"}, {"shape"}, "shape");
+    b.node("Gather", {"shape", "idx"}, {"w"}, "w").i("axis", 0);
+    b.node("Concat", {"one_n", "twice_h", "w"}, {"sizes"}, "sizes").i("axis", 0);
+    b.int_initializer("one_n", {1});
+    b.node("Resize", {"x", "", "", "sizes"}, {"y"}, "up")
+        .str("mode", variant == "cubic" ? "cubic" : "linear");
+    b.output("y");
+    if (variant == "sizes") {
+      const ImportResult r = import(b);
+      ASSERT_TRUE(r.left_to_caller.empty()) << r.left_to_caller[0].reason;
+      const Layer* up = r.model.find_layer("up");
+      ASSERT_NE(up, nullptr);
+      EXPECT_EQ(up->op, Op::Resize);
+      EXPECT_EQ(up->out_spatial, (std::vector<int64_t>{25, 12}));
+      EXPECT_EQ(up->resize.scales, (std::vector<float>{2.5f, 1.f}));
+    } else {  // the model's one layer left: nothing to import
+      const std::string why = import_error(b);
+      EXPECT_TRUE(
+          has(why, variant == "cubic" ? "'cubic' is not generated" : "axis 1 (the channels)"))
+          << why;
+    }
+  }
 }
 
 // A unit axis the conv does not leave alone (a kernel of 2 over it, padded) keeps the conv at its

@@ -270,6 +270,32 @@ std::optional<Ints> arithmetic(const std::string& op, const Ints& a, const Ints&
   return r;
 }
 
+// Shape (opset 15: from `start` to `end`, negative counting from the back).
+Ints shape_of(const onnx::NodeProto& n, const Shape& dims) {
+  const auto r = static_cast<int64_t>(dims.size());
+  auto at = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + r : v, 0, r); };
+  const int64_t start = at(int_attribute(n, "start").value_or(0));
+  const int64_t end = at(int_attribute(n, "end").value_or(r));
+  Ints s;
+  for (int64_t k = start; k < end; ++k) s.v.push_back(dims[static_cast<size_t>(k)]);
+  s.dims = {static_cast<int64_t>(s.v.size())};
+  return s;
+}
+
+// Gather along axis 0 of a 1-D tensor (a shape's dims picked by index).
+std::optional<Ints> gather(const onnx::NodeProto& n, const Ints& data, const Ints& indices) {
+  if (data.dims.size() != 1 || int_attribute(n, "axis").value_or(0) != 0) return std::nullopt;
+  Ints r;
+  r.elem_type = data.elem_type;
+  r.dims = indices.dims;
+  const auto size = static_cast<int64_t>(data.v.size());
+  for (int64_t i : indices.v) {
+    if (i < -size || i >= size) return std::nullopt;
+    r.v.push_back(data.v[static_cast<size_t>(i < 0 ? i + size : i)]);
+  }
+  return r;
+}
+
 std::optional<Ints> evaluate(const onnx::NodeProto& n, const std::vector<std::optional<Ints>>& in) {
   const std::string& op = n.op_type();
   if (op == "ConstantOfShape") {
@@ -297,6 +323,7 @@ std::optional<Ints> evaluate(const onnx::NodeProto& n, const std::vector<std::op
   if (op == "Reshape" && in.size() == 2) return reshape(n, *in[0], *in[1]);
   if (op == "Slice" && in.size() >= 3 && !attribute(n, "starts")) return slice(*in[0], in);
   if (op == "Transpose" && in.size() == 1) return transpose(n, *in[0]);
+  if (op == "Gather" && in.size() == 2) return gather(n, *in[0], *in[1]);
   if ((op == "Unsqueeze" || op == "Squeeze") && in.size() <= 2)
     return unit_axes(n, *in[0], in.size() == 2 ? in[1] : std::nullopt, op == "Unsqueeze");
   if (op == "Cast" && in.size() == 1) {
@@ -361,17 +388,37 @@ std::optional<onnx::TensorProto> fold_scalar_qdq(
   return t;
 }
 
+onnx::TensorProto to_tensor(const std::string& name, const Ints& r) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(r.elem_type);
+  for (int64_t d : r.dims) t.add_dims(d);
+  for (int64_t v : r.v) {
+    if (r.elem_type == onnx::TensorProto::INT32)
+      t.add_int32_data(static_cast<int32_t>(v));
+    else
+      t.add_int64_data(v);
+  }
+  return t;
+}
+
 }  // namespace
 
 std::optional<onnx::TensorProto> fold_constant_node(
     const onnx::NodeProto& n,
-    const std::function<const onnx::TensorProto*(const std::string&)>& constant) {
+    const std::function<const onnx::TensorProto*(const std::string&)>& constant,
+    const StaticShapeOf& static_shape) {
   static const char* const kOps[] = {
-      "ConstantOfShape", "Concat",  "Reshape", "Slice", "Transpose", "Cast",
-      "Unsqueeze",       "Squeeze", "Add",     "Sub",   "Mul",       "Neg"};
+      "ConstantOfShape", "Concat", "Reshape", "Slice", "Transpose", "Cast", "Unsqueeze",
+      "Squeeze",         "Gather", "Add",     "Sub",   "Mul",       "Neg"};
   if ((!n.domain().empty() && n.domain() != "ai.onnx") || n.output_size() != 1 ||
       n.output(0).empty() || n.input_size() < 1)
     return std::nullopt;
+  if (n.op_type() == "Shape") {
+    const auto dims = static_shape && n.input_size() == 1 ? static_shape(n.input(0)) : std::nullopt;
+    if (!dims) return std::nullopt;
+    return to_tensor(n.output(0), shape_of(n, *dims));
+  }
   if (n.op_type() == "QuantizeLinear" || n.op_type() == "DequantizeLinear")
     return fold_scalar_qdq(n, constant);
   if (std::find(std::begin(kOps), std::end(kOps), n.op_type()) == std::end(kOps))
@@ -389,21 +436,28 @@ std::optional<onnx::TensorProto> fold_constant_node(
   }
   const std::optional<Ints> r = evaluate(n, in);
   if (!r || static_cast<int64_t>(r->v.size()) > kMaxFoldedValues) return std::nullopt;
-  onnx::TensorProto t;
-  t.set_name(n.output(0));
-  t.set_data_type(r->elem_type);
-  for (int64_t d : r->dims) t.add_dims(d);
-  for (int64_t v : r->v) {
-    if (r->elem_type == onnx::TensorProto::INT32)
-      t.add_int32_data(static_cast<int32_t>(v));
-    else
-      t.add_int64_data(v);
-  }
-  return t;
+  return to_tensor(n.output(0), *r);
 }
 
 int replace_folded_nodes(onnx::ModelProto& model) {
   onnx::GraphProto& g = *model.mutable_graph();
+  std::map<std::string, std::vector<int64_t>> shapes;  // the static ones
+  auto note = [&](const onnx::ValueInfoProto& v) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+    std::vector<int64_t> dims;
+    for (const auto& d : v.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value() || d.dim_value() < 1) return;
+      dims.push_back(d.dim_value());
+    }
+    shapes.emplace(v.name(), dims);
+  };
+  for (const auto& v : g.input()) note(v);
+  for (const auto& v : g.value_info()) note(v);
+  const auto static_shape = [&](const std::string& t) -> std::optional<std::vector<int64_t>> {
+    const auto it = shapes.find(t);
+    if (it != shapes.end()) return it->second;
+    return std::nullopt;
+  };
   std::map<std::string, onnx::TensorProto> values;  // copies: nodes are replaced as we go
   for (const auto& t : g.initializer()) values[t.name()] = t;
   const auto lookup = [&](const std::string& name) -> const onnx::TensorProto* {
@@ -418,7 +472,7 @@ int replace_folded_nodes(onnx::ModelProto& model) {
         values[n.output(0)] = a->t();
       continue;
     }
-    std::optional<onnx::TensorProto> t = fold_constant_node(n, lookup);
+    std::optional<onnx::TensorProto> t = fold_constant_node(n, lookup, static_shape);
     if (!t) continue;
     values[n.output(0)] = *t;
     onnx::NodeProto c;

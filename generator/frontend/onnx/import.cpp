@@ -46,7 +46,8 @@ enum class Role {
 const char* const kLayerOps[] = {
     "Conv",          "ConvTranspose", "MaxPool",   "AveragePool", "GlobalAveragePool",
     "GlobalMaxPool", "ReduceMean",    "ReduceMax", "Gemm",        "MatMul",
-    "Add",           "Mul",           "Concat",    "Softmax"};
+    "Add",           "Mul",           "Concat",    "Softmax",     "Resize",
+    "Upsample"};
 // Reshapes that are no op on a tensor with unit spatial dims (classify_unit_reshape).
 const char* const kReshapeOps[] = {"Flatten", "Reshape", "Squeeze", "Unsqueeze"};
 const char* const kActivationOps[] = {"Relu", "Clip",        "LeakyRelu", "Sigmoid",

@@ -490,6 +490,98 @@ std::variant<Draft, Left> draft_softmax(const Context& c, int i) {
   return d;
 }
 
+// Resize (opset 10: X, scales; 11 on: X, roi, scales, sizes) and Upsample (X, scales) of the
+// spatial axes: scales or sizes from constants, or the output size from shape inference where
+// sizes are computed (torch's F.interpolate(size=...) writes Shape -> Slice -> Concat, constant
+// once the input size is fixed).
+std::variant<Draft, Left> draft_resize(const Context& c, int i) {
+  const onnx::NodeProto& n = c.graph().node(i);
+  if (input_of(n, 0).empty()) c.fail(i, "expected input 'X'");
+  Draft d;
+  d.node = i;
+  const std::string x = c.canon(n.input(0));
+  TensorType xt;
+  if (std::string why = check_float_input(c, i, x, xt); !why.empty()) return Left{why};
+  const size_t rank = xt.shape.size();
+  if (rank < 3 || rank > 5)
+    return Left{"input 'X' has rank " + std::to_string(rank) +
+                "; padfold resizes N, C and 1-3 spatial axes"};
+  const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
+  const bool upsample = n.op_type() == "Upsample";
+  const int64_t opset = c.graph().opset();
+  const bool v10 = upsample || opset < 11;  // scales only, asymmetric coordinates
+  ResizeSpec r;
+  try {
+    r.mode = parse_resize_mode(c.at_node(i, [&] { return a.get_string("mode", "nearest"); }));
+    r.coordinates =
+        v10 ? ResizeCoordinates::Asymmetric : parse_resize_coordinates(c.at_node(i, [&] {
+          return a.get_string("coordinate_transformation_mode", "half_pixel");
+        }));
+    if (!v10)
+      r.rounding = parse_nearest_rounding(
+          c.at_node(i, [&] { return a.get_string("nearest_mode", "round_prefer_floor"); }));
+  } catch (const std::invalid_argument& e) {
+    return Left{e.what()};
+  }
+  if (c.at_node(i, [&] { return a.get_int("antialias", 0); }) != 0)
+    return Left{"antialias is set; padfold resizes without an antialiasing filter"};
+  if (a.find_ints("axes"))
+    return Left{"axes is given; padfold reads scales or sizes for every axis"};
+  if (c.at_node(i, [&] { return a.get_string("keep_aspect_ratio_policy", "stretch"); }) !=
+      "stretch")
+    return Left{"keep_aspect_ratio_policy is not 'stretch'"};
+  const std::string scales_name = input_of(n, v10 ? 1 : 2), sizes_name = v10 ? "" : input_of(n, 3);
+  std::vector<float> scales;
+  std::vector<int64_t> sizes;
+  if (!scales_name.empty()) {
+    const onnx::TensorProto* t = c.constant(scales_name);
+    if (!t) return Left{"its scales '" + scales_name + "' are computed, not a constant"};
+    scales = c.at_node(i, [&] { return to_float_tensor(*t, "scales").data; });
+  }
+  if (scales.empty() && !sizes_name.empty()) {
+    if (const onnx::TensorProto* t = c.constant(sizes_name)) {
+      sizes = c.at_node(i, [&] { return to_int64s(*t, "sizes"); });
+    } else if (const auto out = onnx_shape(c, n.output(0)); out && out->size() == rank) {
+      sizes = *out;  // shape inference's, for this input size
+    } else {
+      return Left{"its sizes '" + sizes_name +
+                  "' are computed and ONNX shape inference gives no static output shape"};
+    }
+  }
+  if (scales.empty() && sizes.empty())
+    c.fail(i, "expected scales or sizes (one of them non-empty)");
+  const size_t given = scales.empty() ? sizes.size() : scales.size();
+  if (given != rank)
+    c.fail(i, std::string(scales.empty() ? "sizes" : "scales") + " has " + std::to_string(given) +
+                  " values; expected " + std::to_string(rank) + " (one per axis of X " +
+                  shape_text(xt.shape, true) + ")");
+  for (size_t k = 0; k < 2; ++k)
+    if (scales.empty() ? sizes[k] != xt.shape[k] : scales[k] != 1.f)
+      return Left{std::string(scales.empty() ? "sizes" : "scales") + " change axis " +
+                  std::to_string(k) + " (" + (k == 0 ? "the batch" : "the channels") +
+                  "); padfold resizes the spatial axes"};
+  if (scales.empty())
+    r.output.assign(sizes.begin() + 2, sizes.end());
+  else
+    r.scales.assign(scales.begin() + 2, scales.end());
+  if (v10 && r.mode == ResizeMode::Nearest) {
+    // Opset 10's nearest rounds down when upsampling and up when downsampling, per axis.
+    const bool down = std::any_of(r.scales.begin(), r.scales.end(), [](float s) { return s < 1; });
+    const bool up = std::any_of(r.scales.begin(), r.scales.end(), [](float s) { return s > 1; });
+    if (down && up) return Left{"nearest at opset 10 upsamples one axis and downsamples another"};
+    r.rounding = down ? NearestRounding::Ceil : NearestRounding::Floor;
+  }
+  Layer& l = d.layer;
+  l.op = Op::Resize;
+  l.op_name = "resize";
+  l.spatial_dims = static_cast<int>(rank) - 2;
+  l.layout = layout_for(l.spatial_dims);
+  l.resize = r;
+  l.inputs = {x};
+  d.output = n.output(0);
+  return d;
+}
+
 }  // namespace
 
 std::optional<std::vector<int64_t>> onnx_shape(const Context& c, const std::string& t) {
@@ -791,6 +883,8 @@ std::variant<Draft, Left> draft_layer(const Context& c, int i, const DraftOption
     r = draft_dense(c, i, o);
   else if (n.op_type() == "Softmax")
     r = draft_softmax(c, i);
+  else if (n.op_type() == "Resize" || n.op_type() == "Upsample")
+    r = draft_resize(c, i);
   else
     r = draft_join(c, i);
   if (std::holds_alternative<Left>(r)) return r;

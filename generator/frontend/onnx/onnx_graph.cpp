@@ -325,8 +325,17 @@ onnx::ModelProto inferred_copy(const onnx::ModelProto& model, const std::string&
   onnx::GraphProto& ig = *inferred.mutable_graph();
   clear_inferred(ig);
   onnx::ModelProto shapes = inferred;
+  // Trailing empty inputs are absent optional inputs: dropped, as libonnx 1.12's Resize inference
+  // takes an empty sizes after scales for given and infers no output shape.
+  for (onnx::NodeProto& n : *shapes.mutable_graph()->mutable_node())
+    while (n.input_size() > 0 && n.input(n.input_size() - 1).empty())
+      n.mutable_input()->RemoveLast();
   replace_folded_nodes(shapes);
   infer_shapes(shapes, label);
+  // Shapes inferred for the fixed input size fold Shape nodes, and what computes on them (a
+  // Resize's sizes): their readers' shapes are then inferred in turn.
+  for (int round = 0; round < 4 && replace_folded_nodes(shapes) > 0; ++round)
+    infer_shapes(shapes, label);
   for (int round = 0; round < 8 && clear_stale_ceil_modes(shapes); ++round) {
     clear_inferred(*shapes.mutable_graph());
     infer_shapes(shapes, label);
@@ -497,7 +506,13 @@ GraphIndex::GraphIndex(const onnx::ModelProto& model, const std::string& label)
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& n = g.node(i);
     if (n.op_type() == "Constant" || n.output_size() != 1 || outputs_.count(n.output(0))) continue;
-    auto folded = fold_constant_node(n, [&](const std::string& t) { return constant(t); });
+    auto folded = fold_constant_node(
+        n, [&](const std::string& t) { return constant(t); },
+        [&](const std::string& t) -> std::optional<std::vector<int64_t>> {
+          const auto ty = type(t);
+          if (ty && ty->is_static()) return ty->shape;
+          return std::nullopt;
+        });
     if (!folded) continue;
     owned_.push_back(std::move(*folded));
     constants_[n.output(0)] = &owned_.back();
