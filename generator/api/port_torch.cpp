@@ -177,6 +177,28 @@ struct Emitter {
     return fmt::format("(F.avg_pool{}d({}, {}, {}) / self.{}_count)", d, in, k, s, attr);
   }
 
+  // Each spatial axis through a gather of the taps padfold resolved (padding/resize.h): exactly
+  // the pixels and weights the kernel reads, whatever the coordinate mode; F.interpolate has no
+  // option for most of ONNX's modes.
+  static std::string resized(const Layer& L, std::string x) {
+    for (size_t i = 0; i < L.in_spatial.size(); ++i) {
+      std::vector<int64_t> first, second;
+      std::vector<std::string> wf, ws;
+      for (const ResizeTap& t : resize_taps(L.resize, i, L.in_spatial[i])) {
+        first.push_back(t.first);
+        second.push_back(t.second);
+        wf.push_back(python_float(t.first_weight));
+        ws.push_back(python_float(t.second_weight));
+      }
+      const size_t dim = 2 + i;
+      x = L.resize.mode == ResizeMode::Nearest
+              ? fmt::format("_resize_axis({}, {}, [{}])", x, dim, join(first))
+              : fmt::format("_resize_axis({}, {}, [{}], [{}], [{}], [{}])", x, dim, join(first),
+                            join(second), fmt::join(wf, ", "), fmt::join(ws, ", "));
+    }
+    return x;
+  }
+
   std::string layer(const Layer& L, const std::string& root) {
     check_portable(L);
     std::vector<std::string> in;
@@ -197,6 +219,8 @@ struct Emitter {
         return fmt::format("torch.cat([{}], 1)", fmt::join(in, ", "));
       case Op::Softmax:
         return fmt::format("F.softmax({}, 1)", in[0]);
+      case Op::Resize:
+        return resized(L, in[0]);
       case Op::Transpose: {
         const std::string t = permuted(in[0], to_layout_perm(L.input_layout));
         return permuted(fmt::format("{}.permute({})", t, join(L.perm)), from_layout_perm(L.layout));
@@ -287,6 +311,18 @@ def _pad_symmetric(x, pads):
         idx = list(range(before - 1, -1, -1)) + list(range(n)) + list(range(n - 1, n - 1 - after, -1))
         x = x.index_select(dim, torch.tensor(idx, device=x.device))
     return x
+
+
+def _resize_axis(x, dim, first, second=None, first_weight=None, second_weight=None):
+    """One axis of a resize, as padfold resolved it: each output index reads input `first`
+    (nearest) or first_weight * `first` + second_weight * `second` (linear)."""
+    at = lambda idx: x.index_select(dim, torch.tensor(idx, device=x.device))
+    if second is None:
+        return at(first)
+    shape = [1] * x.dim()
+    shape[dim] = -1
+    weight = lambda w: torch.tensor(w, dtype=x.dtype, device=x.device).view(shape)
+    return at(first) * weight(first_weight) + at(second) * weight(second_weight)
 
 
 class Model(nn.Module):

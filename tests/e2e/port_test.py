@@ -8,9 +8,10 @@ report is right about every layer.
   port (padding=dilation*(k-1)//2) is run beside the exact pads, and the report's naive_differs
   says exactly whether the two outputs differ.
 - torch.onnx exports of small networks (asymmetric ZeroPad2d, ceil_mode and count_include_pad
-  pools, transposed convs, squeeze-and-excite, concat): the ported module equals torch's output.
+  pools, transposed convs, squeeze-and-excite, concat, F.interpolate nearest and bilinear): the
+  ported module equals torch's output.
 - A padfold spec with every border mode, ceil_mode pools, a cropped and an extended transposed
-  conv and a transpose layer: the ported module equals `padfold run --model` on the same input.
+  conv, resize layers and a transpose layer: the ported module equals `padfold run --model` on the same input.
 - Refusals: an int8 model, a model with nodes left to the caller, --emit with --to keras, a spec
   without weight files: a clear error naming the layer or node, and nothing written.
 
@@ -193,13 +194,29 @@ class DilatedNet(nn.Module):
         return torch.tanh(self.pool(F.leaky_relu(self.b(F.relu6(self.a(x))), 0.1)))
 
 
+class UpsamplingNet(nn.Module):
+    """F.interpolate as segmentation heads use it: nearest by 2, bilinear to an odd size
+    (align_corners False and True), exported as Resize nodes the port gathers exactly."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 4, 3, 2, 1)
+        self.b = nn.Conv2d(4, 5, 1)
+
+    def forward(self, x):
+        y = self.b(F.interpolate(torch.relu(self.a(x)), scale_factor=2, mode="nearest"))
+        return (F.interpolate(y, size=(23, 17), mode="bilinear", align_corners=False) +
+                F.interpolate(y, size=(23, 17), mode="bilinear", align_corners=True))
+
+
 def check_torch(padfold, repo, work, name):
     d = work / name
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
     torch.manual_seed(3)
     net, shape = {"torch_net": (TorchNet, [1, 3, 35, 33]),
-                  "torch_dilated": (DilatedNet, [1, 4, 17, 19])}[name]
+                  "torch_dilated": (DilatedNet, [1, 4, 17, 19]),
+                  "torch_upsampling": (UpsamplingNet, [1, 3, 18, 13])}[name]
     net = net().eval()
     for m in net.modules():
         if isinstance(m, nn.BatchNorm2d):
@@ -254,7 +271,12 @@ def border_spec(d):
                    "weight_layout": "IOHW", "out_channels": 3, "kernel": [3, 3], "stride": [2, 2],
                    "padding": [1, 0, 0, 0], "output_shape": [7, 8], "bias": True,
                    "weight_files": {"weights": "weights/up_w.npy", "bias": "weights/up_b.npy"}})
-    layers.append({"name": "nchw", "op": "transpose", "input": "avgp", "perm": [0, 3, 1, 2]})
+    layers.append({"name": "near", "op": "resize", "input": "avgp", "mode": "nearest",
+                   "coordinate_transformation_mode": "tf_half_pixel_for_nn",
+                   "nearest_mode": "round_prefer_ceil", "scales": [1.5, 1.0]})
+    layers.append({"name": "lin", "op": "resize", "input": "near", "mode": "linear",
+                   "coordinate_transformation_mode": "half_pixel", "output_size": [11, 3]})
+    layers.append({"name": "nchw", "op": "transpose", "input": "lin", "perm": [0, 3, 1, 2]})
     spec = {"model": "borders", "inputs": [{"name": "x", "shape": [1, 11, 10, 3], "layout": "NHWC"}],
             "outputs": ["up", "nchw"], "layers": layers}
     (d / "borders.json").write_text(json.dumps(spec))
@@ -374,7 +396,8 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     keras = sorted(p.stem for p in (repo / "tests/data/keras").glob("*.onnx"))
     status = run_checks(check_keras, keras, padfold, repo, work)
-    status |= run_checks(check_torch, ["torch_net", "torch_dilated"], padfold, repo, work)
+    status |= run_checks(check_torch, ["torch_net", "torch_dilated", "torch_upsampling"], padfold,
+                         repo, work)
     status |= run_checks(check_spec, ["borders"], padfold, repo, work)
     status |= run_checks(check_refusals, ["refusals"], padfold, repo, work)
     status |= run_checks(check_hostile_text, ["hostile_text"], padfold, repo, work)
