@@ -4,7 +4,9 @@
 classifiers from the image to 1000 class scores: MobileNetV2 with Keras-style SAME padding on its
 strided convs (nn.ZeroPad2d, which torch 1.13 exports as a Pad of computed pads), EfficientNet-B0
 (MBConv blocks with squeeze-and-excite, SiLU) with TensorFlow SAME pads, and ResNet-50 v1.5.
-Torchvision's architectures, written out here for Debian's torch 1.13 (no torchvision).
+Torchvision's architectures, written out here for Debian's torch 1.13. Also torchvision 0.14's
+(Debian's python3-torchvision) segmentation models LR-ASPP MobileNetV3-Large and FCN-ResNet50
+(their 'out': 21 classes per pixel, upsampled by F.interpolate(mode='bilinear')).
 Usage: /usr/bin/python3 make_models.py OUT_DIR"""
 import math
 import pathlib
@@ -130,8 +132,24 @@ def resnet50():
     return classifier(nn.Sequential(*layers), cin)
 
 
+class Segmentation(nn.Module):
+    """A torchvision segmentation model's 'out' (its forward returns a dict)."""
+
+    def __init__(self, name):
+        super().__init__()
+        import torchvision  # only these models need it
+        kwargs = {"aux_loss": False} if name.startswith("fcn") else {}
+        self.model = getattr(torchvision.models.segmentation, name)(
+            weights=None, weights_backbone=None, **kwargs)
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
 MODELS = {"mobilenet_v2": mobilenet_v2, "efficientnet_b0": efficientnet_b0,
-          "resnet50": resnet50}
+          "resnet50": resnet50,
+          "lraspp_mobilenet_v3_large": lambda: Segmentation("lraspp_mobilenet_v3_large"),
+          "fcn_resnet50": lambda: Segmentation("fcn_resnet50")}
 
 
 def randomize(model, seed):
