@@ -173,8 +173,8 @@ void resolve_resize(Layer& l) {
              fmt::format("an output of 1 to {}", kMaxSize));
       r.output.push_back(out);
     }
-    if (r.output[i] > kMaxSize)
-      fail("output_size", std::to_string(r.output[i]), fmt::format("at most {}", kMaxSize));
+    if (r.output[i] < 1 || r.output[i] > kMaxSize)
+      fail("output_size", std::to_string(r.output[i]), fmt::format("1 to {}", kMaxSize));
   }
   if (r.scales.empty())
     for (size_t i = 0; i < dims; ++i)

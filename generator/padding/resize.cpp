@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "base/enum_names.h"
@@ -79,7 +80,9 @@ std::string to_string(NearestRounding r) {
 }
 
 int64_t resized_size(int64_t input, float scale) {
-  return static_cast<int64_t>(std::floor(static_cast<double>(input) * scale));
+  const double v = std::floor(static_cast<double>(input) * static_cast<double>(scale));
+  if (!(v > -1e18 && v < 1e18)) return v > 0 ? std::numeric_limits<int64_t>::max() : -1;
+  return static_cast<int64_t>(v);
 }
 
 std::vector<ResizeTap> resize_taps(const ResizeSpec& spec, size_t axis, int64_t in) {

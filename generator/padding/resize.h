@@ -50,7 +50,7 @@ std::string to_string(ResizeMode m);
 std::string to_string(ResizeCoordinates c);
 std::string to_string(NearestRounding r);
 
-// ONNX's output size for a scale: floor(input * scale).
+// ONNX's output size for a scale: floor(input * scale); INT64_MAX (or -1) past 10^18.
 int64_t resized_size(int64_t input, float scale);
 
 // The input coordinate output index x maps to, before clamping. T is float or Halide::Expr (a

@@ -147,7 +147,8 @@ TEST(Resize, SizesScalesAndErrors) {
   const std::pair<json, const char*> bad[] = {
       {{{"scales", {2.0}}}, "field 'scales'"},
       {{{"scales", {0.0, 1.0}}}, "field 'scales'"},
-      {{{"scales", {0.1, 1.0}}}, "field 'scales'"},  // an output of 0
+      {{{"scales", {0.1, 1.0}}}, "field 'scales'"},   // an output of 0
+      {{{"scales", {1e30, 1.0}}}, "field 'scales'"},  // past every size limit
       {{{"output_size", {3}}}, "field 'output_size'"},
       {json::object(), "field 'output_size'"},
       {{{"scales", {2.0, 2.0}}, {"mode", "cubic"}}, "field 'mode'"},
