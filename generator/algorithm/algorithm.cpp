@@ -608,10 +608,8 @@ void build_resize(Algorithm& a) {
     }
     index.push_back(ix);
     weight.push_back(w);
-    const Var& v = a.spatial[dims - 1 - i];
-    var_of.push_back(static_cast<size_t>(
-        std::find_if(a.vars.begin(), a.vars.end(), [&](const Var& u) { return u.same_as(v); }) -
-        a.vars.begin()));
+    // a.vars is (c,) W, H, (D,) (c,) n: spatial axis i (outermost first) is the (dims - 1 - i)th.
+    var_of.push_back(dims - 1 - i + (L.layout.channels_last ? 1 : 0));
   }
   const int corners = linear ? 1 << dims : 1;
   Expr sum;
@@ -622,8 +620,8 @@ void build_resize(Algorithm& a) {
       const int side = (corner >> (dims - 1 - k)) & 1;
       const Expr v = a.vars[var_of[k]];
       // The table holds indices inside the input: promised, so bounds are the input's.
-      at[var_of[k]] = unsafe_promise_clamped(index[k](v, side), 0,
-                                             static_cast<int>(L.in_spatial[k]) - 1);
+      at[var_of[k]] =
+          unsafe_promise_clamped(index[k](v, side), 0, static_cast<int>(L.in_spatial[k]) - 1);
       if (linear) w = w.defined() ? w * weight[k](v, side) : weight[k](v, side);
     }
     const Expr term = linear ? w * a.input(at) : a.input(at);
@@ -632,8 +630,6 @@ void build_resize(Algorithm& a) {
   a.output(a.vars) = sum;
 }
 
-// Input i holds channels [offset_i, offset_i + channels_i) of the output. Each read is clamped to
-// its input's channels, so bounds inference asks no input for channels it does not have.
 // The edges of a quantized model: float32 -> int8/uint8 and back, element by element.
 void build_quantize(Algorithm& a) {
   a.output(a.vars) = quantize_element(*a.layer, a.input(a.vars));

@@ -151,37 +151,16 @@ void check_channels(Layer& l) {
 // A resize's output size from its scales (floor(input * scale), as ONNX), or its scales from its
 // output size (output / input, the scale ONNX's coordinates use then). No padding: pads of 0.
 void resolve_resize(Layer& l) {
-  ResizeSpec& r = l.resize;
-  const size_t dims = l.in_spatial.size();
-  const std::string per_axis = fmt::format("{} values, one per spatial axis", dims);
-  if (!r.output.empty() && r.output.size() != dims)
-    fail("output_size", fmt::format("{} values", r.output.size()), per_axis);
-  if (!r.scales.empty() && r.scales.size() != dims)
-    fail("scales", fmt::format("{} values", r.scales.size()), per_axis);
-  for (float s : r.scales)
-    if (!(s > 0.f) || !std::isfinite(s))
-      fail("scales", fmt::format("{}", s), "finite scales above 0");
   if (l.dtype != DType::F32)
     fail("dtype", to_string(l.dtype), "float32 (padfold resizes float32 tensors)");
-  for (size_t i = 0; i < dims; ++i) {
-    if (r.output.size() < dims) {
-      const int64_t out = resized_size(l.in_spatial[i], r.scales[i]);
-      if (out < 1 || out > kMaxSize)
-        fail("scales",
-             fmt::format("{} for an input of {} (an output of {})", r.scales[i], l.in_spatial[i],
-                         out),
-             fmt::format("an output of 1 to {}", kMaxSize));
-      r.output.push_back(out);
-    }
-    if (r.output[i] < 1 || r.output[i] > kMaxSize)
-      fail("output_size", std::to_string(r.output[i]), fmt::format("1 to {}", kMaxSize));
+  try {
+    resolve_resize_sizes(l.resize, l.in_spatial);
+  } catch (const PaddingError& e) {
+    throw LayerError(e.field, e.what());
   }
-  if (r.scales.empty())
-    for (size_t i = 0; i < dims; ++i)
-      r.scales.push_back(static_cast<float>(r.output[i]) / static_cast<float>(l.in_spatial[i]));
   l.pads = {};
-  for (int64_t out : r.output) l.pads.axes.push_back({0, 0, out});
-  l.out_spatial = r.output;
+  for (int64_t out : l.resize.output) l.pads.axes.push_back({0, 0, out});
+  l.out_spatial = l.resize.output;
 }
 
 void resolve_pads(Layer& l) {

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <stdexcept>
 
 #include "base/enum_names.h"
+#include "base/limits.h"
+#include "padding/padding.h"
 
 namespace padfold {
 namespace {
@@ -83,6 +86,45 @@ int64_t resized_size(int64_t input, float scale) {
   const double v = std::floor(static_cast<double>(input) * static_cast<double>(scale));
   if (!(v > -1e18 && v < 1e18)) return v > 0 ? std::numeric_limits<int64_t>::max() : -1;
   return static_cast<int64_t>(v);
+}
+
+namespace {
+std::string float_text(float v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", static_cast<double>(v));
+  return text;
+}
+}  // namespace
+
+void resolve_resize_sizes(ResizeSpec& spec, const std::vector<int64_t>& in) {
+  const size_t dims = in.size();
+  const std::string per_axis =
+      "; expected " + std::to_string(dims) + " values, one per spatial axis";
+  if (!spec.output.empty() && spec.output.size() != dims)
+    throw PaddingError(std::to_string(spec.output.size()) + " values" + per_axis, "output_size");
+  if (!spec.scales.empty() && spec.scales.size() != dims)
+    throw PaddingError(std::to_string(spec.scales.size()) + " values" + per_axis, "scales");
+  for (float s : spec.scales)
+    if (!(s > 0.f) || !std::isfinite(s))
+      throw PaddingError(float_text(s) + "; expected finite scales above 0", "scales");
+  const std::string limit = std::to_string(kMaxSize);
+  for (size_t i = 0; i < dims; ++i) {
+    if (spec.output.size() < dims) {
+      const int64_t out = resized_size(in[i], spec.scales[i]);
+      if (out < 1 || out > kMaxSize)
+        throw PaddingError(float_text(spec.scales[i]) + " for an input of " +
+                               std::to_string(in[i]) + " (an output of " + std::to_string(out) +
+                               "); expected an output of 1 to " + limit,
+                           "scales");
+      spec.output.push_back(out);
+    }
+    if (spec.output[i] < 1 || spec.output[i] > kMaxSize)
+      throw PaddingError(std::to_string(spec.output[i]) + "; expected 1 to " + limit,
+                         "output_size");
+  }
+  if (spec.scales.empty())
+    for (size_t i = 0; i < dims; ++i)
+      spec.scales.push_back(static_cast<float>(spec.output[i]) / static_cast<float>(in[i]));
 }
 
 std::vector<ResizeTap> resize_taps(const ResizeSpec& spec, size_t axis, int64_t in) {

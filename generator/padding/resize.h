@@ -53,6 +53,12 @@ std::string to_string(NearestRounding r);
 // ONNX's output size for a scale: floor(input * scale); INT64_MAX (or -1) past 10^18.
 int64_t resized_size(int64_t input, float scale);
 
+// Completes `spec` for the input sizes `in` (one per spatial axis): the output from the scales
+// where the spec gives no sizes, the scales as output / input where it gives no scales. Throws
+// PaddingError naming the field (output_size, scales) for a count other than one per axis, a scale
+// that is not finite and above 0, or an output outside 1..kMaxSize.
+void resolve_resize_sizes(ResizeSpec& spec, const std::vector<int64_t>& in);
+
 // The input coordinate output index x maps to, before clamping. T is float or Halide::Expr (a
 // float expression of the output index).
 template <typename T>

@@ -19,16 +19,9 @@ const char* const kCoordinates[] = {"half_pixel", "pytorch_half_pixel", "align_c
 const char* const kRoundings[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
 
 Layer resize_layer(const std::vector<int64_t>& shape, bool channels_last, const json& fields) {
-  const std::string letters = spatial_letters(static_cast<int>(shape.size()) - 2);
-  json layer = {{"name", "rs"}, {"op", "resize"}, {"input", "x"}};
+  json layer = {{"name", "rs"}, {"op", "resize"}};
   layer.update(fields);
-  const json spec = {{"model", "r"},
-                     {"inputs",
-                      {{{"name", "x"},
-                        {"shape", shape},
-                        {"layout", channels_last ? "N" + letters + "C" : "NC" + letters}}}},
-                     {"layers", {layer}}};
-  return parse_spec(spec.dump(), "resize.json").layers.back();
+  return layer_reading(shape, channels_last, layer);
 }
 
 struct Case {
@@ -107,18 +100,14 @@ TEST_P(ResizeKernels, EqualTheReference) {
     const Layer L = resize_layer(in_layout(c.shape, c.channels_last), c.channels_last, c.fields);
     SCOPED_TRACE(
         fmt::format("{} {} {}", L.layout.name(), fmt::join(c.shape, "x"), c.fields.dump()));
-    if (!runs_here(family.target)) {
-      EXPECT_GT(compile_only(L, family.target), 0);
-      continue;
-    }
-    const ref::LayerData data = ref::random_data(L, family.seed);
-    const ref::Tensor want = ref::reference_output(L, data);
-    const ref::Tensor got = kernel_output(L, data, family.target);
-    ASSERT_EQ(got.shape, want.shape);
+    const auto run = run_or_compile(L, family.target, family.seed);
+    if (!run) continue;
+    ASSERT_EQ(run->got.shape, run->want.shape);
     if (L.resize.mode == ResizeMode::Nearest) {
-      ASSERT_EQ(got.data, want.data);
+      ASSERT_EQ(run->got.data, run->want.data);
     } else {
-      EXPECT_LE(ref::max_abs_diff(got, want), 1e-5 * std::max(1.0, ref::max_abs(want)));
+      EXPECT_LE(ref::max_abs_diff(run->got, run->want),
+                1e-5 * std::max(1.0, ref::max_abs(run->want)));
     }
   }
 }

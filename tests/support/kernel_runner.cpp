@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include "compile/block.h"
 #include "compile/lower.h"
@@ -247,6 +248,32 @@ std::string compiled_assembly(const Layer& L, const std::string& target_name,
                          std::ifstream in(f);
                          return std::string(std::istreambuf_iterator<char>(in), {});
                        });
+}
+
+Layer layer_reading(const std::vector<int64_t>& shape, bool channels_last,
+                    const nlohmann::json& layer) {
+  const std::string letters = spatial_letters(static_cast<int>(shape.size()) - 2);
+  nlohmann::json l = layer;
+  l["input"] = "x";
+  const nlohmann::json spec = {
+      {"model", "one"},
+      {"inputs",
+       {{{"name", "x"},
+         {"shape", shape},
+         {"layout", channels_last ? "N" + letters + "C" : "NC" + letters}}}},
+      {"layers", {l}}};
+  return parse_spec(spec.dump(), "one_layer.json").layers.back();
+}
+
+std::optional<KernelAndReference> run_or_compile(const Layer& layer, const std::string& target,
+                                                 unsigned seed) {
+  if (!runs_here(target)) {
+    if (compile_only(layer, target) <= 0)
+      throw std::runtime_error("the kernel of " + layer.name + " for " + target + " has no code");
+    return std::nullopt;
+  }
+  const ref::LayerData data = ref::random_data(layer, seed);
+  return KernelAndReference{kernel_output(layer, data, target), ref::reference_output(layer, data)};
 }
 
 }  // namespace padfold::testing

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -80,5 +81,19 @@ std::string compiled_assembly(const Layer& layer, const std::string& target,
 
 // Whether this CPU runs code for `target` ("host" or a Halide target string).
 bool runs_here(const std::string& target);
+
+// `layer` (its fields as a spec writes them, "input" set here) reading a model input "x" of
+// `shape` (in the layout's order), resolved as the spec parser resolves it; throws SpecError.
+Layer layer_reading(const std::vector<int64_t>& shape, bool channels_last,
+                    const nlohmann::json& layer);
+
+// The kernel's output (got) and the reference's (want) on the same random data drawn with `seed`;
+// or, where this CPU cannot run `target`, nullopt after compiling the kernel only (throwing if the
+// compile gives no code).
+struct KernelAndReference {
+  ref::Tensor got, want;
+};
+std::optional<KernelAndReference> run_or_compile(const Layer& layer, const std::string& target,
+                                                 unsigned seed);
 
 }  // namespace padfold::testing
