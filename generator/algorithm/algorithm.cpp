@@ -581,6 +581,30 @@ void build_transpose(Algorithm& a) {
   a.output(a.vars) = a.input(args);
 }
 
+// Output channel k reads input channel channels[k]: at an offset and step where the channels are a
+// run (a Split or Slice: plain loads, and bounds inference asks for the run alone), else through a
+// table embedded in the kernel, its entries promised inside the input.
+void build_gather_channels(Algorithm& a) {
+  const Layer& L = *a.layer;
+  const std::vector<int64_t>& ch = L.channels;
+  const int64_t step = ch.size() > 1 ? ch[1] - ch[0] : 1;
+  bool run = true;
+  for (size_t k = 0; k < ch.size(); ++k)
+    run = run && ch[k] == ch[0] + step * static_cast<int64_t>(k);
+  Expr source;
+  if (run) {
+    source = a.c * static_cast<int>(step) + static_cast<int>(ch[0]);
+  } else {
+    Buffer<int32_t> table(static_cast<int>(ch.size()), L.name + "_channels");
+    for (size_t k = 0; k < ch.size(); ++k) table(static_cast<int>(k)) = static_cast<int32_t>(ch[k]);
+    source = unsafe_promise_clamped(table(a.c), 0, static_cast<int>(L.in_channels) - 1);
+  }
+  // a.vars is c, W, H, (D,) n channels last, else W, H, (D,) c, n.
+  std::vector<Expr> at(a.vars.begin(), a.vars.end());
+  at[L.layout.channels_last ? 0 : L.in_spatial.size()] = source;
+  a.output(a.vars) = a.input(at);
+}
+
 // Each spatial axis reads through a table of its taps (padding/resize.h's resize_taps, computed
 // here for the fixed sizes and embedded in the kernel): nearest one index, linear two indices and
 // their weights, clamped to the input, so the edge is folded in and no read leaves the input.
@@ -851,6 +875,9 @@ Algorithm build_algorithm(const Layer& L, const AlgorithmVariant& variant, const
       break;
     case Op::Resize:
       build_resize(a);
+      break;
+    case Op::GatherChannels:
+      build_gather_channels(a);
       break;
   }
   if (!a.output.defined() && L.quantized()) {

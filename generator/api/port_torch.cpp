@@ -177,6 +177,19 @@ struct Emitter {
     return fmt::format("(F.avg_pool{}d({}, {}, {}) / self.{}_count)", d, in, k, s, attr);
   }
 
+  // A run of channels as a slice (a Split's part), any other list as an index.
+  static std::string gathered_channels(const Layer& L, const std::string& x) {
+    const std::vector<int64_t>& ch = L.channels;
+    const int64_t step = ch.size() > 1 ? ch[1] - ch[0] : 1;
+    bool run = step > 0;
+    for (size_t k = 0; k < ch.size() && run; ++k)
+      run = ch[k] == ch[0] + step * static_cast<int64_t>(k);
+    if (!run) return fmt::format("{}[:, [{}]]", x, join(ch));
+    const int64_t stop = ch.back() + 1;
+    return step == 1 ? fmt::format("{}[:, {}:{}]", x, ch[0], stop)
+                     : fmt::format("{}[:, {}:{}:{}]", x, ch[0], stop, step);
+  }
+
   // Each spatial axis through a gather of the taps padfold resolved (padding/resize.h): exactly
   // the pixels and weights the kernel reads, whatever the coordinate mode; F.interpolate has no
   // option for most of ONNX's modes.
@@ -221,6 +234,8 @@ struct Emitter {
         return fmt::format("F.softmax({}, 1)", in[0]);
       case Op::Resize:
         return resized(L, in[0]);
+      case Op::GatherChannels:
+        return gathered_channels(L, in[0]);
       case Op::Transpose: {
         const std::string t = permuted(in[0], to_layout_perm(L.input_layout));
         return permuted(fmt::format("{}.permute({})", t, join(L.perm)), from_layout_perm(L.layout));

@@ -121,6 +121,7 @@ double Layer::flops() const {
       return n * out_channels * product(out_spatial) * static_cast<double>(inputs.size() - 1);
     case Op::Concat:
     case Op::Transpose:
+    case Op::GatherChannels:
       return 0;
     case Op::Softmax:  // a max, an exp, a sum and a divide per output, as multiply-adds
       return 4 * n * out_channels * product(out_spatial);

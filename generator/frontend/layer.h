@@ -20,7 +20,9 @@ namespace padfold {
 // Softmax normalizes over channels: one input, no window (a classifier's probabilities).
 // Quantize (float32 -> int8/uint8) and Dequantize (int8/uint8 -> float32) convert a tensor
 // element by element at a quantized model's edges (docs/int8.md); their dtype is the quantized
-// side. Resize scales the spatial axes by interpolation (padding/resize.h).
+// side. Resize scales the spatial axes by interpolation (padding/resize.h). GatherChannels copies
+// input channels in any order, each any number of times: a channel Split or Slice, a permutation
+// such as a channel shuffle, and their compositions.
 enum class Op {
   Conv,
   ConvTranspose,
@@ -33,7 +35,8 @@ enum class Op {
   Quantize,
   Dequantize,
   Transpose,
-  Resize
+  Resize,
+  GatherChannels
 };
 enum class Activation { None, Relu, Relu6, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Silu };
 enum class DType { F32, F16, I8, U8 };  // F32, and I8/U8 quantized layers (quant below)
@@ -133,6 +136,8 @@ struct Layer {
   // resize: the interpolation, its coordinates, the output size and scales (resolution fills
   // whichever of the two the spec left out).
   ResizeSpec resize;
+  // gather_channels: output channel k is input channel channels[k].
+  std::vector<int64_t> channels;
   bool ceil_mode = false;          // pooling
   bool count_include_pad = false;  // avg_pool
   Border border = Border::Zeros;

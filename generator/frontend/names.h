@@ -22,6 +22,7 @@ inline constexpr EnumName<Op> kOpNames[] = {
     {Op::Dequantize, "dequantize"},
     {Op::Transpose, "transpose"},
     {Op::Resize, "resize"},
+    {Op::GatherChannels, "gather_channels"},
 };
 
 inline constexpr EnumName<Activation> kActivationNames[] = {

@@ -129,6 +129,18 @@ void window_input_shape(const TensorSource& src, Layer& l) {
 }
 
 void check_channels(Layer& l) {
+  if (l.op == Op::GatherChannels) {
+    for (int64_t k : l.channels)
+      if (k < 0 || k >= l.in_channels)
+        fail("channels", std::to_string(k),
+             fmt::format("input channels 0 to {} (the input has {})", l.in_channels - 1,
+                         l.in_channels));
+    if (l.channels.size() > static_cast<size_t>(kMaxSize))
+      fail("channels", fmt::format("{} values", l.channels.size()),
+           fmt::format("at most {} (the int32 limit)", kMaxSize));
+    l.out_channels = static_cast<int64_t>(l.channels.size());
+    return;
+  }
   if (!l.has_weights()) {
     if (!l.is_join()) l.out_channels = l.in_channels;
     return;

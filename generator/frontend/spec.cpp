@@ -34,7 +34,7 @@ const SpecKeys& spec_keys() {
        "out_channels", "kernel", "stride", "dilation", "groups", "depth_multiplier", "padding",
        "convention", "output_padding", "output_shape", "ceil_mode", "count_include_pad", "border",
        "bias", "activation", "quant", "weight_files", "read_by", "perm", "input_layout", "mode",
-       "coordinate_transformation_mode", "nearest_mode", "scales", "output_size"}};
+       "coordinate_transformation_mode", "nearest_mode", "scales", "output_size", "channels"}};
   // clang-format on
   return keys;
 }
@@ -84,6 +84,7 @@ const std::vector<OpOnly> kOpOnly = {
     {"nearest_mode", {Op::Resize}, "resize layers"},
     {"scales", {Op::Resize}, "resize layers"},
     {"output_size", {Op::Resize}, "resize layers"},
+    {"channels", {Op::GatherChannels}, "gather_channels layers"},
 };
 
 struct OpInfo {
@@ -374,6 +375,7 @@ class Parser {
     }
     resolving(j, c, [&] { take_input_shapes(l, sources); });
     if (l.op == Op::Resize) parse_resize(j, c, l);
+    if (l.op == Op::GatherChannels) parse_gathered_channels(j, c, l);
     if (l.has_window()) {
       parse_kernel(j, c, l);
       parse_channels(j, c, l);
@@ -803,6 +805,15 @@ class Parser {
   }
 
   // The interpolation and either sizes or scales, one per spatial axis (resolution checks them).
+  static void parse_gathered_channels(const json& j, const Ctx& c, Layer& l) {
+    const char* expected =
+        "a list of input channels, one per output channel (e.g. [2, 3] for the last two of 4)";
+    if (!j.contains("channels")) c.fail("channels", "missing", expected);
+    if (!j["channels"].is_array() || j["channels"].empty())
+      c.fail("channels", describe(j["channels"]), expected);
+    for (const auto& e : j["channels"]) l.channels.push_back(c.get_int(e, "channels", expected));
+  }
+
   static void parse_resize(const json& j, const Ctx& c, Layer& l) {
     ResizeSpec& r = l.resize;
     auto named = [&](const char* field, auto parse) {

@@ -112,6 +112,9 @@ ref::Tensor reference_output(const Layer& L, const LayerData& d) {
                           to_string(r.rounding), r.output, r.scales});
       break;
     }
+    case Op::GatherChannels:
+      y = ref::gather_channels(x, L.channels);
+      break;
     case Op::Add:
     case Op::Mul:
     case Op::Concat:  // several inputs: join_kernels_test has their reference

@@ -475,6 +475,22 @@ Tensor resize(const Tensor& x, const ResizeParams& p) {
   return y;
 }
 
+Tensor gather_channels(const Tensor& x, const std::vector<int64_t>& channels) {
+  require(x.rank() >= 2, "gather_channels: a tensor of rank 2 or more");
+  const int64_t n = x.shape[0], c = x.shape[1], inner = x.numel() / std::max<int64_t>(n * c, 1);
+  std::vector<int64_t> shape = x.shape;
+  shape[1] = static_cast<int64_t>(channels.size());
+  Tensor y(shape);
+  for (int64_t b = 0; b < n; ++b)
+    for (size_t k = 0; k < channels.size(); ++k) {
+      require(channels[k] >= 0 && channels[k] < c, "gather_channels: a channel outside the input");
+      const float* from = &x.data[static_cast<size_t>((b * c + channels[k]) * inner)];
+      float* to = &y.data[static_cast<size_t>((b * shape[1] + static_cast<int64_t>(k)) * inner)];
+      std::copy(from, from + inner, to);
+    }
+  return y;
+}
+
 Tensor transpose(const Tensor& t, const std::vector<int64_t>& perm) {
   require(perm.size() == t.shape.size() && perm.size() <= 8, "perm does not match the rank");
   const std::string from = std::string("ABCDEFGH").substr(0, perm.size());

@@ -125,6 +125,10 @@ struct ResizeParams {
 };
 Tensor resize(const Tensor& x, const ResizeParams& p);
 
+// N C spatial... -> N K spatial...: output channel k is x's channel channels[k]
+// (numpy.take(x, channels, axis=1)).
+Tensor gather_channels(const Tensor& x, const std::vector<int64_t>& channels);
+
 // Layout helpers. Letters name axes; `from` and `to` must be permutations of each other, e.g.
 // permute(w, "OIHW", "HWIO"). Spatial letters are D, H, W; N, C, O, I as usual.
 Tensor permute(const Tensor& t, const std::string& from, const std::string& to);
