@@ -525,6 +525,105 @@ def resize_opset10_linear():
         opset=10)
 
 
+def shufflenet_units():
+    """ShuffleNetV2 as torch.onnx writes it: the shuffle of a concat (Reshape to [N, 2, C/2, H, W],
+    Transpose 0 2 1 3 4, Reshape back), then chunk(2) as two Slices of the channels, one half
+    through a conv and concatenated with the other; a second unit after it, a conv at the end."""
+    t = helper.make_node
+    nodes = [conv("stem", "x", "s", "w0", "b0", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    x = "s"
+    for u in range(2):
+        nodes += [
+            t("Slice", [x, "zero", "half", "one"], [f"first{u}"], name=f"half1_{u}"),
+            t("Slice", [x, "half", "big", "one"], [f"second{u}"], name=f"half2_{u}"),
+            conv(f"branch{u}", f"second{u}", f"c{u}", f"wb{u}", kernel_shape=[1, 1]),
+            t("Relu", [f"c{u}"], [f"r{u}"], name=f"relu{u}"),
+            t("Concat", [f"first{u}", f"r{u}"], [f"cat{u}"], name=f"cat{u}", axis=1),
+            t("Reshape", [f"cat{u}", "split_shape"], [f"g{u}"], name=f"group{u}"),
+            t("Transpose", [f"g{u}"], [f"tr{u}"], name=f"swap{u}", perm=[0, 2, 1, 3, 4]),
+            t("Reshape", [f"tr{u}", "merge_shape"], [f"sh{u}"], name=f"merge{u}"),
+        ]
+        x = f"sh{u}"
+    nodes.append(conv("head", x, "y", "wh", kernel_shape=[3, 3], strides=[2, 2],
+                      pads=[0, 0, 1, 1]))
+    return model("shufflenet_units", nodes, [("x", [1, 3, 9, 10])], "y", [
+        weights("w0", [8, 3, 3, 3]), bias_of("b0", 8), weights("wb0", [4, 4, 1, 1]),
+        weights("wb1", [4, 4, 1, 1]), weights("wh", [5, 8, 3, 3]),
+        tensor("zero", np.array([0], np.int64)), tensor("half", np.array([4], np.int64)),
+        tensor("big", np.array([2**62], np.int64)), tensor("one", np.array([1], np.int64)),
+        tensor("split_shape", np.array([1, 2, 4, 9, 10], np.int64)),
+        tensor("merge_shape", np.array([1, -1, 9, 10], np.int64))])
+
+
+def channel_slices():
+    """Slices of the channels ONNX's way: negative starts and ends, a step of 2 and of -1, axes
+    counted from the end and a whole spatial axis in the same Slice; a shuffle of 3 groups after
+    which every third channel is taken (the two compose into one gather)."""
+    t = helper.make_node
+    return model("channel_slices", [
+        conv("c", "x", "c_out", "w", kernel_shape=[3], pads=[1, 1]),
+        t("Slice", ["c_out", "neg_starts", "neg_ends", "axes_13", "steps_2"], ["even"],
+          name="even"),
+        t("Slice", ["c_out", "last", "before_first", "axis_1", "back"], ["rev"], name="rev"),
+        t("Reshape", ["c_out", "three_groups"], ["g"], name="group"),
+        t("Transpose", ["g"], ["gt"], name="swap", perm=[0, 2, 1, 3]),
+        t("Reshape", ["gt", "merged"], ["sh"], name="merge"),
+        t("Slice", ["sh", "zero", "big", "axis_1", "three"], ["thirds"], name="thirds"),
+        t("Concat", ["even", "rev", "thirds"], ["cat"], name="cat", axis=1),
+        conv("head", "cat", "y", "wh", kernel_shape=[1]),
+    ], [("x", [1, 2, 11])], "y", [
+        weights("w", [12, 2, 3]), weights("wh", [3, 22, 1]),
+        tensor("neg_starts", np.array([-12, 0], np.int64)),
+        tensor("neg_ends", np.array([-1, 2**62], np.int64)),
+        tensor("axes_13", np.array([1, -1], np.int64)), tensor("steps_2", np.array([2, 1], np.int64)),
+        tensor("last", np.array([-1], np.int64)), tensor("before_first", np.array([-2**62], np.int64)),
+        tensor("axis_1", np.array([1], np.int64)), tensor("back", np.array([-1], np.int64)),
+        tensor("three_groups", np.array([1, 3, 4, 11], np.int64)),
+        tensor("merged", np.array([1, 12, 11], np.int64)),
+        tensor("zero", np.array([0], np.int64)), tensor("big", np.array([2**62], np.int64)),
+        tensor("three", np.array([3], np.int64))])
+
+
+def slice_opset9():
+    """Slice before opset 10: starts, ends and axes as attributes."""
+    t = helper.make_node
+    return model("slice_opset9", [
+        t("Slice", ["x"], ["s"], name="s", starts=[1], ends=[3], axes=[1]),
+        conv("c", "s", "y", "w", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    ], [("x", [1, 4, 6, 5])], "y", [weights("w", [3, 2, 3, 3])], opset=9)
+
+
+def split_channels():
+    """Split of the channels as newer torch.onnx writes chunk and split, and tf2onnx tf.split:
+    sizes from the split input, and equal parts without it; a shuffle before the first Split (the
+    halves compose with it). Each part becomes a gather_channels layer."""
+    t = helper.make_node
+    return model("split_channels", [
+        conv("c", "x", "c_out", "w", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        t("Reshape", ["c_out", "grouped"], ["g"], name="group"),
+        t("Transpose", ["g"], ["gt"], name="swap", perm=[0, 2, 1, 3, 4]),
+        t("Reshape", ["gt", "merged"], ["sh"], name="merge"),
+        t("Split", ["sh", "sizes"], ["p0", "p1"], name="chunk", axis=1),
+        t("Split", ["c_out"], ["q0", "q1", "q2"], name="thirds", axis=-3),
+        conv("pc", "p1", "p1c", "wp", kernel_shape=[1, 1]),
+        t("Concat", ["p0", "p1c", "q2", "q0"], ["cat"], name="cat", axis=1),
+        conv("head", "cat", "y", "wh", kernel_shape=[1, 1]),
+    ], [("x", [1, 3, 7, 6])], "y", [
+        weights("w", [6, 3, 3, 3]), weights("wp", [4, 2, 1, 1]), weights("wh", [3, 12, 1, 1]),
+        tensor("grouped", np.array([1, 2, 3, 7, 6], np.int64)),
+        tensor("merged", np.array([1, 6, 7, 6], np.int64)),
+        tensor("sizes", np.array([4, 2], np.int64))])
+
+
+def split_opset11():
+    """Split before opset 13: the sizes as an attribute."""
+    t = helper.make_node
+    return model("split_opset11", [
+        t("Split", ["x"], ["a", "b"], name="split", axis=1, split=[1, 3]),
+        conv("c", "b", "y", "w", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    ], [("x", [1, 4, 6, 5])], "y", [weights("w", [2, 3, 3, 3])], opset=11)
+
+
 MODELS = {f.__name__: f for f in [
     same_upper_even_strided, same_lower_stride3, pools_same, depthwise_clip, residual_block,
     pad_reflect_conv, pad_edge_and_constant, conv_transpose_same, conv_transpose_lower_and_shape,
@@ -532,14 +631,15 @@ MODELS = {f.__name__: f for f in [
     conv_batchnorm, affine_before_convs, activations, global_pools, classifier_gemm,
     classifier_nhwc_matmul, reduce_max_squeeze, squeeze_excite, input_normalization,
     softmax_channels, nhwc_input_normalization, resize_torch_bilinear, resize_keras_upsampling,
-    resize_modes, resize_3d_and_1d, resize_1d_nearest, upsample_opset9, resize_opset10_linear]}
+    resize_modes, resize_3d_and_1d, resize_1d_nearest, upsample_opset9, resize_opset10_linear,
+    shufflenet_units, channel_slices, slice_opset9, split_channels, split_opset11]}
 
 
 # Channels-first models imported also with --layout nchw and with --io-layout nhwc (OPTIONS).
 RELAID = ["same_upper_even_strided", "pools_same", "mobilenet_v2_block", "residual_block",
           "conv1d_dilated", "conv3d_same", "conv_batchnorm", "global_pools", "classifier_gemm",
           "squeeze_excite", "input_normalization", "softmax_channels", "resize_torch_bilinear",
-          "resize_modes"]
+          "resize_modes", "shufflenet_units", "channel_slices", "split_channels"]
 
 
 def channels_last(a):

@@ -399,6 +399,46 @@ def add_resize(g, x):
     return g.node("Resize", inputs, s[:2] + out, **attrs)
 
 
+def add_channel_slice(g, x):
+    """A Slice of the channels (any start, end and step, signs included; an extra whole spatial
+    axis at times), a Split of them, or a channel shuffle: Reshape to [N, g, C/g, ...], Transpose,
+    Reshape back."""
+    rng, s = g.rng, g.tensors[x]
+    c = s[1]
+    groups = [k for k in range(2, c + 1) if c % k == 0]
+    if groups and rng.random() < 0.35:
+        k = int(rng.choice(groups))
+        split = g.node("Reshape", [x, g.const(np.array([s[0], k, c // k] + s[2:], np.int64))],
+                       None)
+        perm = [0, 2, 1] + list(range(3, len(s) + 1))
+        swapped = g.node("Transpose", [split], None, perm=perm)
+        return g.node("Reshape", [swapped, g.const(np.array([s[0], -1] + s[2:], np.int64))], s)
+    if c >= 2 and rng.random() < 0.3:  # a Split of the channels, sizes given or equal parts
+        parts = int(rng.integers(2, min(c, 4) + 1))
+        cuts = sorted(rng.choice(np.arange(1, c), size=parts - 1, replace=False).tolist())
+        sizes = [b - a for a, b in zip([0] + cuts, cuts + [c])]
+        inputs = [x, g.const(np.array(sizes, np.int64))]
+        if c % parts == 0 and rng.random() < 0.5:
+            sizes, inputs = [c // parts] * parts, [x]
+        outs = [g.name("spl") for _ in sizes]
+        g.nodes.append(helper.make_node("Split", inputs, outs, name=outs[0] + "_node", axis=1))
+        for o, size in zip(outs, sizes):
+            g.tensors[o] = [s[0], size] + s[2:]
+        return outs[int(rng.integers(0, len(outs)))]
+    step = int(rng.choice([1, 1, 2, 3, -1, -2]))
+    start = int(rng.integers(-c - 2, c + 2))
+    end = int(rng.choice([int(rng.integers(-c - 2, c + 2)), 2**62, -2**62]))
+    taken = len(range(c)[slice(start, end, step)])
+    if taken == 0:
+        return None
+    starts, ends, axes, steps = [start], [end], [1], [step]
+    if rng.random() < 0.3:
+        starts, ends, axes, steps = starts + [0], ends + [2**62], axes + [-1], steps + [1]
+    return g.node("Slice", [x] + [g.const(np.array(v, np.int64)) for v in (starts, ends, axes,
+                                                                          steps)],
+                  [s[0], taken] + s[2:])
+
+
 def float_graph(rng):
     g = Graph(rng)
     rank = 4 if rng.random() < 0.85 else 3
@@ -408,7 +448,7 @@ def float_graph(rng):
                                                add_activation, add_affine, add_affine, add_binary,
                                                add_binary, add_concat, add_head,
                                                add_hard_sigmoid_chain, add_flatten_dense,
-                                               add_resize]
+                                               add_resize, add_channel_slice]
     last = "x"
     for _ in range(int(rng.integers(2, 8))):
         spatial = g.pick(unit_spatial=False) if rng.random() < 0.7 else None

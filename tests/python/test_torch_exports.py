@@ -1,5 +1,5 @@
-"""Whole PyTorch classifiers and torchvision's segmentation models as torch.onnx.export writes them (Debian's torch 1.13: torchvision-
-style MobileNetV2, ResNet-50 bottlenecks, EfficientNet and MobileNetV3 blocks with
+"""Whole PyTorch classifiers and torchvision's ShuffleNetV2 and segmentation models as
+torch.onnx.export writes them (Debian's torch 1.13: torchvision-style MobileNetV2, ResNet-50 bottlenecks, EfficientNet and MobileNetV3 blocks with
 squeeze-and-excite, MobileNetV3's hard swish, Keras-style ZeroPad2d pads): imported, compiled and
 run whole with padfold.compile, from the input image to the class scores, and
 compared with torch's own output in torch's shapes ([N, K] scores, not padfold's [N, K, 1, 1])."""
@@ -363,3 +363,34 @@ def test_torchvision_segmentation_runs_whole_and_matches_torch(name, tmp_path):
         got = b.model()(x.numpy())
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_torchvision_shufflenet_runs_whole_and_matches_torch(tmp_path):
+    """torchvision's ShuffleNetV2: its channel shuffle (Reshape, Transpose, Reshape) and chunk
+    (two Slices of the channels, their bounds from Shape arithmetic) become gather_channels layers,
+    each half composed with the shuffle before it; the export runs whole, and its port to PyTorch
+    computes the same."""
+    torch.manual_seed(5)
+    model = randomized(torchvision.models.shufflenet_v2_x0_5(weights=None, num_classes=10))
+    x = torch.randn(1, 3, 64, 48)
+    with torch.no_grad():
+        want = model(x).numpy()
+    path = tmp_path / "shufflenet.onnx"
+    torch.onnx.export(model, x, str(path), opset_version=13, input_names=["image"],
+                      output_names=["scores"])
+    padfold.import_onnx(path, tmp_path / "imported")
+    report = json.loads((tmp_path / "imported" / "import-report.json").read_text())
+    assert report["left_to_caller"] == []
+    spec = json.loads((tmp_path / "imported" / "shufflenet.json").read_text())
+    ops = [lay["op"] for lay in spec["layers"]]
+    # The two halves of each of the 13 units that chunk (the shuffle before them composed in),
+    # and the shuffles that convs read (the last unit of each of the 3 stages).
+    assert ops.count("gather_channels") == 2 * 13 + 3, ops
+    assert "transpose" not in ops
+    with padfold.compile(path) as b:
+        got = b.model()(x.numpy())
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    with torch.no_grad():
+        ported = padfold.torch.from_onnx(path)(x).numpy()
+    np.testing.assert_allclose(ported, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())

@@ -755,6 +755,11 @@ TEST(OnnxConstantFold, EvaluatesShapeArithmeticAndRefusesTheRest) {
   EXPECT_EQ(values(fold_constant_node(node("Sub", {"m", "s1"}), lookup)),
             (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(values(fold_constant_node(node("Neg", {"e"}), lookup)), (std::vector<int64_t>{-3}));
+  // Div truncates toward zero, as ONNX Runtime divides integers (ShuffleNetV2's chunk bounds).
+  ints("signed", {3}, {7, -7, 8});
+  EXPECT_EQ(values(fold_constant_node(node("Div", {"signed", "two"}), lookup)),
+            (std::vector<int64_t>{3, -3, 4}));
+  EXPECT_FALSE(fold_constant_node(node("Div", {"signed", "s0"}), lookup));  // by zero
   // Not folded: a run-time input, a squeeze of a non-unit axis, a float, an unknown op.
   EXPECT_FALSE(fold_constant_node(node("Add", {"m", "x"}), lookup));
   EXPECT_FALSE(fold_constant_node(node("Squeeze", {"m", "s0"}), lookup));
@@ -2442,6 +2447,77 @@ TEST(OnnxImportProbes3, ScaleAndZeroPointLengthsAreChecked) {
   const std::string e = import_error(b);
   EXPECT_TRUE(has(e, "node 'qconv' (QLinearConv")) << e;
   EXPECT_TRUE(has(e, "2 weight zero points for 3 output channels; expected 1 or 3")) << e;
+}
+
+// --- channel slices and shuffles (issue 41) ----------------------------------------------------
+
+// A Slice that crops a spatial axis is left to the caller, saying so; one of the channels is a
+// gather_channels layer. A shuffle whose grouped tensor is read elsewhere too is no permutation
+// of one tensor: its nodes are left (padfold does not compute the rank-5 tensor).
+TEST(OnnxImport, ChannelSlicesAndShufflesOnly) {
+  ModelBuilder b;
+  b.input("x", {1, 6, 5, 7});
+  b.int_initializer("zero", {0});
+  b.int_initializer("two", {2});
+  b.int_initializer("axis_h", {2});
+  b.int_initializer("axis_c", {1});
+  b.node("Slice", {"x", "zero", "two", "axis_h"}, {"crop"}, "crop");
+  b.node("Slice", {"x", "zero", "two", "axis_c"}, {"head"}, "head");
+  b.int_initializer("grouped", {1, 2, 3, 5, 7});
+  b.int_initializer("merged", {1, 6, 5, 7});
+  b.node("Reshape", {"x", "grouped"}, {"g"}, "group");
+  b.node("Transpose", {"g"}, {"t"}, "swap").ints("perm", {0, 2, 1, 3, 4});
+  b.node("Reshape", {"t", "merged"}, {"shuffled"}, "merge");
+  b.node("Relu", {"g"}, {"g_relu"}, "also_reads_group");
+  b.output("crop");
+  b.output("head");
+  b.output("shuffled");
+  b.output("g_relu");
+  const ImportResult r = import(b);
+  EXPECT_TRUE(has(left_reason(r, "crop"), "slices axis 2 (a spatial axis)"))
+      << left_reason(r, "crop");
+  const Layer* head = r.model.find_layer("head");
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(head->op, Op::GatherChannels);
+  EXPECT_EQ(head->channels, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(r.model.find_layer("merge"), nullptr);
+  EXPECT_NE(left_reason(r, "merge"), "not left");
+}
+
+// A gather of a gather reads the first one's input through both; the first stays where a node
+// other than a gather reads it too (a Shape of it, folded, does not count: torch computes the
+// chunk's bounds from one).
+TEST(OnnxImport, GathersComposeAndKeepWhatOthersRead) {
+  for (const bool other_reader : {false, true}) {
+    ModelBuilder b;
+    b.input("x", {1, 8, 4, 4});
+    b.int_initializer("grouped", {1, 4, 2, 4, 4});
+    b.int_initializer("merged", {1, 8, 4, 4});
+    b.node("Reshape", {"x", "grouped"}, {"g"}, "group");
+    b.node("Transpose", {"g"}, {"t"}, "swap").ints("perm", {0, 2, 1, 3, 4});
+    b.node("Reshape", {"t", "merged"}, {"s"}, "shuffle");
+    b.int_initializer("start", {1});
+    b.int_initializer("dim1", {1});
+    b.node("Shape", {"s"}, {"s_shape"}, "shape_of_s");
+    b.node("Gather", {"s_shape", "dim1"}, {"end"}, "channels_of_s").i("axis", 0);
+    b.int_initializer("axis", {1});
+    b.int_initializer("step", {3});
+    b.node("Slice", {"s", "start", "end", "axis", "step"}, {"y"}, "thirds");
+    b.output("y");
+    if (other_reader) {
+      b.initializer("w", {2, 8, 1, 1});
+      b.node("Conv", {"s", "w"}, {"z"}, "conv");
+      b.output("z");
+    }
+    const ImportResult r = import(b);
+    ASSERT_TRUE(r.left_to_caller.empty()) << r.left_to_caller[0].reason;
+    const Layer* thirds = r.model.find_layer("thirds");
+    ASSERT_NE(thirds, nullptr);
+    // The shuffle of 4 groups of 2: output j is input (j % 4) * 2 + j / 4; channels 1, 4, 7 of it.
+    EXPECT_EQ(thirds->channels, (std::vector<int64_t>{2, 1, 7}));
+    EXPECT_EQ(thirds->inputs, (std::vector<std::string>{"x"}));
+    EXPECT_EQ(r.model.find_layer("shuffle") != nullptr, other_reader);
+  }
 }
 
 }  // namespace

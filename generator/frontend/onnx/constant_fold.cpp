@@ -249,7 +249,9 @@ std::optional<Ints> unit_axes(const onnx::NodeProto& n, const Ints& data,
   return r;
 }
 
-// Add, Sub, Mul of tensors of one shape, or of a tensor and a one-value tensor of no higher rank.
+// Add, Sub, Mul, Div of tensors of one shape, or of a tensor and a one-value tensor of no higher
+// rank. Div truncates toward zero, as ONNX Runtime divides integers (torch.onnx writes a shape's
+// floor division as Div; shapes are positive, where the two agree); by zero: no value.
 std::optional<Ints> arithmetic(const std::string& op, const Ints& a, const Ints& b) {
   if (a.elem_type != b.elem_type) return std::nullopt;
   const Ints* big = &a;
@@ -265,7 +267,8 @@ std::optional<Ints> arithmetic(const std::string& op, const Ints& a, const Ints&
   for (size_t k = 0; k < r.v.size(); ++k) {
     const int64_t x = at(a, k), y = at(b, k);
     if (std::abs(x) > kLimit || std::abs(y) > kLimit) return std::nullopt;
-    r.v[k] = op == "Add" ? x + y : op == "Sub" ? x - y : x * y;
+    if (op == "Div" && y == 0) return std::nullopt;
+    r.v[k] = op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : x / y;
   }
   return r;
 }
@@ -337,7 +340,7 @@ std::optional<Ints> evaluate(const onnx::NodeProto& n, const std::vector<std::op
           return std::nullopt;
     return r;
   }
-  if ((op == "Add" || op == "Sub" || op == "Mul") && in.size() == 2)
+  if ((op == "Add" || op == "Sub" || op == "Mul" || op == "Div") && in.size() == 2)
     return arithmetic(op, *in[0], *in[1]);
   if (op == "Neg" && in.size() == 1)
     return arithmetic("Sub", Ints{in[0]->elem_type, {}, {0}}, *in[0]);
@@ -410,7 +413,7 @@ std::optional<onnx::TensorProto> fold_constant_node(
     const StaticShapeOf& static_shape) {
   static const char* const kOps[] = {
       "ConstantOfShape", "Concat", "Reshape", "Slice", "Transpose", "Cast", "Unsqueeze",
-      "Squeeze",         "Gather", "Add",     "Sub",   "Mul",       "Neg"};
+      "Squeeze",         "Gather", "Add",     "Sub",   "Mul",       "Neg",  "Div"};
   if ((!n.domain().empty() && n.domain() != "ai.onnx") || n.output_size() != 1 ||
       n.output(0).empty() || n.input_size() < 1)
     return std::nullopt;

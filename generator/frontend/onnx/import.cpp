@@ -47,7 +47,7 @@ const char* const kLayerOps[] = {
     "Conv",          "ConvTranspose", "MaxPool",   "AveragePool", "GlobalAveragePool",
     "GlobalMaxPool", "ReduceMean",    "ReduceMax", "Gemm",        "MatMul",
     "Add",           "Mul",           "Concat",    "Softmax",     "Resize",
-    "Upsample"};
+    "Upsample",      "Slice"};
 // Reshapes that are no op on a tensor with unit spatial dims (classify_unit_reshape).
 const char* const kReshapeOps[] = {"Flatten", "Reshape", "Squeeze", "Unsqueeze"};
 const char* const kActivationOps[] = {"Relu", "Clip",        "LeakyRelu", "Sigmoid",
@@ -83,7 +83,9 @@ class Importer {
     for (int i = 0; i < n; ++i) {  // in topological order: a layer reads through the reshapes
       classify_unit_reshape(i);
       classify_layer(i);
+      classify_channel_permutation(i);
     }
+    compose_channel_gathers();
     for (int i = 0; i < n; ++i)
       if (default_domain(g_.node(i)) && g_.node(i).op_type() == "Pad") fold_pad(i);
     // Affine ops after a conv fold forwards; before one, backwards (a chain folds from the conv).
@@ -387,6 +389,69 @@ class Importer {
       c_.set_bypassed(f);
     }
     draft_by_output_[d.output] = i;
+  }
+
+  // Reshape -> Transpose -> Reshape permuting the channels (a channel shuffle): a gather_channels
+  // layer, drafted at the last Reshape.
+  void classify_channel_permutation(int i) {
+    const onnx::NodeProto& node = g_.node(i);
+    if (g_.folded(i) || !default_domain(node) || node.op_type() != "Reshape" ||
+        role_[i] != Role::Left)
+      return;
+    std::optional<Draft> d = detail::draft_channel_permutation(c_, i);
+    if (!d) return;
+    for (int p : d->part_nodes) {
+      role_[p] = Role::Layer;
+      reason_[p].clear();
+    }
+    role_[i] = Role::Layer;
+    set_shape_onwards(node.output(0), d->layer.output_shape_full());
+    draft_by_output_[d->output] = i;
+    drafts_.emplace(i, std::move(*d));
+  }
+
+  // A gather_channels layer reading another's output reads that one's input, its channels taken
+  // through the other's; the other goes where every reader took it (ShuffleNetV2: the shuffle of
+  // a concat, then its two halves, become two gathers of the concat).
+  void compose_channel_gathers() {
+    std::map<int, int> draft_of_node;  // a draft's node and part nodes -> the draft's node
+    for (const auto& [i, d] : drafts_) {
+      draft_of_node[i] = i;
+      for (int p : d.part_nodes) draft_of_node[p] = i;
+    }
+    std::set<int> composed;  // drafts read by gathers that now read their input
+    for (auto& [i, d] : drafts_) {
+      if (d.layer.op != Op::GatherChannels) continue;
+      const Draft* p = draft_producing(d.layer.inputs[0]);
+      if (!p || p->layer.op != Op::GatherChannels || p->layer.quantized() != d.layer.quantized())
+        continue;
+      Draft next = d;
+      for (int64_t& k : next.layer.channels) k = p->layer.channels[static_cast<size_t>(k)];
+      next.layer.inputs = p->layer.inputs;
+      std::vector<int> parts = p->part_nodes;
+      parts.push_back(p->node);
+      next.part_nodes.insert(next.part_nodes.begin(), parts.begin(), parts.end());
+      if (!detail::resolve_draft(c_, next).empty()) continue;
+      d = std::move(next);
+      composed.insert(p->node);
+    }
+    for (int p : composed) {
+      const Draft& gone = drafts_.at(p);
+      if (c_.reaches_graph_output(gone.output)) continue;
+      bool all_took_it = true;
+      for (int r : c_.readers(gone.output)) {
+        if (g_.folded(r)) continue;  // a Shape of it: a constant once the sizes are fixed
+        const auto reader = draft_of_node.find(r);
+        const auto it =
+            reader == draft_of_node.end() ? drafts_.end() : drafts_.find(reader->second);
+        all_took_it = all_took_it && it != drafts_.end() &&
+                      it->second.layer.op == Op::GatherChannels &&
+                      it->second.layer.inputs[0] != gone.output;
+      }
+      if (!all_took_it) continue;
+      draft_by_output_.erase(gone.output);
+      drafts_.erase(p);
+    }
   }
 
   // The draft a tensor comes out of, or null.
@@ -801,6 +866,7 @@ class Importer {
     if (affine != affine_nodes_.end())
       for (int a : affine->second)
         if (a < d.node) s += node_text(a) + " (folded) + ";
+    for (int p : d.part_nodes) s += node_text(p) + " + ";
     s += node_text(d.node);
     if (affine != affine_nodes_.end())
       for (int a : affine->second)
@@ -943,6 +1009,7 @@ class Importer {
       if (affine != affine_nodes_.end())
         for (int a : affine->second)
           if (a < i) nodes.push_back(node_ref(a, "affine"));
+      for (int p : d.part_nodes) nodes.push_back(node_ref(p, "layer"));
       nodes.push_back(node_ref(i, edge_chain_.count(i) ? "layout" : "layer"));
       if (affine != affine_nodes_.end())
         for (int a : affine->second)

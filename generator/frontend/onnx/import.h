@@ -76,7 +76,9 @@ inline constexpr const char* kGeneratedOps =
     "Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean and "
     "ReduceMax over the spatial axes, Gemm and MatMul on a global pool's output, Add, Mul by one "
     "value per channel, Concat and Softmax over channels, Resize and Upsample (nearest, linear) of "
-    "the spatial axes; quantized: QuantizeLinear, "
+    "the spatial axes, Slice and Split of the channels, channel shuffles (Reshape, Transpose, "
+    "Reshape); "
+    "quantized: QuantizeLinear, "
     "DequantizeLinear, QLinearConv, QLinearAdd, QLinearAveragePool, QLinearGlobalAveragePool and "
     "QDQ groups around Conv, MaxPool, AveragePool and Add";
 

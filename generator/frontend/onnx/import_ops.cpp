@@ -1,5 +1,7 @@
 #include "frontend/onnx/import_ops.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -582,6 +584,99 @@ std::variant<Draft, Left> draft_resize(const Context& c, int i) {
   return d;
 }
 
+// The indices ONNX's Slice takes along an axis of `dim` elements: start and end counted from the
+// end where negative, then clamped ([0, dim] for a positive step, [-1, dim - 1] for a negative).
+std::vector<int64_t> slice_indices(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  if (start < 0) start += dim;
+  if (end < 0) end += dim;
+  std::vector<int64_t> out;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    for (int64_t k = start; k < end; k += step) out.push_back(k);
+  } else {
+    start = std::clamp<int64_t>(start, 0, dim - 1);
+    end = std::clamp<int64_t>(end, -1, dim - 1);
+    for (int64_t k = start; k > end; k += step) out.push_back(k);
+  }
+  return out;
+}
+
+// A Slice along the channels (torch's chunk and split, a Split's part): the gather of its
+// channels. Every other axis must be kept whole.
+std::variant<Draft, Left> draft_slice(const Context& c, int i) {
+  const onnx::NodeProto& n = c.graph().node(i);
+  if (input_of(n, 0).empty()) c.fail(i, "expected input 'data'");
+  const std::string x = c.canon(n.input(0));
+  TensorType xt;
+  if (std::string why = check_float_input(c, i, x, xt); !why.empty()) return Left{why};
+  const int64_t rank = static_cast<int64_t>(xt.shape.size());
+  if (rank < 3 || rank > 5)
+    return Left{"input 'data' has rank " + std::to_string(rank) +
+                "; padfold slices tensors of N, C and 1-3 spatial axes"};
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (c.graph().opset() < 10) {
+    const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
+    starts = c.at_node(i, [&] { return a.get_ints("starts"); });
+    ends = c.at_node(i, [&] { return a.get_ints("ends"); });
+    axes = c.at_node(i, [&] { return a.get_ints("axes"); });
+  } else {
+    const char* const names[] = {"", "starts", "ends", "axes", "steps"};
+    std::vector<int64_t>* values[] = {nullptr, &starts, &ends, &axes, &steps};
+    for (int k = 1; k <= 4; ++k) {
+      const std::string t = input_of(n, k);
+      if (t.empty()) continue;
+      const onnx::TensorProto* v = c.constant(t);
+      if (!v)
+        return Left{std::string("its ") + names[k] + " '" + t + "' are computed, not constants"};
+      *values[k] = c.at_node(i, [&] { return to_int64s(*v, names[k]); });
+    }
+  }
+  if (axes.empty())
+    for (int64_t k = 0; k < static_cast<int64_t>(starts.size()); ++k) axes.push_back(k);
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    c.fail(i, fmt::format("starts, ends, axes and steps have {}, {}, {} and {} values; expected "
+                          "one each per sliced axis",
+                          starts.size(), ends.size(), axes.size(), steps.size()));
+  std::vector<std::vector<int64_t>> kept(static_cast<size_t>(rank));
+  for (int64_t k = 0; k < rank; ++k)
+    for (int64_t e = 0; e < xt.shape[static_cast<size_t>(k)]; ++e)
+      kept[static_cast<size_t>(k)].push_back(e);
+  std::set<int64_t> seen;
+  for (size_t s = 0; s < starts.size(); ++s) {
+    int64_t axis = axes[s] < 0 ? axes[s] + rank : axes[s];
+    if (axis < 0 || axis >= rank || !seen.insert(axis).second)
+      c.fail(i, fmt::format("axes {} names axis {} of a rank-{} input twice or not at all",
+                            shape_text(axes), axes[s], rank));
+    if (steps[s] == 0) c.fail(i, "a step of 0; expected steps other than 0");
+    kept[static_cast<size_t>(axis)] =
+        slice_indices(xt.shape[static_cast<size_t>(axis)], starts[s], ends[s], steps[s]);
+  }
+  for (int64_t k = 0; k < rank; ++k) {
+    if (k == 1) continue;
+    const auto& idx = kept[static_cast<size_t>(k)];
+    const bool whole = static_cast<int64_t>(idx.size()) == xt.shape[static_cast<size_t>(k)] &&
+                       (idx.empty() || idx.front() == 0) && std::is_sorted(idx.begin(), idx.end());
+    if (!whole)
+      return Left{"it slices axis " + std::to_string(k) + " (" +
+                  (k == 0 ? std::string("the batch") : std::string("a spatial axis")) +
+                  "); padfold slices the channels (axis 1)"};
+  }
+  if (kept[1].empty()) return Left{"it takes no channels (an empty tensor)"};
+  Draft d;
+  d.node = i;
+  Layer& l = d.layer;
+  l.op = Op::GatherChannels;
+  l.op_name = "gather_channels";
+  l.spatial_dims = static_cast<int>(rank) - 2;
+  l.layout = layout_for(l.spatial_dims);
+  l.channels = kept[1];
+  l.inputs = {x};
+  d.output = n.output(0);
+  return d;
+}
+
 }  // namespace
 
 std::optional<std::vector<int64_t>> onnx_shape(const Context& c, const std::string& t) {
@@ -885,6 +980,8 @@ std::variant<Draft, Left> draft_layer(const Context& c, int i, const DraftOption
     r = draft_softmax(c, i);
   else if (n.op_type() == "Resize" || n.op_type() == "Upsample")
     r = draft_resize(c, i);
+  else if (n.op_type() == "Slice")
+    r = draft_slice(c, i);
   else
     r = draft_join(c, i);
   if (std::holds_alternative<Left>(r)) return r;
@@ -907,6 +1004,74 @@ std::variant<Draft, Left> draft_layer(const Context& c, int i, const DraftOption
                   shape_text(dims_of(*d.bias)) + "; expected [" + std::to_string(l.out_channels) +
                   "]");
   return r;
+}
+
+std::optional<Draft> draft_channel_permutation(const Context& c, int i) {
+  const GraphIndex& g = c.graph();
+  auto node_of = [&](const std::string& t, const char* op) {
+    const int p = g.producer(c.canon(t));
+    const bool ok = p >= 0 && default_domain(g.node(p)) && g.node(p).op_type() == op &&
+                    g.node(p).input_size() >= 1 && g.node(p).output_size() == 1 &&
+                    c.readers(g.node(p).output(0)).size() == 1 &&
+                    !c.reaches_graph_output(g.node(p).output(0));
+    return ok ? p : -1;
+  };
+  const onnx::NodeProto& last = g.node(i);
+  if (last.op_type() != "Reshape" || last.input_size() < 1 || last.output_size() != 1) return {};
+  const int t = node_of(last.input(0), "Transpose");
+  const int first = t < 0 ? -1 : node_of(g.node(t).input(0), "Reshape");
+  if (first < 0) return {};
+  const std::string x = c.canon(g.node(first).input(0));
+  TensorType xt;
+  if (!check_data_input(c, x, xt).empty() || xt.elem_type != kFloat) return {};
+  const auto mid = onnx_shape(c, g.node(first).output(0));
+  const auto out = onnx_shape(c, last.output(0));
+  const std::vector<int64_t>& in = xt.shape;
+  const size_t rank = in.size();
+  if (!mid || !out || *out != in || mid->size() <= rank) return {};
+  const size_t factors = mid->size() - rank + 1;  // axes 1..factors of mid split the channels
+  int64_t product = 1;
+  for (size_t a = 1; a <= factors; ++a) product *= (*mid)[a];
+  if ((*mid)[0] != in[0] || product != in[1] ||
+      !std::equal(in.begin() + 2, in.end(), mid->begin() + static_cast<int64_t>(factors) + 1))
+    return {};
+  const auto perm = c.at_node(t, [&] { return NodeAttributes(g.node(t)).find_ints("perm"); });
+  if (!perm || perm->size() != mid->size()) return {};
+  std::vector<bool> used(factors + 1, false);
+  for (size_t a = 0; a < perm->size(); ++a) {
+    const int64_t p = (*perm)[a];
+    const bool factor = a >= 1 && a <= factors;
+    if (factor ? p < 1 || p > static_cast<int64_t>(factors) || used[static_cast<size_t>(p)]
+               : p != static_cast<int64_t>(a))
+      return {};
+    if (factor) used[static_cast<size_t>(p)] = true;
+  }
+  // Output channel j, in the mixed radix of the permuted factors, is the input channel with the
+  // same digits in the input's order of factors.
+  Draft d;
+  d.node = i;
+  d.part_nodes = {first, t};
+  Layer& l = d.layer;
+  for (int64_t j = 0; j < in[1]; ++j) {
+    std::vector<int64_t> digit(factors + 1);
+    int64_t rest = j;
+    for (size_t a = factors; a >= 1; --a) {
+      const size_t from = static_cast<size_t>((*perm)[a]);
+      digit[from] = rest % (*mid)[from];
+      rest /= (*mid)[from];
+    }
+    int64_t channel = 0;
+    for (size_t a = 1; a <= factors; ++a) channel = channel * (*mid)[a] + digit[a];
+    l.channels.push_back(channel);
+  }
+  l.op = Op::GatherChannels;
+  l.op_name = "gather_channels";
+  l.spatial_dims = static_cast<int>(rank) - 2;
+  l.layout = layout_for(l.spatial_dims);
+  l.inputs = {x};
+  d.output = last.output(0);
+  if (!resolve_draft(c, d).empty()) return {};
+  return d;
 }
 
 std::string fold_pad_into(const Context& c, Draft& d, int pad_node, const PadInfo& p) {

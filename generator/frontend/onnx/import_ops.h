@@ -29,6 +29,8 @@ struct Draft {
   // Quantized graphs: the QuantizeLinear writing its output and the DequantizeLinears of its
   // weights and bias (quant_graph.h), for the report.
   std::vector<int> quant_nodes;
+  // Other nodes the layer computes, before `node` (a channel shuffle's Reshape and Transpose).
+  std::vector<int> part_nodes;
   Layer layer;
   std::string output;  // the tensor it produces (the activation's, once fused)
   const onnx::TensorProto* weights = nullptr;
@@ -181,6 +183,13 @@ struct DraftOptions {
 // spatial axes, Gemm, MatMul, Add, Concat: a draft, or why not. Errors for a node
 // that breaks the ONNX spec in a way that matters (pads with auto_pad, a wrong weight shape...).
 std::variant<Draft, Left> draft_layer(const Context& c, int node, const DraftOptions& o = {});
+
+// Reshape -> Transpose -> Reshape ending at Reshape node `i` that splits the channels into factors,
+// permutes the factors and merges them back (ShuffleNet's channel shuffle: [N, g, C/g, H, W],
+// perm [0, 2, 1, 3, 4], [N, C, H, W]): the gather_channels layer of that permutation, resolved,
+// with the first two nodes as part_nodes. nullopt where the nodes are not that pattern (or a node
+// between reads something else or is read by another).
+std::optional<Draft> draft_channel_permutation(const Context& c, int i);
 
 // Folds Pad node `pad_node` (`p`) into the conv or pool `d` reading its output: d then reads
 // p.input with the pads and border of the padding module's fold_explicit_pad, resolved; "" or why

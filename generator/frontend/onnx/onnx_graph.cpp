@@ -20,6 +20,7 @@
 #include "frontend/onnx/constant_fold.h"
 #include "frontend/onnx/decomposed_activations.h"
 #include "frontend/onnx/hoist_transposes.h"
+#include "frontend/onnx/split_channels.h"
 #include "padding/padding.h"
 
 namespace padfold::onnx_import {
@@ -412,6 +413,8 @@ PreparedModel prepare_model(onnx::ModelProto model, const std::vector<InputSize>
   p.inferred = inferred_copy(p.model, label);
   const int moved = hoist_layout_transposes(p.model, p.inferred);
   if (moved + fold_decomposed_activations(p.model, label) > 0)
+    p.inferred = inferred_copy(p.model, label);
+  if (split_channels_to_slices(p.model, p.inferred, label) > 0)
     p.inferred = inferred_copy(p.model, label);
   return p;
 }
