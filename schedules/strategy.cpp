@@ -140,7 +140,14 @@ std::string to_string(OpClass c) {
 }
 
 ScheduleParams default_schedule(const Layer& layer, const Halide::Target& target) {
-  return strategy_row(target_family(target), classify(layer)).defaults;
+  ScheduleParams p = strategy_row(target_family(target), classify(layer)).defaults;
+  // The GEMM's tiles are whole along the output channels, so channels the row's vectors do not
+  // divide leave it narrower vectors (ShuffleNetV2's 58 channels: 29 of 2 lanes, a fifth of the
+  // FMA peak on Zen 4); the direct loops shift their last vector inwards instead (the model 7.6
+  // -> 4.4 ms, bench/results-shufflenet-zen4.md). Knobs naming gemm_pixels still choose it.
+  if (p.gemm_pixels > 0 && p.vector_lanes > 0 && layer.out_channels % p.vector_lanes != 0)
+    p.gemm_pixels = 0;
+  return p;
 }
 
 ScheduleParams conservative_schedule(const Layer& layer, const Halide::Target& target) {

@@ -6,8 +6,9 @@ strided convs (nn.ZeroPad2d, which torch 1.13 exports as a Pad of computed pads)
 (MBConv blocks with squeeze-and-excite, SiLU) with TensorFlow SAME pads, and ResNet-50 v1.5.
 Torchvision's architectures, written out here for Debian's torch 1.13. Also torchvision 0.14's
 (Debian's python3-torchvision) segmentation models LR-ASPP MobileNetV3-Large and FCN-ResNet50
-(their 'out': 21 classes per pixel, upsampled by F.interpolate(mode='bilinear')).
-Usage: /usr/bin/python3 make_models.py OUT_DIR"""
+(their 'out': 21 classes per pixel, upsampled by F.interpolate(mode='bilinear')), and its
+ShuffleNetV2 x1.0 (channel shuffles and chunks: gather_channels layers).
+Usage: /usr/bin/python3 make_models.py OUT_DIR [NAME...] (default: every model)"""
 import math
 import pathlib
 import sys
@@ -132,6 +133,11 @@ def resnet50():
     return classifier(nn.Sequential(*layers), cin)
 
 
+def torchvision_classifier(name):
+    import torchvision  # only these models need it
+    return getattr(torchvision.models, name)(weights=None)
+
+
 class Segmentation(nn.Module):
     """A torchvision segmentation model's 'out' (its forward returns a dict)."""
 
@@ -149,7 +155,8 @@ class Segmentation(nn.Module):
 MODELS = {"mobilenet_v2": mobilenet_v2, "efficientnet_b0": efficientnet_b0,
           "resnet50": resnet50,
           "lraspp_mobilenet_v3_large": lambda: Segmentation("lraspp_mobilenet_v3_large"),
-          "fcn_resnet50": lambda: Segmentation("fcn_resnet50")}
+          "fcn_resnet50": lambda: Segmentation("fcn_resnet50"),
+          "shufflenet_v2_x1_0": lambda: torchvision_classifier("shufflenet_v2_x1_0")}
 
 
 def randomize(model, seed):
@@ -162,10 +169,12 @@ def randomize(model, seed):
             m.bias.data.uniform_(-0.1, 0.1, generator=g)
 
 
-def main(out):
+def main(out, names):
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     for i, (name, make) in enumerate(MODELS.items()):
+        if names and name not in names:
+            continue
         torch.manual_seed(100 + i)
         model = make().eval()
         randomize(model, 200 + i)
@@ -177,4 +186,4 @@ def main(out):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:])

@@ -63,7 +63,7 @@ for m in $MODELS; do
         fi ;;
       *)
         [ -f "$work/raw/$m.onnx" ] || /usr/bin/python3 "$repo/bench/models/make_models.py" \
-          "$work/raw" >/dev/null 2>&1 ;;
+          "$work/raw" "$m" >/dev/null 2>&1 ;;
     esac
     cp "$work/raw/$m.onnx" "$work/$m.onnx"
   fi
