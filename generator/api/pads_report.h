@@ -3,7 +3,9 @@
 // JSON (padfold.pads, padfold.compare).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace padfold {
 
@@ -17,6 +19,11 @@ struct PadsRequest {
   bool compare = false;  // text: also the table of conventions and the code reproducing it
   bool json = false;     // the JSON document of docs/spec-and-cli.md instead of text
 };
+
+// "7x7", "7,7" or "7" given as `option`; a single value is repeated for every dim (dims 0: as many
+// as given). Every value must fit an int32 (base/limits.h), so no arithmetic on them overflows.
+// Throws std::runtime_error naming the option.
+std::vector<int64_t> parse_sizes(const std::string& text, const std::string& option, size_t dims);
 
 // The report as text or JSON. Throws std::runtime_error (a padfold::PaddingError from the padding
 // module, or a size error naming the option) for a request that cannot be resolved.

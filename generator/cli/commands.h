@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 void add_pads_command(CLI::App& app);
+void add_resize_command(CLI::App& app);
 void add_check_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
 void add_knobs_command(CLI::App& app);

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("padfold ") + padfold::version());
   app.require_subcommand(1);
   add_pads_command(app);
+  add_resize_command(app);
   add_check_command(app);
   add_compile_command(app);
   add_knobs_command(app);

@@ -17,6 +17,7 @@ from . import _core
 from ._bundle import Bundle, Layer, Model, Pool, compile, import_onnx, load
 from ._pads import Pads, compare, pads
 from ._port import port
+from ._resize import resize
 
 __version__ = _core.__version__
 Error = _core.Error
@@ -32,4 +33,4 @@ def host():
 
 
 __all__ = ["Bundle", "Error", "Layer", "Model", "Pads", "Pool", "TensorError", "__version__", "compare",
-           "compile", "host", "import_onnx", "load", "pads", "port"]
+           "compile", "host", "import_onnx", "load", "pads", "port", "resize"]

@@ -13,6 +13,7 @@
 #include "api/import_model.h"
 #include "api/pads_report.h"
 #include "api/port.h"
+#include "api/resize_report.h"
 #include "api/version.h"
 #include "bundle.h"
 #include "emit/data_dir.h"
@@ -52,11 +53,21 @@ std::string pads_json(const std::string& input, const std::string& kernel,
   r.transposed = transposed;
   r.output_padding = output_padding;
   r.json = true;
-  try {
-    return pads_report(r);
-  } catch (const std::exception& e) {
-    throw Error(e.what());
-  }
+  return released([&] { return pads_report(r); });
+}
+
+std::string resize_json(const std::string& input, const std::string& output,
+                        const std::string& scales, const std::string& mode,
+                        const std::string& coordinates, const std::string& rounding) {
+  ResizeRequest r;
+  r.input = input;
+  r.output = output;
+  r.scales = scales;
+  r.mode = mode;
+  r.coordinates = coordinates;
+  r.rounding = rounding;
+  r.json = true;
+  return released([&] { return resize_report(r); });
 }
 
 nb::dict report_dict(const KernelReport& r) {
@@ -154,6 +165,8 @@ NB_MODULE(_core, m) {
   m.def("set_data_dir", [](const std::string& dir) { padfold::set_data_dir(dir); });
   m.def("pads_json", &pads_json, "input"_a, "kernel"_a, "stride"_a, "dilation"_a, "padding"_a,
         "convention"_a, "ceil_mode"_a, "transposed"_a, "output_padding"_a);
+  m.def("resize_json", &resize_json, "input"_a, "output"_a, "scales"_a, "mode"_a,
+        "coordinate_transformation_mode"_a, "nearest_mode"_a);
   m.def("compile", &compile, "spec_path"_a, "spec_text"_a, "out"_a, "targets"_a, "fuse"_a, "jobs"_a,
         "kernel_timeout"_a, "schedules"_a, "db"_a, "db_any_machine"_a, "embed_weights"_a,
         "emit_stmt"_a, "emit_device_code"_a, "prepare_entry"_a);

@@ -99,6 +99,37 @@ TEST(CliPads, Json) {
   EXPECT_TRUE(has(j["reproduce"]["pytorch"].get<std::string>(), "ZeroPad2d((1, 2, 1, 2))"));
 }
 
+// padfold resize: the taps of the chosen coordinate mode (matching padding/resize.h's
+// resize_taps, which resize_kernels_test checks against ONNX's definition), every other mode side
+// by side, and errors naming the option.
+TEST(CliResize, TapsCompareAndErrors) {
+  Result r = run("resize --input 4 --output 8 --compare");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "resize [4] -> [8] (scales 2), linear, half_pixel")) << r.out;
+  EXPECT_TRUE(has(r.out, "     1 -> 0*0.75 + 1*0.25")) << r.out;
+  EXPECT_TRUE(has(r.out, "     7 -> 3\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "align_corners         reads otherwise at outputs W: 1,2,3,4,5,6"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "pytorch_half_pixel    reads the same")) << r.out;
+  r =
+      run("resize --input 3x5 --scales 2 --mode nearest --coordinate-transformation-mode "
+          "asymmetric --nearest-mode floor --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["output"], json({6, 10}));
+  ASSERT_EQ(j["taps"].size(), 2u);
+  for (int x = 0; x < 10; ++x) EXPECT_EQ(j["taps"][1][x]["first"], x / 2) << x;
+  r = run("resize --input 4 --scales 0.1", true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, "--scales: 0.1 for an input of 4 (an output of 0)")) << r.out;
+  r = run("resize --input 4 --output 8 --scales 2", true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, "expected --output or --scales (one of them)")) << r.out;
+  r = run("resize --input 4 --output 8 --coordinate-transformation-mode tf_crop_and_resize", true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, "tf_crop_and_resize")) << r.out;
+}
+
 TEST(CliPads, Transposed) {
   const Result r =
       run("pads --input 3 --kernel 3 --stride 2 --padding same_lower --transposed --json");

@@ -60,21 +60,14 @@ std::vector<Case> cases(std::mt19937& rng) {
   return all;
 }
 
-std::vector<int64_t> in_layout(const std::vector<int64_t>& nc, bool channels_last) {
-  if (!channels_last) return nc;
-  std::vector<int64_t> s = {nc[0]};
-  s.insert(s.end(), nc.begin() + 2, nc.end());
-  s.push_back(nc[1]);
-  return s;
-}
-
 class GatherChannelsKernels : public ::testing::TestWithParam<TargetFamilyCase> {};
 
 TEST_P(GatherChannelsKernels, EqualTheReferenceBitForBit) {
   const TargetFamilyCase& family = GetParam();
   std::mt19937 rng(family.seed);
   for (const Case& c : cases(rng)) {
-    const Layer L = gather_layer(in_layout(c.shape, c.channels_last), c.channels_last, c.channels);
+    const Layer L =
+        gather_layer(layout_order(c.shape, c.channels_last), c.channels_last, c.channels);
     SCOPED_TRACE(fmt::format("{} {} channels {}", L.layout.name(), fmt::join(c.shape, "x"),
                              fmt::join(c.channels, ",")));
     ASSERT_EQ(L.out_channels, static_cast<int64_t>(c.channels.size()));
@@ -92,7 +85,8 @@ INSTANTIATE_TEST_SUITE_P(Families, GatherChannelsKernels,
 TEST(GatherChannelsKernels, CompileForCuda) {
   std::mt19937 rng(11);
   for (const Case& c : cases(rng)) {
-    const Layer L = gather_layer(in_layout(c.shape, c.channels_last), c.channels_last, c.channels);
+    const Layer L =
+        gather_layer(layout_order(c.shape, c.channels_last), c.channels_last, c.channels);
     EXPECT_GT(compile_only(L, "host-cuda"), 0);
   }
 }

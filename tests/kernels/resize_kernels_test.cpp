@@ -83,21 +83,13 @@ std::vector<Case> cases(std::mt19937& rng) {
   return all;
 }
 
-std::vector<int64_t> in_layout(const std::vector<int64_t>& nc, bool channels_last) {
-  if (!channels_last) return nc;
-  std::vector<int64_t> s = {nc[0]};
-  s.insert(s.end(), nc.begin() + 2, nc.end());
-  s.push_back(nc[1]);
-  return s;
-}
-
 class ResizeKernels : public ::testing::TestWithParam<TargetFamilyCase> {};
 
 TEST_P(ResizeKernels, EqualTheReference) {
   const TargetFamilyCase& family = GetParam();
   std::mt19937 rng(family.seed);
   for (const Case& c : cases(rng)) {
-    const Layer L = resize_layer(in_layout(c.shape, c.channels_last), c.channels_last, c.fields);
+    const Layer L = resize_layer(layout_order(c.shape, c.channels_last), c.channels_last, c.fields);
     SCOPED_TRACE(
         fmt::format("{} {} {}", L.layout.name(), fmt::join(c.shape, "x"), c.fields.dump()));
     const auto run = run_or_compile(L, family.target, family.seed);
@@ -118,7 +110,7 @@ INSTANTIATE_TEST_SUITE_P(Families, ResizeKernels, ::testing::ValuesIn(cpu_target
 TEST(ResizeKernels, CompileForCuda) {
   std::mt19937 rng(7);
   for (const Case& c : cases(rng)) {
-    const Layer L = resize_layer(in_layout(c.shape, c.channels_last), c.channels_last, c.fields);
+    const Layer L = resize_layer(layout_order(c.shape, c.channels_last), c.channels_last, c.fields);
     SCOPED_TRACE(c.fields.dump());
     EXPECT_GT(compile_only(L, "host-cuda"), 0);
   }

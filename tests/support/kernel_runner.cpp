@@ -250,6 +250,14 @@ std::string compiled_assembly(const Layer& L, const std::string& target_name,
                        });
 }
 
+std::vector<int64_t> layout_order(const std::vector<int64_t>& nc, bool channels_last) {
+  if (!channels_last) return nc;
+  std::vector<int64_t> s = {nc[0]};
+  s.insert(s.end(), nc.begin() + 2, nc.end());
+  s.push_back(nc[1]);
+  return s;
+}
+
 Layer layer_reading(const std::vector<int64_t>& shape, bool channels_last,
                     const nlohmann::json& layer) {
   const std::string letters = spatial_letters(static_cast<int>(shape.size()) - 2);

@@ -82,6 +82,9 @@ std::string compiled_assembly(const Layer& layer, const std::string& target,
 // Whether this CPU runs code for `target` ("host" or a Halide target string).
 bool runs_here(const std::string& target);
 
+// An N, C, spatial... shape in the order of the layout (N, spatial..., C when channels last).
+std::vector<int64_t> layout_order(const std::vector<int64_t>& nc, bool channels_last);
+
 // `layer` (its fields as a spec writes them, "input" set here) reading a model input "x" of
 // `shape` (in the layout's order), resolved as the spec parser resolves it; throws SpecError.
 Layer layer_reading(const std::vector<int64_t>& shape, bool channels_last,
