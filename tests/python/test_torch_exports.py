@@ -1,8 +1,8 @@
 """Whole PyTorch classifiers and torchvision's ShuffleNetV2 and segmentation models as
-torch.onnx.export writes them (Debian's torch 1.13: torchvision-style MobileNetV2, ResNet-50 bottlenecks, EfficientNet and MobileNetV3 blocks with
-squeeze-and-excite, MobileNetV3's hard swish, Keras-style ZeroPad2d pads): imported, compiled and
-run whole with padfold.compile, from the input image to the class scores, and
-compared with torch's own output in torch's shapes ([N, K] scores, not padfold's [N, K, 1, 1])."""
+torch.onnx.export writes them (Debian's torch 1.13: torchvision-style MobileNetV2, ResNet-50
+bottlenecks, EfficientNet and MobileNetV3 blocks with squeeze-and-excite, MobileNetV3's hard
+swish, Keras-style ZeroPad2d pads): imported, compiled and run whole with padfold.compile, from the
+input image to the class scores, and compared with torch's own output in torch's shapes ([N, K] scores, not padfold's [N, K, 1, 1])."""
 import json
 
 import numpy as np
