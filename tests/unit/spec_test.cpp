@@ -984,7 +984,7 @@ TEST(Spec, NameTables) {
   EXPECT_EQ(error_of(one_layer({{"op", "conv_2d"}})),
             "t.json: layer 'c' (#0): field 'op': 'conv_2d'; expected one of conv1d, conv2d, "
             "conv3d, conv_transpose[1d|2d|3d], max_pool[1d|2d|3d], avg_pool[1d|2d|3d], add, mul, "
-            "concat, softmax, quantize, dequantize, transpose, resize");
+            "concat, softmax, quantize, dequantize, transpose, resize, gather_channels");
   for (Activation a :
        {Activation::None, Activation::Relu, Activation::Relu6, Activation::LeakyRelu})
     EXPECT_EQ(parse(one_layer({{"activation", to_string(a)}})).layers[0].activation, a);
