@@ -215,6 +215,8 @@ Expr activate(Expr v, const Layer& L) {
       return v * clamp(v * (1.f / 6.f) + 0.5f, 0.f, 1.f);
     case Activation::Silu:
       return v / (1.f + exp(-v));
+    case Activation::Gelu:
+      return 0.5f * v * (1.f + erf(v * 0.70710678f));
   }
   return v;
 }
@@ -571,6 +573,27 @@ void build_softmax(Algorithm& a) {
   a.output(a.vars) = exp(a.input(a.vars) - peak(pixel_args)) / total(pixel_args);
 }
 
+// (x - mean) / sqrt(variance + epsilon) over the channels of each pixel; the mean and the
+// reciprocal deviation are per pixel, helpers a schedule computes at root. The variance is the mean
+// of squared differences (two passes, as torch and ONNX Runtime compute it).
+void build_layer_norm(Algorithm& a) {
+  const Layer& L = *a.layer;
+  const size_t ch = L.layout.channels_last ? 0 : a.vars.size() - 2;  // Halide order
+  std::vector<Var> pixel(a.vars.begin(), a.vars.end());
+  pixel.erase(pixel.begin() + static_cast<std::ptrdiff_t>(ch));
+  const std::vector<Expr> at_pixel(pixel.begin(), pixel.end());
+  RDom k(0, static_cast<int>(L.in_channels), "k");
+  std::vector<Expr> at_k(a.vars.begin(), a.vars.end());
+  at_k[ch] = k;
+  const float n = static_cast<float>(L.in_channels);
+  Func mean(L.name + "_mean"), inv_dev(L.name + "_inv_dev");
+  mean(pixel) = sum(a.input(at_k)) / n;
+  const Expr d = a.input(at_k) - mean(at_pixel);
+  inv_dev(pixel) = 1.f / sqrt(sum(d * d) / n + L.epsilon);
+  a.helpers = {mean, inv_dev};
+  a.output(a.vars) = (a.input(a.vars) - mean(at_pixel)) * inv_dev(at_pixel);
+}
+
 // Output axis k is input axis perm[k] (outermost first); Halide's orders are the reverse.
 void build_transpose(Algorithm& a) {
   const Layer& L = *a.layer;
@@ -878,6 +901,9 @@ Algorithm build_algorithm(const Layer& L, const AlgorithmVariant& variant, const
       break;
     case Op::GatherChannels:
       build_gather_channels(a);
+      break;
+    case Op::LayerNorm:
+      build_layer_norm(a);
       break;
   }
   if (!a.output.defined() && L.quantized()) {

@@ -70,6 +70,8 @@ struct Emitter {
         return add("layers.Activation('tanh')", t);
       case Activation::Silu:
         return add("layers.Activation('silu')", t);
+      case Activation::Gelu:  // Keras's gelu defaults to the erf form
+        return add("layers.Activation('gelu')", t);
       case Activation::HardSigmoid:
         return add(fmt::format("layers.Lambda(lambda t: ops.clip(t * {} + {}, 0.0, 1.0))", a, b),
                    t);
@@ -257,6 +259,11 @@ struct Emitter {
         return add("layers.Concatenate(axis=-1)", list);
       case Op::Softmax:
         return add("layers.Softmax(axis=-1)", in[0]);
+      case Op::LayerNorm:
+        return add(fmt::format("layers.LayerNormalization(axis=-1, epsilon={}, center=False, "
+                               "scale=False)",
+                               python_float(L.epsilon)),
+                   in[0]);
       case Op::Transpose: {
         // Channels last -> the input's layout -> perm -> the output's layout -> channels last.
         const int rank = L.input_layout.spatial_dims + 2;

@@ -51,6 +51,8 @@ std::string activation(const Layer& L, const std::string& y) {
       return fmt::format("_hard_swish({})", y);
     case Activation::Silu:
       return fmt::format("F.silu({})", y);
+    case Activation::Gelu:
+      return fmt::format("F.gelu({})", y);
   }
   return y;
 }
@@ -236,6 +238,9 @@ struct Emitter {
         return resized(L, in[0]);
       case Op::GatherChannels:
         return gathered_channels(L, in[0]);
+      case Op::LayerNorm:  // over the channels: they go last for F.layer_norm and back
+        return fmt::format("F.layer_norm({}.movedim(1, -1), ({},), eps={}).movedim(-1, 1)", in[0],
+                           L.in_channels, python_float(L.epsilon));
       case Op::Transpose: {
         const std::string t = permuted(in[0], to_layout_perm(L.input_layout));
         return permuted(fmt::format("{}.permute({})", t, join(L.perm)), from_layout_perm(L.layout));

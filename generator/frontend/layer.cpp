@@ -125,6 +125,8 @@ double Layer::flops() const {
       return 0;
     case Op::Softmax:  // a max, an exp, a sum and a divide per output, as multiply-adds
       return 4 * n * out_channels * product(out_spatial);
+    case Op::LayerNorm:  // a sum, a squared difference and a scaling per output
+      return 4 * n * out_channels * product(out_spatial);
     case Op::Resize:  // linear: a multiply-add per neighbour (2^dims) per output
       return resize.mode == ResizeMode::Linear
                  ? 2 * n * out_channels * product(out_spatial) * std::pow(2.0, spatial_dims)

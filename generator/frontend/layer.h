@@ -22,7 +22,9 @@ namespace padfold {
 // element by element at a quantized model's edges (docs/int8.md); their dtype is the quantized
 // side. Resize scales the spatial axes by interpolation (padding/resize.h). GatherChannels copies
 // input channels in any order, each any number of times: a channel Split or Slice, a permutation
-// such as a channel shuffle, and their compositions.
+// such as a channel shuffle, and their compositions. LayerNorm normalizes each pixel over the
+// channels, (x - mean) / sqrt(var + epsilon) (ConvNeXt's LayerNorm; its scale and shift are a
+// per-channel affine the importer folds into the next conv).
 enum class Op {
   Conv,
   ConvTranspose,
@@ -36,9 +38,21 @@ enum class Op {
   Dequantize,
   Transpose,
   Resize,
-  GatherChannels
+  GatherChannels,
+  LayerNorm
 };
-enum class Activation { None, Relu, Relu6, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Silu };
+enum class Activation {
+  None,
+  Relu,
+  Relu6,
+  LeakyRelu,
+  Sigmoid,
+  Tanh,
+  HardSigmoid,
+  HardSwish,
+  Silu,
+  Gelu
+};
 enum class DType { F32, F16, I8, U8 };  // F32, and I8/U8 quantized layers (quant below)
 
 // The runtime's dtype of a spec's tensor type (a model input's, a layer's activations).
@@ -138,6 +152,8 @@ struct Layer {
   ResizeSpec resize;
   // gather_channels: output channel k is input channel channels[k].
   std::vector<int64_t> channels;
+  // layer_norm: added to the variance.
+  float epsilon = 1e-5f;
   bool ceil_mode = false;          // pooling
   bool count_include_pad = false;  // avg_pool
   Border border = Border::Zeros;

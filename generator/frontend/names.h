@@ -23,6 +23,7 @@ inline constexpr EnumName<Op> kOpNames[] = {
     {Op::Transpose, "transpose"},
     {Op::Resize, "resize"},
     {Op::GatherChannels, "gather_channels"},
+    {Op::LayerNorm, "layer_norm"},
 };
 
 inline constexpr EnumName<Activation> kActivationNames[] = {
@@ -36,6 +37,7 @@ inline constexpr EnumName<Activation> kActivationNames[] = {
     {Activation::HardSwish, "hard_swish"},
     {Activation::Silu, "silu"},
     {Activation::Silu, "swish", Spelling::Alias},
+    {Activation::Gelu, "gelu"},
 };
 
 inline constexpr EnumName<DType> kDTypeNames[] = {

@@ -34,7 +34,7 @@ const SpecKeys& spec_keys() {
        "out_channels", "kernel", "stride", "dilation", "groups", "depth_multiplier", "padding",
        "convention", "output_padding", "output_shape", "ceil_mode", "count_include_pad", "border",
        "bias", "activation", "quant", "weight_files", "read_by", "perm", "input_layout", "mode",
-       "coordinate_transformation_mode", "nearest_mode", "scales", "output_size", "channels"}};
+       "coordinate_transformation_mode", "nearest_mode", "scales", "output_size", "channels", "epsilon"}};
   // clang-format on
   return keys;
 }
@@ -85,6 +85,7 @@ const std::vector<OpOnly> kOpOnly = {
     {"scales", {Op::Resize}, "resize layers"},
     {"output_size", {Op::Resize}, "resize layers"},
     {"channels", {Op::GatherChannels}, "gather_channels layers"},
+    {"epsilon", {Op::LayerNorm}, "layer_norm layers"},
 };
 
 struct OpInfo {
@@ -376,6 +377,12 @@ class Parser {
     resolving(j, c, [&] { take_input_shapes(l, sources); });
     if (l.op == Op::Resize) parse_resize(j, c, l);
     if (l.op == Op::GatherChannels) parse_gathered_channels(j, c, l);
+    if (l.op == Op::LayerNorm && j.contains("epsilon")) {
+      const double e = c.get_number(j["epsilon"], "epsilon");
+      if (!(e > 0) || e > 1)
+        c.fail("epsilon", describe(j["epsilon"]), "a number above 0, at most 1");
+      l.epsilon = static_cast<float>(e);
+    }
     if (l.has_window()) {
       parse_kernel(j, c, l);
       parse_channels(j, c, l);

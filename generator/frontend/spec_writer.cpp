@@ -75,6 +75,7 @@ ojson layer_json(const Model& m, const Layer& l) {
   if (l.relayout_input) j["input_layout"] = l.input_layout.name();
   if (l.op == Op::Transpose) j["perm"] = l.perm;
   if (l.op == Op::GatherChannels) j["channels"] = l.channels;
+  if (l.op == Op::LayerNorm) j["epsilon"] = l.epsilon;
   if (l.op == Op::Resize) {
     j["mode"] = to_string(l.resize.mode);
     j["coordinate_transformation_mode"] = to_string(l.resize.coordinates);

@@ -52,6 +52,8 @@ ref::ActivationKind activation_kind(Activation a) {
       return ref::ActivationKind::HardSwish;
     case Activation::Silu:
       return ref::ActivationKind::Silu;
+    case Activation::Gelu:
+      return ref::ActivationKind::Gelu;
   }
   return ref::ActivationKind::None;
 }
@@ -114,6 +116,9 @@ ref::Tensor reference_output(const Layer& L, const LayerData& d) {
     }
     case Op::GatherChannels:
       y = ref::gather_channels(x, L.channels);
+      break;
+    case Op::LayerNorm:
+      y = ref::layer_norm_channels(x, L.epsilon);
       break;
     case Op::Add:
     case Op::Mul:

@@ -339,6 +339,8 @@ float activation(float v, ActivationKind kind, float alpha, float beta) {
       return static_cast<float>(x * std::clamp(x / 6 + 0.5, 0.0, 1.0));
     case ActivationKind::Silu:
       return static_cast<float>(x / (1 + std::exp(-x)));
+    case ActivationKind::Gelu:
+      return static_cast<float>(0.5 * x * (1 + std::erf(x / std::sqrt(2.0))));
   }
   return v;
 }
@@ -362,6 +364,25 @@ Tensor softmax_channels(const Tensor& x) {
       for (size_t ch = 0; ch < c; ++ch) total += std::exp(double{x.data[at(ch)]} - peak);
       for (size_t ch = 0; ch < c; ++ch)
         y.data[at(ch)] = static_cast<float>(std::exp(double{x.data[at(ch)]} - peak) / total);
+    }
+  return y;
+}
+
+Tensor layer_norm_channels(const Tensor& x, double epsilon) {
+  require(x.shape.size() >= 2, "layer norm over channels needs N and C");
+  const size_t n = static_cast<size_t>(x.shape[0]), c = static_cast<size_t>(x.shape[1]);
+  const size_t pixels = n * c == 0 ? 0 : x.data.size() / (n * c);
+  Tensor y = x;
+  for (size_t b = 0; b < n; ++b)
+    for (size_t p = 0; p < pixels; ++p) {
+      auto at = [&](size_t ch) { return (b * c + ch) * pixels + p; };
+      double mean = 0, var = 0;
+      for (size_t ch = 0; ch < c; ++ch) mean += x.data[at(ch)];
+      mean /= static_cast<double>(c);
+      for (size_t ch = 0; ch < c; ++ch) var += (x.data[at(ch)] - mean) * (x.data[at(ch)] - mean);
+      const double dev = std::sqrt(var / static_cast<double>(c) + epsilon);
+      for (size_t ch = 0; ch < c; ++ch)
+        y.data[at(ch)] = static_cast<float>((x.data[at(ch)] - mean) / dev);
     }
   return y;
 }

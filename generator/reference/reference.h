@@ -94,7 +94,7 @@ Tensor max_pool(const Tensor& x, const PoolParams& p, std::vector<int64_t> out_s
 Tensor avg_pool(const Tensor& x, const PoolParams& p, std::vector<int64_t> out_spatial = {});
 
 // In double. hard_sigmoid: clamp(alpha*v + beta, 0, 1); hard_swish: v*clamp(v/6 + 1/2, 0, 1)
-// (ONNX HardSwish); silu: v*sigmoid(v).
+// (ONNX HardSwish); silu: v*sigmoid(v); gelu: v*Phi(v), v/2*(1 + erf(v/sqrt 2)).
 enum class ActivationKind {
   None,
   Relu,
@@ -104,12 +104,15 @@ enum class ActivationKind {
   Tanh,
   HardSigmoid,
   HardSwish,
-  Silu
+  Silu,
+  Gelu
 };
 float activation(float v, ActivationKind kind, float alpha = 0.f, float beta = 0.f);
 Tensor activation(const Tensor& t, ActivationKind kind, float alpha = 0.f, float beta = 0.f);
 // Softmax over axis 1 (channels) of an N C s... tensor, in double.
 Tensor softmax_channels(const Tensor& x);
+// (x - mean) / sqrt(variance + epsilon) over axis 1 (channels) at each pixel, in double.
+Tensor layer_norm_channels(const Tensor& x, double epsilon);
 
 // ONNX Resize of the spatial axes of an N C s... tensor. `linear` interpolates (in double), else
 // the nearest pixel; coordinates (ONNX's coordinate_transformation_mode: half_pixel,

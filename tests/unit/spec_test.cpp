@@ -456,7 +456,7 @@ TEST(SpecErrors, OpOnlyFields) {
 }
 
 TEST(SpecErrors, Activation) {
-  expect_layer_error(R"({"activation": "gelu"})", "activation", {"'gelu'", "relu6"});
+  expect_layer_error(R"({"activation": "mish"})", "activation", {"'mish'", "relu6", "gelu"});
   expect_layer_error(R"({"activation": {"type": "relu", "alpha": 0.2}})", "activation.alpha",
                      {"only with leaky_relu"});
 }
@@ -981,16 +981,18 @@ TEST(Spec, NameTables) {
   }
   EXPECT_EQ(parse(one_layer({{"op", "max_pool"}, {"out_channels", nullptr}})).layers[0].op,
             Op::MaxPool);
-  EXPECT_EQ(error_of(one_layer({{"op", "conv_2d"}})),
-            "t.json: layer 'c' (#0): field 'op': 'conv_2d'; expected one of conv1d, conv2d, "
-            "conv3d, conv_transpose[1d|2d|3d], max_pool[1d|2d|3d], avg_pool[1d|2d|3d], add, mul, "
-            "concat, softmax, quantize, dequantize, transpose, resize, gather_channels");
+  EXPECT_EQ(
+      error_of(one_layer({{"op", "conv_2d"}})),
+      "t.json: layer 'c' (#0): field 'op': 'conv_2d'; expected one of conv1d, conv2d, "
+      "conv3d, conv_transpose[1d|2d|3d], max_pool[1d|2d|3d], avg_pool[1d|2d|3d], add, mul, "
+      "concat, softmax, quantize, dequantize, transpose, resize, gather_channels, layer_norm");
   for (Activation a :
        {Activation::None, Activation::Relu, Activation::Relu6, Activation::LeakyRelu})
     EXPECT_EQ(parse(one_layer({{"activation", to_string(a)}})).layers[0].activation, a);
-  EXPECT_EQ(error_of(one_layer({{"activation", "gelu"}})),
-            "t.json: layer 'c' (#0): field 'activation': 'gelu'; expected none, relu, relu6, "
-            "leaky_relu, sigmoid, tanh, hard_sigmoid, hard_swish or silu");
+  EXPECT_EQ(parse(one_layer({{"activation", "gelu"}})).layers[0].activation, Activation::Gelu);
+  EXPECT_EQ(error_of(one_layer({{"activation", "mish"}})),
+            "t.json: layer 'c' (#0): field 'activation': 'mish'; expected none, relu, relu6, "
+            "leaky_relu, sigmoid, tanh, hard_sigmoid, hard_swish, silu or gelu");
   EXPECT_EQ(to_string(DType::F32), "float32");
   EXPECT_EQ(to_string(DType::F16), "float16");
   EXPECT_EQ(to_string(DType::I8), "int8");
