@@ -193,7 +193,7 @@ def mobilenet_v2_block():
 # The fused blocks of a default import (the layers channels last; an output's layer is renamed
 # <name>_nhwc and its NCHW transpose takes its name).
 EXPECTED_BLOCKS = {"mobilenet_v2_block": ["expand+dw+project+residual"],
-                   "residual_block": ["c2+skip_nhwc"]}
+                   "residual_block": ["c2+skip_nhwc"], "convnext_block": ["linear2+residual_nhwc"]}
 
 
 # ONNX Runtime refuses dilation with auto_pad SAME ("Dilation not supported for
@@ -625,6 +625,100 @@ def split_opset11():
     ], [("x", [1, 4, 6, 5])], "y", [weights("w", [2, 3, 3, 3])], opset=11)
 
 
+def layer_norm_nodes(t, x, y, prefix, axis=-1):
+    """torch.onnx's LayerNorm over the last axis before opset 17."""
+    def mean(a, out, name):
+        return t("ReduceMean", [a], [out], name=name, axes=[axis])
+    p = prefix
+    return [
+        mean(x, f"{p}mean", f"{p}mean"),
+        t("Sub", [x, f"{p}mean"], [f"{p}dev"], name=f"{p}sub"),
+        t("Pow", [f"{p}dev", "two"], [f"{p}sq"], name=f"{p}pow"),
+        mean(f"{p}sq", f"{p}var", f"{p}var"),
+        t("Add", [f"{p}var", "eps"], [f"{p}ve"], name=f"{p}add_eps"),
+        t("Sqrt", [f"{p}ve"], [f"{p}std"], name=f"{p}sqrt"),
+        t("Div", [f"{p}dev", f"{p}std"], [f"{p}n"], name=f"{p}div"),
+        t("Mul", [f"{p}n", f"{p}gamma"], [f"{p}s"], name=f"{p}scale"),
+        t("Add", [f"{p}s", f"{p}beta"], [y], name=f"{p}shift"),
+    ]
+
+
+def last_axis(name, n, lo=-1.0, hi=1.0):
+    return tensor(name, RNG.uniform(lo, hi, n).astype(np.float32))
+
+
+def convnext_block():
+    """ConvNeXt as torch.onnx writes it: a 4x4 stride-4 stem and a LayerNorm on channels last
+    (Transpose, the decomposed LayerNorm, Transpose back); the block: a 7x7 depthwise conv,
+    Transpose, LayerNorm, Linear (MatMul + Add), GELU (Div, Erf, Add, Mul, Mul), Linear, Transpose,
+    the layer scale ([C, 1, 1]) and the residual add."""
+    t = helper.make_node
+    c = 8
+    nodes = [conv("stem", "x", "s", "w0", "b0", kernel_shape=[4, 4], strides=[4, 4]),
+             t("Transpose", ["s"], ["s_last"], name="stem_to_last", perm=[0, 2, 3, 1])]
+    nodes += layer_norm_nodes(t, "s_last", "s_ln", "stem_ln_")
+    nodes += [t("Transpose", ["s_ln"], ["a"], name="stem_to_first", perm=[0, 3, 1, 2]),
+              conv("dw", "a", "d", "wd", "bd", kernel_shape=[7, 7], pads=[3, 3, 3, 3], group=c),
+              t("Transpose", ["d"], ["d_last"], name="to_last", perm=[0, 2, 3, 1])]
+    nodes += layer_norm_nodes(t, "d_last", "ln", "ln_")
+    nodes += [
+        t("MatMul", ["ln", "w1"], ["h"], name="linear1"),
+        t("Add", ["b1", "h"], ["hb"], name="linear1_bias"),
+        t("Div", ["hb", "sqrt2"], ["g0"], name="gelu_scale"),
+        t("Erf", ["g0"], ["g1"], name="gelu_erf"),
+        t("Add", ["g1", "one"], ["g2"], name="gelu_one"),
+        t("Mul", ["hb", "g2"], ["g3"], name="gelu_x"),
+        t("Mul", ["g3", "half"], ["g"], name="gelu"),
+        t("MatMul", ["g", "w2"], ["o"], name="linear2"),
+        t("Add", ["o", "b2"], ["ob"], name="linear2_bias"),
+        t("Transpose", ["ob"], ["back"], name="to_first", perm=[0, 3, 1, 2]),
+        t("Mul", ["back", "layer_scale"], ["ls"], name="layer_scale"),
+        t("Add", ["ls", "a"], ["y"], name="residual"),
+    ]
+    return model("convnext_block", nodes, [("x", [1, 3, 36, 28])], "y", [
+        weights("w0", [c, 3, 4, 4]), bias_of("b0", c), weights("wd", [c, 1, 7, 7]),
+        bias_of("bd", c), weights("w1", [c, 4 * c]), bias_of("b1", 4 * c),
+        weights("w2", [4 * c, c]), bias_of("b2", c), last_axis("stem_ln_gamma", c, 0.5, 1.5),
+        last_axis("stem_ln_beta", c), last_axis("ln_gamma", c, 0.5, 1.5),
+        last_axis("ln_beta", c),
+        tensor("layer_scale", RNG.uniform(0.5, 1.5, (c, 1, 1)).astype(np.float32)),
+        tensor("two", np.float32(2)), tensor("eps", np.float32(1e-6)),
+        tensor("sqrt2", np.float32(np.sqrt(2))), tensor("one", np.float32(1)),
+        tensor("half", np.float32(0.5))])
+
+
+def layer_norm_head():
+    """The same stretch written otherwise: ReduceMean over axis 3 (not -1), GELU scaled by Mul(x,
+    1/sqrt 2) and halved first; then a LayerNorm head after a global pool (ConvNeXt's
+    classifier), a Flatten and a Gemm."""
+    t = helper.make_node
+    c = 6
+    nodes = [conv("c", "x", "a", "w0", "b0", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             t("Transpose", ["a"], ["a_last"], name="to_last", perm=[0, 2, 3, 1])]
+    nodes += layer_norm_nodes(t, "a_last", "ln", "ln_", axis=3)
+    nodes += [
+        t("MatMul", ["ln", "w1"], ["h"], name="linear1"),
+        t("Mul", ["inv_sqrt2", "h"], ["g0"], name="gelu_scale"),
+        t("Erf", ["g0"], ["g1"], name="gelu_erf"),
+        t("Add", ["one", "g1"], ["g2"], name="gelu_one"),
+        t("Mul", ["g2", "h"], ["g3"], name="gelu_x"),
+        t("Mul", ["half", "g3"], ["g"], name="gelu"),
+        t("Transpose", ["g"], ["b"], name="to_first", perm=[0, 3, 1, 2]),
+        t("GlobalAveragePool", ["b"], ["p"], name="pool"),
+        t("Transpose", ["p"], ["p_last"], name="head_to_last", perm=[0, 2, 3, 1]),
+    ]
+    nodes += layer_norm_nodes(t, "p_last", "p_ln", "head_ln_")
+    nodes += [t("Transpose", ["p_ln"], ["p_first"], name="head_to_first", perm=[0, 3, 1, 2]),
+              t("Flatten", ["p_first"], ["f"], name="flatten"),
+              t("Gemm", ["f", "wg", "bg"], ["y"], name="fc", transB=1)]
+    return model("layer_norm_head", nodes, [("x", [1, 3, 11, 9])], "y", [
+        weights("w0", [c, 3, 3, 3]), bias_of("b0", c), weights("w1", [c, 2 * c]),
+        last_axis("ln_gamma", c, 0.5, 1.5), last_axis("ln_beta", c),
+        last_axis("head_ln_gamma", 2 * c, 0.5, 1.5), last_axis("head_ln_beta", 2 * c),
+        weights("wg", [5, 2 * c]), bias_of("bg", 5), tensor("two", np.float32(2)),
+        tensor("eps", np.float32(1e-5)), tensor("inv_sqrt2", np.float32(np.sqrt(0.5))),
+        tensor("one", np.float32(1)), tensor("half", np.float32(0.5))])
+
 MODELS = {f.__name__: f for f in [
     same_upper_even_strided, same_lower_stride3, pools_same, depthwise_clip, residual_block,
     pad_reflect_conv, pad_edge_and_constant, conv_transpose_same, conv_transpose_lower_and_shape,
@@ -633,14 +727,16 @@ MODELS = {f.__name__: f for f in [
     classifier_nhwc_matmul, reduce_max_squeeze, squeeze_excite, input_normalization,
     softmax_channels, nhwc_input_normalization, resize_torch_bilinear, resize_keras_upsampling,
     resize_modes, resize_3d_and_1d, resize_1d_nearest, upsample_opset9, resize_opset10_linear,
-    shufflenet_units, channel_slices, slice_opset9, split_channels, split_opset11]}
+    shufflenet_units, channel_slices, slice_opset9, split_channels, split_opset11,
+    convnext_block, layer_norm_head]}
 
 
 # Channels-first models imported also with --layout nchw and with --io-layout nhwc (OPTIONS).
 RELAID = ["same_upper_even_strided", "pools_same", "mobilenet_v2_block", "residual_block",
           "conv1d_dilated", "conv3d_same", "conv_batchnorm", "global_pools", "classifier_gemm",
           "squeeze_excite", "input_normalization", "softmax_channels", "resize_torch_bilinear",
-          "resize_modes", "shufflenet_units", "channel_slices", "split_channels"]
+          "resize_modes", "shufflenet_units", "channel_slices", "split_channels",
+          "convnext_block"]
 
 
 def channels_last(a):

@@ -394,3 +394,41 @@ def test_torchvision_shufflenet_runs_whole_and_matches_torch(tmp_path):
     with torch.no_grad():
         ported = padfold.torch.from_onnx(path)(x).numpy()
     np.testing.assert_allclose(ported, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_torchvision_convnext_runs_whole_and_matches_torch(tmp_path):
+    """torchvision's ConvNeXt (two stages of one block, its stem, downsampling and head): the
+    channels-last stretches of its blocks (Transpose, LayerNorm as ReduceMean/Sub/Pow/Sqrt/Div,
+    Linear as MatMul, GELU as Erf) computed channels first, LayerNorm as layer_norm layers, the
+    Linears as 1x1 convs with GELU fused, the LayerNorm scales and layer scales folded; the export
+    runs whole and matches torch, and so does its port."""
+    from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+    torch.manual_seed(9)
+    model = ConvNeXt([CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 2)], num_classes=10)
+    with torch.no_grad():  # LayerNorm parameters and layer scales away from their init
+        for name, p in model.named_parameters():
+            if "layer_scale" in name or p.dim() == 1:
+                p.uniform_(0.5, 1.5) if "bias" not in name else p.uniform_(-0.3, 0.3)
+    model.eval()
+    x = torch.randn(1, 3, 40, 36)
+    with torch.no_grad():
+        want = model(x).numpy()
+    path = tmp_path / "convnext.onnx"
+    torch.onnx.export(model, x, str(path), opset_version=13, input_names=["image"],
+                      output_names=["scores"])
+    padfold.import_onnx(path, tmp_path / "imported")
+    report = json.loads((tmp_path / "imported" / "import-report.json").read_text())
+    assert report["left_to_caller"] == []
+    spec = json.loads((tmp_path / "imported" / "convnext.json").read_text())
+    ops = [lay["op"] for lay in spec["layers"]]
+    # The stem's, each block's (3), the downsampling's and the head's LayerNorm.
+    assert ops.count("layer_norm") == 6, ops
+    assert sum(lay.get("activation") == "gelu" for lay in spec["layers"]) == 3
+    assert "transpose" not in ops
+    with padfold.compile(path) as b:
+        got = b.model()(x.numpy())
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    with torch.no_grad():
+        ported = padfold.torch.from_onnx(path)(x).numpy()
+    np.testing.assert_allclose(ported, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())

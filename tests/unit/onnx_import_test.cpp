@@ -2520,5 +2520,108 @@ TEST(OnnxImport, GathersComposeAndKeepWhatOthersRead) {
   }
 }
 
+// ConvNeXt's block as torch.onnx writes it: a depthwise conv, then channels last (Transpose), the
+// decomposed LayerNorm over the last axis, its scale and shift, Linear (MatMul + Add), GELU as Erf,
+// Linear, back to channels first (Transpose), the layer scale ([C, 1, 1]) and the residual add.
+// `other` makes the first Linear's bias add read a computed tensor instead, `tanh` writes ONNX
+// Gelu with approximate "tanh" instead of the Erf chain.
+struct BlockOptions {
+  bool other = false, tanh = false;
+};
+ModelBuilder convnext_block(const BlockOptions& o = {}) {
+  ModelBuilder b(o.tanh ? 20 : 13);
+  b.input("x", {1, 8, 5, 6});
+  b.initializer("dw", {8, 1, 3, 3});
+  b.node("Conv", {"x", "dw"}, {"d"}, "dwconv").i("group", 8).ints("pads", {1, 1, 1, 1});
+  b.node("Transpose", {"d"}, {"t"}, "to_last").ints("perm", {0, 2, 3, 1});
+  b.node("ReduceMean", {"t"}, {"mean"}, "mean").ints("axes", {-1});
+  b.node("Sub", {"t", "mean"}, {"dev"}, "sub");
+  b.initializer("two", {}, {2.f});
+  b.node("Pow", {"dev", "two"}, {"sq"}, "pow");
+  b.node("ReduceMean", {"sq"}, {"var"}, "var").ints("axes", {3});
+  b.initializer("eps", {}, {1e-6f});
+  b.node("Add", {"var", "eps"}, {"var_eps"}, "add_eps");
+  b.node("Sqrt", {"var_eps"}, {"std"}, "sqrt");
+  b.node("Div", {"dev", "std"}, {"normed"}, "ln");
+  b.initializer("gamma", {8});
+  b.node("Mul", {"normed", "gamma"}, {"scaled"}, "ln_scale");
+  b.initializer("beta", {8});
+  b.node("Add", {"scaled", "beta"}, {"ln_out"}, "ln_shift");
+  b.initializer("w1", {8, 16});
+  b.node("MatMul", {"ln_out", "w1"}, {"h"}, "linear1");
+  if (o.other) {
+    b.initializer("w_side", {16, 8, 1, 1});
+    b.node("Conv", {"x", "w_side"}, {"side"}, "side");
+    b.node("Transpose", {"side"}, {"side_last"}, "side_to_last").ints("perm", {0, 2, 3, 1});
+    b.node("Add", {"h", "side_last"}, {"hb"}, "linear1_bias");
+  } else {
+    b.initializer("b1", {16});
+    b.node("Add", {"b1", "h"}, {"hb"}, "linear1_bias");
+  }
+  if (o.tanh) {
+    b.node("Gelu", {"hb"}, {"g"}, "gelu").str("approximate", "tanh");
+  } else {
+    b.initializer("sqrt2", {}, {1.4142135f});
+    b.node("Div", {"hb", "sqrt2"}, {"g0"}, "gelu_scale");
+    b.node("Erf", {"g0"}, {"g1"}, "gelu_erf");
+    b.initializer("one", {}, {1.f});
+    b.node("Add", {"g1", "one"}, {"g2"}, "gelu_one");
+    b.node("Mul", {"hb", "g2"}, {"g3"}, "gelu_x");
+    b.initializer("half", {}, {0.5f});
+    b.node("Mul", {"g3", "half"}, {"g"}, "gelu");
+  }
+  b.initializer("w2", {16, 8});
+  b.node("MatMul", {"g", "w2"}, {"o"}, "linear2");
+  b.initializer("b2", {8});
+  b.node("Add", {"o", "b2"}, {"ob"}, "linear2_bias");
+  b.node("Transpose", {"ob"}, {"back"}, "to_first").ints("perm", {0, 3, 1, 2});
+  b.initializer("layer_scale", {8, 1, 1});
+  b.node("Mul", {"back", "layer_scale"}, {"ls"}, "layer_scale");
+  b.node("Add", {"ls", "x"}, {"y"}, "residual");
+  b.output("y");
+  return b;
+}
+
+// The stretch between the Transposes is computed channels first: a layer_norm layer, the Linears
+// as 1x1 convs (GELU fused into the first), the LayerNorm's scale and shift and the layer scale
+// folded into them; no transpose layer, nothing left.
+TEST(OnnxImport, ConvNeXtBlockRunsChannelsFirstWithoutTransposes) {
+  const ImportResult r = import(convnext_block());
+  ASSERT_TRUE(r.left_to_caller.empty())
+      << r.left_to_caller[0].name << ": " << r.left_to_caller[0].reason;
+  std::vector<std::string> ops;
+  for (const Layer& l : r.model.layers) ops.push_back(l.op_name);
+  EXPECT_EQ(ops, (std::vector<std::string>{"conv2d", "layer_norm", "conv2d", "conv2d", "add"}));
+  const Layer& ln = r.model.layers[1];
+  EXPECT_FLOAT_EQ(ln.epsilon, 1e-6f);
+  EXPECT_EQ(ln.in_channels, 8);
+  const Layer& linear1 = r.model.layers[2];
+  EXPECT_EQ(linear1.kernel, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(linear1.out_channels, 16);
+  EXPECT_EQ(linear1.activation, Activation::Gelu);
+  EXPECT_TRUE(linear1.bias);
+  const Layer& linear2 = r.model.layers[3];
+  EXPECT_EQ(linear2.out_channels, 8);
+  EXPECT_EQ(linear2.activation, Activation::None);
+}
+
+// A stretch reading a computed tensor that is not its own (here another channels-last tensor) is
+// left as it is: its Transposes are left to the caller, saying so.
+TEST(OnnxImport, ChannelsLastStretchReadingOtherTensorsStays) {
+  BlockOptions o;
+  o.other = true;
+  const ImportResult r = import(convnext_block(o));
+  EXPECT_TRUE(has(left_reason(r, "to_last"), "Transpose")) << left_reason(r, "to_last");
+  EXPECT_NE(left_reason(r, "linear1"), "not left");
+}
+
+// ONNX Gelu: the erf form fuses; the tanh approximation is left, saying which it is.
+TEST(OnnxImport, GeluTanhIsLeftNamingItsApproximation) {
+  BlockOptions o;
+  o.tanh = true;
+  const ImportResult r = import(convnext_block(o));
+  EXPECT_TRUE(has(left_reason(r, "gelu"), "approximate is 'tanh'")) << left_reason(r, "gelu");
+}
+
 }  // namespace
 }  // namespace padfold::onnx_test

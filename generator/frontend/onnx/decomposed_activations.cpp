@@ -12,9 +12,12 @@
 namespace padfold::onnx_import {
 namespace {
 
+// The chain's nodes, the last one replaced by `op` reading x, the others removed.
 struct Chain {
-  int add, clip, last;
+  std::vector<int> removed;
+  int last;
   std::string x;
+  const char* op;
 };
 
 class ChainFinder {
@@ -35,7 +38,31 @@ class ChainFinder {
       return std::nullopt;
     const int last = only_reader(clip);
     if (last < 0 || !sixth(last, g_.node(clip).output(0))) return std::nullopt;
-    return Chain{add, clip, last, x};
+    return Chain{{add, clip}, last, x, "HardSigmoid"};
+  }
+
+  // GELU's erf form: Div(x, sqrt 2) or Mul(x, 1/sqrt 2) -> Erf -> Add(1) -> Mul(x) -> Mul(1/2).
+  std::optional<Chain> gelu_from(int scale) const {
+    const onnx::NodeProto& s = g_.node(scale);
+    if (s.input_size() != 2 || s.output_size() != 1) return std::nullopt;
+    std::string x;
+    if (is(scale, "Div") && near(scalar(s.input(1)), std::sqrt(2.0)))
+      x = s.input(0);
+    else if (is(scale, "Mul"))
+      x = other_input(scale, [&](const std::string& t) { return near(scalar(t), std::sqrt(0.5)); });
+    if (x.empty() || g_.constant(x)) return std::nullopt;
+    const int erf = only_reader(scale);
+    if (erf < 0 || !is(erf, "Erf")) return std::nullopt;
+    const int one = only_reader(erf);
+    if (one < 0 || !is(one, "Add") || !near(scalar(operand_beside(one, erf)), 1.0))
+      return std::nullopt;
+    const int times_x = only_reader(one);
+    if (times_x < 0 || !is(times_x, "Mul") || operand_beside(times_x, one) != x)
+      return std::nullopt;
+    const int half = only_reader(times_x);
+    if (half < 0 || !is(half, "Mul") || !near(scalar(operand_beside(half, times_x)), 0.5))
+      return std::nullopt;
+    return Chain{{scale, erf, one, times_x}, half, x, "Gelu"};
   }
 
  private:
@@ -52,6 +79,24 @@ class ChainFinder {
     } catch (const std::exception&) {  // not a number: no scalar of this pattern
     }
     return std::nullopt;
+  }
+  // Of a binary node whose input `which` picks: the other input ("" if neither or both are).
+  template <typename F>
+  std::string other_input(int i, F which) const {
+    const onnx::NodeProto& n = g_.node(i);
+    if (n.input_size() != 2) return "";
+    const bool first = which(n.input(0)), second = which(n.input(1));
+    if (first == second) return "";
+    return first ? n.input(1) : n.input(0);
+  }
+  // Binary node i's input other than node `from`'s output.
+  std::string operand_beside(int i, int from) const {
+    const std::string& t = g_.node(from).output(0);
+    return other_input(i, [&](const std::string& in) { return in == t; });
+  }
+  // A float32 constant as an exporter writes `want` (1/sqrt 2 rounded, 0.5...).
+  static bool near(const std::optional<float>& v, double want) {
+    return v && std::abs(*v - want) <= 1e-6 * std::abs(want);
   }
   // The one node reading node i's only output once, which is no graph output; -1 if none.
   int only_reader(int i) const {
@@ -88,12 +133,13 @@ class ChainFinder {
   const GraphIndex& g_;
 };
 
-onnx::NodeProto hard_sigmoid(const std::string& name, const std::string& x, const std::string& y) {
+onnx::NodeProto activation(const Chain& c, const std::string& name, const std::string& y) {
   onnx::NodeProto hs;
   hs.set_name(name);
-  hs.set_op_type("HardSigmoid");
-  hs.add_input(x);
+  hs.set_op_type(c.op);
+  hs.add_input(c.x);
   hs.add_output(y);
+  if (std::string(c.op) != "HardSigmoid") return hs;
   for (const auto& [attr, value] : {std::pair{"alpha", 1.f / 6.f}, std::pair{"beta", 0.5f}}) {
     onnx::AttributeProto* a = hs.add_attribute();
     a->set_name(attr);
@@ -110,22 +156,74 @@ int fold_decomposed_activations(onnx::ModelProto& model, const std::string& labe
   {
     const GraphIndex g(model, label);  // checks the graph as the import does
     const ChainFinder find(g);
-    for (int i = 0; i < g.num_nodes(); ++i)
+    for (int i = 0; i < g.num_nodes(); ++i) {
       if (const std::optional<Chain> c = find.from(i)) chains.push_back(*c);
+      if (const std::optional<Chain> c = find.gelu_from(i)) chains.push_back(*c);
+    }
   }
   if (chains.empty()) return 0;
   onnx::GraphProto& graph = *model.mutable_graph();
   std::set<int> removed;
   for (const Chain& c : chains) {
     onnx::NodeProto& last = *graph.mutable_node(c.last);
-    last = hard_sigmoid(last.name(), c.x, last.output(0));
-    removed.insert({c.add, c.clip});
+    last = activation(c, last.name(), last.output(0));
+    removed.insert(c.removed.begin(), c.removed.end());
   }
   onnx::GraphProto kept;
   for (int i = 0; i < graph.node_size(); ++i)
     if (!removed.count(i)) *kept.add_node() = graph.node(i);
   graph.mutable_node()->Swap(kept.mutable_node());
+
   return static_cast<int>(chains.size());
+}
+
+int expand_gelu_below_opset20(onnx::ModelProto& model) {
+  if (default_opset(model) >= 20) return 0;
+  onnx::GraphProto& graph = *model.mutable_graph();
+  std::set<std::string> names;
+  for (const auto& t : graph.initializer()) names.insert(t.name());
+  for (const auto& n : graph.node())
+    for (const auto& o : n.output()) names.insert(o);
+  auto fresh = [&](const std::string& base) {
+    std::string name = base;
+    for (int k = 1; names.count(name); ++k) name = base + "_" + std::to_string(k);
+    names.insert(name);
+    return name;
+  };
+  auto scalar = [&](const std::string& base, float v) {
+    onnx::TensorProto* t = graph.add_initializer();
+    t->set_name(fresh(base));
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_float_data(v);
+    return t->name();
+  };
+  onnx::GraphProto expanded;
+  int count = 0;
+  for (const onnx::NodeProto& n : graph.node()) {
+    if (!default_domain(n) || n.op_type() != "Gelu" || n.input_size() != 1) {
+      *expanded.add_node() = n;
+      continue;
+    }
+    ++count;
+    const std::string& x = n.input(0);
+    const std::string base = n.name().empty() ? n.output(0) : n.name();
+    auto add = [&](const char* op, const std::vector<std::string>& in, const std::string& out) {
+      onnx::NodeProto* m = expanded.add_node();
+      m->set_name(fresh(base + "_" + op));
+      m->set_op_type(op);
+      for (const std::string& i : in) m->add_input(i);
+      m->add_output(out);
+      return out;
+    };
+    const std::string scaled =
+        add("Div", {x, scalar(base + "_sqrt2", std::sqrt(2.f))}, fresh(base + "_scaled"));
+    const std::string erf = add("Erf", {scaled}, fresh(base + "_erf"));
+    const std::string one = add("Add", {erf, scalar(base + "_one", 1.f)}, fresh(base + "_plus1"));
+    const std::string times = add("Mul", {x, one}, fresh(base + "_times_x"));
+    add("Mul", {times, scalar(base + "_half", 0.5f)}, n.output(0));
+  }
+  if (count) graph.mutable_node()->Swap(expanded.mutable_node());
+  return count;
 }
 
 }  // namespace padfold::onnx_import

@@ -51,7 +51,7 @@ const char* const kLayerOps[] = {
 // Reshapes that are no op on a tensor with unit spatial dims (classify_unit_reshape).
 const char* const kReshapeOps[] = {"Flatten", "Reshape", "Squeeze", "Unsqueeze"};
 const char* const kActivationOps[] = {"Relu", "Clip",        "LeakyRelu", "Sigmoid",
-                                      "Tanh", "HardSigmoid", "HardSwish"};
+                                      "Tanh", "HardSigmoid", "HardSwish", "Gelu"};
 const char* const kAffineOps[] = {"BatchNormalization", "Mul", "Add", "Sub", "Div"};
 
 template <size_t N>
@@ -84,6 +84,7 @@ class Importer {
       classify_unit_reshape(i);
       classify_layer(i);
       classify_channel_permutation(i);
+      classify_layer_norm(i);
     }
     compose_channel_gathers();
     for (int i = 0; i < n; ++i)
@@ -398,16 +399,25 @@ class Importer {
     if (g_.folded(i) || !default_domain(node) || node.op_type() != "Reshape" ||
         role_[i] != Role::Left)
       return;
-    std::optional<Draft> d = detail::draft_channel_permutation(c_, i);
-    if (!d) return;
-    for (int p : d->part_nodes) {
+    if (std::optional<Draft> d = detail::draft_channel_permutation(c_, i)) take_draft(i, *d);
+  }
+
+  // The decomposed LayerNorm over channels: a layer_norm layer, drafted at its Div.
+  void classify_layer_norm(int i) {
+    if (g_.folded(i) || role_[i] != Role::Left) return;
+    if (std::optional<Draft> d = detail::draft_layer_norm(c_, i)) take_draft(i, *d);
+  }
+
+  // A draft of several nodes, at node i: its part nodes are part of the layer.
+  void take_draft(int i, Draft& d) {
+    for (int p : d.part_nodes) {
       role_[p] = Role::Layer;
       reason_[p].clear();
     }
     role_[i] = Role::Layer;
-    set_shape_onwards(node.output(0), d->layer.output_shape_full());
-    draft_by_output_[d->output] = i;
-    drafts_.emplace(i, std::move(*d));
+    set_shape_onwards(g_.node(i).output(0), d.layer.output_shape_full());
+    draft_by_output_[d.output] = i;
+    drafts_.emplace(i, std::move(d));
   }
 
   // A gather_channels layer reading another's output reads that one's input, its channels taken

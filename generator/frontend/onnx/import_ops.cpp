@@ -1074,6 +1074,73 @@ std::optional<Draft> draft_channel_permutation(const Context& c, int i) {
   return d;
 }
 
+std::optional<Draft> draft_layer_norm(const Context& c, int i) {
+  const GraphIndex& g = c.graph();
+  // The node producing `t`, of type `op`, read only by `readers` nodes and no graph output.
+  auto node_of = [&](const std::string& t, const char* op, size_t readers) {
+    const int p = g.producer(c.canon(t));
+    const bool ok = p >= 0 && default_domain(g.node(p)) && g.node(p).op_type() == op &&
+                    g.node(p).input_size() >= 1 && g.node(p).output_size() == 1 &&
+                    c.readers(g.node(p).output(0)).size() == readers &&
+                    !c.reaches_graph_output(g.node(p).output(0));
+    return ok ? p : -1;
+  };
+  auto scalar = [&](const std::string& t) -> std::optional<double> {
+    const onnx::TensorProto* k = c.constant(t);
+    if (!k) return std::nullopt;
+    try {
+      const FloatTensor f = to_float_tensor(*k, t);
+      if (f.data.size() == 1) return f.data[0];
+    } catch (const ImportError&) {  // not a number: no layer norm
+    }
+    return std::nullopt;
+  };
+  auto channel_mean_of = [&](int r, size_t rank) {
+    const NodeAttributes a = c.at_node(r, [&] { return NodeAttributes(g.node(r)); });
+    std::optional<std::vector<int64_t>> axes = a.find_ints("axes");
+    if (!axes && !input_of(g.node(r), 1).empty())
+      if (const onnx::TensorProto* t = c.constant(input_of(g.node(r), 1)))
+        axes = to_int64s(*t, input_of(g.node(r), 1));
+    return axes && axes->size() == 1 &&
+           ((*axes)[0] == 1 || (*axes)[0] == 1 - static_cast<int64_t>(rank)) &&
+           a.get_int("keepdims", 1) == 1;
+  };
+  const onnx::NodeProto& div = g.node(i);
+  if (!default_domain(div) || div.op_type() != "Div" || div.input_size() != 2) return {};
+  const int sub = node_of(div.input(0), "Sub", 2);
+  const int sqrt = node_of(div.input(1), "Sqrt", 1);
+  const int add = sqrt < 0 ? -1 : node_of(g.node(sqrt).input(0), "Add", 1);
+  if (sub < 0 || add < 0 || g.node(sub).input_size() != 2 || g.node(add).input_size() != 2)
+    return {};
+  const std::string x = c.canon(g.node(sub).input(0));
+  const int mean = node_of(g.node(sub).input(1), "ReduceMean", 1);
+  const int var = node_of(g.node(add).input(0), "ReduceMean", 1);
+  const int pow = var < 0 ? -1 : node_of(g.node(var).input(0), "Pow", 1);
+  const std::optional<double> eps = scalar(g.node(add).input(1));
+  TensorType xt;
+  if (mean < 0 || pow < 0 || !eps || !(*eps > 0) || *eps > 1 || g.node(pow).input_size() != 2 ||
+      c.canon(g.node(mean).input(0)) != x ||
+      c.canon(g.node(pow).input(0)) != c.canon(div.input(0)) ||
+      scalar(g.node(pow).input(1)) != 2.0 || !check_data_input(c, x, xt).empty() ||
+      xt.elem_type != kFloat)
+    return {};
+  const size_t rank = xt.shape.size();
+  if (!channel_mean_of(mean, rank) || !channel_mean_of(var, rank)) return {};
+  Draft d;
+  d.node = i;
+  d.part_nodes = {mean, sub, pow, var, add, sqrt};
+  Layer& l = d.layer;
+  l.op = Op::LayerNorm;
+  l.op_name = "layer_norm";
+  l.epsilon = static_cast<float>(*eps);
+  l.spatial_dims = static_cast<int>(rank) - 2;
+  l.layout = layout_for(l.spatial_dims);
+  l.inputs = {x};
+  d.output = div.output(0);
+  if (!resolve_draft(c, d).empty()) return {};
+  return d;
+}
+
 std::string fold_pad_into(const Context& c, Draft& d, int pad_node, const PadInfo& p) {
   const onnx::NodeProto& rn = c.graph().node(d.node);
   const std::string reader = "'" + rn.name() + "' (" + rn.op_type() + ")";
@@ -1178,6 +1245,12 @@ std::variant<ActInfo, Left> act_info(const Context& c, int i) {
     r.activation = Activation::Tanh;
   } else if (n.op_type() == "HardSwish") {
     r.activation = Activation::HardSwish;
+  } else if (n.op_type() == "Gelu") {
+    r.activation = Activation::Gelu;
+    const std::string approximate =
+        c.at_node(i, [&] { return a.get_string("approximate", "none"); });
+    if (approximate != "none")
+      return Left{"its approximate is '" + approximate + "': padfold computes the erf form (none)"};
   } else if (n.op_type() == "HardSigmoid") {
     r.activation = Activation::HardSigmoid;
     r.alpha = c.at_node(i, [&] { return a.get_float("alpha", 0.2f); });

@@ -191,6 +191,12 @@ std::variant<Draft, Left> draft_layer(const Context& c, int node, const DraftOpt
 // between reads something else or is read by another).
 std::optional<Draft> draft_channel_permutation(const Context& c, int i);
 
+// ReduceMean(x, channels) -> Sub -> Pow(2) -> ReduceMean(channels) -> Add(epsilon) -> Sqrt -> Div
+// ending at Div node `i` (torch.onnx's LayerNorm before opset 17, over the channels once
+// last_axis_regions.h has relaid it): the layer_norm layer, resolved, with the other six nodes as
+// part_nodes. nullopt where the nodes are not that pattern or an inner tensor has other readers.
+std::optional<Draft> draft_layer_norm(const Context& c, int i);
+
 // Folds Pad node `pad_node` (`p`) into the conv or pool `d` reading its output: d then reads
 // p.input with the pads and border of the padding module's fold_explicit_pad, resolved; "" or why
 // not (a reason that reads after "its reader ...").

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "frontend/onnx/decomposed_activations.h"
 #include "frontend/onnx/import_ops.h"
 #include "padding/padding.h"
 
@@ -53,6 +54,7 @@ class Normalizer {
         continue;
       rewrite(i, *r_.model.mutable_graph()->mutable_node(i));
     }
+    expand_gelu_below_opset20(r_.model);  // the import's own Gelu, which ONNX lacks before 20
     return std::move(r_);
   }
 

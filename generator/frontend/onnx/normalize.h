@@ -1,6 +1,7 @@
 // `padfold import --emit-onnx`: the model with every auto_pad of Conv, ConvTranspose, MaxPool and
 // AveragePool rewritten to explicit pads (padfold's padding module computes them), for tools that
-// do not take auto_pad or disagree about it.
+// do not take auto_pad or disagree about it. The model is the one padfold imported
+// (PreparedModel), which other tools read alike: its Gelu nodes are expanded below opset 20.
 #pragma once
 
 #include <string>

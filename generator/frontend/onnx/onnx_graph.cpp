@@ -20,6 +20,7 @@
 #include "frontend/onnx/constant_fold.h"
 #include "frontend/onnx/decomposed_activations.h"
 #include "frontend/onnx/hoist_transposes.h"
+#include "frontend/onnx/last_axis_regions.h"
 #include "frontend/onnx/split_channels.h"
 #include "padding/padding.h"
 
@@ -87,12 +88,15 @@ std::string dynamic_text(const onnx::ValueInfoProto& v) {
 // inference that first refuses an input 0 of kMaxBufferBytes or more (a layer padfold could not
 // generate anyway), weights whose rank is not X's, and strides, dilations, kernel sizes or groups
 // below 1. A refusal only leaves the node's outputs uninferred (error mode 0): the importer then
-// reports the node itself. Every other schema is the global registry's.
+// reports the node itself. Every other schema is the global registry's, but for Gelu, which
+// libonnx 1.12 does not know (opset 20) and decomposed_activations.h writes at any opset: the
+// output is the input's type and shape.
 class GuardedSchemas final : public onnx::ISchemaRegistry {
  public:
   const onnx::OpSchema* GetSchema(const std::string& key, const int max_version,
                                   const std::string& domain) const override {
     const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(key, max_version, domain);
+    if (!s && key == "Gelu" && (domain.empty() || domain == "ai.onnx")) return &gelu();
     const auto op = kGuarded.find(key);
     if (!s || !(domain.empty() || domain == "ai.onnx") || op == kGuarded.end()) return s;
     const std::lock_guard<std::mutex> lock(mutex_);
@@ -109,6 +113,21 @@ class GuardedSchemas final : public onnx::ISchemaRegistry {
   }
 
  private:
+  static const onnx::OpSchema& gelu() {
+    static const onnx::OpSchema schema = [] {
+      onnx::OpSchema s("Gelu", __FILE__, __LINE__);
+      s.SinceVersion(1)
+          .Input(0, "X", "", "T")
+          .Output(0, "Y", "", "T")
+          .Attr("approximate", "", onnx::AttributeProto::STRING, std::string("none"))
+          .TypeConstraint("T", {"tensor(float)", "tensor(float16)", "tensor(double)"}, "")
+          .TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
+      s.Finalize();
+      return s;
+    }();
+    return schema;
+  }
+
   static const onnx::TensorShapeProto* shape_of(onnx::InferenceContext& ctx, int k) {
     if (k < 0 || static_cast<size_t>(k) >= ctx.getNumInputs()) return nullptr;
     const onnx::TypeProto* t = ctx.getInputType(static_cast<size_t>(k));
@@ -412,8 +431,10 @@ PreparedModel prepare_model(onnx::ModelProto model, const std::vector<InputSize>
   p.model = std::move(model);
   p.inferred = inferred_copy(p.model, label);
   const int moved = hoist_layout_transposes(p.model, p.inferred);
-  if (moved + fold_decomposed_activations(p.model, label) > 0)
+  if (moved > 0) p.inferred = inferred_copy(p.model, label);
+  if (fold_last_axis_regions(p.model, p.inferred, label) > 0)
     p.inferred = inferred_copy(p.model, label);
+  if (fold_decomposed_activations(p.model, label) > 0) p.inferred = inferred_copy(p.model, label);
   if (split_channels_to_slices(p.model, p.inferred, label) > 0)
     p.inferred = inferred_copy(p.model, label);
   return p;

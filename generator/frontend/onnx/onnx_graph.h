@@ -27,8 +27,8 @@ InputSize parse_input_size(const std::string& text);
 struct PreparedModel {
   std::string label;  // the file, for messages
   // As read, with the --input sizes written into the graph inputs, the layout Transposes moved
-  // up to the inputs (hoist_transposes.h) and decomposed activations folded
-  // (decomposed_activations.h).
+  // up to the inputs (hoist_transposes.h), channels-last stretches computed channels first
+  // (last_axis_regions.h) and decomposed activations folded (decomposed_activations.h).
   onnx::ModelProto model;
   onnx::ModelProto inferred;  // the same after ONNX shape inference
 };

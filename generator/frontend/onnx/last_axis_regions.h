@@ -1,0 +1,28 @@
+// Before import: channels-last stretches inside a channels-first graph, computed channels first.
+//
+// torch code that works on the last axis permutes to channels last and back: ConvNeXt's block is
+// dwconv -> permute(0, 2, 3, 1) -> LayerNorm -> Linear -> GELU -> Linear -> permute(0, 3, 1, 2),
+// and torch.onnx writes Transpose -> ReduceMean(axes -1)/Sub/Pow/Sqrt/Div -> MatMul -> Add -> ...
+// -> Transpose. Every op between the two Transposes is elementwise, reduces the last axis or
+// multiplies it by a matrix, so the same values come out of the ops rewritten for the channel axis:
+// a reduction of axis 1, constants of one value per channel reshaped to [1, C, 1, ...], a MatMul
+// by a constant [C, K] matrix as the 1x1 Conv it is. The Transposes then become Identity.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+
+namespace padfold::onnx_import {
+
+// In `model`, rewrites every region that starts at a channels-last Transpose (perm 0, 2, ..., r-1,
+// 1; rank 3 to 5) and ends at channels-first Transposes (perm 0, r-1, 1, ..., r-2), where every
+// node in between reads only the region's tensors and constants, is elementwise (Add, Sub, Mul,
+// Div, Pow, Max, Min with scalars or last-axis vectors; unary activations and math), a ReduceMean,
+// ReduceSum, ReduceMax or ReduceMin of the last axis alone with keepdims, or a MatMul by a constant
+// matrix, and no tensor of it is a graph output. Shapes come from `inferred` (the same graph after
+// shape inference). Returns how many regions it rewrote (then `inferred` is stale).
+int fold_last_axis_regions(onnx::ModelProto& model, const onnx::ModelProto& inferred,
+                           const std::string& label);
+
+}  // namespace padfold::onnx_import
