@@ -2517,6 +2517,12 @@ TEST(OnnxImport, GathersComposeAndKeepWhatOthersRead) {
     EXPECT_EQ(thirds->channels, (std::vector<int64_t>{2, 1, 7}));
     EXPECT_EQ(thirds->inputs, (std::vector<std::string>{"x"}));
     EXPECT_EQ(r.model.find_layer("shuffle") != nullptr, other_reader);
+    // Each node in one layer's onnx_nodes: the shuffle's in the gather's only where it is gone.
+    std::map<std::string, int> listed;
+    const json report = rep(r);
+    for (const auto& l : report["layers"])
+      for (const auto& n : l["onnx_nodes"]) ++listed[n["name"].get<std::string>()];
+    for (const char* n : {"group", "swap", "shuffle"}) EXPECT_EQ(listed[n], 1) << n;
   }
 }
 

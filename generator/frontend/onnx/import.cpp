@@ -458,7 +458,16 @@ class Importer {
                       it->second.layer.op == Op::GatherChannels &&
                       it->second.layer.inputs[0] != gone.output;
       }
-      if (!all_took_it) continue;
+      if (!all_took_it) {  // kept: its nodes are its own, not also part of the gathers after it
+        std::set<int> own(gone.part_nodes.begin(), gone.part_nodes.end());
+        own.insert(p);
+        for (auto& [i, d] : drafts_)
+          if (i != p)
+            d.part_nodes.erase(std::remove_if(d.part_nodes.begin(), d.part_nodes.end(),
+                                              [&](int n) { return own.count(n) != 0; }),
+                               d.part_nodes.end());
+        continue;
+      }
       draft_by_output_.erase(gone.output);
       drafts_.erase(p);
     }
