@@ -397,15 +397,12 @@ std::string pads_report_checked(const PadsRequest& o) {
 }  // namespace
 
 std::vector<int64_t> parse_sizes(const std::string& text, const std::string& option, size_t dims) {
-  std::vector<int64_t> v;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = std::min(text.find_first_of("x,", start), text.size());
-    const std::string item = text.substr(start, end - start);
+  return parse_dims_option<int64_t>(text, option, dims, [&](const std::string& item) {
     size_t used = 0;
+    int64_t v = 0;
     bool out_of_range = false;
     try {
-      v.push_back(std::stoll(item, &used));
+      v = std::stoll(item, &used);
     } catch (const std::out_of_range&) {
       out_of_range = true;
     } catch (const std::exception&) {
@@ -414,17 +411,12 @@ std::vector<int64_t> parse_sizes(const std::string& text, const std::string& opt
     if (!out_of_range && (used != item.size() || item.empty()))
       throw std::runtime_error(
           fmt::format("{} '{}': expected sizes such as 7x7, 7,7 or 7", option, text));
-    if (out_of_range || v.back() > padfold::kMaxSize || v.back() < -padfold::kMaxSize)
+    if (out_of_range || v > padfold::kMaxSize || v < -padfold::kMaxSize)
       throw std::runtime_error(
           fmt::format("{} '{}': {} is out of range; sizes must be at most {} (the int32 limit)",
                       option, text, item, padfold::kMaxSize));
-    start = end + 1;
-  }
-  if (dims && v.size() == 1) v.assign(dims, v[0]);
-  if (dims && v.size() != dims)
-    throw std::runtime_error(
-        fmt::format("{} '{}' has {} values; --input has {} dims", option, text, v.size(), dims));
-  return v;
+    return v;
+  });
 }
 
 std::string pads_report(const PadsRequest& request) {

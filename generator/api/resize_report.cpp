@@ -38,11 +38,7 @@ constexpr Convention kConventions[] = {
 };
 
 std::vector<float> parse_scales(const std::string& text, size_t dims) {
-  std::vector<float> v;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = std::min(text.find_first_of("x,", start), text.size());
-    const std::string item = text.substr(start, end - start);
+  return parse_dims_option<float>(text, "--scales", dims, [&](const std::string& item) {
     size_t used = 0;
     float s = 0.f;
     try {
@@ -53,14 +49,8 @@ std::vector<float> parse_scales(const std::string& text, size_t dims) {
     if (used != item.size() || item.empty())
       throw std::runtime_error(
           fmt::format("--scales '{}': expected scales such as 2, 1.5x2 or 0.5,0.5", text));
-    v.push_back(s);
-    start = end + 1;
-  }
-  if (v.size() == 1) v.assign(dims, v[0]);
-  if (v.size() != dims)
-    throw std::runtime_error(
-        fmt::format("--scales '{}' has {} values; --input has {} dims", text, v.size(), dims));
-  return v;
+    return s;
+  });
 }
 
 std::string option_of(const std::string& field) {
