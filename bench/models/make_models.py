@@ -7,7 +7,8 @@ strided convs (nn.ZeroPad2d, which torch 1.13 exports as a Pad of computed pads)
 Torchvision's architectures, written out here for Debian's torch 1.13. Also torchvision 0.14's
 (Debian's python3-torchvision) segmentation models LR-ASPP MobileNetV3-Large and FCN-ResNet50
 (their 'out': 21 classes per pixel, upsampled by F.interpolate(mode='bilinear')), and its
-ShuffleNetV2 x1.0 (channel shuffles and chunks: gather_channels layers).
+ShuffleNetV2 x1.0 (channel shuffles and chunks: gather_channels layers) and ConvNeXt-T (LayerNorm
+and Linear layers on channels-last stretches, GELU).
 Usage: /usr/bin/python3 make_models.py OUT_DIR [NAME...] (default: every model)"""
 import math
 import pathlib
@@ -156,7 +157,8 @@ MODELS = {"mobilenet_v2": mobilenet_v2, "efficientnet_b0": efficientnet_b0,
           "resnet50": resnet50,
           "lraspp_mobilenet_v3_large": lambda: Segmentation("lraspp_mobilenet_v3_large"),
           "fcn_resnet50": lambda: Segmentation("fcn_resnet50"),
-          "shufflenet_v2_x1_0": lambda: torchvision_classifier("shufflenet_v2_x1_0")}
+          "shufflenet_v2_x1_0": lambda: torchvision_classifier("shufflenet_v2_x1_0"),
+          "convnext_tiny": lambda: torchvision_classifier("convnext_tiny")}
 
 
 def randomize(model, seed):
@@ -167,6 +169,11 @@ def randomize(model, seed):
             m.running_var.uniform_(0.5, 1.5, generator=g)
             m.weight.data.uniform_(0.5, 1.5, generator=g)
             m.bias.data.uniform_(-0.1, 0.1, generator=g)
+        if isinstance(m, nn.LayerNorm):  # ConvNeXt's: away from the identity, as trained
+            m.weight.data.uniform_(0.5, 1.5, generator=g)
+            m.bias.data.uniform_(-0.1, 0.1, generator=g)
+        if hasattr(m, "layer_scale"):  # ConvNeXt's, 1e-6 at init
+            m.layer_scale.data.uniform_(0.05, 0.5, generator=g)
 
 
 def main(out, names):
