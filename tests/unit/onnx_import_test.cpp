@@ -2629,5 +2629,28 @@ TEST(OnnxImport, GeluTanhIsLeftNamingItsApproximation) {
   EXPECT_TRUE(has(left_reason(r, "gelu"), "approximate is 'tanh'")) << left_reason(r, "gelu");
 }
 
+// A Split's parts are imported as Slices named "<split>_<k>"; the report says which output of
+// which Split of the user's file each one is.
+TEST(OnnxImport, SplitPartsAreReportedAsTheSplitsOutputs) {
+  ModelBuilder b;
+  b.input("x", {1, 6, 4, 4});
+  b.int_initializer("sizes", {2, 4});
+  b.node("Split", {"x", "sizes"}, {"a", "b"}, "halves").i("axis", 1);
+  b.initializer("w", {3, 4, 1, 1});
+  b.node("Conv", {"b", "w"}, {"y"}, "conv");
+  b.output("a");
+  b.output("y");
+  const ImportResult r = import(b);
+  ASSERT_TRUE(r.left_to_caller.empty()) << r.left_to_caller[0].reason;
+  std::map<std::string, std::string> written_as;
+  const json report = rep(r);
+  for (const auto& l : report["layers"])
+    for (const auto& n : l["onnx_nodes"])
+      if (n.contains("written_as")) written_as[n["name"]] = n["written_as"];
+  EXPECT_EQ(written_as,
+            (std::map<std::string, std::string>{{"halves_0", "output 0 of Split 'halves'"},
+                                                {"halves_1", "output 1 of Split 'halves'"}}));
+}
+
 }  // namespace
 }  // namespace padfold::onnx_test

@@ -19,6 +19,7 @@
 #include "frontend/onnx/import_ops.h"
 #include "frontend/onnx/names.h"
 #include "frontend/onnx/quant_graph.h"
+#include "frontend/onnx/split_channels.h"
 #include "frontend/spec_writer.h"
 
 namespace padfold::onnx_import {
@@ -872,10 +873,12 @@ class Importer {
   }
 
   ojson node_ref(int i, const char* role) const {
-    return {{"name", g_.node(i).name()},
-            {"op_type", g_.node(i).op_type()},
-            {"index", i},
-            {"role", role}};
+    ojson j = {{"name", g_.node(i).name()},
+               {"op_type", g_.node(i).op_type()},
+               {"index", i},
+               {"role", role}};
+    if (std::string from = split_part_origin(g_.node(i)); !from.empty()) j["written_as"] = from;
+    return j;
   }
 
   std::string layer_description(const Draft& d) const {
@@ -1105,6 +1108,8 @@ class Importer {
                         {"op_type", node.op_type()},
                         {"index", i},
                         {"reason", reason_[i]}});
+        if (std::string from = split_part_origin(node); !from.empty())
+          left.back()["written_as"] = from;
       } else if (role_[i] == Role::Bypassed || role_[i] == Role::Constant ||
                  role_[i] == Role::LayoutEdge || role_[i] == Role::Quantization) {
         absorbed.push_back(node_ref(i, role_[i] == Role::Bypassed       ? "bypassed"

@@ -11,6 +11,10 @@
 
 namespace padfold::onnx_import {
 namespace {
+// The doc_string of a Slice this pass writes starts with it.
+const std::string kOrigin = "padfold: output ";
+}  // namespace
+namespace {
 
 // The part sizes of Split node `n` of a tensor of `channels` channels, or nullopt where they are
 // computed or do not add up.
@@ -94,6 +98,7 @@ int split_channels_to_slices(onnx::ModelProto& model, const onnx::ModelProto& in
       onnx::NodeProto* s = nodes.Add();
       s->set_op_type("Slice");
       s->set_name(n.name() + "_" + std::to_string(k));
+      s->set_doc_string(kOrigin + std::to_string(k) + " of Split '" + n.name() + "'");
       s->add_input(n.input(0));
       if (g.opset() >= 10) {
         s->add_input(add_ints(n.name() + "_start" + std::to_string(k), start));
@@ -125,6 +130,12 @@ int split_channels_to_slices(onnx::ModelProto& model, const onnx::ModelProto& in
     if (dropped.count(inits->Get(k).name()) && !g.is_graph_input(inits->Get(k).name()))
       inits->DeleteSubrange(k, 1);
   return replaced;
+}
+
+std::string split_part_origin(const onnx::NodeProto& node) {
+  const std::string& doc = node.doc_string();
+  if (node.op_type() != "Slice" || doc.rfind(kOrigin, 0) != 0) return "";
+  return doc.substr(kOrigin.size() - std::string("output ").size());
 }
 
 }  // namespace padfold::onnx_import

@@ -20,4 +20,8 @@ namespace padfold::onnx_import {
 int split_channels_to_slices(onnx::ModelProto& model, const onnx::ModelProto& inferred,
                              const std::string& label);
 
+// For a Slice this pass wrote, the node of the user's file it stands for ("output 1 of Split
+// 'split'", kept in its doc_string), which reports name beside it; else "".
+std::string split_part_origin(const onnx::NodeProto& node);
+
 }  // namespace padfold::onnx_import
