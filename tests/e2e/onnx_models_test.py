@@ -193,7 +193,8 @@ def mobilenet_v2_block():
 # The fused blocks of a default import (the layers channels last; an output's layer is renamed
 # <name>_nhwc and its NCHW transpose takes its name).
 EXPECTED_BLOCKS = {"mobilenet_v2_block": ["expand+dw+project+residual"],
-                   "residual_block": ["c2+skip_nhwc"], "convnext_block": ["linear2+residual_nhwc"]}
+                   "residual_block": ["c2+skip_nhwc"], "convnext_block": ["linear2+residual_nhwc"],
+                   "layer_normalization_opset17": ["linear2+residual_nhwc"]}
 
 
 # ONNX Runtime refuses dilation with auto_pad SAME ("Dilation not supported for
@@ -719,6 +720,35 @@ def layer_norm_head():
         tensor("eps", np.float32(1e-5)), tensor("inv_sqrt2", np.float32(np.sqrt(0.5))),
         tensor("one", np.float32(1)), tensor("half", np.float32(0.5))])
 
+def layer_normalization_opset17():
+    """ConvNeXt's block as torch 2's exporter writes it at opset 17: LayerNormalization over the
+    last axis (with its Scale and B) between the Transposes, the Linears as MatMul + Add, GELU as
+    Erf."""
+    t = helper.make_node
+    c = 5
+    nodes = [
+        conv("dw", "x", "d", "wd", "bd", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=c),
+        t("Transpose", ["d"], ["d_last"], name="to_last", perm=[0, 2, 3, 1]),
+        t("LayerNormalization", ["d_last", "gamma", "beta"], ["ln"], name="ln", axis=-1,
+          epsilon=1e-6),
+        t("MatMul", ["ln", "w1"], ["h"], name="linear1"),
+        t("Add", ["h", "b1"], ["hb"], name="linear1_bias"),
+        t("Div", ["hb", "sqrt2"], ["g0"], name="gelu_scale"),
+        t("Erf", ["g0"], ["g1"], name="gelu_erf"),
+        t("Add", ["g1", "one"], ["g2"], name="gelu_one"),
+        t("Mul", ["hb", "g2"], ["g3"], name="gelu_x"),
+        t("Mul", ["g3", "half"], ["g"], name="gelu"),
+        t("MatMul", ["g", "w2"], ["o"], name="linear2"),
+        t("Transpose", ["o"], ["back"], name="to_first", perm=[0, 3, 1, 2]),
+        t("Add", ["back", "x"], ["y"], name="residual"),
+    ]
+    return model("layer_normalization_opset17", nodes, [("x", [1, c, 10, 7])], "y", [
+        weights("wd", [c, 1, 3, 3]), bias_of("bd", c), last_axis("gamma", c, 0.5, 1.5),
+        last_axis("beta", c), weights("w1", [c, 3 * c]), bias_of("b1", 3 * c),
+        weights("w2", [3 * c, c]), tensor("sqrt2", np.float32(np.sqrt(2))),
+        tensor("one", np.float32(1)), tensor("half", np.float32(0.5))], opset=17)
+
+
 MODELS = {f.__name__: f for f in [
     same_upper_even_strided, same_lower_stride3, pools_same, depthwise_clip, residual_block,
     pad_reflect_conv, pad_edge_and_constant, conv_transpose_same, conv_transpose_lower_and_shape,
@@ -728,7 +758,7 @@ MODELS = {f.__name__: f for f in [
     softmax_channels, nhwc_input_normalization, resize_torch_bilinear, resize_keras_upsampling,
     resize_modes, resize_3d_and_1d, resize_1d_nearest, upsample_opset9, resize_opset10_linear,
     shufflenet_units, channel_slices, slice_opset9, split_channels, split_opset11,
-    convnext_block, layer_norm_head]}
+    convnext_block, layer_norm_head, layer_normalization_opset17]}
 
 
 # Channels-first models imported also with --layout nchw and with --io-layout nhwc (OPTIONS).
@@ -791,8 +821,11 @@ def check(padfold, work, name, layout=None):
         return f"{name}: the normalized model still has auto_pad {auto_pads}"
     norm_session = onnxruntime.InferenceSession(str(d / "normalized.onnx"),
                                                 providers=["CPUExecutionProvider"])
-    if not np.allclose(norm_session.run(None, {"x": x})[0], want, rtol=1e-5, atol=1e-6):
-        return f"{name}: ONNX Runtime differs on the normalized model"
+    # (Within float32's rounding of reordered sums: a channels-last stretch is written out relaid,
+    # its MatMuls as 1x1 Convs.)
+    norm_err = np.abs(norm_session.run(None, {"x": x})[0] - want).max()
+    if norm_err > 1e-5 * (1 + np.abs(want).max()):
+        return f"{name}: ONNX Runtime differs on the normalized model by {norm_err:.3g}"
     if io_last:
         want = channels_last(want)
     if got.shape != want.shape:

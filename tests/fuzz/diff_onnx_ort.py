@@ -6,8 +6,8 @@ next to Pads of every mode (folds at every border), per-channel affine ops, acti
 ops whose operands broadcast in every way ONNX allows (rank-2 [N, C] scales among them), global
 pools, Flatten -> Gemm -> Softmax heads, maps flattened (through a channels-last Transpose, as
 tf2onnx writes Keras's Flatten) into MatMul/Gemm, Keras's hard sigmoid as relu6(x + 3) / 6 (and
-hard swish), and QDQ groups (int8/uint8, Pad constants on and off the
-grid). Each graph ONNX Runtime accepts is imported, compiled and run with `padfold run --model
+hard swish), channels-last stretches between Transposes (LayerNorm, Linear, GELU as Erf: ConvNeXt's
+block), and QDQ groups (int8/uint8, Pad constants on and off the grid). Each graph ONNX Runtime accepts is imported, compiled and run with `padfold run --model
 --partial`; every output padfold writes is compared with ONNX Runtime's value of the same ONNX
 tensor (a spec input a node left to the caller computes is fed from ONNX Runtime). A finding is:
 padfold crashing, an internal error, an output of another shape, or values that differ (float: by
@@ -439,6 +439,52 @@ def add_channel_slice(g, x):
                   [s[0], taken] + s[2:])
 
 
+def add_channels_last_stretch(g, x):
+    """torch code on channels last, as ConvNeXt's block: Transpose to channels last, then some of
+    LayerNorm (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, its scale and shift), a Linear
+    (MatMul, Add of a bias), GELU as Erf (Div by sqrt 2 or Mul by 1/sqrt 2), Relu, a per-channel or
+    scalar Mul, and Transpose back."""
+    rng, s = g.rng, g.tensors[x]
+    r, c = len(s), s[1]
+    last = [0] + list(range(2, r)) + [1]
+    t = g.node("Transpose", [x], None, perm=last)
+    f32 = np.float32
+    for _ in range(int(rng.integers(1, 5))):
+        kind = int(rng.integers(0, 5))
+        if kind == 0:  # LayerNorm over the last axis
+            axes = [-1] if rng.random() < 0.5 else [r - 1]
+            m = g.node("ReduceMean", [t], None, axes=axes)
+            d = g.node("Sub", [t, m], None)
+            p = g.node("Pow", [d, g.const(np.array(2.0, f32))], None)
+            v = g.node("ReduceMean", [p], None, axes=axes)
+            e = g.node("Add", [v, g.const(np.array(float(rng.choice([1e-6, 1e-5])), f32))], None)
+            t = g.node("Div", [d, g.node("Sqrt", [e], None)], None)
+            if rng.random() < 0.7:
+                t = g.node("Mul", [t, g.const((rng.random(c) + 0.5).astype(f32))], None)
+                t = g.node("Add", [t, g.const((rng.random(c) - 0.5).astype(f32))], None)
+        elif kind == 1:  # Linear
+            k = int(rng.integers(1, 9))
+            t = g.node("MatMul", [t, g.weights([c, k])], None)
+            if rng.random() < 0.7:
+                b = g.const((rng.random(k) - 0.5).astype(f32))
+                t = g.node("Add", [b, t] if rng.random() < 0.5 else [t, b], None)
+            c = k
+        elif kind == 2:  # GELU
+            if rng.random() < 0.5:
+                a = g.node("Div", [t, g.const(np.array(np.sqrt(2), f32))], None)
+            else:
+                a = g.node("Mul", [t, g.const(np.array(np.sqrt(0.5), f32))], None)
+            e = g.node("Add", [g.node("Erf", [a], None), g.const(np.array(1.0, f32))], None)
+            t = g.node("Mul", [g.node("Mul", [t, e], None), g.const(np.array(0.5, f32))], None)
+        elif kind == 3:
+            t = g.node("Relu", [t], None)
+        else:
+            scale = (rng.random(c) + 0.5).astype(f32) if rng.random() < 0.5 else f32(1.5)
+            t = g.node("Mul", [t, g.const(scale)], None)
+    first = [0, r - 1] + list(range(1, r - 1))
+    return g.node("Transpose", [t], [s[0], c] + s[2:], perm=first)
+
+
 def float_graph(rng):
     g = Graph(rng)
     rank = 4 if rng.random() < 0.85 else 3
@@ -448,7 +494,8 @@ def float_graph(rng):
                                                add_activation, add_affine, add_affine, add_binary,
                                                add_binary, add_concat, add_head,
                                                add_hard_sigmoid_chain, add_flatten_dense,
-                                               add_resize, add_channel_slice]
+                                               add_resize, add_channel_slice,
+                                               add_channels_last_stretch]
     last = "x"
     for _ in range(int(rng.integers(2, 8))):
         spatial = g.pick(unit_spatial=False) if rng.random() < 0.7 else None
@@ -708,11 +755,16 @@ def check(padfold, work, model, rng):
     spec = json.loads((work / "imported/model.json").read_text())
     tensor_of = {i["name"]: i["onnx_tensor"] for i in report["inputs"]}
     tensor_of.update({layer["name"]: layer["output_tensor"] for layer in report["layers"]})
+    # Layers of a channels-last stretch computed channels first: ONNX's tensor has C last.
+    moved = {layer["name"] for layer in report["layers"]
+             if layer.get("output_tensor_layout") == "channels_last"}
     outputs = {o["name"]: o["onnx_tensor"] for o in report["outputs"]}  # what the user reads
     refs = ort_values(model, x, sorted((set(tensor_of.values()) | set(outputs.values())) - {"x"}))
     if refs is None:
         return "invalid"
     refs["x"] = [x]
+    for name in moved:
+        refs[tensor_of[name]] = [np.moveaxis(v, -1, 1) for v in refs[tensor_of[name]]]
     r = run([padfold, "compile", work / "imported/model.json", "-o", work / "bundle", "-j", "2",
              "--target", "host"])
     if r.returncode != 0:

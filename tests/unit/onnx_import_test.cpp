@@ -2609,6 +2609,38 @@ TEST(OnnxImport, ConvNeXtBlockRunsChannelsFirstWithoutTransposes) {
   const Layer& linear2 = r.model.layers[3];
   EXPECT_EQ(linear2.out_channels, 8);
   EXPECT_EQ(linear2.activation, Activation::None);
+  // The report says which layers' ONNX tensors the file holds channels last.
+  const json report = rep(r);
+  std::vector<std::string> moved;
+  for (const auto& l : report["layers"])
+    if (l.value("output_tensor_layout", "") == "channels_last") moved.push_back(l["output_tensor"]);
+  EXPECT_EQ(moved, (std::vector<std::string>{"normed", "g"}));  // linear2 ends after the stretch
+}
+
+// A stretch with an op padfold would leave to the caller (an Erf outside a GELU chain, a Clip
+// that is neither relu nor relu6) stays as the file has it: the caller computes those nodes on
+// the file's channels-last tensors, so padfold must not relay them.
+TEST(OnnxImport, StretchWithAnOpLeftToTheCallerStays) {
+  for (const char* op : {"Erf", "Clip"}) {
+    ModelBuilder b;
+    b.input("x", {1, 4, 3, 3});
+    b.initializer("w", {4, 4, 1, 1});
+    b.node("Conv", {"x", "w"}, {"c"}, "conv");
+    b.node("Transpose", {"c"}, {"t"}, "to_last").ints("perm", {0, 2, 3, 1});
+    b.initializer("m", {4, 4});
+    b.node("MatMul", {"t", "m"}, {"h"}, "linear");
+    b.initializer("lo", {}, {0.f});
+    b.initializer("hi", {}, {4.f});
+    if (std::string(op) == "Erf")
+      b.node("Erf", {"h"}, {"e"}, "op");
+    else
+      b.node("Clip", {"h", "lo", "hi"}, {"e"}, "op");
+    b.node("Transpose", {"e"}, {"y"}, "to_first").ints("perm", {0, 3, 1, 2});
+    b.output("y");
+    const ImportResult r = import(b);
+    EXPECT_TRUE(has(left_reason(r, "to_last"), "Transpose")) << op << left_reason(r, "to_last");
+    EXPECT_NE(left_reason(r, "op"), "not left") << op;
+  }
 }
 
 // A stretch reading a computed tensor that is not its own (here another channels-last tensor) is

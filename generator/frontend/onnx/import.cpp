@@ -1047,6 +1047,8 @@ class Importer {
                                {"output_shape", l.output_shape_full()},
                                {"onnx_nodes", nodes},
                                {"output_tensor", d.output}});
+      if (p_.relaid.count(d.output))  // a channels-last stretch's, computed channels first
+        report_layers.back()["output_tensor_layout"] = "channels_last";
       check_inferred_shape(d, name, res.warnings);
 
       // An output: a graph output, read by a node left to the caller, or read by nobody.
@@ -1103,6 +1105,12 @@ class Importer {
     for (int i = 0; i < g_.num_nodes(); ++i) {
       const onnx::NodeProto& node = g_.node(i);
       if (role_[i] == Role::Left) {
+        for (const auto* list : {&node.input(), &node.output()})
+          for (const std::string& t : *list)
+            if (p_.relaid.count(t))  // last_axis_regions.h takes only stretches padfold computes
+              c_.fail(i, "left to the caller (" + reason_[i] + "), but tensor '" + t +
+                             "' is one padfold computes channels first from a channels-last "
+                             "stretch of the file; the caller would compute it otherwise");
         res.left_to_caller.push_back({i, node.name(), node.op_type(), reason_[i]});
         left.push_back({{"name", node.name()},
                         {"op_type", node.op_type()},
@@ -1431,8 +1439,9 @@ ImportLayout parse_import_layout(const std::string& text, const std::string& opt
 std::string not_generated_reason(const std::string& op_type) {
   return "padfold does not generate " + op_type + " (it generates " + kGeneratedOps +
          ", folds Pad, BatchNormalization and per-channel affine ops and fuses Relu, Clip, "
-         "LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, x * Sigmoid(x) and x * HardSigmoid(x) "
-         "into them)";
+         "LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu (or its Erf chain), x * "
+         "Sigmoid(x) "
+         "and x * HardSigmoid(x) into them)";
 }
 
 ImportResult import_model(const PreparedModel& prepared, const ImportOptions& options) {

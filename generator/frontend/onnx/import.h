@@ -77,7 +77,8 @@ inline constexpr const char* kGeneratedOps =
     "ReduceMax over the spatial axes, Gemm and MatMul on a global pool's output, Add, Mul by one "
     "value per channel, Concat and Softmax over channels, Resize and Upsample (nearest, linear) of "
     "the spatial axes, Slice and Split of the channels, channel shuffles (Reshape, Transpose, "
-    "Reshape); "
+    "Reshape), LayerNorm over the channels (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div; "
+    "LayerNormalization and MatMul on channels-last stretches between Transposes); "
     "quantized: QuantizeLinear, "
     "DequantizeLinear, QLinearConv, QLinearAdd, QLinearAveragePool, QLinearGlobalAveragePool and "
     "QDQ groups around Conv, MaxPool, AveragePool and Add";

@@ -1,5 +1,6 @@
 #include "frontend/onnx/last_axis_regions.h"
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -15,11 +16,15 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-const char* const kUnary[] = {"Erf",  "Sqrt",      "Relu",        "Sigmoid",   "Tanh",
-                              "Gelu", "HardSwish", "HardSigmoid", "LeakyRelu", "Identity",
-                              "Neg",  "Abs",       "Exp",         "Reciprocal"};
-const char* const kBinary[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"};
-const char* const kReduce[] = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"};
+// Ops the importer turns into layers once relaid (activations, affine ops, adds, the MatMuls as
+// 1x1 convs). Erf, Sqrt, Pow, ReduceMean and a Sub, Mul or Div of two tensors only as part of a
+// LayerNorm or GELU chain (chain_nodes): alone, the importer would leave them to the caller, who
+// computes them on the file's channels-last tensors.
+const char* const kUnary[] = {"Erf",  "Sqrt",        "Relu",      "Sigmoid",   "Tanh",
+                              "Gelu", "HardSigmoid", "HardSwish", "LeakyRelu", "Identity"};
+const char* const kBinary[] = {"Add", "Sub", "Mul", "Div", "Pow"};
+const char* const kReduce[] = {"ReduceMean"};
+const char* const kChainOnly[] = {"Erf", "Sqrt", "Pow", "ReduceMean"};
 
 template <size_t N>
 bool one_of(const std::string& s, const char* const (&list)[N]) {
@@ -37,10 +42,11 @@ const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const std::strin
 // What one node of a region becomes.
 struct Edit {
   int node = -1;
-  enum Kind { ToIdentity, ReduceChannels, MatMulToConv, Keep } kind = Keep;
+  enum Kind { ToIdentity, ReduceChannels, MatMulToConv, ExpandLayerNorm, Keep } kind = Keep;
   // Constant inputs replaced: input position -> the new initializer (a last-axis vector reshaped,
   // a MatMul's matrix as conv weights).
   std::map<int, onnx::TensorProto> constants;
+  float epsilon = 0.f;  // ExpandLayerNorm
 };
 
 class RegionFinder {
@@ -76,6 +82,14 @@ class RegionFinder {
       }
     }
     if (exits.empty()) return std::nullopt;
+    const std::set<int> chains = chain_nodes(body, tensors);
+    for (int b : body) {
+      const onnx::NodeProto& m = g_.node(b);
+      const bool two_tensors = m.input_size() == 2 && tensors.count(m.input(0)) &&
+                               tensors.count(m.input(1)) && m.op_type() != "Add";
+      if ((one_of(m.op_type(), kChainOnly) || two_tensors) && !chains.count(b)) return std::nullopt;
+    }
+    relaid_ = tensors;
     std::vector<Edit> edits{{t, Edit::ToIdentity, {}}};
     for (int e : exits) edits.push_back({e, Edit::ToIdentity, {}});
     for (int b : body) {
@@ -85,6 +99,9 @@ class RegionFinder {
     }
     return edits;
   }
+
+  // The region's tensors (the file holds them channels last), after a `from` that found one.
+  const std::set<std::string>& relaid() const { return relaid_; }
 
  private:
   static std::optional<Shape> transpose_perm(const onnx::NodeProto& n) {
@@ -97,6 +114,60 @@ class RegionFinder {
     return Shape(a->ints().begin(), a->ints().end());
   }
 
+  // The nodes of `body` in a LayerNorm chain as the importer drafts it once relaid (import_ops.h's
+  // draft_layer_norm: Sub(x, ReduceMean(x)) -> Pow(2) -> ReduceMean -> Add(epsilon) -> Sqrt, and
+  // the Div of the two) or in a GELU chain as decomposed_activations.h reads it.
+  std::set<int> chain_nodes(const std::set<int>& body, const std::set<std::string>& tensors) const {
+    // The producer of `t` in the body, of type `op`, read by `readers` nodes.
+    auto made_by = [&](const std::string& t, const char* op, size_t readers) {
+      const int p = g_.producer(t);
+      return p >= 0 && body.count(p) && g_.node(p).op_type() == op &&
+                     g_.consumers(t).size() == readers
+                 ? p
+                 : -1;
+    };
+    auto value = [&](const std::string& t) -> std::optional<float> {
+      const std::optional<FloatTensor> f = scalar(t) ? float_constant(t) : std::nullopt;
+      if (!f || f->data.size() != 1) return std::nullopt;
+      return f->data[0];
+    };
+    auto near = [](std::optional<float> v, double want) {
+      return v && std::abs(*v - want) <= 1e-6 * std::abs(want);
+    };
+    std::set<int> chains;
+    for (int b : body) {
+      const onnx::NodeProto& n = g_.node(b);
+      if (n.op_type() == "Div" && n.input_size() == 2 && tensors.count(n.input(1))) {
+        const int sub = made_by(n.input(0), "Sub", 2), sqrt = made_by(n.input(1), "Sqrt", 1);
+        const int add = sqrt < 0 ? -1 : made_by(g_.node(sqrt).input(0), "Add", 1);
+        if (sub < 0 || add < 0) continue;
+        const int mean = made_by(g_.node(sub).input(1), "ReduceMean", 1);
+        const int var = made_by(g_.node(add).input(0), "ReduceMean", 1);
+        const int pow = var < 0 ? -1 : made_by(g_.node(var).input(0), "Pow", 1);
+        if (mean < 0 || pow < 0 || g_.node(mean).input(0) != g_.node(sub).input(0) ||
+            g_.node(pow).input(0) != n.input(0) || !near(value(g_.node(pow).input(1)), 2.0) ||
+            !value(g_.node(add).input(1)))
+          continue;
+        chains.insert({b, sub, sqrt, add, mean, var, pow});
+      }
+      if (n.op_type() == "Erf") {  // scale -> Erf -> Add(1) -> Mul(x) -> Mul(1/2)
+        const int scale = g_.producer(n.input(0));
+        const auto& readers = g_.consumers(n.output(0));
+        if (scale < 0 || !body.count(scale) || readers.size() != 1) continue;
+        const int one = readers[0];
+        if (g_.node(one).op_type() != "Add" || g_.consumers(g_.node(one).output(0)).size() != 1)
+          continue;
+        const int times = g_.consumers(g_.node(one).output(0))[0];
+        if (g_.node(times).op_type() != "Mul" || g_.consumers(g_.node(times).output(0)).size() != 1)
+          continue;
+        const int half = g_.consumers(g_.node(times).output(0))[0];
+        if (g_.node(half).op_type() != "Mul") continue;
+        chains.insert({scale, b, one, times, half});
+      }
+    }
+    return chains;
+  }
+
   // Node `i` of a region whose tensors are `tensors`, as it computes channels first.
   std::optional<Edit> edit(int i, const std::set<std::string>& tensors) const {
     const onnx::NodeProto& n = g_.node(i);
@@ -104,7 +175,7 @@ class RegionFinder {
     Edit e{i, Edit::Keep, {}};
     const auto in_region = [&](int k) { return k < n.input_size() && tensors.count(n.input(k)); };
     if (one_of(op, kUnary) || op == "Clip" || op == "Dropout") {
-      if (!in_region(0)) return std::nullopt;
+      if (!in_region(0) || !imported_alike(n)) return std::nullopt;
       for (int k = 1; k < n.input_size(); ++k)  // Clip's bounds, Dropout's ratio
         if (!n.input(k).empty() && !scalar(n.input(k))) return std::nullopt;
       if (op == "Dropout" && n.output_size() != 1) return std::nullopt;
@@ -125,6 +196,22 @@ class RegionFinder {
       if (!in_region(0) || a.get_int("keepdims", 1) != 1 || !reduces_last_axis(n))
         return std::nullopt;
       e.kind = Edit::ReduceChannels;
+      return e;
+    }
+    if (op == "LayerNormalization") {  // opset 17, over the last axis alone
+      const NodeAttributes a(n);
+      const int64_t axis = a.get_int("axis", -1);
+      if (!in_region(0) || n.input_size() < 2 ||
+          (axis != -1 && axis != static_cast<int64_t>(rank_) - 1))
+        return std::nullopt;
+      for (int k = 1; k < n.input_size(); ++k) {  // Scale and B: one value per channel
+        if (n.input(k).empty()) continue;
+        std::optional<onnx::TensorProto> v = channel_vector(n.input(k));
+        if (!v) return std::nullopt;
+        e.constants[k] = std::move(*v);
+      }
+      e.kind = Edit::ExpandLayerNorm;
+      e.epsilon = a.get_float("epsilon", 1e-5f);
       return e;
     }
     if (op == "MatMul") {
@@ -152,6 +239,25 @@ class RegionFinder {
     return nullptr;
   }
 
+  // Whether the importer takes activation `n` (Gelu's erf form; Clip as relu or relu6) rather
+  // than leaving it to the caller.
+  bool imported_alike(const onnx::NodeProto& n) const {
+    const NodeAttributes a(n);
+    if (n.op_type() == "Gelu") return a.get_string("approximate", "none") == "none";
+    if (n.op_type() != "Clip") return true;
+    auto bound = [&](int k, const char* attr, float dflt) -> std::optional<float> {
+      if (k < n.input_size() && !n.input(k).empty()) {
+        const std::optional<FloatTensor> f = float_constant(n.input(k));
+        if (!f || f->data.size() != 1) return std::nullopt;
+        return f->data[0];
+      }
+      return a.get_float(attr, dflt);
+    };
+    const std::optional<float> lo = bound(1, "min", std::numeric_limits<float>::lowest()),
+                               hi = bound(2, "max", std::numeric_limits<float>::max());
+    return lo == 0.f && hi && (*hi == 6.f || *hi >= std::numeric_limits<float>::max());
+  }
+
   std::optional<FloatTensor> float_constant(const std::string& name) const {
     const onnx::TensorProto* t = constant(name);
     if (!t || t->data_type() != onnx::TensorProto::FLOAT) return std::nullopt;
@@ -162,9 +268,10 @@ class RegionFinder {
     }
   }
 
+  // One value, of a rank that broadcasts no new axis in.
   bool scalar(const std::string& name) const {
     const onnx::TensorProto* t = constant(name);
-    if (!t) return false;
+    if (!t || static_cast<size_t>(t->dims_size()) > rank_) return false;
     for (int64_t d : t->dims())
       if (d != 1) return false;
     return true;
@@ -227,57 +334,141 @@ class RegionFinder {
   const GraphIndex& g_;
   const GraphIndex& inferred_;
   size_t rank_ = 4;
+  std::set<std::string> relaid_;
 };
 
-void apply(onnx::GraphProto& g, const Edit& e, std::set<std::string>& names) {
-  onnx::NodeProto& n = *g.mutable_node(e.node);
-  for (const auto& [k, t] : e.constants) {
-    std::string name = t.name();
-    for (int s = 1; names.count(name); ++s) name = t.name() + "_" + std::to_string(s);
-    names.insert(name);
-    onnx::TensorProto* added = g.add_initializer();
-    *added = t;
-    added->set_name(name);
-    n.set_input(k, name);
+class Rewriter {
+ public:
+  explicit Rewriter(onnx::GraphProto& g) : g_(g) {
+    for (const auto& t : g.initializer()) names_.insert(t.name());
+    for (const auto& n : g.node())
+      for (const auto& o : n.output()) names_.insert(o);
+    for (const auto& v : g.input()) names_.insert(v.name());
   }
-  switch (e.kind) {
-    case Edit::ToIdentity:
-      n.set_op_type("Identity");
-      n.clear_attribute();
-      break;
-    case Edit::ReduceChannels:
-      for (auto& a : *n.mutable_attribute())
-        if (a.name() == "axes") {
-          a.clear_ints();
-          a.add_ints(1);
-        }
-      if (n.input_size() > 1 && !n.input(1).empty()) {
-        onnx::TensorProto axes;
-        std::string name = n.input(1) + "_channel_axis";
-        for (int s = 1; names.count(name); ++s)
-          name = n.input(1) + "_channel_axis_" + std::to_string(s);
-        names.insert(name);
-        axes.set_name(name);
-        axes.set_data_type(onnx::TensorProto::INT64);
-        axes.add_dims(1);
-        axes.add_int64_data(1);
-        *g.add_initializer() = axes;
-        n.set_input(1, name);
+
+  void apply(const Edit& e) {
+    onnx::NodeProto& n = *g_.mutable_node(e.node);
+    for (const auto& [k, t] : e.constants) n.set_input(k, add(t));
+    switch (e.kind) {
+      case Edit::ToIdentity:
+        n.set_op_type("Identity");
+        n.clear_attribute();
+        break;
+      case Edit::ReduceChannels:
+        for (auto& a : *n.mutable_attribute())
+          if (a.name() == "axes") {
+            a.clear_ints();
+            a.add_ints(1);
+          }
+        if (n.input_size() > 1 && !n.input(1).empty())
+          n.set_input(1, add(ints(n.input(1) + "_channel_axis", {1})));
+        break;
+      case Edit::MatMulToConv:
+        n.set_op_type("Conv");
+        n.clear_attribute();
+        break;
+      case Edit::ExpandLayerNorm:
+        expansions_[e.node] = layer_norm_nodes(n, e.epsilon);
+        break;
+      case Edit::Keep:
+        break;
+    }
+  }
+
+  // The tensors of the expansions.
+  const std::set<std::string>& created() const { return created_; }
+
+  // The nodes with every expansion in place of its node (the order stays topological).
+  void finish() {
+    if (expansions_.empty()) return;
+    onnx::GraphProto out;
+    for (int i = 0; i < g_.node_size(); ++i) {
+      const auto it = expansions_.find(i);
+      if (it == expansions_.end()) {
+        *out.add_node() = g_.node(i);
+        continue;
       }
-      break;
-    case Edit::MatMulToConv:
-      n.set_op_type("Conv");
-      n.clear_attribute();
-      break;
-    case Edit::Keep:
-      break;
+      for (const onnx::NodeProto& m : it->second) *out.add_node() = m;
+    }
+    g_.mutable_node()->Swap(out.mutable_node());
   }
-}
+
+ private:
+  std::string fresh(const std::string& base) {
+    std::string name = base;
+    for (int s = 1; names_.count(name); ++s) name = base + "_" + std::to_string(s);
+    names_.insert(name);
+    return name;
+  }
+
+  // Adds `t` as an initializer under a fresh name (its own where free); returns the name.
+  std::string add(onnx::TensorProto t) {
+    t.set_name(fresh(t.name()));
+    *g_.add_initializer() = t;
+    return t.name();
+  }
+
+  static onnx::TensorProto ints(const std::string& name, const std::vector<int64_t>& v) {
+    onnx::TensorProto t;
+    t.set_name(name);
+    t.set_data_type(onnx::TensorProto::INT64);
+    t.add_dims(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) t.add_int64_data(x);
+    return t;
+  }
+
+  static onnx::TensorProto scalar(const std::string& name, float v) {
+    onnx::TensorProto t;
+    t.set_name(name);
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    t.add_float_data(v);
+    return t;
+  }
+
+  // LayerNormalization `n` (its Scale and B already [1, C, 1..]) over the channels as torch.onnx
+  // writes LayerNorm before opset 17, which the importer drafts as a layer_norm layer.
+  std::vector<onnx::NodeProto> layer_norm_nodes(const onnx::NodeProto& n, float epsilon) {
+    const std::string base = n.name().empty() ? n.output(0) : n.name();
+    std::vector<onnx::NodeProto> nodes;
+    auto node = [&](const char* op, const std::vector<std::string>& in, std::string out = "") {
+      onnx::NodeProto m;
+      m.set_name(fresh(base + "_" + op));
+      m.set_op_type(op);
+      for (const std::string& i : in) m.add_input(i);
+      m.add_output(out.empty() ? fresh(m.name() + "_out") : out);
+      if (std::string(op) == "ReduceMean") {
+        onnx::AttributeProto* a = m.add_attribute();
+        a->set_name("axes");
+        a->set_type(onnx::AttributeProto::INTS);
+        a->add_ints(1);
+      }
+      nodes.push_back(m);
+      created_.insert(m.output(0));
+      return m.output(0);
+    };
+    const bool scaled = n.input_size() > 1 && !n.input(1).empty();
+    const bool shifted = n.input_size() > 2 && !n.input(2).empty();
+    const std::string& x = n.input(0);
+    const std::string d = node("Sub", {x, node("ReduceMean", {x})});
+    const std::string sq = node("Pow", {d, add(scalar(base + "_two", 2.f))});
+    const std::string var = node("ReduceMean", {sq});
+    const std::string dev = node("Sqrt", {node("Add", {var, add(scalar(base + "_eps", epsilon))})});
+    std::string y = node("Div", {d, dev}, scaled || shifted ? "" : n.output(0));
+    if (scaled) y = node("Mul", {y, n.input(1)}, shifted ? "" : n.output(0));
+    if (shifted) node("Add", {y, n.input(2)}, n.output(0));
+    return nodes;
+  }
+
+  onnx::GraphProto& g_;
+  std::set<std::string> names_;
+  std::map<int, std::vector<onnx::NodeProto>> expansions_;
+  std::set<std::string> created_;
+};
 
 }  // namespace
 
 int fold_last_axis_regions(onnx::ModelProto& model, const onnx::ModelProto& inferred,
-                           const std::string& label) {
+                           const std::string& label, std::set<std::string>& relaid_tensors) {
   std::vector<std::vector<Edit>> regions;
   {
     const GraphIndex g(model, label), gi(inferred, label);
@@ -291,20 +482,20 @@ int fold_last_axis_regions(onnx::ModelProto& model, const onnx::ModelProto& infe
       if (overlaps) continue;
       for (const Edit& e : *r) taken.insert(e.node);
       regions.push_back(std::move(*r));
+      relaid_tensors.insert(find.relaid().begin(), find.relaid().end());
     }
   }
   if (regions.empty()) return 0;
   onnx::GraphProto& g = *model.mutable_graph();
-  std::set<std::string> names, relaid;
-  for (const auto& t : g.initializer()) names.insert(t.name());
-  for (const auto& n : g.node())
-    for (const auto& o : n.output()) names.insert(o);
-  for (const auto& v : g.input()) names.insert(v.name());
+  std::set<std::string> relaid;
+  Rewriter rewrite(g);
   for (const auto& r : regions)
     for (const Edit& e : r) {
-      apply(g, e, names);
+      rewrite.apply(e);
       for (const auto& o : g.node(e.node).output()) relaid.insert(o);
     }
+  rewrite.finish();
+  relaid_tensors.insert(rewrite.created().begin(), rewrite.created().end());
   auto* vi = g.mutable_value_info();  // the region's tensors change shape
   for (int k = vi->size() - 1; k >= 0; --k)
     if (relaid.count(vi->Get(k).name())) vi->DeleteSubrange(k, 1);

@@ -11,6 +11,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <set>
 #include <string>
 
 namespace padfold::onnx_import {
@@ -18,11 +19,17 @@ namespace padfold::onnx_import {
 // In `model`, rewrites every region that starts at a channels-last Transpose (perm 0, 2, ..., r-1,
 // 1; rank 3 to 5) and ends at channels-first Transposes (perm 0, r-1, 1, ..., r-2), where every
 // node in between reads only the region's tensors and constants, is elementwise (Add, Sub, Mul,
-// Div, Pow, Max, Min with scalars or last-axis vectors; unary activations and math), a ReduceMean,
-// ReduceSum, ReduceMax or ReduceMin of the last axis alone with keepdims, or a MatMul by a constant
-// matrix, and no tensor of it is a graph output. Shapes come from `inferred` (the same graph after
-// shape inference). Returns how many regions it rewrote (then `inferred` is stale).
+// Div, Pow with scalars or last-axis vectors; activations, Erf, Sqrt, Identity), a ReduceMean
+// of the last axis alone with keepdims, a MatMul by a constant
+// matrix, or a LayerNormalization of the last axis (opset 17; written out as the ReduceMean, Sub,
+// Pow, ReduceMean, Add, Sqrt, Div, Mul, Add of torch.onnx's earlier LayerNorm, which the importer
+// drafts as a layer_norm layer), and no tensor of it is a graph output. Shapes come from `inferred`
+// (the same graph after shape inference). Erf, Sqrt, Pow, ReduceMean and a Sub, Mul or Div of two
+// of the region's tensors must each be part of a LayerNorm or GELU chain (which the importer
+// computes whole): alone, they would be left to the caller on tensors the file holds otherwise.
+// Returns how many regions it rewrote (then `inferred` is stale), and adds their tensors (channels
+// last in the file, channels first after) to `relaid_tensors`.
 int fold_last_axis_regions(onnx::ModelProto& model, const onnx::ModelProto& inferred,
-                           const std::string& label);
+                           const std::string& label, std::set<std::string>& relaid_tensors);
 
 }  // namespace padfold::onnx_import

@@ -31,6 +31,9 @@ struct PreparedModel {
   // (last_axis_regions.h) and decomposed activations folded (decomposed_activations.h).
   onnx::ModelProto model;
   onnx::ModelProto inferred;  // the same after ONNX shape inference
+  // Tensors of channels-last stretches that `model` computes channels first (last_axis_regions.h):
+  // the file holds them with the channel axis last.
+  std::set<std::string> relaid;
 };
 
 // Writes the --input sizes into the graph inputs (an error names every --input that names no graph
