@@ -351,40 +351,46 @@ Tensor activation(const Tensor& t, ActivationKind kind, float alpha, float beta)
   return y;
 }
 
-Tensor softmax_channels(const Tensor& x) {
-  require(x.shape.size() >= 2, "softmax over channels needs N and C");
+namespace {
+
+// x with `f` applied to the channel values (axis 1 of N C s...) of each pixel, in double.
+template <typename F>
+Tensor map_pixel_channels(const Tensor& x, const std::string& op, F f) {
+  require(x.shape.size() >= 2, op + " over channels needs N and C");
   const size_t n = static_cast<size_t>(x.shape[0]), c = static_cast<size_t>(x.shape[1]);
   const size_t pixels = n * c == 0 ? 0 : x.data.size() / (n * c);
   Tensor y = x;
+  std::vector<double> v(c);
   for (size_t b = 0; b < n; ++b)
     for (size_t p = 0; p < pixels; ++p) {
       auto at = [&](size_t ch) { return (b * c + ch) * pixels + p; };
-      double peak = -std::numeric_limits<double>::infinity(), total = 0;
-      for (size_t ch = 0; ch < c; ++ch) peak = std::max(peak, double{x.data[at(ch)]});
-      for (size_t ch = 0; ch < c; ++ch) total += std::exp(double{x.data[at(ch)]} - peak);
-      for (size_t ch = 0; ch < c; ++ch)
-        y.data[at(ch)] = static_cast<float>(std::exp(double{x.data[at(ch)]} - peak) / total);
+      for (size_t ch = 0; ch < c; ++ch) v[ch] = x.data[at(ch)];
+      f(v);
+      for (size_t ch = 0; ch < c; ++ch) y.data[at(ch)] = static_cast<float>(v[ch]);
     }
   return y;
 }
 
+}  // namespace
+
+Tensor softmax_channels(const Tensor& x) {
+  return map_pixel_channels(x, "softmax", [](std::vector<double>& v) {
+    double peak = -std::numeric_limits<double>::infinity(), total = 0;
+    for (double e : v) peak = std::max(peak, e);
+    for (double e : v) total += std::exp(e - peak);
+    for (double& e : v) e = std::exp(e - peak) / total;
+  });
+}
+
 Tensor layer_norm_channels(const Tensor& x, double epsilon) {
-  require(x.shape.size() >= 2, "layer norm over channels needs N and C");
-  const size_t n = static_cast<size_t>(x.shape[0]), c = static_cast<size_t>(x.shape[1]);
-  const size_t pixels = n * c == 0 ? 0 : x.data.size() / (n * c);
-  Tensor y = x;
-  for (size_t b = 0; b < n; ++b)
-    for (size_t p = 0; p < pixels; ++p) {
-      auto at = [&](size_t ch) { return (b * c + ch) * pixels + p; };
-      double mean = 0, var = 0;
-      for (size_t ch = 0; ch < c; ++ch) mean += x.data[at(ch)];
-      mean /= static_cast<double>(c);
-      for (size_t ch = 0; ch < c; ++ch) var += (x.data[at(ch)] - mean) * (x.data[at(ch)] - mean);
-      const double dev = std::sqrt(var / static_cast<double>(c) + epsilon);
-      for (size_t ch = 0; ch < c; ++ch)
-        y.data[at(ch)] = static_cast<float>((x.data[at(ch)] - mean) / dev);
-    }
-  return y;
+  return map_pixel_channels(x, "layer norm", [&](std::vector<double>& v) {
+    double mean = 0, var = 0;
+    for (double e : v) mean += e;
+    mean /= static_cast<double>(v.size());
+    for (double e : v) var += (e - mean) * (e - mean);
+    const double dev = std::sqrt(var / static_cast<double>(v.size()) + epsilon);
+    for (double& e : v) e = (e - mean) / dev;
+  });
 }
 
 Tensor permute(const Tensor& t, const std::string& from, const std::string& to) {

@@ -648,6 +648,15 @@ def last_axis(name, n, lo=-1.0, hi=1.0):
     return tensor(name, RNG.uniform(lo, hi, n).astype(np.float32))
 
 
+def gelu_nodes(t, x, y):
+    """GELU as torch.onnx writes it before opset 20 (constants sqrt2, one, half)."""
+    return [t("Div", [x, "sqrt2"], ["g0"], name="gelu_scale"),
+            t("Erf", ["g0"], ["g1"], name="gelu_erf"),
+            t("Add", ["g1", "one"], ["g2"], name="gelu_one"),
+            t("Mul", [x, "g2"], ["g3"], name="gelu_x"),
+            t("Mul", ["g3", "half"], [y], name="gelu")]
+
+
 def convnext_block():
     """ConvNeXt as torch.onnx writes it: a 4x4 stride-4 stem and a LayerNorm on channels last
     (Transpose, the decomposed LayerNorm, Transpose back); the block: a 7x7 depthwise conv,
@@ -665,11 +674,7 @@ def convnext_block():
     nodes += [
         t("MatMul", ["ln", "w1"], ["h"], name="linear1"),
         t("Add", ["b1", "h"], ["hb"], name="linear1_bias"),
-        t("Div", ["hb", "sqrt2"], ["g0"], name="gelu_scale"),
-        t("Erf", ["g0"], ["g1"], name="gelu_erf"),
-        t("Add", ["g1", "one"], ["g2"], name="gelu_one"),
-        t("Mul", ["hb", "g2"], ["g3"], name="gelu_x"),
-        t("Mul", ["g3", "half"], ["g"], name="gelu"),
+    ] + gelu_nodes(t, "hb", "g") + [
         t("MatMul", ["g", "w2"], ["o"], name="linear2"),
         t("Add", ["o", "b2"], ["ob"], name="linear2_bias"),
         t("Transpose", ["ob"], ["back"], name="to_first", perm=[0, 3, 1, 2]),
@@ -733,11 +738,7 @@ def layer_normalization_opset17():
           epsilon=1e-6),
         t("MatMul", ["ln", "w1"], ["h"], name="linear1"),
         t("Add", ["h", "b1"], ["hb"], name="linear1_bias"),
-        t("Div", ["hb", "sqrt2"], ["g0"], name="gelu_scale"),
-        t("Erf", ["g0"], ["g1"], name="gelu_erf"),
-        t("Add", ["g1", "one"], ["g2"], name="gelu_one"),
-        t("Mul", ["hb", "g2"], ["g3"], name="gelu_x"),
-        t("Mul", ["g3", "half"], ["g"], name="gelu"),
+    ] + gelu_nodes(t, "hb", "g") + [
         t("MatMul", ["g", "w2"], ["o"], name="linear2"),
         t("Transpose", ["o"], ["back"], name="to_first", perm=[0, 3, 1, 2]),
         t("Add", ["back", "x"], ["y"], name="residual"),

@@ -365,6 +365,26 @@ def test_torchvision_segmentation_runs_whole_and_matches_torch(name, tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
+def imported_whole(model, x, path):
+    """Exports `model` to `path` (opset 13) and imports it beside it; nothing is left."""
+    torch.onnx.export(model, x, str(path), opset_version=13, input_names=["image"],
+                      output_names=["scores"])
+    padfold.import_onnx(path, path.parent / "imported")
+    report = json.loads((path.parent / "imported" / "import-report.json").read_text())
+    assert report["left_to_caller"] == []
+
+
+def runs_and_ports_like_torch(path, x, want):
+    """The export, compiled and run whole, and its PyTorch port compute torch's `want`."""
+    with padfold.compile(path) as b:
+        got = b.model()(x.numpy())
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    with torch.no_grad():
+        ported = padfold.torch.from_onnx(path)(x).numpy()
+    np.testing.assert_allclose(ported, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
 def test_torchvision_shufflenet_runs_whole_and_matches_torch(tmp_path):
     """torchvision's ShuffleNetV2: its channel shuffle (Reshape, Transpose, Reshape) and chunk
     (two Slices of the channels, their bounds from Shape arithmetic) become gather_channels layers,
@@ -376,24 +396,14 @@ def test_torchvision_shufflenet_runs_whole_and_matches_torch(tmp_path):
     with torch.no_grad():
         want = model(x).numpy()
     path = tmp_path / "shufflenet.onnx"
-    torch.onnx.export(model, x, str(path), opset_version=13, input_names=["image"],
-                      output_names=["scores"])
-    padfold.import_onnx(path, tmp_path / "imported")
-    report = json.loads((tmp_path / "imported" / "import-report.json").read_text())
-    assert report["left_to_caller"] == []
+    imported_whole(model, x, path)
     spec = json.loads((tmp_path / "imported" / "shufflenet.json").read_text())
     ops = [lay["op"] for lay in spec["layers"]]
     # The two halves of each of the 13 units that chunk (the shuffle before them composed in),
     # and the shuffles that convs read (the last unit of each of the 3 stages).
     assert ops.count("gather_channels") == 2 * 13 + 3, ops
     assert "transpose" not in ops
-    with padfold.compile(path) as b:
-        got = b.model()(x.numpy())
-    assert got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
-    with torch.no_grad():
-        ported = padfold.torch.from_onnx(path)(x).numpy()
-    np.testing.assert_allclose(ported, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    runs_and_ports_like_torch(path, x, want)
 
 
 def test_torchvision_convnext_runs_whole_and_matches_torch(tmp_path):
@@ -407,28 +417,20 @@ def test_torchvision_convnext_runs_whole_and_matches_torch(tmp_path):
     model = ConvNeXt([CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 2)], num_classes=10)
     with torch.no_grad():  # LayerNorm parameters and layer scales away from their init
         for name, p in model.named_parameters():
-            if "layer_scale" in name or p.dim() == 1:
-                p.uniform_(0.5, 1.5) if "bias" not in name else p.uniform_(-0.3, 0.3)
+            if "bias" in name:
+                p.uniform_(-0.3, 0.3)
+            elif "layer_scale" in name or p.dim() == 1:
+                p.uniform_(0.5, 1.5)
     model.eval()
     x = torch.randn(1, 3, 40, 36)
     with torch.no_grad():
         want = model(x).numpy()
     path = tmp_path / "convnext.onnx"
-    torch.onnx.export(model, x, str(path), opset_version=13, input_names=["image"],
-                      output_names=["scores"])
-    padfold.import_onnx(path, tmp_path / "imported")
-    report = json.loads((tmp_path / "imported" / "import-report.json").read_text())
-    assert report["left_to_caller"] == []
+    imported_whole(model, x, path)
     spec = json.loads((tmp_path / "imported" / "convnext.json").read_text())
     ops = [lay["op"] for lay in spec["layers"]]
     # The stem's, each block's (3), the downsampling's and the head's LayerNorm.
     assert ops.count("layer_norm") == 6, ops
     assert sum(lay.get("activation") == "gelu" for lay in spec["layers"]) == 3
     assert "transpose" not in ops
-    with padfold.compile(path) as b:
-        got = b.model()(x.numpy())
-    assert got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
-    with torch.no_grad():
-        ported = padfold.torch.from_onnx(path)(x).numpy()
-    np.testing.assert_allclose(ported, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    runs_and_ports_like_torch(path, x, want)

@@ -180,21 +180,11 @@ int fold_decomposed_activations(onnx::ModelProto& model, const std::string& labe
 int expand_gelu_below_opset20(onnx::ModelProto& model) {
   if (default_opset(model) >= 20) return 0;
   onnx::GraphProto& graph = *model.mutable_graph();
-  std::set<std::string> names;
-  for (const auto& t : graph.initializer()) names.insert(t.name());
-  for (const auto& n : graph.node())
-    for (const auto& o : n.output()) names.insert(o);
-  auto fresh = [&](const std::string& base) {
-    std::string name = base;
-    for (int k = 1; names.count(name); ++k) name = base + "_" + std::to_string(k);
-    names.insert(name);
-    return name;
-  };
+  GraphNames names(graph);
+  auto fresh = [&](const std::string& base) { return names.fresh(base); };
   auto scalar = [&](const std::string& base, float v) {
     onnx::TensorProto* t = graph.add_initializer();
-    t->set_name(fresh(base));
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    t->add_float_data(v);
+    *t = float_tensor(fresh(base), {}, {v});
     return t->name();
   };
   onnx::GraphProto expanded;

@@ -285,7 +285,7 @@ class RegionFinder {
       if (f->shape[k] != 1) return std::nullopt;
     Shape dims(rank_, 1);
     dims[1] = f->shape.back();
-    return tensor(name + "_channels_first", dims, f->data);
+    return float_tensor(name + "_channels_first", dims, f->data);
   }
 
   // MatMul's constant [C, K] matrix as Conv weights [K, C, 1, ...].
@@ -300,17 +300,7 @@ class RegionFinder {
     Shape dims(rank_, 1);
     dims[0] = k;
     dims[1] = c;
-    return tensor(name + "_as_conv", dims, w);
-  }
-
-  static onnx::TensorProto tensor(const std::string& name, const Shape& dims,
-                                  const std::vector<float>& data) {
-    onnx::TensorProto t;
-    t.set_name(name);
-    t.set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t.add_dims(d);
-    for (float v : data) t.add_float_data(v);
-    return t;
+    return float_tensor(name + "_as_conv", dims, w);
   }
 
   // Axes [-1] or [rank - 1], as the attribute (before opset 18) or a constant input.
@@ -339,12 +329,7 @@ class RegionFinder {
 
 class Rewriter {
  public:
-  explicit Rewriter(onnx::GraphProto& g) : g_(g) {
-    for (const auto& t : g.initializer()) names_.insert(t.name());
-    for (const auto& n : g.node())
-      for (const auto& o : n.output()) names_.insert(o);
-    for (const auto& v : g.input()) names_.insert(v.name());
-  }
+  explicit Rewriter(onnx::GraphProto& g) : g_(g), names_(g) {}
 
   void apply(const Edit& e) {
     onnx::NodeProto& n = *g_.mutable_node(e.node);
@@ -361,7 +346,7 @@ class Rewriter {
             a.add_ints(1);
           }
         if (n.input_size() > 1 && !n.input(1).empty())
-          n.set_input(1, add(ints(n.input(1) + "_channel_axis", {1})));
+          n.set_input(1, add(int64_tensor(n.input(1) + "_channel_axis", {1})));
         break;
       case Edit::MatMulToConv:
         n.set_op_type("Conv");
@@ -394,35 +379,13 @@ class Rewriter {
   }
 
  private:
-  std::string fresh(const std::string& base) {
-    std::string name = base;
-    for (int s = 1; names_.count(name); ++s) name = base + "_" + std::to_string(s);
-    names_.insert(name);
-    return name;
-  }
+  std::string fresh(const std::string& base) { return names_.fresh(base); }
 
   // Adds `t` as an initializer under a fresh name (its own where free); returns the name.
   std::string add(onnx::TensorProto t) {
     t.set_name(fresh(t.name()));
     *g_.add_initializer() = t;
     return t.name();
-  }
-
-  static onnx::TensorProto ints(const std::string& name, const std::vector<int64_t>& v) {
-    onnx::TensorProto t;
-    t.set_name(name);
-    t.set_data_type(onnx::TensorProto::INT64);
-    t.add_dims(static_cast<int64_t>(v.size()));
-    for (int64_t x : v) t.add_int64_data(x);
-    return t;
-  }
-
-  static onnx::TensorProto scalar(const std::string& name, float v) {
-    onnx::TensorProto t;
-    t.set_name(name);
-    t.set_data_type(onnx::TensorProto::FLOAT);
-    t.add_float_data(v);
-    return t;
   }
 
   // LayerNormalization `n` (its Scale and B already [1, C, 1..]) over the channels as torch.onnx
@@ -450,9 +413,10 @@ class Rewriter {
     const bool shifted = n.input_size() > 2 && !n.input(2).empty();
     const std::string& x = n.input(0);
     const std::string d = node("Sub", {x, node("ReduceMean", {x})});
-    const std::string sq = node("Pow", {d, add(scalar(base + "_two", 2.f))});
+    const std::string sq = node("Pow", {d, add(float_tensor(base + "_two", {}, {2.f}))});
     const std::string var = node("ReduceMean", {sq});
-    const std::string dev = node("Sqrt", {node("Add", {var, add(scalar(base + "_eps", epsilon))})});
+    const std::string dev =
+        node("Sqrt", {node("Add", {var, add(float_tensor(base + "_eps", {}, {epsilon}))})});
     std::string y = node("Div", {d, dev}, scaled || shifted ? "" : n.output(0));
     if (scaled) y = node("Mul", {y, n.input(1)}, shifted ? "" : n.output(0));
     if (shifted) node("Add", {y, n.input(2)}, n.output(0));
@@ -460,7 +424,7 @@ class Rewriter {
   }
 
   onnx::GraphProto& g_;
-  std::set<std::string> names_;
+  GraphNames names_;
   std::map<int, std::vector<onnx::NodeProto>> expansions_;
   std::set<std::string> created_;
 };

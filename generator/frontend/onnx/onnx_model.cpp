@@ -474,4 +474,37 @@ const onnx::TensorProto* NodeAttributes::find_tensor(const std::string& name) co
   return a ? a->t : nullptr;
 }
 
+GraphNames::GraphNames(const onnx::GraphProto& g) {
+  for (const auto& t : g.initializer()) taken_.insert(t.name());
+  for (const auto& v : g.input()) taken_.insert(v.name());
+  for (const auto& n : g.node())
+    for (const auto& o : n.output()) taken_.insert(o);
+}
+
+std::string GraphNames::fresh(const std::string& base) {
+  std::string name = base;
+  for (int k = 1; taken_.count(name); ++k) name = base + "_" + std::to_string(k);
+  taken_.insert(name);
+  return name;
+}
+
+onnx::TensorProto int64_tensor(const std::string& name, const std::vector<int64_t>& values) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::INT64);
+  t.add_dims(static_cast<int64_t>(values.size()));
+  for (int64_t v : values) t.add_int64_data(v);
+  return t;
+}
+
+onnx::TensorProto float_tensor(const std::string& name, const std::vector<int64_t>& dims,
+                               const std::vector<float>& values) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t.add_dims(d);
+  for (float v : values) t.add_float_data(v);
+  return t;
+}
+
 }  // namespace padfold::onnx_import

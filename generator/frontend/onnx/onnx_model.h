@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -90,5 +91,21 @@ class NodeAttributes {
  private:
   const Attribute* typed(const std::string& name, int type) const;
 };
+
+// The tensor names a graph takes (initializers, inputs, node outputs), and fresh ones for the
+// initializers, tensors and nodes a rewrite adds: `base`, else base_1, base_2, ...
+class GraphNames {
+ public:
+  explicit GraphNames(const onnx::GraphProto& g);
+  std::string fresh(const std::string& base);
+
+ private:
+  std::set<std::string> taken_;
+};
+
+// An initializer of `values`: int64 of shape [values.size()]; float32 of shape `dims`.
+onnx::TensorProto int64_tensor(const std::string& name, const std::vector<int64_t>& values);
+onnx::TensorProto float_tensor(const std::string& name, const std::vector<int64_t>& dims,
+                               const std::vector<float>& values);
 
 }  // namespace padfold::onnx_import

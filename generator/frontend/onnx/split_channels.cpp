@@ -48,22 +48,10 @@ std::optional<std::vector<int64_t>> part_sizes(const GraphIndex& g, const onnx::
 int split_channels_to_slices(onnx::ModelProto& model, const onnx::ModelProto& inferred,
                              const std::string& label) {
   const GraphIndex g(inferred, label);
-  std::set<std::string> names;  // tensor names taken, for the new initializers
-  for (const auto& t : model.graph().initializer()) names.insert(t.name());
-  for (const auto& n : model.graph().node())
-    for (const auto& o : n.output()) names.insert(o);
-  auto fresh = [&](const std::string& base) {
-    std::string name = base;
-    for (int k = 1; names.count(name); ++k) name = base + "_" + std::to_string(k);
-    names.insert(name);
-    return name;
-  };
+  GraphNames names(model.graph());  // for the new initializers
   auto add_ints = [&](const std::string& base, int64_t value) {
     onnx::TensorProto* t = model.mutable_graph()->add_initializer();
-    t->set_name(fresh(base));
-    t->set_data_type(onnx::TensorProto::INT64);
-    t->add_dims(1);
-    t->add_int64_data(value);
+    *t = int64_tensor(names.fresh(base), {value});
     return t->name();
   };
 
