@@ -1,5 +1,6 @@
 #include "frontend/onnx/last_axis_regions.h"
 
+#include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
@@ -145,24 +146,38 @@ class RegionFinder {
         const int var = made_by(g_.node(add).input(0), "ReduceMean", 1);
         const int pow = var < 0 ? -1 : made_by(g_.node(var).input(0), "Pow", 1);
         if (mean < 0 || pow < 0 || g_.node(mean).input(0) != g_.node(sub).input(0) ||
-            g_.node(pow).input(0) != n.input(0) || !near(value(g_.node(pow).input(1)), 2.0) ||
-            !value(g_.node(add).input(1)))
+            g_.node(pow).input(0) != n.input(0) || !near(value(g_.node(pow).input(1)), 2.0))
           continue;
+        const std::optional<float> eps = value(g_.node(add).input(1));
+        if (!eps || !(*eps > 0) || *eps > 1) continue;
         chains.insert({b, sub, sqrt, add, mean, var, pow});
       }
       if (n.op_type() == "Erf") {  // scale -> Erf -> Add(1) -> Mul(x) -> Mul(1/2)
+        // The node reading node i's output alone, of type `op`, with `k` as its other operand.
+        auto next = [&](int i, const char* op, auto k) {
+          const std::string& t = g_.node(i).output(0);
+          const std::vector<int>& readers = g_.consumers(t);
+          if (readers.size() != 1 || !body.count(readers[0])) return -1;
+          const onnx::NodeProto& r = g_.node(readers[0]);
+          if (r.op_type() != op || r.input_size() != 2 || (r.input(0) == t) == (r.input(1) == t))
+            return -1;
+          return k(r.input(0) == t ? r.input(1) : r.input(0)) ? readers[0] : -1;
+        };
         const int scale = g_.producer(n.input(0));
-        const auto& readers = g_.consumers(n.output(0));
-        if (scale < 0 || !body.count(scale) || readers.size() != 1) continue;
-        const int one = readers[0];
-        if (g_.node(one).op_type() != "Add" || g_.consumers(g_.node(one).output(0)).size() != 1)
-          continue;
-        const int times = g_.consumers(g_.node(one).output(0))[0];
-        if (g_.node(times).op_type() != "Mul" || g_.consumers(g_.node(times).output(0)).size() != 1)
-          continue;
-        const int half = g_.consumers(g_.node(times).output(0))[0];
-        if (g_.node(half).op_type() != "Mul") continue;
-        chains.insert({scale, b, one, times, half});
+        if (scale < 0 || !body.count(scale) || g_.consumers(n.input(0)).size() != 1) continue;
+        const onnx::NodeProto& s = g_.node(scale);
+        std::string x;
+        if (s.op_type() == "Div" && near(value(s.input(1)), std::sqrt(2.0)))
+          x = s.input(0);
+        else if (s.op_type() == "Mul" && near(value(s.input(1)), std::sqrt(0.5)))
+          x = s.input(0);
+        else if (s.op_type() == "Mul" && near(value(s.input(0)), std::sqrt(0.5)))
+          x = s.input(1);
+        const int one = x.empty() ? -1 : next(b, "Add", [&](auto& k) { return near(value(k), 1); });
+        const int times = one < 0 ? -1 : next(one, "Mul", [&](auto& k) { return k == x; });
+        const int half =
+            times < 0 ? -1 : next(times, "Mul", [&](auto& k) { return near(value(k), 0.5); });
+        if (half >= 0) chains.insert({scale, b, one, times, half});
       }
     }
     return chains;
