@@ -430,11 +430,12 @@ PreparedModel prepare_model(onnx::ModelProto model, const std::vector<InputSize>
   p.label = label;
   p.model = std::move(model);
   p.inferred = inferred_copy(p.model, label);
+  // The rewrites that need no shapes share one inference; the regions need it and get their own.
   const int moved = hoist_layout_transposes(p.model, p.inferred);
-  if (moved > 0) p.inferred = inferred_copy(p.model, label);
+  if (moved + fold_decomposed_activations(p.model, label) > 0)
+    p.inferred = inferred_copy(p.model, label);
   if (fold_last_axis_regions(p.model, p.inferred, label, p.relaid) > 0)
     p.inferred = inferred_copy(p.model, label);
-  if (fold_decomposed_activations(p.model, label) > 0) p.inferred = inferred_copy(p.model, label);
   if (split_channels_to_slices(p.model, p.inferred, label) > 0)
     p.inferred = inferred_copy(p.model, label);
   return p;
