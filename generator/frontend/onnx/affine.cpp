@@ -8,10 +8,6 @@
 namespace padfold::onnx_import::detail {
 namespace {
 
-std::string input_of(const onnx::NodeProto& n, int k) {
-  return k < n.input_size() ? n.input(k) : std::string();
-}
-
 // A constant operand as one value per channel: a scalar, or a shape that broadcasts against the
 // data (rank `rank`, `channels` on `axis`) along that axis only. Empty when it is neither.
 std::vector<double> per_channel(const FloatTensor& t, size_t rank, size_t axis, int64_t channels) {

@@ -42,9 +42,6 @@ TensorLayout layout_for(int dims) {
 }
 
 // Input `k` of a node, or "" when absent.
-std::string input_of(const onnx::NodeProto& n, int k) {
-  return k < n.input_size() ? n.input(k) : std::string();
-}
 
 bool quantized_type(int elem_type) {
   return elem_type == onnx::TensorProto::INT8 || elem_type == onnx::TensorProto::UINT8;

@@ -27,13 +27,6 @@ const char* const kBinary[] = {"Add", "Sub", "Mul", "Div", "Pow"};
 const char* const kReduce[] = {"ReduceMean"};
 const char* const kChainOnly[] = {"Erf", "Sqrt", "Pow", "ReduceMean"};
 
-template <size_t N>
-bool one_of(const std::string& s, const char* const (&list)[N]) {
-  for (const char* x : list)
-    if (s == x) return true;
-  return false;
-}
-
 const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute())
     if (a.name() == name) return &a;

@@ -2,7 +2,9 @@
 // index of the graph (who produces and who reads each tensor, the constants, the shapes).
 #pragma once
 
+#include <algorithm>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -92,5 +94,16 @@ class GraphIndex {
 
 // Whether the node is of ONNX's default domain ("" or "ai.onnx").
 bool default_domain(const onnx::NodeProto& n);
+
+// Whether an op type is in a list of them.
+template <size_t N>
+bool one_of(const std::string& op_type, const char* const (&list)[N]) {
+  return std::find(std::begin(list), std::end(list), op_type) != std::end(list);
+}
+
+// A node's input k, or "" where it has fewer (an omitted optional input is "" too).
+inline std::string input_of(const onnx::NodeProto& n, int k) {
+  return k < n.input_size() ? n.input(k) : std::string();
+}
 
 }  // namespace padfold::onnx_import

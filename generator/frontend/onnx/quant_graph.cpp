@@ -25,15 +25,6 @@ constexpr const char* kImported =
     "GlobalAveragePool, Gemm (a classifier's, after a global pool and Flatten) or Add [-> Relu or "
     "Clip(0, 6)] -> QuantizeLinear (QDQ), and a Pad before a quantized conv or pool";
 
-template <size_t N>
-bool one_of(const std::string& s, const char* const (&list)[N]) {
-  return std::find(std::begin(list), std::end(list), s) != std::end(list);
-}
-
-std::string input_of(const onnx::NodeProto& n, int k) {
-  return k < n.input_size() ? n.input(k) : std::string();
-}
-
 // A quantized tensor: its dtype and parameters; `pad` >= 0 when it is a Pad's output not yet
 // folded (then `padded` is the tensor the Pad reads and `pad_info` the Pad, value in real terms).
 struct QTensor {
