@@ -750,6 +750,81 @@ def layer_normalization_opset17():
         tensor("one", np.float32(1)), tensor("half", np.float32(0.5))], opset=17)
 
 
+def keras_unoptimized_block():
+    """As tf2onnx 1.17 writes a Keras 3 MobileNetV3 block when its transpose optimizer fails (it
+    does on keras.applications' MobileNetV3 under TensorFlow 2.21): each conv between Transposes
+    to channels first and back, and everything else channels last: the hard swish (Add 3, Clip 0..6,
+    Mul 1/6, Mul x), squeeze-and-excite (ReduceMean over axes [1, 2] with keepdims, its two 1x1
+    convs each between Transposes, the Relu and the hard sigmoid channels last, the Mul by the
+    [1, 1, 1, C] scale), a per-channel scale and shift, then the head: ReduceMean with keepdims, a
+    1x1 conv to the classes, Transpose, Reshape to [N, K] and Softmax."""
+    t = helper.make_node
+
+    def to_first(x, y):
+        return t("Transpose", [x], [y], name=f"{y}_t", perm=[0, 3, 1, 2])
+
+    def to_last(x, y):
+        return t("Transpose", [x], [y], name=f"{y}_t", perm=[0, 2, 3, 1])
+
+    def hard_sigmoid(x, y):
+        return [t("Add", [x, "three"], [f"{y}_a"], name=f"{y}_add"),
+                t("Clip", [f"{y}_a", "zero", "six"], [f"{y}_c"], name=f"{y}_relu6"),
+                t("Mul", [f"{y}_c", "sixth"], [y], name=f"{y}_div")]
+    nodes = [to_first("x", "xt"),
+             conv("c1", "xt", "c1_out", "w1", "b1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             to_last("c1_out", "c1_last")]
+    nodes += hard_sigmoid("c1_last", "hs1") + [
+        t("Mul", ["c1_last", "hs1"], ["hswish"], name="hswish"),
+        t("ReduceMean", ["hswish"], ["pooled"], name="se_pool", axes=[1, 2], keepdims=1),
+        to_first("pooled", "pooled_first"),
+        conv("se_reduce", "pooled_first", "se_r", "wr", "br", kernel_shape=[1, 1]),
+        to_last("se_r", "se_r_last"),
+        t("Relu", ["se_r_last"], ["se_relu"], name="se_relu"),
+        to_first("se_relu", "se_relu_first"),
+        conv("se_expand", "se_relu_first", "se_e", "we", "be", kernel_shape=[1, 1]),
+        to_last("se_e", "se_e_last")]
+    nodes += hard_sigmoid("se_e_last", "gate") + [
+        t("Mul", ["hswish", "gate"], ["excited"], name="excite"),
+        to_first("excited", "excited_first"),
+        conv("project", "excited_first", "p", "wp", "bp", kernel_shape=[1, 1]),
+        to_last("p", "p_last"),
+        t("Mul", ["p_last", "bn_scale"], ["p_scaled"], name="bn_scale"),
+        t("Add", ["p_scaled", "bn_shift"], ["p_bn"], name="bn_shift"),
+        t("ReduceMean", ["p_bn"], ["head_pool"], name="head_pool", axes=[1, 2], keepdims=1),
+        to_first("head_pool", "head_first"),
+        conv("logits", "head_first", "logits", "wl", "bl", kernel_shape=[1, 1]),
+        to_last("logits", "logits_last"),
+        t("Reshape", ["logits_last", "flat_shape"], ["flat"], name="flatten"),
+        t("Softmax", ["flat"], ["y"], name="predictions", axis=-1)]
+    return model("keras_unoptimized_block", nodes, [("x", [1, 9, 8, 4])], "y", [
+        weights("w1", [8, 4, 3, 3]), bias_of("b1", 8), weights("wr", [4, 8, 1, 1]),
+        bias_of("br", 4), weights("we", [8, 4, 1, 1]), bias_of("be", 8),
+        weights("wp", [6, 8, 1, 1]), bias_of("bp", 6), last_axis("bn_scale", 6, 0.5, 1.5),
+        last_axis("bn_shift", 6), weights("wl", [5, 6, 1, 1]), bias_of("bl", 5),
+        tensor("three", np.float32(3)), tensor("zero", np.float32(0)),
+        tensor("six", np.float32(6)), tensor("sixth", np.float32(1 / 6)),
+        tensor("flat_shape", np.array([1, -1], np.int64))])
+
+
+def keras_unoptimized_pool_head():
+    """The head of a Keras classifier as tf2onnx writes it unoptimized: a conv between Transposes,
+    then ReduceMean over [1, 2] without keepdims (GlobalAveragePooling2D: [N, C] in either layout),
+    Dense as MatMul + Add, and Softmax."""
+    t = helper.make_node
+    return model("keras_unoptimized_pool_head", [
+        t("Transpose", ["x"], ["xt"], name="in_t", perm=[0, 3, 1, 2]),
+        conv("c", "xt", "c_out", "w", "b", kernel_shape=[3, 3], strides=[2, 2],
+             pads=[1, 1, 1, 1]),
+        t("Transpose", ["c_out"], ["c_last"], name="c_to_last", perm=[0, 2, 3, 1]),
+        t("Relu", ["c_last"], ["r"], name="relu"),
+        t("ReduceMean", ["r"], ["gap"], name="gap", axes=[1, 2], keepdims=0),
+        t("MatMul", ["gap", "fc_w"], ["fc"], name="dense"),
+        t("Add", ["fc", "fc_b"], ["fc_biased"], name="dense_bias"),
+        t("Softmax", ["fc_biased"], ["y"], name="predictions"),
+    ], [("x", [1, 10, 7, 3])], "y", [weights("w", [6, 3, 3, 3]), bias_of("b", 6),
+                                     weights("fc_w", [6, 4]), bias_of("fc_b", 4)])
+
+
 MODELS = {f.__name__: f for f in [
     same_upper_even_strided, same_lower_stride3, pools_same, depthwise_clip, residual_block,
     pad_reflect_conv, pad_edge_and_constant, conv_transpose_same, conv_transpose_lower_and_shape,
@@ -759,7 +834,8 @@ MODELS = {f.__name__: f for f in [
     softmax_channels, nhwc_input_normalization, resize_torch_bilinear, resize_keras_upsampling,
     resize_modes, resize_3d_and_1d, resize_1d_nearest, upsample_opset9, resize_opset10_linear,
     shufflenet_units, channel_slices, slice_opset9, split_channels, split_opset11,
-    convnext_block, layer_norm_head, layer_normalization_opset17]}
+    convnext_block, layer_norm_head, layer_normalization_opset17, keras_unoptimized_block,
+    keras_unoptimized_pool_head]}
 
 
 # Channels-first models imported also with --layout nchw and with --io-layout nhwc (OPTIONS).

@@ -440,17 +440,20 @@ def add_channel_slice(g, x):
 
 
 def add_channels_last_stretch(g, x):
-    """torch code on channels last, as ConvNeXt's block: Transpose to channels last, then some of
-    LayerNorm (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, its scale and shift), a Linear
-    (MatMul, Add of a bias), GELU as Erf (Div by sqrt 2 or Mul by 1/sqrt 2), Relu, a per-channel or
-    scalar Mul, and Transpose back."""
+    """torch code on channels last, as ConvNeXt's block, or a Keras graph whose Transposes tf2onnx
+    failed to move: Transpose to channels last, then some of LayerNorm (ReduceMean, Sub, Pow,
+    ReduceMean, Add, Sqrt, Div, its scale and shift), a Linear (MatMul, Add of a bias), GELU as Erf
+    (Div by sqrt 2 or Mul by 1/sqrt 2), Relu, a per-channel or scalar Mul, x * sigmoid(x) or
+    another op of two of its tensors, a squeeze-and-excite style Mul by ReduceMean/ReduceMax over
+    the spatial axes, a join with another conv's output moved channels last, an op padfold leaves
+    to the caller (Exp, a lone Erf), and Transpose back."""
     rng, s = g.rng, g.tensors[x]
     r, c = len(s), s[1]
     last = [0] + list(range(2, r)) + [1]
     t = g.node("Transpose", [x], None, perm=last)
     f32 = np.float32
     for _ in range(int(rng.integers(1, 5))):
-        kind = int(rng.integers(0, 5))
+        kind = int(rng.integers(0, 9))
         if kind == 0:  # LayerNorm over the last axis
             axes = [-1] if rng.random() < 0.5 else [r - 1]
             m = g.node("ReduceMean", [t], None, axes=axes)
@@ -478,6 +481,27 @@ def add_channels_last_stretch(g, x):
             t = g.node("Mul", [g.node("Mul", [t, e], None), g.const(np.array(0.5, f32))], None)
         elif kind == 3:
             t = g.node("Relu", [t], None)
+        elif kind == 5:  # two tensors of the stretch
+            op = str(rng.choice(["Mul", "Mul", "Add", "Sub", "Div"]))
+            other = g.node(str(rng.choice(["Sigmoid", "Relu", "Tanh"])), [t], None)
+            if op == "Div":
+                other = g.node("Add", [g.node("Sigmoid", [other], None),
+                                       g.const(np.array(0.5, f32))], None)
+            t = g.node(op, [t, other] if rng.random() < 0.5 else [other, t], None)
+        elif kind == 6:  # a squeeze-and-excite style scale from the spatial axes
+            op = "ReduceMean" if rng.random() < 0.7 else "ReduceMax"
+            pooled = g.node(op, [t], None, axes=list(range(1, r - 1)), keepdims=1)
+            gate = g.node("Sigmoid", [pooled], None)
+            t = g.node("Mul", [gate, t] if rng.random() < 0.5 else [t, gate], None)
+        elif kind == 7:  # joined with another conv's output, moved channels last
+            side = g.node("Conv", [x, g.weights([c, s[1]] + [1] * (r - 2))], None)
+            side_last = g.node("Transpose", [side], None, perm=last)
+            t = g.node("Add" if rng.random() < 0.5 else "Mul", [t, side_last], None)
+        elif kind == 8:  # an op padfold leaves to the caller: the stretch stays as the file has it
+            if rng.random() < 0.5:
+                t = g.node("Exp", [g.node("Tanh", [t], None)], None)  # bounded
+            else:
+                t = g.node("Erf", [t], None)
         else:
             scale = (rng.random(c) + 0.5).astype(f32) if rng.random() < 0.5 else f32(1.5)
             t = g.node("Mul", [t, g.const(scale)], None)

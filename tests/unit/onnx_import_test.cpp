@@ -3,6 +3,8 @@
 // edge, constant, with the reader's own pads, before a max pool), activation fusion, Add/Concat,
 // nodes left to the caller, names, dynamic dims and --input, bad models, and --emit-onnx's
 // auto_pad rewrite.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -43,8 +45,7 @@ onnx_import::ImportOptions file_layout() {
 // checked by ChannelsFirstConvsWarnOfTheirCost and left out of the others' warnings.
 ImportResult import(const ModelBuilder& b, const std::vector<InputSize>& sizes = {},
                     const onnx_import::ImportOptions& options = file_layout()) {
-  const auto prepared = onnx_import::prepare_model(b.model_copy(), sizes, "m.onnx");
-  ImportResult r = onnx_import::import_model(prepared, options);
+  ImportResult r = onnx_import::prepare_and_import(b.model_copy(), sizes, "m.onnx", options).result;
   const Model back = parse_spec(r.spec.dump(), r.model.file);
   EXPECT_EQ(testing::model_difference(r.model, back), "") << r.spec.dump(2);
   r.warnings.erase(std::remove_if(r.warnings.begin(), r.warnings.end(),
@@ -58,9 +59,8 @@ ImportResult import(const ModelBuilder& b, const std::vector<InputSize>& sizes =
 // The message of the ImportError importing `b` throws ("" if none).
 std::string import_error(const ModelBuilder& b, const std::vector<InputSize>& sizes = {}) {
   try {
-    const auto prepared =
-        onnx_import::prepare_model(onnx_import::parse_model(b.bytes(), "m.onnx"), sizes, "m.onnx");
-    onnx_import::import_model(prepared, file_layout());
+    onnx_import::prepare_and_import(onnx_import::parse_model(b.bytes(), "m.onnx"), sizes, "m.onnx",
+                                    file_layout());
   } catch (const onnx_import::ImportError& e) {
     return e.what();
   }
@@ -2617,9 +2617,9 @@ TEST(OnnxImport, ConvNeXtBlockRunsChannelsFirstWithoutTransposes) {
   EXPECT_EQ(moved, (std::vector<std::string>{"normed", "g"}));  // linear2 ends after the stretch
 }
 
-// A stretch with an op padfold would leave to the caller (an Erf outside a GELU chain, a Clip
-// that is neither relu nor relu6) stays as the file has it: the caller computes those nodes on
-// the file's channels-last tensors, so padfold must not relay them.
+// A stretch with an op padfold leaves to the caller (an Erf outside a GELU chain, a Clip that is
+// neither relu nor relu6) stays as the file has it: the caller computes those nodes on the file's
+// channels-last tensors, so the import is done again without relaying it, and a warning says so.
 TEST(OnnxImport, StretchWithAnOpLeftToTheCallerStays) {
   for (const char* op : {"Erf", "Clip"}) {
     ModelBuilder b;
@@ -2640,17 +2640,25 @@ TEST(OnnxImport, StretchWithAnOpLeftToTheCallerStays) {
     const ImportResult r = import(b);
     EXPECT_TRUE(has(left_reason(r, "to_last"), "Transpose")) << op << left_reason(r, "to_last");
     EXPECT_NE(left_reason(r, "op"), "not left") << op;
+    ASSERT_EQ(r.warnings.size(), 1u) << op;
+    EXPECT_TRUE(has(r.warnings[0], "a channels-last stretch is left as the file has it")) << op;
+    EXPECT_TRUE(has(r.warnings[0], "node 'op'")) << r.warnings[0];
   }
 }
 
-// A stretch reading a computed tensor that is not its own (here another channels-last tensor) is
-// left as it is: its Transposes are left to the caller, saying so.
-TEST(OnnxImport, ChannelsLastStretchReadingOtherTensorsStays) {
+// Stretches joined by a node reading both (here an Add of the Linear's output and another conv's
+// output moved channels last, as a squeeze-and-excite's Mul reads its scale) are one stretch,
+// computed channels first as a whole: no Transpose left.
+TEST(OnnxImport, ChannelsLastStretchesJoinedByANodeAreRelaidTogether) {
   BlockOptions o;
   o.other = true;
   const ImportResult r = import(convnext_block(o));
-  EXPECT_TRUE(has(left_reason(r, "to_last"), "Transpose")) << left_reason(r, "to_last");
-  EXPECT_NE(left_reason(r, "linear1"), "not left");
+  ASSERT_TRUE(r.left_to_caller.empty())
+      << r.left_to_caller[0].name << ": " << r.left_to_caller[0].reason;
+  std::vector<std::string> ops;
+  for (const Layer& l : r.model.layers) ops.push_back(l.op_name);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "transpose"), 0) << fmt::format("{}", ops);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "layer_norm"), 1) << fmt::format("{}", ops);
 }
 
 // ONNX Gelu: the erf form fuses; the tanh approximation is left, saying which it is.

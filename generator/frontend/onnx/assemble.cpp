@@ -268,15 +268,21 @@ ImportResult Importer::assemble() {
                       "would have no outputs)");
 
   ojson left = ojson::array(), absorbed = ojson::array();
+  std::set<std::string> stretches_left;  // channels-last stretches a node left to the caller sees
+  std::string first_left;
   for (int i = 0; i < g_.num_nodes(); ++i) {
     const onnx::NodeProto& node = g_.node(i);
     if (role_[i] == Role::Left) {
       for (const auto* list : {&node.input(), &node.output()})
         for (const std::string& t : *list)
-          if (p_.relaid.count(t))  // last_axis_regions.h takes only stretches padfold computes
-            c_.fail(i, "left to the caller (" + reason_[i] + "), but tensor '" + t +
+          if (const auto r = p_.relaid.find(t); r != p_.relaid.end()) {
+            if (first_left.empty())
+              first_left = p_.label + ": " + node_label(node, i) + ": left to the caller (" +
+                           reason_[i] + "), but tensor '" + t +
                            "' is one padfold computes channels first from a channels-last "
-                           "stretch of the file; the caller would compute it otherwise");
+                           "stretch of the file; the caller would compute it otherwise";
+            stretches_left.insert(r->second);
+          }
       res.left_to_caller.push_back({i, node.name(), node.op_type(), reason_[i]});
       left.push_back({{"name", node.name()},
                       {"op_type", node.op_type()},
@@ -292,6 +298,8 @@ ImportResult Importer::assemble() {
                                                                       : "layout"));
     }
   }
+
+  if (!stretches_left.empty()) throw StretchLeftToCaller(first_left, stretches_left);
 
   const std::string file = std::filesystem::path(p_.label).filename().string();
   std::string producer = p_.model.producer_name();

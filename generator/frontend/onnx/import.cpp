@@ -296,17 +296,40 @@ ImportResult import_model(const PreparedModel& prepared, const ImportOptions& op
   return detail::Importer(prepared, options).run();
 }
 
+Imported prepare_and_import(const onnx::ModelProto& model, const std::vector<InputSize>& sizes,
+                            const std::string& label, const ImportOptions& options) {
+  std::set<std::string> kept;
+  std::vector<std::string> kept_why;
+  for (;;) {
+    PreparedModel prepared = prepare_model(model, sizes, label, kept);
+    try {
+      ImportResult result = import_model(prepared, options);
+      for (const std::string& why : kept_why) {
+        const std::string w = "a channels-last stretch is left as the file has it: " + why;
+        result.warnings.push_back(w);
+        result.report["warnings"].push_back(w);
+      }
+      return {std::move(prepared), std::move(result)};
+    } catch (const StretchLeftToCaller& e) {
+      const size_t before = kept.size();
+      kept.insert(e.stretches.begin(), e.stretches.end());
+      if (kept.size() == before) throw;  // cannot happen: each round keeps new stretches
+      kept_why.push_back(e.what());
+    }
+  }
+}
+
 ImportOutput import_onnx(onnx::ModelProto model, const std::vector<std::string>& inputs,
                          const std::string& label, const ImportOptions& options, bool emit_onnx) {
   std::vector<InputSize> sizes;
   for (const std::string& s : inputs) sizes.push_back(parse_input_size(s));
-  const PreparedModel prepared = prepare_model(std::move(model), sizes, label);
   ImportOutput out;
-  out.result = import_model(prepared, options);
+  Imported imported = prepare_and_import(model, sizes, label, options);
+  out.result = std::move(imported.result);
   out.spec_text = out.result.spec.dump(2) + "\n";
   out.report_text = out.result.report.dump(2) + "\n";
   if (emit_onnx) {
-    out.normalized = normalize_auto_pad(prepared);
+    out.normalized = normalize_auto_pad(imported.prepared);
     if (!out.normalized->model.SerializeToString(&out.onnx_bytes))
       throw ImportError(label + ": cannot serialize the normalized model");
   }

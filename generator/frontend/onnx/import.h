@@ -92,6 +92,26 @@ std::string not_generated_reason(const std::string& op_type);
 // Every layer is resolved by frontend/resolve.h as it is drafted.
 ImportResult import_model(const PreparedModel& prepared, const ImportOptions& options);
 
+// Thrown by import_model where nodes left to the caller read or write tensors of channels-last
+// stretches that the prepared model computes channels first (the caller would compute them on the
+// file's channels-last tensors): `stretches` names those stretches (PreparedModel::relaid's
+// names). import_onnx then imports again with them as the file has them.
+struct StretchLeftToCaller : ImportError {
+  StretchLeftToCaller(const std::string& what, std::set<std::string> names)
+      : ImportError(what), stretches(std::move(names)) {}
+  std::set<std::string> stretches;
+};
+
+// A model prepared and imported (prepare_model, import_model), where nodes left to the caller see
+// channels-last stretches computed channels first, prepared and imported again with those
+// stretches as the file has them (a warning says which node kept each).
+struct Imported {
+  PreparedModel prepared;
+  ImportResult result;
+};
+Imported prepare_and_import(const onnx::ModelProto& model, const std::vector<InputSize>& sizes,
+                            const std::string& label, const ImportOptions& options);
+
 // `padfold import` short of writing files, the one path the CLI and tests/fuzz/fuzz_onnx take.
 struct ImportOutput {
   ImportResult result;

@@ -17,15 +17,22 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-// Ops the importer turns into layers once relaid (activations, affine ops, adds, the MatMuls as
-// 1x1 convs). Erf, Sqrt, Pow, ReduceMean and a Sub, Mul or Div of two tensors only as part of a
-// LayerNorm or GELU chain (chain_nodes): alone, the importer would leave them to the caller, who
-// computes them on the file's channels-last tensors.
-const char* const kUnary[] = {"Erf",  "Sqrt",        "Relu",      "Sigmoid",   "Tanh",
-                              "Gelu", "HardSigmoid", "HardSwish", "LeakyRelu", "Identity"};
+// Ops that compute the same values on the channels-first tensor (their constants, axes and
+// matrices rewritten). Whether the importer then takes each is its business: where it leaves one
+// that touches a region's tensor to the caller, the import is redone with that region as the file
+// has it (import.cpp).
+const char* const kUnary[] = {"Erf",       "Sqrt",     "Relu",        "Sigmoid",
+                              "Tanh",      "Gelu",     "HardSigmoid", "HardSwish",
+                              "LeakyRelu", "Identity", "Clip",        "Dropout"};
 const char* const kBinary[] = {"Add", "Sub", "Mul", "Div", "Pow"};
-const char* const kReduce[] = {"ReduceMean"};
-const char* const kChainOnly[] = {"Erf", "Sqrt", "Pow", "ReduceMean"};
+const char* const kReduce[] = {"ReduceMean", "ReduceMax"};
+// Reshapes to [N, K]: the same data in both layouts where the spatial axes are all 1.
+const char* const kFlatten[] = {"Reshape", "Flatten"};
+
+bool relaid_op(const std::string& op) {
+  return one_of(op, kUnary) || one_of(op, kBinary) || one_of(op, kReduce) || op == "MatMul" ||
+         op == "LayerNormalization";
+}
 
 const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute())
@@ -36,56 +43,90 @@ const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const std::strin
 // What one node of a region becomes.
 struct Edit {
   int node = -1;
-  enum Kind { ToIdentity, ReduceChannels, MatMulToConv, ExpandLayerNorm, Keep } kind = Keep;
+  enum Kind { ToIdentity, ReduceAxes, MatMulToConv, ExpandLayerNorm, Keep } kind = Keep;
   // Constant inputs replaced: input position -> the new initializer (a last-axis vector reshaped,
   // a MatMul's matrix as conv weights).
   std::map<int, onnx::TensorProto> constants;
   float epsilon = 0.f;  // ExpandLayerNorm
+  Shape axes = {};      // ReduceAxes: the channels-first axes
 };
 
 class RegionFinder {
  public:
   RegionFinder(const GraphIndex& g, const GraphIndex& inferred) : g_(g), inferred_(inferred) {}
 
-  // The edits of the region starting at Transpose `t`, or nullopt where it is not one.
+  // The edits of the region starting at Transpose `t`, or nullopt where it is not one. A region
+  // is every tensor reachable from its starts (channels-last Transposes) through its body nodes;
+  // a body node reading the output of another channels-last Transpose (a squeeze-and-excite's
+  // scale, computed from the same region through a channels-first conv) adds it as a start.
   std::optional<std::vector<Edit>> from(int t) {
-    const onnx::NodeProto& n = g_.node(t);
-    const std::optional<Shape> perm = transpose_perm(n);
+    const std::optional<Shape> perm = transpose_perm(g_.node(t));
     if (!perm || *perm != channels_last_perm(perm->size())) return std::nullopt;
     rank_ = perm->size();
-    const auto in = inferred_.type(n.input(0));
-    if (!in || !in->is_static() || in->shape.size() != rank_) return std::nullopt;
-    std::set<std::string> tensors{n.output(0)};
-    std::vector<std::string> work{n.output(0)};
-    std::set<int> body, exits;
+    std::set<std::string> tensors;
+    std::vector<std::string> work;
+    std::set<int> starts, body, exits;
+    auto start = [&](int s) {
+      const onnx::NodeProto& n = g_.node(s);
+      if (transpose_perm(n) != channels_last_perm(rank_)) return false;
+      const auto in = inferred_.type(n.input(0));
+      if (!in || !in->is_static() || in->shape.size() != rank_) return false;
+      starts.insert(s);
+      if (tensors.insert(n.output(0)).second) work.push_back(n.output(0));
+      return true;
+    };
+    if (!start(t)) return std::nullopt;
     while (!work.empty()) {
-      const std::string tensor = work.back();
-      work.pop_back();
-      if (g_.is_graph_output(tensor)) return std::nullopt;
-      for (int r : g_.consumers(tensor)) {
-        if (body.count(r) || exits.count(r)) continue;
-        const onnx::NodeProto& reader = g_.node(r);
-        if (transpose_perm(reader) == channels_first_perm(rank_)) {
-          exits.insert(r);
-          continue;
+      while (!work.empty()) {
+        const std::string tensor = work.back();
+        work.pop_back();
+        if (g_.is_graph_output(tensor)) return std::nullopt;
+        for (int r : g_.consumers(tensor)) {
+          if (body.count(r) || exits.count(r)) continue;
+          const onnx::NodeProto& reader = g_.node(r);
+          if (transpose_perm(reader) == channels_first_perm(rank_) || flattens(reader, tensor) ||
+              reduces_to_channels(reader)) {
+            exits.insert(r);
+            continue;
+          }
+          if (!default_domain(reader) || reader.output_size() != 1 || reader.output(0).empty())
+            return std::nullopt;
+          body.insert(r);
+          if (tensors.insert(reader.output(0)).second) work.push_back(reader.output(0));
         }
-        if (!default_domain(reader) || reader.output_size() != 1 || reader.output(0).empty())
-          return std::nullopt;
-        body.insert(r);
-        if (tensors.insert(reader.output(0)).second) work.push_back(reader.output(0));
+      }
+      // Inputs of the body from outside: constants, or computed from further starts by ops a
+      // region may hold (a squeeze-and-excite's gate); the walk goes on from those starts.
+      std::vector<std::string> back;
+      for (int b : body)
+        for (const std::string& in : g_.node(b).input())
+          if (!in.empty() && !tensors.count(in) && !constant(in)) back.push_back(in);
+      std::set<std::string> seen;
+      while (!back.empty()) {
+        const std::string in = back.back();
+        back.pop_back();
+        if (tensors.count(in) || constant(in) || !seen.insert(in).second) continue;
+        const int p = g_.producer(in);
+        if (p < 0) return std::nullopt;
+        if (start(p)) continue;
+        const onnx::NodeProto& n = g_.node(p);
+        if (!default_domain(n) || !relaid_op(n.op_type())) return std::nullopt;
+        for (const std::string& i : n.input())
+          if (!i.empty()) back.push_back(i);
       }
     }
-    if (exits.empty()) return std::nullopt;
-    const std::set<int> chains = chain_nodes(body, tensors);
-    for (int b : body) {
-      const onnx::NodeProto& m = g_.node(b);
-      const bool two_tensors = m.input_size() == 2 && tensors.count(m.input(0)) &&
-                               tensors.count(m.input(1)) && m.op_type() != "Add";
-      if ((one_of(m.op_type(), kChainOnly) || two_tensors) && !chains.count(b)) return std::nullopt;
-    }
+    if (exits.empty() || *starts.begin() != t) return std::nullopt;
     relaid_ = tensors;
-    std::vector<Edit> edits{{t, Edit::ToIdentity, {}}};
-    for (int e : exits) edits.push_back({e, Edit::ToIdentity, {}});
+    std::vector<Edit> edits;
+    for (int e : starts) edits.push_back({e, Edit::ToIdentity, {}});
+    for (int e : exits) {
+      if (transpose_perm(g_.node(e)) == channels_first_perm(rank_))
+        edits.push_back({e, Edit::ToIdentity, {}});
+      else if (std::optional<Edit> x = edit(e, tensors))  // a reduction to [N, C]
+        edits.push_back(std::move(*x));
+      else if (!flattens(g_.node(e), g_.node(e).input(0)))
+        return std::nullopt;
+    }
     for (int b : body) {
       std::optional<Edit> e = edit(b, tensors);
       if (!e) return std::nullopt;
@@ -108,82 +149,14 @@ class RegionFinder {
     return Shape(a->ints().begin(), a->ints().end());
   }
 
-  // The nodes of `body` in a LayerNorm chain as the importer drafts it once relaid (import_ops.h's
-  // draft_layer_norm: Sub(x, ReduceMean(x)) -> Pow(2) -> ReduceMean -> Add(epsilon) -> Sqrt, and
-  // the Div of the two) or in a GELU chain as decomposed_activations.h reads it.
-  std::set<int> chain_nodes(const std::set<int>& body, const std::set<std::string>& tensors) const {
-    // The producer of `t` in the body, of type `op`, read by `readers` nodes.
-    auto made_by = [&](const std::string& t, const char* op, size_t readers) {
-      const int p = g_.producer(t);
-      return p >= 0 && body.count(p) && g_.node(p).op_type() == op &&
-                     g_.consumers(t).size() == readers
-                 ? p
-                 : -1;
-    };
-    auto value = [&](const std::string& t) -> std::optional<float> {
-      const std::optional<FloatTensor> f = scalar(t) ? float_constant(t) : std::nullopt;
-      if (!f || f->data.size() != 1) return std::nullopt;
-      return f->data[0];
-    };
-    auto near = [](std::optional<float> v, double want) {
-      return v && std::abs(*v - want) <= 1e-6 * std::abs(want);
-    };
-    std::set<int> chains;
-    for (int b : body) {
-      const onnx::NodeProto& n = g_.node(b);
-      if (n.op_type() == "Div" && n.input_size() == 2 && tensors.count(n.input(1))) {
-        const int sub = made_by(n.input(0), "Sub", 2), sqrt = made_by(n.input(1), "Sqrt", 1);
-        const int add = sqrt < 0 ? -1 : made_by(g_.node(sqrt).input(0), "Add", 1);
-        if (sub < 0 || add < 0) continue;
-        const int mean = made_by(g_.node(sub).input(1), "ReduceMean", 1);
-        const int var = made_by(g_.node(add).input(0), "ReduceMean", 1);
-        const int pow = var < 0 ? -1 : made_by(g_.node(var).input(0), "Pow", 1);
-        if (mean < 0 || pow < 0 || g_.node(mean).input(0) != g_.node(sub).input(0) ||
-            g_.node(pow).input(0) != n.input(0) || !near(value(g_.node(pow).input(1)), 2.0))
-          continue;
-        const std::optional<float> eps = value(g_.node(add).input(1));
-        if (!eps || !(*eps > 0) || *eps > 1) continue;
-        chains.insert({b, sub, sqrt, add, mean, var, pow});
-      }
-      if (n.op_type() == "Erf") {  // scale -> Erf -> Add(1) -> Mul(x) -> Mul(1/2)
-        // The node reading node i's output alone, of type `op`, with `k` as its other operand.
-        auto next = [&](int i, const char* op, auto k) {
-          const std::string& t = g_.node(i).output(0);
-          const std::vector<int>& readers = g_.consumers(t);
-          if (readers.size() != 1 || !body.count(readers[0])) return -1;
-          const onnx::NodeProto& r = g_.node(readers[0]);
-          if (r.op_type() != op || r.input_size() != 2 || (r.input(0) == t) == (r.input(1) == t))
-            return -1;
-          return k(r.input(0) == t ? r.input(1) : r.input(0)) ? readers[0] : -1;
-        };
-        const int scale = g_.producer(n.input(0));
-        if (scale < 0 || !body.count(scale) || g_.consumers(n.input(0)).size() != 1) continue;
-        const onnx::NodeProto& s = g_.node(scale);
-        std::string x;
-        if (s.op_type() == "Div" && near(value(s.input(1)), std::sqrt(2.0)))
-          x = s.input(0);
-        else if (s.op_type() == "Mul" && near(value(s.input(1)), std::sqrt(0.5)))
-          x = s.input(0);
-        else if (s.op_type() == "Mul" && near(value(s.input(0)), std::sqrt(0.5)))
-          x = s.input(1);
-        const int one = x.empty() ? -1 : next(b, "Add", [&](auto& k) { return near(value(k), 1); });
-        const int times = one < 0 ? -1 : next(one, "Mul", [&](auto& k) { return k == x; });
-        const int half =
-            times < 0 ? -1 : next(times, "Mul", [&](auto& k) { return near(value(k), 0.5); });
-        if (half >= 0) chains.insert({scale, b, one, times, half});
-      }
-    }
-    return chains;
-  }
-
   // Node `i` of a region whose tensors are `tensors`, as it computes channels first.
   std::optional<Edit> edit(int i, const std::set<std::string>& tensors) const {
     const onnx::NodeProto& n = g_.node(i);
     const std::string& op = n.op_type();
     Edit e{i, Edit::Keep, {}};
     const auto in_region = [&](int k) { return k < n.input_size() && tensors.count(n.input(k)); };
-    if (one_of(op, kUnary) || op == "Clip" || op == "Dropout") {
-      if (!in_region(0) || !imported_alike(n)) return std::nullopt;
+    if (one_of(op, kUnary)) {
+      if (!in_region(0)) return std::nullopt;
       for (int k = 1; k < n.input_size(); ++k)  // Clip's bounds, Dropout's ratio
         if (!n.input(k).empty() && !scalar(n.input(k))) return std::nullopt;
       if (op == "Dropout" && n.output_size() != 1) return std::nullopt;
@@ -200,10 +173,14 @@ class RegionFinder {
       return e;
     }
     if (one_of(op, kReduce)) {
-      const NodeAttributes a(n);
-      if (!in_region(0) || a.get_int("keepdims", 1) != 1 || !reduces_last_axis(n))
+      const std::optional<Shape> axes = reduced_axes(n);
+      if (!in_region(0) || !axes) return std::nullopt;
+      if (NodeAttributes(n).get_int("keepdims", 1) != 1 && !reduces_to_channels(n))
         return std::nullopt;
-      e.kind = Edit::ReduceChannels;
+      e.kind = Edit::ReduceAxes;
+      for (int64_t x : *axes)  // channels last -> first: 0 stays, the last is 1, k is k + 1
+        e.axes.push_back(x == 0 ? 0 : x == static_cast<int64_t>(rank_) - 1 ? 1 : x + 1);
+      std::sort(e.axes.begin(), e.axes.end());
       return e;
     }
     if (op == "LayerNormalization") {  // opset 17, over the last axis alone
@@ -245,25 +222,6 @@ class RegionFinder {
       t = g_.node(p).input(0);
     }
     return nullptr;
-  }
-
-  // Whether the importer takes activation `n` (Gelu's erf form; Clip as relu or relu6) rather
-  // than leaving it to the caller.
-  bool imported_alike(const onnx::NodeProto& n) const {
-    const NodeAttributes a(n);
-    if (n.op_type() == "Gelu") return a.get_string("approximate", "none") == "none";
-    if (n.op_type() != "Clip") return true;
-    auto bound = [&](int k, const char* attr, float dflt) -> std::optional<float> {
-      if (k < n.input_size() && !n.input(k).empty()) {
-        const std::optional<FloatTensor> f = float_constant(n.input(k));
-        if (!f || f->data.size() != 1) return std::nullopt;
-        return f->data[0];
-      }
-      return a.get_float(attr, dflt);
-    };
-    const std::optional<float> lo = bound(1, "min", std::numeric_limits<float>::lowest()),
-                               hi = bound(2, "max", std::numeric_limits<float>::max());
-    return lo == 0.f && hi && (*hi == 6.f || *hi >= std::numeric_limits<float>::max());
   }
 
   std::optional<FloatTensor> float_constant(const std::string& name) const {
@@ -311,22 +269,58 @@ class RegionFinder {
     return float_tensor(name + "_as_conv", dims, w);
   }
 
-  // Axes [-1] or [rank - 1], as the attribute (before opset 18) or a constant input.
-  bool reduces_last_axis(const onnx::NodeProto& n) const {
+  // A reduction's axes in 0 .. rank-1, as the attribute (before opset 18) or a constant input;
+  // nullopt where they are not constants, or none are given (every axis).
+  std::optional<Shape> reduced_axes(const onnx::NodeProto& n) const {
     Shape axes;
     if (const onnx::AttributeProto* a = attribute(n, "axes")) {
       axes.assign(a->ints().begin(), a->ints().end());
     } else if (n.input_size() > 1 && !n.input(1).empty()) {
       const onnx::TensorProto* t = constant(n.input(1));
-      if (!t) return false;
+      if (!t) return std::nullopt;
       try {
         axes = to_int64s(*t, n.input(1));
       } catch (const ImportError&) {
-        return false;
+        return std::nullopt;
       }
     }
     const auto r = static_cast<int64_t>(rank_);
-    return axes.size() == 1 && (axes[0] == -1 || axes[0] == r - 1);
+    std::set<int64_t> seen;
+    for (int64_t& x : axes) {
+      if (x < -r || x >= r) return std::nullopt;
+      if (x < 0) x += r;
+      if (!seen.insert(x).second) return std::nullopt;
+    }
+    if (axes.empty()) return std::nullopt;
+    return axes;
+  }
+
+  // A ReduceMean or ReduceMax of every spatial axis without keepdims: [N, C] in both layouts.
+  bool reduces_to_channels(const onnx::NodeProto& n) const {
+    if (!default_domain(n) || !one_of(n.op_type(), kReduce) ||
+        NodeAttributes(n).get_int("keepdims", 1) != 0)
+      return false;
+    std::optional<Shape> axes = reduced_axes(n);
+    if (!axes) return false;
+    std::sort(axes->begin(), axes->end());
+    Shape spatial;
+    for (size_t k = 1; k + 1 < rank_; ++k) spatial.push_back(static_cast<int64_t>(k));
+    return *axes == spatial;
+  }
+
+  // A Reshape or Flatten of region tensor `t` (all its spatial axes 1) to rank 2: it reads the
+  // same data in either layout, so it stays as it is.
+  bool flattens(const onnx::NodeProto& n, const std::string& t) const {
+    if (!default_domain(n) || !one_of(n.op_type(), kFlatten) || n.input_size() < 1 ||
+        n.input(0) != t || n.output_size() != 1)
+      return false;
+    if (n.op_type() == "Flatten" && NodeAttributes(n).get_int("axis", 1) != 1) return false;
+    const auto in = inferred_.type(t), out = inferred_.type(n.output(0));
+    if (!in || !in->is_static() || !out || !out->is_static() || out->shape.size() != 2)
+      return false;
+    for (size_t k = 1; k + 1 < in->shape.size(); ++k)
+      if (in->shape[k] != 1) return false;
+    return true;
   }
 
   const GraphIndex& g_;
@@ -347,14 +341,14 @@ class Rewriter {
         n.set_op_type("Identity");
         n.clear_attribute();
         break;
-      case Edit::ReduceChannels:
+      case Edit::ReduceAxes:
         for (auto& a : *n.mutable_attribute())
           if (a.name() == "axes") {
             a.clear_ints();
-            a.add_ints(1);
+            for (int64_t x : e.axes) a.add_ints(x);
           }
         if (n.input_size() > 1 && !n.input(1).empty())
-          n.set_input(1, add(int64_tensor(n.input(1) + "_channel_axis", {1})));
+          n.set_input(1, add(int64_tensor(n.input(1) + "_channels_first", e.axes)));
         break;
       case Edit::MatMulToConv:
         n.set_op_type("Conv");
@@ -440,7 +434,8 @@ class Rewriter {
 }  // namespace
 
 int fold_last_axis_regions(onnx::ModelProto& model, const onnx::ModelProto& inferred,
-                           const std::string& label, std::set<std::string>& relaid_tensors) {
+                           const std::string& label, const std::set<std::string>& kept,
+                           std::map<std::string, std::string>& relaid_tensors) {
   std::vector<std::vector<Edit>> regions;
   {
     const GraphIndex g(model, label), gi(inferred, label);
@@ -451,23 +446,26 @@ int fold_last_axis_regions(onnx::ModelProto& model, const onnx::ModelProto& infe
       if (!r) continue;
       bool overlaps = false;
       for (const Edit& e : *r) overlaps = overlaps || taken.count(e.node);
-      if (overlaps) continue;
+      const std::string key = g.node(i).output(0);
+      if (overlaps || kept.count(key)) continue;
       for (const Edit& e : *r) taken.insert(e.node);
       regions.push_back(std::move(*r));
-      relaid_tensors.insert(find.relaid().begin(), find.relaid().end());
+      for (const std::string& t : find.relaid()) relaid_tensors[t] = key;
     }
   }
   if (regions.empty()) return 0;
   onnx::GraphProto& g = *model.mutable_graph();
   std::set<std::string> relaid;
   Rewriter rewrite(g);
-  for (const auto& r : regions)
+  for (const auto& r : regions) {
+    const std::string key = g.node(r.front().node).output(0);
     for (const Edit& e : r) {
       rewrite.apply(e);
       for (const auto& o : g.node(e.node).output()) relaid.insert(o);
     }
+    for (const std::string& t : rewrite.created()) relaid_tensors.emplace(t, key);
+  }
   rewrite.finish();
-  relaid_tensors.insert(rewrite.created().begin(), rewrite.created().end());
   auto* vi = g.mutable_value_info();  // the region's tensors change shape
   for (int k = vi->size() - 1; k >= 0; --k)
     if (relaid.count(vi->Get(k).name())) vi->DeleteSubrange(k, 1);

@@ -11,25 +11,28 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
 #include <set>
 #include <string>
 
 namespace padfold::onnx_import {
 
-// In `model`, rewrites every region that starts at a channels-last Transpose (perm 0, 2, ..., r-1,
+// In `model`, rewrites every region that starts at channels-last Transposes (perm 0, 2, ..., r-1,
 // 1; rank 3 to 5) and ends at channels-first Transposes (perm 0, r-1, 1, ..., r-2), where every
-// node in between reads only the region's tensors and constants, is elementwise (Add, Sub, Mul,
-// Div, Pow with scalars or last-axis vectors; activations, Erf, Sqrt, Identity), a ReduceMean
-// of the last axis alone with keepdims, a MatMul by a constant
-// matrix, or a LayerNormalization of the last axis (opset 17; written out as the ReduceMean, Sub,
-// Pow, ReduceMean, Add, Sqrt, Div, Mul, Add of torch.onnx's earlier LayerNorm, which the importer
-// drafts as a layer_norm layer), and no tensor of it is a graph output. Shapes come from `inferred`
-// (the same graph after shape inference). Erf, Sqrt, Pow, ReduceMean and a Sub, Mul or Div of two
-// of the region's tensors must each be part of a LayerNorm or GELU chain (which the importer
-// computes whole): alone, they would be left to the caller on tensors the file holds otherwise.
-// Returns how many regions it rewrote (then `inferred` is stale), and adds their tensors (channels
-// last in the file, channels first after) to `relaid_tensors`.
+// node in between reads only the region's tensors and constants and is elementwise (Add, Sub,
+// Mul, Div, Pow of two region tensors, or with scalars or last-axis vectors; activations, Clip,
+// Erf, Sqrt, Identity, Dropout), a ReduceMean or ReduceMax with keepdims (its axes permuted), a
+// MatMul by a constant matrix, or a LayerNormalization of the last axis (opset 17; written out as
+// the ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add of torch.onnx's earlier
+// LayerNorm, which the importer drafts as a layer_norm layer), and no tensor of it is a graph
+// output. A region may also end at a Reshape or Flatten to [N, K] of a tensor whose spatial axes
+// are 1, or a ReduceMean/ReduceMax of every spatial axis without keepdims ([N, C] in either
+// layout). Regions named in `kept` (by the output of their first start Transpose) stay as they
+// are. Shapes come from `inferred` (the same graph after shape inference). Returns how many
+// regions it rewrote (then `inferred` is stale), and maps their tensors (channels last in the
+// file, channels first after) to their region's name in `relaid_tensors`.
 int fold_last_axis_regions(onnx::ModelProto& model, const onnx::ModelProto& inferred,
-                           const std::string& label, std::set<std::string>& relaid_tensors);
+                           const std::string& label, const std::set<std::string>& kept,
+                           std::map<std::string, std::string>& relaid_tensors);
 
 }  // namespace padfold::onnx_import

@@ -368,7 +368,7 @@ onnx::ModelProto inferred_copy(const onnx::ModelProto& model, const std::string&
 }  // namespace
 
 PreparedModel prepare_model(onnx::ModelProto model, const std::vector<InputSize>& sizes,
-                            const std::string& label) {
+                            const std::string& label, const std::set<std::string>& kept_regions) {
   onnx::GraphProto& g = *model.mutable_graph();
   std::set<std::string> initializers;
   for (const auto& t : g.initializer()) initializers.insert(t.name());
@@ -434,7 +434,7 @@ PreparedModel prepare_model(onnx::ModelProto model, const std::vector<InputSize>
   const int moved = hoist_layout_transposes(p.model, p.inferred);
   if (moved + fold_decomposed_activations(p.model, label) > 0)
     p.inferred = inferred_copy(p.model, label);
-  if (fold_last_axis_regions(p.model, p.inferred, label, p.relaid) > 0)
+  if (fold_last_axis_regions(p.model, p.inferred, label, kept_regions, p.relaid) > 0)
     p.inferred = inferred_copy(p.model, label);
   if (split_channels_to_slices(p.model, p.inferred, label) > 0)
     p.inferred = inferred_copy(p.model, label);

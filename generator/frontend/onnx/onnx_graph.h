@@ -33,9 +33,9 @@ struct PreparedModel {
   // (last_axis_regions.h) and decomposed activations folded (decomposed_activations.h).
   onnx::ModelProto model;
   onnx::ModelProto inferred;  // the same after ONNX shape inference
-  // Tensors of channels-last stretches that `model` computes channels first (last_axis_regions.h):
-  // the file holds them with the channel axis last.
-  std::set<std::string> relaid;
+  // Tensors of channels-last stretches that `model` computes channels first (last_axis_regions.h),
+  // each mapped to its stretch's name: the file holds them with the channel axis last.
+  std::map<std::string, std::string> relaid;
 };
 
 // Writes the --input sizes into the graph inputs (an error names every --input that names no graph
@@ -43,8 +43,11 @@ struct PreparedModel {
 // then runs libonnx's shape inference on a copy, in a child process (a crash in it, or a run past
 // kShapeInferenceSeconds, is an ImportError).
 inline constexpr double kShapeInferenceSeconds = 120;
+// `kept_regions`: channels-last stretches (PreparedModel::relaid's names) left as the file has
+// them.
 PreparedModel prepare_model(onnx::ModelProto model, const std::vector<InputSize>& sizes,
-                            const std::string& label);
+                            const std::string& label,
+                            const std::set<std::string>& kept_regions = {});
 
 struct TensorType {
   int elem_type = 0;           // TensorProto::DataType; 0 when unknown
