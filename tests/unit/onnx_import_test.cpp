@@ -396,6 +396,37 @@ TEST(OnnxImport, PadsThatCannotFoldAreLeftWithTheReason) {
   }
 }
 
+// A Pad read by two convs (NASNet pads once for two separable convs) folds into both; one read
+// also by an op that cannot take it folds into none and is left.
+TEST(OnnxImport, PadReadByTwoConvsFoldsIntoBoth) {
+  const ModelBuilder b = pad_model("constant", {0, 0, 1, 2, 0, 0, 1, 2}, 0.f, [](ModelBuilder& m) {
+    add_conv(m, "c3", "xp", "a", 2, 4, 3).ints("strides", {2, 2});
+    add_conv(m, "c5", "xp", "y", 2, 4, 5).ints("pads", {1, 0, 1, 0});
+    m.output("a");
+  });
+  const ImportResult r = import(b);
+  ASSERT_TRUE(r.left_to_caller.empty()) << r.left_to_caller[0].reason;
+  ASSERT_EQ(spec(r)["layers"].size(), 2u);
+  EXPECT_EQ(layer(r, 0)["input"], "x");
+  EXPECT_EQ(layer(r, 0)["padding"], json::parse(R"j({"pads": [1, 2, 1, 2]})j"));
+  EXPECT_EQ(layer(r, 1)["input"], "x");
+  EXPECT_EQ(layer(r, 1)["padding"], json::parse(R"j({"pads": [2, 2, 2, 2]})j"));
+  for (int k : {0, 1}) EXPECT_EQ(rep(r)["layers"][k]["onnx_nodes"][0]["role"], "pad") << k;
+
+  const ModelBuilder mixed =
+      pad_model("constant", {0, 0, 1, 1, 0, 0, 1, 1}, 0.f, [](ModelBuilder& m) {
+        add_conv(m, "conv", "xp", "c", 2, 2, 3);
+        m.node("Relu", {"xp"}, {"y"}, "other");
+        m.output("c");
+      });
+  const ImportResult left = import(mixed);
+  ASSERT_FALSE(left.left_to_caller.empty());
+  EXPECT_EQ(left.left_to_caller[0].name, "pad");
+  EXPECT_TRUE(has(left.left_to_caller[0].reason, "not folded: its reader 'other' (Relu)"))
+      << left.left_to_caller[0].reason;
+  EXPECT_EQ(layer(left, 0)["input"], "xp");
+}
+
 TEST(OnnxImport, ActivationsFuseIntoTheConv) {
   ModelBuilder b;
   b.input("x", {1, 2, 5, 5});

@@ -18,18 +18,29 @@ void Importer::fold_pad(int i) {
 
 std::string Importer::try_fold(int i, const PadInfo& p) {
   const std::string out = g_.node(i).output(0);
-  int r = -1;
-  if (std::string why = single_reader(out, r); !why.empty()) return why;
-  const auto it = drafts_.find(r);
-  const onnx::NodeProto& rn = g_.node(r);
-  if (it == drafts_.end() || it->second.layer.is_join())
-    return "its reader " + quoted_node(rn) + " is not a padfold conv or pool";
-  Draft& d = it->second;
-  if (d.layer.op != Op::ConvTranspose && d.layer.inputs[0] != c_.canon(out))
-    return "it does not feed input 0 of " + quoted_node(rn);
-  if (std::string why = detail::fold_pad_into(c_, d, i, p); !why.empty()) return why;
-  folded_into_[i] = r;
-  pad_mode_[r] = pad_mode_text(p);
+  if (c_.reaches_graph_output(out)) return "its output '" + out + "' is a graph output";
+  const std::vector<int> readers = c_.readers(out);
+  // Into every reader or none (NASNet pads once for two separable convs): each fold is tried on
+  // a copy of the reader's draft, and the copies replace the drafts once all have folded.
+  std::vector<Draft> folded;
+  for (int r : readers) {
+    const auto it = drafts_.find(r);
+    const onnx::NodeProto& rn = g_.node(r);
+    if (it == drafts_.end() || it->second.layer.is_join())
+      return "its reader " + quoted_node(rn) + " is not a padfold conv or pool";
+    Draft d = it->second;
+    if (d.layer.op != Op::ConvTranspose && d.layer.inputs[0] != c_.canon(out))
+      return "it does not feed input 0 of " + quoted_node(rn);
+    if (std::string why = detail::fold_pad_into(c_, d, i, p); !why.empty()) return why;
+    folded.push_back(std::move(d));
+  }
+  if (folded.empty()) return "its output '" + out + "' is read by no node";
+  for (Draft& d : folded) {
+    pad_mode_[d.node] = pad_mode_text(p);
+    drafts_.at(d.node) = std::move(d);
+  }
+  // An affine op before the Pad folds through it into its one reader alone.
+  if (readers.size() == 1) folded_into_[i] = readers[0];
   return "";
 }
 
