@@ -44,8 +44,10 @@ def calibrate(model, rng):
     softmax classes all come out equal."""
     bns = [L for L in model.layers if isinstance(L, keras.layers.BatchNormalization)]
     for bn in bns:
-        bn.gamma.assign(rng.uniform(0.5, 1.5, bn.gamma.shape).astype(np.float32))
-        bn.beta.assign(rng.uniform(-0.1, 0.1, bn.beta.shape).astype(np.float32))
+        if bn.gamma is not None:  # InceptionV3's have none (scale=False)
+            bn.gamma.assign(rng.uniform(0.5, 1.5, bn.gamma.shape).astype(np.float32))
+        if bn.beta is not None:
+            bn.beta.assign(rng.uniform(-0.1, 0.1, bn.beta.shape).astype(np.float32))
         bn.momentum = 0.0  # the moving statistics become this batch's
     for layer in model.layers:
         if isinstance(layer, keras.layers.Dropout):
