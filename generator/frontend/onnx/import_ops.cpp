@@ -1097,7 +1097,8 @@ std::optional<Draft> draft_layer_norm(const Context& c, int i) {
     std::optional<std::vector<int64_t>> axes = a.find_ints("axes");
     if (!axes && !input_of(g.node(r), 1).empty())
       if (const onnx::TensorProto* t = c.constant(input_of(g.node(r), 1)))
-        axes = to_int64s(*t, input_of(g.node(r), 1));
+        axes = c.at_node(
+            r, [&] { return to_int64s(*t, "input 1 (axes) '" + input_of(g.node(r), 1) + "'"); });
     return axes && axes->size() == 1 &&
            ((*axes)[0] == 1 || (*axes)[0] == 1 - static_cast<int64_t>(rank)) &&
            a.get_int("keepdims", 1) == 1;
