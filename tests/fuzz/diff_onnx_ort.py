@@ -127,7 +127,7 @@ def spatial_out(shape, kernel, strides, dilations, attrs, ceil=False):
 
 
 def add_pad(g, x):
-    """A Pad of a spatial tensor (constant, reflect, edge): folded into the conv or pool after."""
+    """A Pad of a spatial tensor (constant, reflect, edge): folded into the convs or pools after."""
     rng, s = g.rng, g.tensors[x]
     mode = str(rng.choice(["constant", "reflect", "edge"]))
     pads = [[0, 0] for _ in s]
@@ -527,6 +527,8 @@ def float_graph(rng):
         step = steps[int(rng.integers(0, len(steps)))]
         if step in (add_conv, add_pool) and rng.random() < 0.4 and len(g.tensors[x]) >= 3:
             x = add_pad(g, x)
+            if rng.random() < 0.4:  # a second reader: NASNet pads once for two convs
+                (add_conv if rng.random() < 0.5 else add_pool)(g, x)
         if step is add_head and not all(d == 1 for d in g.tensors[x][2:]):
             x = add_global(g, x)
         if len(g.tensors[x]) < 3 and step is not add_activation:

@@ -84,6 +84,12 @@ ImportResult Importer::run_quantized() {
   return assemble();
 }
 
+void Importer::bypass(int i, const std::string& stands_for) {
+  role_[static_cast<size_t>(i)] = Role::Bypassed;
+  c_.add_alias(g_.node(i).output(0), stands_for);
+  c_.set_bypassed(i);
+}
+
 void Importer::classify_bypass(int i) {
   const onnx::NodeProto& node = g_.node(i);
   const bool single_concat = node.op_type() == "Concat" && node.input_size() == 1;
@@ -94,9 +100,7 @@ void Importer::classify_bypass(int i) {
     reason_[i] = left->reason;
     return;
   }
-  role_[i] = Role::Bypassed;
-  c_.add_alias(node.output(0), node.input(0));
-  c_.set_bypassed(i);
+  bypass(i, node.input(0));
 }
 
 void Importer::classify_unit_reshape(int i) {
@@ -115,9 +119,7 @@ void Importer::classify_unit_reshape(int i) {
       !(in->shape.size() >= 3 && !inserted_unit_axes(out->shape, in->shape).empty() &&
         read_by_window_ops_only(node.output(0))))
     return;
-  role_[i] = Role::Bypassed;
-  c_.add_alias(node.output(0), node.input(0));
-  c_.set_bypassed(i);
+  bypass(i, node.input(0));
 }
 
 void Importer::classify_layer(int i) {

@@ -67,6 +67,9 @@ class Importer {
   // import fails naming the node; none is left to the caller.
   ImportResult run_quantized();
 
+  // Node i's output stands for tensor `stands_for`: the node is bypassed.
+  void bypass(int i, const std::string& stands_for);
+
   // Identity, Dropout and a Concat of one input (torchvision's DenseNet writes one): the output
   // stands for the input.
   void classify_bypass(int i);

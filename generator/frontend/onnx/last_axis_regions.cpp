@@ -119,13 +119,14 @@ class RegionFinder {
     relaid_ = tensors;
     std::vector<Edit> edits;
     for (int e : starts) edits.push_back({e, Edit::ToIdentity, {}});
-    for (int e : exits) {
-      if (transpose_perm(g_.node(e)) == channels_first_perm(rank_))
+    for (int e : exits) {  // a flatten stays as it is
+      if (transpose_perm(g_.node(e)) == channels_first_perm(rank_)) {
         edits.push_back({e, Edit::ToIdentity, {}});
-      else if (std::optional<Edit> x = edit(e, tensors))  // a reduction to [N, C]
+      } else if (reduces_to_channels(g_.node(e))) {
+        std::optional<Edit> x = edit(e, tensors);
+        if (!x) return std::nullopt;
         edits.push_back(std::move(*x));
-      else if (!flattens(g_.node(e), g_.node(e).input(0)))
-        return std::nullopt;
+      }
     }
     for (int b : body) {
       std::optional<Edit> e = edit(b, tensors);

@@ -67,9 +67,7 @@ void Importer::cancel_transpose_pair(int i) {
   if (first < 0) return;
   const auto before = layout_perm(first);
   if (!before || before->size() != perm->size() || *before == *perm) return;
-  role_[i] = Role::Bypassed;
-  c_.add_alias(g_.node(i).output(0), g_.node(first).input(0));
-  c_.set_bypassed(i);
+  bypass(i, g_.node(first).input(0));
   const std::string mid = g_.node(first).output(0);
   if (g_.is_graph_output(mid)) return;
   for (int r : g_.consumers(mid))
