@@ -178,6 +178,27 @@ std::string lower_rank(Layer& l, const std::vector<size_t>& dropped) {
   return "";
 }
 
+// A ConvTranspose with auto_pad SAME whose kernel (with output_padding) spans less than its
+// stride: the ONNX spec and padfold give input x stride, ONNX Runtime (1.32) the uncropped
+// (input - 1) x stride + span + output_padding. Neither is imposed on the caller.
+std::string same_transpose_disagrees(const Layer& l) {
+  const bool same = l.padding.mode == PadMode::SameUpper || l.padding.mode == PadMode::SameLower;
+  if (!same || l.output_shape) return "";
+  for (size_t k = 0; k < l.kernel.size(); ++k) {
+    const int64_t pad = k < l.output_padding.size() ? l.output_padding[k] : 0;
+    const int64_t span = (l.kernel[k] - 1) * l.dilation[k] + 1;
+    if (span + pad < l.stride[k])
+      return fmt::format(
+          "auto_pad {} with a kernel spanning {} (output_padding {}) on spatial axis {}, less "
+          "than the stride {}: the ONNX spec gives an output of input x stride, ONNX Runtime "
+          "(input - 1) x stride + {}; padfold leaves the node rather than pick one (give "
+          "output_shape or explicit pads)",
+          l.padding.mode == PadMode::SameUpper ? "SAME_UPPER" : "SAME_LOWER", span, pad, k,
+          l.stride[k], span + pad);
+  }
+  return "";
+}
+
 std::variant<Draft, Left> draft_conv(const Context& c, int i, const DraftOptions& o) {
   const onnx::NodeProto& n = c.graph().node(i);
   const bool transposed = n.op_type() == "ConvTranspose";
@@ -241,6 +262,7 @@ std::variant<Draft, Left> draft_conv(const Context& c, int i, const DraftOptions
                       std::to_string(dims) + " spatial sizes");
       l.output_shape = spatial;
     }
+    if (std::string why = same_transpose_disagrees(l); !why.empty()) return Left{why};
   }
   l.bias = d.bias != nullptr;
   return d;
@@ -935,7 +957,8 @@ OutputShape check_output_shape(const Context& c, const Draft& d, const std::stri
     one_window_more = (*onnx)[k] == ours[k] || (*onnx)[k] == ours[k] + 1;
   if (one_window_more) return {"", differ + " (ceil_mode's last window)"};
   // ConvTranspose with auto_pad SAME: ONNX gives input x stride, and ONNX Runtime and padfold
-  // compute that; shape inference gives the uncropped (in - 1) x stride + (k - 1) x dilation + 1.
+  // compute that (same_transpose_disagrees leaves the kernels where ONNX Runtime does not); the
+  // ONNX shape inference padfold links gives the uncropped (in - 1) x stride + span.
   bool uncropped = l.op == Op::ConvTranspose && !l.output_shape &&
                    (l.padding.mode == PadMode::SameUpper || l.padding.mode == PadMode::SameLower) &&
                    onnx->size() == ours.size() && (*onnx)[0] == ours[0] && (*onnx)[1] == ours[1];
@@ -944,11 +967,7 @@ OutputShape check_output_shape(const Context& c, const Draft& d, const std::stri
     uncropped = (*onnx)[k + 2] ==
                 (l.in_spatial[k] - 1) * l.stride[k] + (l.kernel[k] - 1) * l.dilation[k] + 1 + pad;
   }
-  if (uncropped)
-    return {"", differ +
-                    " (ConvTranspose's SAME output is input x stride, as the ONNX spec and "
-                    "TensorFlow define it; where the kernel spans less than the stride, ONNX "
-                    "Runtime gives shape inference's size instead)"};
+  if (uncropped) return {"", differ + " (ConvTranspose's SAME output is input x stride)"};
   // An input ONNX shapes otherwise than padfold (that pool upstream): ONNX's output shape follows
   // from it, and padfold's stands.
   const onnx::NodeProto& n = c.graph().node(d.node);

@@ -1,5 +1,7 @@
 #include "frontend/onnx/normalize.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "frontend/onnx/decomposed_activations.h"
@@ -145,7 +147,17 @@ class Normalizer {
     if (os) remove_attribute(out, "output_shape");
     if (a.has("output_padding") || std::any_of(op.begin(), op.end(), [](int64_t v) { return v; }))
       set_ints(out, "output_padding", op);
-    if (spec.mode == PadMode::SameUpper || spec.mode == PadMode::SameLower)
+    const bool same = spec.mode == PadMode::SameUpper || spec.mode == PadMode::SameLower;
+    for (int k = 0; k < dims; ++k)
+      if (same && !os && r.axes[static_cast<size_t>(k)].after < 0) {
+        r_.warnings.push_back(fmt::format(
+            "{}: ConvTranspose auto_pad {}: its kernel spans less than the stride on spatial axis "
+            "{}; the rewrite gives the ONNX spec's output of input x stride, where ONNX Runtime "
+            "ran the original to (input - 1) x stride + the span",
+            node_label(n, i), to_string(spec.mode), k));
+        break;
+      }
+    if (same)
       r_.warnings.push_back(
           node_label(n, i) + ": ConvTranspose auto_pad " + to_string(spec.mode) +
           " rewritten per the ONNX spec (SAME_UPPER crops the odd pixel at the end); ONNX Runtime "
