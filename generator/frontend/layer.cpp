@@ -1,10 +1,11 @@
-// Layer and layout helpers: shapes in layout order, weight shapes, FLOPs, names.
+// Layer and layout helpers: shapes in layout order, weight shapes, names.
 #include "frontend/layer.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "frontend/names.h"
+#include "frontend/op_table.h"
 
 namespace padfold {
 namespace {
@@ -23,13 +24,6 @@ std::vector<int64_t> with_n_c(const TensorLayout& layout, int64_t batch, int64_t
 std::vector<int64_t> with_n_c(const Layer& l, int64_t channels,
                               const std::vector<int64_t>& spatial) {
   return with_n_c(l.layout, l.batch, channels, spatial);
-}
-
-template <typename T>
-double product(const std::vector<T>& v) {
-  double p = 1;
-  for (T x : v) p *= static_cast<double>(x);
-  return p;
 }
 
 }  // namespace
@@ -107,35 +101,15 @@ std::vector<int64_t> Layer::weight_shape() const {
 }
 
 double Layer::flops() const {
-  const double n = static_cast<double>(batch), k = product(kernel);
-  switch (op) {
-    case Op::Conv:
-      return 2 * n * product(out_spatial) * out_channels * (in_channels / groups) * k;
-    case Op::ConvTranspose:
-      return 2 * n * product(in_spatial) * in_channels * (out_channels / groups) * k;
-    case Op::MaxPool:
-    case Op::AvgPool:
-      return n * in_channels * product(out_spatial) * k;
-    case Op::Add:  // one add (multiply) per output for each input after the first
-    case Op::Mul:
-      return n * out_channels * product(out_spatial) * static_cast<double>(inputs.size() - 1);
-    case Op::Concat:
-    case Op::Transpose:
-    case Op::GatherChannels:
-      return 0;
-    case Op::Softmax:  // a max, an exp, a sum and a divide per output, as multiply-adds
-      return 4 * n * out_channels * product(out_spatial);
-    case Op::LayerNorm:  // a sum, a squared difference and a scaling per output
-      return 4 * n * out_channels * product(out_spatial);
-    case Op::Resize:  // linear: a multiply-add per neighbour (2^dims) per output
-      return resize.mode == ResizeMode::Linear
-                 ? 2 * n * out_channels * product(out_spatial) * std::pow(2.0, spatial_dims)
-                 : 0;
-    case Op::Quantize:  // a divide (multiply) and a round per element
-    case Op::Dequantize:
-      return n * out_channels * product(out_spatial);
-  }
-  return 0;
+  return op_def(op).flops(*this);
+}
+
+bool Layer::has_weights() const {
+  return op_def(op).has(kWeights);
+}
+
+bool Layer::is_join() const {
+  return op_def(op).has(kJoin);
 }
 
 std::vector<int64_t> without_unit_dims(std::vector<int64_t> shape) {
@@ -184,7 +158,7 @@ bool Layer::ignores_padding() const {
 }
 
 std::string to_string(Op op) {
-  return name_of(kOpNames, op);
+  return op_def(op).name;
 }
 
 std::string to_string(Activation act) {

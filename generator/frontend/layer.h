@@ -3,6 +3,7 @@
 // downstream (algorithms, schedules, emitted artifacts) reads only these structs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -41,6 +42,7 @@ enum class Op {
   GatherChannels,
   LayerNorm
 };
+inline constexpr size_t kOpCount = static_cast<size_t>(Op::LayerNorm) + 1;  // the last op + 1
 enum class Activation {
   None,
   Relu,
@@ -106,10 +108,8 @@ struct WeightLayout {
   int axis_of(char letter) const;  // position of O, I, or 'S'+k for spatial k (0 = outermost)
 };
 
-// Convolutions and pools: a kernel window, strides, padding and a border.
-inline bool has_window(Op op) {
-  return op == Op::Conv || op == Op::ConvTranspose || op == Op::MaxPool || op == Op::AvgPool;
-}
+// Convolutions and pools: a kernel window, strides, padding and a border (op_table.h).
+bool has_window(Op op);
 
 struct Layer {
   std::string name;
@@ -186,8 +186,9 @@ struct Layer {
   }
   std::vector<int64_t> output_shape_full() const;  // in layout order, with N and C
   std::vector<int64_t> weight_shape() const;       // in weight layout order; empty for pooling
-  bool has_weights() const { return op == Op::Conv || op == Op::ConvTranspose; }
-  bool is_join() const { return op == Op::Add || op == Op::Mul || op == Op::Concat; }
+  // The op's traits (op_table.h): weights and bias, several inputs, a kernel window.
+  bool has_weights() const;
+  bool is_join() const;
   bool has_window() const { return padfold::has_window(op); }
   bool quantized() const { return dtype == DType::I8 || dtype == DType::U8; }
   // The dtype of the inputs and of the output: the layer's, but for quantize (float32 in) and

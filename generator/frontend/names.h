@@ -1,30 +1,12 @@
 // The names of the frontend's enums, one table each (see base/enum_names.h): to_string
-// (layer.cpp) and the spec parser (spec.cpp) both read them. Internal to the frontend.
+// (layer.cpp) and the spec parser (spec.cpp) both read them. Internal to the frontend. Ops are
+// named in their definitions (op_table.h).
 #pragma once
 
 #include "base/enum_names.h"
 #include "frontend/layer.h"
 
 namespace padfold {
-
-// Op base names; the spec writes them with the spatial dims (conv2d, max_pool3d), and all but conv
-// also without (max_pool: dims from the kernel, the layout or the input).
-inline constexpr EnumName<Op> kOpNames[] = {
-    {Op::Conv, "conv"},
-    {Op::ConvTranspose, "conv_transpose"},
-    {Op::MaxPool, "max_pool"},
-    {Op::AvgPool, "avg_pool"},
-    {Op::Add, "add"},
-    {Op::Mul, "mul"},
-    {Op::Concat, "concat"},
-    {Op::Softmax, "softmax"},
-    {Op::Quantize, "quantize"},
-    {Op::Dequantize, "dequantize"},
-    {Op::Transpose, "transpose"},
-    {Op::Resize, "resize"},
-    {Op::GatherChannels, "gather_channels"},
-    {Op::LayerNorm, "layer_norm"},
-};
 
 inline constexpr EnumName<Activation> kActivationNames[] = {
     {Activation::None, "none"},

@@ -7,17 +7,13 @@
 #include "base/enum_names.h"
 #include "frontend/json_text.h"
 #include "frontend/names.h"
+#include "frontend/op_table.h"
 
 namespace padfold {
 
 namespace {
 
 using json = nlohmann::json;
-
-bool has_quantized_kernel(Op op) {
-  return op == Op::Conv || op == Op::MaxPool || op == Op::AvgPool || op == Op::Add ||
-         op == Op::Quantize || op == Op::Dequantize || op == Op::Transpose;
-}
 
 std::pair<int32_t, int32_t> range_of(DType dtype) {
   return dtype == DType::U8 ? std::pair{0, 255} : std::pair{-128, 127};
@@ -85,10 +81,6 @@ void parse_edge_quant(const json& q, const Ctx& c, Layer& l) {
 
 }  // namespace
 
-const char* quantized_ops_text() {
-  return "conv, max_pool, avg_pool, add, quantize, dequantize and transpose";
-}
-
 void parse_quant(const json& q, const Ctx& c, Layer& l) {
   if (!l.quantized()) {
     if (l.op == Op::Quantize || l.op == Op::Dequantize)
@@ -100,9 +92,9 @@ void parse_quant(const json& q, const Ctx& c, Layer& l) {
     return;
   }
   const std::string dtype = to_string(l.dtype);
-  if (!has_quantized_kernel(l.op) || l.spatial_dims < 1)
+  if (!op_def(l.op).has(kInt8) || l.spatial_dims < 1)
     c.fail("dtype", fmt::format("'{}' on a {} layer", dtype, l.op_name),
-           fmt::format("{} only on {} layers", dtype, quantized_ops_text()));
+           fmt::format("{} only on {} layers", dtype, op_names_with(kInt8)));
   if (l.activation != Activation::None && l.activation != Activation::Relu &&
       l.activation != Activation::Relu6)
     c.fail("activation", fmt::format("'{}' on a {} layer", to_string(l.activation), dtype),

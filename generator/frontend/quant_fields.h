@@ -13,7 +13,4 @@ namespace padfold {
 // exactly for int8/uint8 layers, of the ops that have quantized kernels.
 void parse_quant(const nlohmann::json& q, const Ctx& c, Layer& l);
 
-// The ops with quantized kernels, for messages: "conv, max_pool, avg_pool and add".
-const char* quantized_ops_text();
-
 }  // namespace padfold

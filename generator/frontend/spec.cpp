@@ -18,6 +18,7 @@
 #include "frontend/json_fields.h"
 #include "frontend/json_text.h"
 #include "frontend/names.h"
+#include "frontend/op_table.h"
 #include "frontend/quant_fields.h"
 #include "frontend/resolve.h"
 
@@ -48,57 +49,13 @@ const std::vector<std::string>& kInputKeys = spec_keys().input;
 const std::vector<std::string>& kDefaultKeys = spec_keys().defaults;
 const std::vector<std::string>& kLayerKeys = spec_keys().layer;
 
-// Layer fields that only some ops take; every other op rejects them.
-struct OpOnly {
-  const char* field;
-  std::vector<Op> ops;
-  const char* ops_text;
-};
-constexpr std::initializer_list<Op> kWindowOps = {Op::Conv, Op::ConvTranspose, Op::MaxPool,
-                                                  Op::AvgPool};
-const std::vector<OpOnly> kOpOnly = {
-    {"input_shape", kWindowOps,
-     "convolutions and pools (add and concat take their inputs' shapes)"},
-    {"input_layout", kWindowOps,
-     "convolutions and pools (a transpose reads its input's layout, joins their own)"},
-    {"kernel", kWindowOps, "convolutions and pools"},
-    {"stride", kWindowOps, "convolutions and pools"},
-    {"dilation", kWindowOps, "convolutions and pools"},
-    {"padding", kWindowOps, "convolutions and pools"},
-    {"convention", kWindowOps, "convolutions and pools"},
-    {"border", kWindowOps, "convolutions and pools"},
-    {"out_channels", {Op::Conv, Op::ConvTranspose}, "convolutions"},
-    {"groups", {Op::Conv, Op::ConvTranspose}, "convolutions"},
-    {"weight_layout", {Op::Conv, Op::ConvTranspose}, "convolutions (pools have no weights)"},
-    {"bias", {Op::Conv, Op::ConvTranspose}, "convolutions"},
-    {"activation", {Op::Conv, Op::ConvTranspose, Op::Add, Op::Mul}, "convolutions, add and mul"},
-    {"weight_files", {Op::Conv, Op::ConvTranspose}, "convolutions"},
-    {"depth_multiplier", {Op::Conv}, "conv1d/conv2d/conv3d"},
-    {"output_padding", {Op::ConvTranspose}, "conv_transpose layers"},
-    {"output_shape", {Op::ConvTranspose}, "conv_transpose layers"},
-    {"ceil_mode", {Op::MaxPool, Op::AvgPool}, "max_pool/avg_pool layers"},
-    {"count_include_pad", {Op::AvgPool}, "avg_pool layers"},
-    {"perm", {Op::Transpose}, "transpose layers"},
-    {"mode", {Op::Resize}, "resize layers"},
-    {"coordinate_transformation_mode", {Op::Resize}, "resize layers"},
-    {"nearest_mode", {Op::Resize}, "resize layers"},
-    {"scales", {Op::Resize}, "resize layers"},
-    {"output_size", {Op::Resize}, "resize layers"},
-    {"channels", {Op::GatherChannels}, "gather_channels layers"},
-    {"epsilon", {Op::LayerNorm}, "layer_norm layers"},
-};
-
 struct OpInfo {
   Op op;
   int dims;  // 0: taken from the kernel or the input
 };
 
-// Only conv must be written with its dims (conv2d); the other ops may take them from elsewhere.
-bool op_needs_dims(Op op) {
-  return op == Op::Conv;
-}
-
-// An op name: a base name of kOpNames, then "1d", "2d" or "3d" (optional unless op_needs_dims).
+// An op name: an op_table base name, then "1d", "2d" or "3d" (required for ops spelt with their
+// dims, conv; refused for ops without a window, which take the dims of their inputs).
 std::optional<OpInfo> parse_op(const std::string& name) {
   std::string base = name;
   int dims = 0;
@@ -107,22 +64,22 @@ std::optional<OpInfo> parse_op(const std::string& name) {
     dims = name[n - 2] - '0';
     base = name.substr(0, n - 2);
   }
-  const auto op = value_of(kOpNames, base);
-  if (!op || (dims == 0 && op_needs_dims(*op))) return std::nullopt;
-  if (dims != 0 && !has_window(*op)) return std::nullopt;  // dims of inputs
-  return OpInfo{*op, dims};
+  const OpDef* op = find_op(base);
+  if (!op || (dims == 0 && op->has(kDimsInName))) return std::nullopt;
+  if (dims != 0 && !op->has(kWindow)) return std::nullopt;
+  return OpInfo{op->op, dims};
 }
 
 // "conv1d, conv2d, conv3d, conv_transpose[1d|2d|3d], ...": every op name parse_op takes.
 std::string op_names() {
   std::vector<std::string> names;
-  for (const auto& e : kOpNames) {
-    if (op_needs_dims(e.value))
-      for (int d = 1; d <= 3; ++d) names.push_back(fmt::format("{}{}d", e.name, d));
-    else if (!has_window(e.value))
-      names.push_back(e.name);
+  for (const OpDef& d : op_table()) {
+    if (d.has(kDimsInName))
+      for (int dims = 1; dims <= 3; ++dims) names.push_back(fmt::format("{}{}d", d.name, dims));
+    else if (!d.has(kWindow))
+      names.push_back(d.name);
     else
-      names.push_back(std::string(e.name) + "[1d|2d|3d]");
+      names.push_back(std::string(d.name) + "[1d|2d|3d]");
   }
   return fmt::format("{}", fmt::join(names, ", "));
 }
@@ -375,14 +332,7 @@ class Parser {
       if (l.inputs.empty()) l.inputs = {implicit_input_name(l.name)};
     }
     resolving(j, c, [&] { take_input_shapes(l, sources); });
-    if (l.op == Op::Resize) parse_resize(j, c, l);
-    if (l.op == Op::GatherChannels) parse_gathered_channels(j, c, l);
-    if (l.op == Op::LayerNorm && j.contains("epsilon")) {
-      const double e = c.get_number(j["epsilon"], "epsilon");
-      if (!(e > 0) || e > 1)
-        c.fail("epsilon", describe(j["epsilon"]), "a number above 0, at most 1");
-      l.epsilon = static_cast<float>(e);
-    }
+    if (const OpDef& op = op_def(l.op); op.read) op.read(j, c, l);
     if (l.has_window()) {
       parse_kernel(j, c, l);
       parse_channels(j, c, l);
@@ -455,11 +405,10 @@ class Parser {
     if (!op) c.fail("op", "'" + l.op_name + "'", "one of " + op_names());
     l.op = op->op;
     l.spatial_dims = op->dims;
-    for (const auto& only : kOpOnly)
-      if (j.contains(only.field) &&
-          std::find(only.ops.begin(), only.ops.end(), l.op) == only.ops.end())
-        c.fail(only.field, fmt::format("given on a {} layer", l.op_name),
-               fmt::format("it only on {}", only.ops_text));
+    for (const std::string& field : op_fields())
+      if (j.contains(field) && !op_takes(l.op, field))
+        c.fail(field, fmt::format("given on a {} layer", l.op_name),
+               "it only on " + layers_taking(field));
   }
 
   // Layer `name`'s kernel (base/identifiers.h's kernel_symbol) must not be another layer's kernel
@@ -779,9 +728,6 @@ class Parser {
       parse_dtype(j["dtype"], "dtype", c, l);
     else if (!defaults_.dtype.is_null())
       parse_dtype(defaults_.dtype, "defaults.dtype", c, l);
-    if (j.contains("ceil_mode")) l.ceil_mode = c.get_bool(j["ceil_mode"], "ceil_mode");
-    if (j.contains("count_include_pad"))
-      l.count_include_pad = c.get_bool(j["count_include_pad"], "count_include_pad");
     if (j.contains("bias")) l.bias = c.get_bool(j["bias"], "bias");
     if (j.contains("border"))
       parse_border(j["border"], "border", c, l);
@@ -809,49 +755,6 @@ class Parser {
                          s, s, s, s, s));
     }
     l.weight_layout.order = order;
-  }
-
-  // The interpolation and either sizes or scales, one per spatial axis (resolution checks them).
-  static void parse_gathered_channels(const json& j, const Ctx& c, Layer& l) {
-    const char* expected =
-        "a list of input channels, one per output channel (e.g. [2, 3] for the last two of 4)";
-    if (!j.contains("channels")) c.fail("channels", "missing", expected);
-    if (!j["channels"].is_array() || j["channels"].empty())
-      c.fail("channels", describe(j["channels"]), expected);
-    for (const auto& e : j["channels"]) l.channels.push_back(c.get_int(e, "channels", expected));
-  }
-
-  static void parse_resize(const json& j, const Ctx& c, Layer& l) {
-    ResizeSpec& r = l.resize;
-    auto named = [&](const char* field, auto parse) {
-      const std::string text = c.get_string(j[field], field, "a name");
-      try {
-        return parse(text);
-      } catch (const std::invalid_argument& e) {
-        c.fail(field, e.what());
-      }
-    };
-    if (j.contains("mode")) r.mode = named("mode", parse_resize_mode);
-    if (j.contains("coordinate_transformation_mode"))
-      r.coordinates = named("coordinate_transformation_mode", parse_resize_coordinates);
-    if (j.contains("nearest_mode")) r.rounding = named("nearest_mode", parse_nearest_rounding);
-    const std::string per_axis =
-        fmt::format("a list of {} values, one per spatial axis (outermost first)", l.spatial_dims);
-    if (j.contains("output_size")) {
-      const json& s = j["output_size"];
-      if (!s.is_array()) c.fail("output_size", describe(s), per_axis);
-      for (const auto& e : s) r.output.push_back(c.get_positive(e, "output_size"));
-    }
-    if (j.contains("scales")) {
-      const json& s = j["scales"];
-      if (!s.is_array()) c.fail("scales", describe(s), per_axis);
-      for (const auto& e : s) {
-        if (!e.is_number()) c.fail("scales", describe(e), "positive numbers");
-        r.scales.push_back(e.get<float>());
-      }
-    }
-    if (r.output.empty() && r.scales.empty())
-      c.fail("output_size", "missing", "output_size or scales (" + per_axis + ")");
   }
 
   // Paths relative to the spec file's folder; the files themselves are checked where they are read

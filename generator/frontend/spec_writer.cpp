@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <unordered_set>
 
+#include "frontend/op_table.h"
+
 namespace padfold {
 namespace {
 
@@ -73,16 +75,7 @@ ojson layer_json(const Model& m, const Layer& l) {
   if (l.has_window()) j["input_shape"] = l.input_shape();
   j["layout"] = l.layout.name();
   if (l.relayout_input) j["input_layout"] = l.input_layout.name();
-  if (l.op == Op::Transpose) j["perm"] = l.perm;
-  if (l.op == Op::GatherChannels) j["channels"] = l.channels;
-  if (l.op == Op::LayerNorm) j["epsilon"] = l.epsilon;
-  if (l.op == Op::Resize) {
-    j["mode"] = to_string(l.resize.mode);
-    j["coordinate_transformation_mode"] = to_string(l.resize.coordinates);
-    if (l.resize.mode == ResizeMode::Nearest) j["nearest_mode"] = to_string(l.resize.rounding);
-    j["output_size"] = l.resize.output;
-    j["scales"] = l.resize.scales;
-  }
+  if (const OpDef& op = op_def(l.op); op.write) op.write(l, j);
   if (l.dtype != DType::F32) j["dtype"] = to_string(l.dtype);
   if (l.has_weights()) {
     j["weight_layout"] = l.weight_layout.order;
@@ -96,8 +89,6 @@ ojson layer_json(const Model& m, const Layer& l) {
   }
   if (!l.output_padding.empty()) j["output_padding"] = l.output_padding;
   if (l.output_shape) j["output_shape"] = *l.output_shape;
-  if (l.op == Op::MaxPool || l.op == Op::AvgPool) j["ceil_mode"] = l.ceil_mode;
-  if (l.op == Op::AvgPool) j["count_include_pad"] = l.count_include_pad;
   if (l.has_window()) j["padding"] = padding_json(l);
   if (l.has_window() && l.border != Border::Zeros) j["border"] = border_json(l);
   if (l.has_weights()) j["bias"] = l.bias;

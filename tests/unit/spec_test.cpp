@@ -268,7 +268,8 @@ TEST(SpecErrors, InputLayout) {
   expect_error(layers({conv_layer(), pool}), {"field 'input_layout': 'NCW'"});
   json add = {{"name", "a"}, {"op", "add"}, {"input", {"c", "c"}}, {"input_layout", "NCHW"}};
   expect_error(layers({conv_layer(), add}),
-               {"layer 'a' (#1): field 'input_layout'", "convolutions and pools"});
+               {"layer 'a' (#1): field 'input_layout'",
+                "it only on conv, conv_transpose, max_pool and avg_pool layers"});
 }
 
 TEST(SpecErrors, UnknownInputLayer) {
@@ -445,7 +446,7 @@ TEST(SpecErrors, Dtype) {
 
 TEST(SpecErrors, OpOnlyFields) {
   expect_layer_error(R"({"ceil_mode": true})", "ceil_mode",
-                     {"given on a conv2d layer; expected it only on max_pool/avg_pool"});
+                     {"given on a conv2d layer; expected it only on max_pool and avg_pool layers"});
   expect_layer_error(R"({"output_padding": 1})", "output_padding", {"conv_transpose"});
   const std::string pool = R"({"op": "max_pool", "out_channels": null, "bias": true})";
   expect_layer_error(pool, "bias", {"given on a max_pool layer"});
@@ -1211,7 +1212,8 @@ TEST(SpecGraph, Errors) {
   json kernel = graph_spec();
   kernel["layers"][2]["kernel"] = 3;
   EXPECT_NE(error_of(kernel.dump())
-                .find("field 'kernel': given on a add layer; expected it only on convolutions"),
+                .find("field 'kernel': given on a add layer; expected it only on conv, "
+                      "conv_transpose, max_pool and avg_pool layers"),
             std::string::npos);
   json act = graph_spec();
   act["layers"][3]["activation"] = "relu";

@@ -8,7 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 
+#include "frontend/op_table.h"
 #include "frontend/resolve.h"
 #include "frontend/spec.h"
 #include "model_compare.h"
@@ -75,6 +78,30 @@ TEST(SpecGrammar, TheParsersKeysAreTheSchemasKeys) {
   EXPECT_EQ(keys_of(schema["properties"]["inputs"]["items"]["properties"]), sorted(k.input));
   EXPECT_EQ(keys_of(schema["properties"]["defaults"]["properties"]), sorted(k.defaults));
   EXPECT_EQ(keys_of(schema["$defs"]["layer"]["properties"]), sorted(k.layer));
+}
+
+// The op table has one row per Op, in order, and the schema spells each op as the parser does
+// (with its dims where it has a window; only with them where the table says so) and lists every
+// field an op takes.
+TEST(SpecGrammar, TheSchemaSpellsTheOpTable) {
+  std::ifstream f(PADFOLD_SPEC_SCHEMA);
+  const nlohmann::json schema = nlohmann::json::parse(f);
+  const nlohmann::json& layer = schema["$defs"]["layer"]["properties"];
+  const std::regex op_pattern(layer["op"]["pattern"].get<std::string>());
+  std::set<std::string> names;
+  for (size_t k = 0; k < op_table().size(); ++k) {
+    const OpDef& d = op_table()[k];
+    EXPECT_EQ(static_cast<size_t>(d.op), k) << d.name;
+    EXPECT_EQ(&op_def(d.op), &d) << d.name;
+    EXPECT_EQ(to_string(d.op), d.name);
+    EXPECT_TRUE(names.insert(d.name).second) << d.name;
+    EXPECT_EQ(std::regex_match(std::string(d.name), op_pattern), !d.has(kDimsInName)) << d.name;
+    for (const char* dims : {"1d", "2d", "3d"})
+      EXPECT_EQ(std::regex_match(d.name + std::string(dims), op_pattern), d.has(kWindow))
+          << d.name << dims;
+  }
+  EXPECT_EQ(op_table().size(), kOpCount);
+  for (const std::string& field : op_fields()) EXPECT_TRUE(layer.contains(field)) << field;
 }
 
 // A 3x3 SAME conv2d with its fields set directly, as the importer builds one.
