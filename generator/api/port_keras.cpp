@@ -82,15 +82,22 @@ struct Emitter {
   }
 
   // The input padded by the layer's pads (and `ext` zeros or -inf after), or as it is.
+  // Negative pads crop first (Cropping*D), then the rest pads.
   std::string padded(const Layer& L, const std::string& t, const std::vector<int64_t>& ext,
                      bool neg_inf_pads) {
-    std::vector<int64_t> b, a, zero(ext.size(), 0);
-    for (const AxisPads& ax : L.pads.axes) b.push_back(ax.before), a.push_back(ax.after);
+    std::vector<int64_t> b, a, cb, ca, zero(ext.size(), 0);
+    for (const AxisPads& ax : L.pads.axes) {
+      b.push_back(std::max<int64_t>(ax.before, 0)), a.push_back(std::max<int64_t>(ax.after, 0));
+      cb.push_back(std::max<int64_t>(-ax.before, 0)), ca.push_back(std::max<int64_t>(-ax.after, 0));
+    }
+    std::string out = t;
+    if (std::any_of(cb.begin(), cb.end(), [](int64_t v) { return v; }) ||
+        std::any_of(ca.begin(), ca.end(), [](int64_t v) { return v; }))
+      out = add(fmt::format("layers.Cropping{}D({})", L.spatial_dims, keras_pairs(cb, ca)), out);
     const bool any_pad = std::any_of(b.begin(), b.end(), [](int64_t v) { return v; }) ||
                          std::any_of(a.begin(), a.end(), [](int64_t v) { return v; });
     const bool any_ext = std::any_of(ext.begin(), ext.end(), [](int64_t v) { return v; });
     const char* fill = L.op == Op::MaxPool ? "float('-inf')" : "0.0";
-    std::string out = t;
     if (any_pad) {
       if (neg_inf_pads)
         out = add(fmt::format("_pad({}, 'constant', float('-inf'))", keras_pairs(b, a)), out);
@@ -224,9 +231,14 @@ struct Emitter {
     // The mean over the taps that count: the sum over the padded window divided by the count of
     // taps inside the input (padding ignored) or inside input and pads (count_include_pad).
     const std::string in = padded(L, t, ext, false);
+    // The mask of the input as padded() crops it, padded by the rest.
     std::vector<int64_t> b, a, zero(ext.size(), 0), mask_shape = {1};
-    for (const AxisPads& ax : L.pads.axes) b.push_back(ax.before), a.push_back(ax.after);
-    for (int64_t v : L.in_spatial) mask_shape.push_back(v);
+    for (size_t k = 0; k < L.pads.axes.size(); ++k) {
+      const AxisPads& ax = L.pads.axes[k];
+      b.push_back(std::max<int64_t>(ax.before, 0)), a.push_back(std::max<int64_t>(ax.after, 0));
+      mask_shape.push_back(L.in_spatial[k] + std::min<int64_t>(ax.before, 0) +
+                           std::min<int64_t>(ax.after, 0));
+    }
     mask_shape.push_back(1);
     const std::string count =
         fmt::format("_window_mean({}, {}, {}, {}, {}, {}, '{}')", python_tuple(mask_shape),

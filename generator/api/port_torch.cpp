@@ -97,7 +97,8 @@ struct Emitter {
     std::vector<int64_t> b, a;
     for (const auto& ax : p) b.push_back(ax.before), a.push_back(ax.after);
     const bool transposed = L.op == Op::ConvTranspose;
-    const bool sym_zero = L.border == Border::Zeros && b == a;
+    const bool sym_zero = L.border == Border::Zeros && b == a &&
+                          std::all_of(b.begin(), b.end(), [](int64_t v) { return v >= 0; });
     // A transposed output extended past its full size gets the bias there too (ONNX's rule), so
     // the bias is added after the extension; everywhere else it is the module's own.
     const bool extends = transposed && std::any_of(p.begin(), p.end(),

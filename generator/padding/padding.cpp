@@ -203,9 +203,27 @@ void check_explicit(const PaddingSpec& spec, size_t dims) {
   // explicit_padding checks this too; a PaddingSpec may also be built by hand.
   for (const auto* side : {&spec.before, &spec.after})
     for (int64_t v : *side)
-      if (v > kMaxSize)
+      if (v > kMaxSize || v < -kMaxSize)
         throw PaddingLimitError("explicit pads '" + spec.written + "' contain " +
                                 std::to_string(v) + ", beyond " + limit_text());
+}
+
+// A negative pad crops the input (ONNX Pad's negative pads; a Slice folded into its reader). A
+// crop leaves part of the input on its axis, and only forward windows take one.
+void check_crops(const PaddingSpec& spec, const std::vector<AxisParams>& axes, bool transposed) {
+  for (size_t i = 0; i < axes.size() && i < spec.before.size() && i < spec.after.size(); ++i)
+    for (const int64_t pad : {spec.before[i], spec.after[i]}) {
+      if (pad >= 0) continue;
+      if (transposed)
+        throw PaddingError("explicit pads '" + spec.written + "' contain " + std::to_string(pad) +
+                           ": a transposed convolution's pads crop its output and must be >= 0 "
+                           "(output_padding extends it)");
+      if (-pad >= axes[i].input)
+        throw PaddingError(axis_name(i) + ": explicit pads '" + spec.written + "' crop " +
+                           std::to_string(-pad) + " of an input of " +
+                           std::to_string(axes[i].input) +
+                           "; a negative pad (a crop) must leave part of the input");
+    }
 }
 
 }  // namespace
@@ -333,21 +351,19 @@ PaddingSpec explicit_padding(const std::vector<int64_t>& values, int spatial_dim
                        " (ONNX order: all befores, then all afters)");
   }
   for (int64_t v : values)
-    if (v < 0)
-      throw PaddingError("explicit pads " + spec.written +
-                         " contain a negative value; pads "
-                         "must be >= 0 (crop the output instead)");
-  for (int64_t v : values)
-    if (v > kMaxSize)
+    if (v > kMaxSize || v < -kMaxSize)
       throw PaddingLimitError("explicit pads " + spec.written + " contain " + std::to_string(v) +
-                              ", beyond " + limit_text() + "; pads must be at most " +
+                              ", beyond " + limit_text() + "; pads must be within +-" +
                               std::to_string(kMaxSize));
   return spec;
 }
 
 Resolved resolve_forward(const PaddingSpec& spec, const std::vector<AxisParams>& axes,
                          bool ceil_mode) {
-  if (spec.mode == PadMode::Explicit) check_explicit(spec, axes.size());
+  if (spec.mode == PadMode::Explicit) {
+    check_explicit(spec, axes.size());
+    check_crops(spec, axes, false);
+  }
   Resolved r;
   for (size_t i = 0; i < axes.size(); ++i) {
     const AxisParams& a = axes[i];
@@ -434,7 +450,10 @@ Resolved resolve_transposed(const PaddingSpec& spec, const std::vector<AxisParam
         "transposed convolution takes explicit pads, valid, same_upper or "
         "same_lower (ONNX auto_pad), not '" +
         spec.written + "'");
-  if (spec.mode == PadMode::Explicit && !output_shape) check_explicit(spec, axes.size());
+  if (spec.mode == PadMode::Explicit && !output_shape) {
+    check_explicit(spec, axes.size());
+    check_crops(spec, axes, true);
+  }
   Resolved r;
   for (size_t i = 0; i < axes.size(); ++i) {
     const AxisParams& a = axes[i];
@@ -496,6 +515,14 @@ std::string to_string(Border border) {
 
 void validate_border(Border border, const Resolved& pads, const std::vector<AxisParams>& axes) {
   for (size_t i = 0; i < axes.size() && i < pads.axes.size(); ++i) {
+    // Reflected, replicated or wrapped values would be taken from the cropped input's edge, where
+    // padfold's border reads the whole input's.
+    if ((pads.axes[i].before < 0 || pads.axes[i].after < 0) && border != Border::Zeros &&
+        border != Border::Constant)
+      throw PaddingError(axis_name(i) + ": " + to_string(border) + " border with a crop (pads " +
+                         std::to_string(pads.axes[i].before) + ", " +
+                         std::to_string(pads.axes[i].after) +
+                         "); a negative pad takes a zeros or constant border");
     const int64_t widest = std::max(pads.axes[i].before, pads.axes[i].after);
     const int64_t n = axes[i].input;
     if (border == Border::Reflect && widest >= n)
@@ -550,12 +577,29 @@ void validate_pool_windows(const Resolved& pads, const std::vector<AxisParams>& 
 
 std::variant<FoldedPad, std::string> fold_explicit_pad(const ExplicitPad& pad,
                                                        const PadReader& reader) {
+  // The reader's own negative pads crop the Pad's output; a negative pad of the Pad's (ONNX Pad's
+  // crop, a Slice) before the reader's own padding on the same side would move that padding
+  // inwards, over values: no pads say both.
   bool own_zero = true;
-  for (const AxisPads& a : reader.own_pads->axes)
-    own_zero = own_zero && a.before == 0 && a.after == 0;
+  const std::vector<AxisPads>& own = reader.own_pads->axes;
+  for (size_t k = 0; k < own.size(); ++k) {
+    own_zero = own_zero && own[k].before <= 0 && own[k].after <= 0;
+    if ((pad.before[k] < 0 && own[k].before > 0) || (pad.after[k] < 0 && own[k].after > 0))
+      return std::string(
+          "pads the cropped tensor (pads of its own where the crop cuts): no pads say both");
+  }
   const bool zero_fill = pad.fill == PadFill::Constant && pad.value == 0.f;
-  FoldedPad f{pad.before, pad.after, reader.border, 0.f, reader.count_include_pad};
-  if (own_zero) {
+  FoldedPad f{pad.before, pad.after, reader.border, reader.border_value, reader.count_include_pad};
+  bool crop_only = true;
+  for (size_t k = 0; k < pad.before.size(); ++k)
+    crop_only = crop_only && pad.before[k] <= 0 && pad.after[k] <= 0;
+  if (crop_only || own_zero)  // the reader's border and padding stay, or it had none
+    for (size_t k = 0; k < own.size(); ++k) {
+      f.before[k] += own[k].before;
+      f.after[k] += own[k].after;
+    }
+  if (crop_only) return f;  // no values added: the reader's border and counting stand
+  if (own_zero) {           // no padding of its own: the Pad's, less the reader's crops
     if (pad.fill == PadFill::Reflect) {
       f.border = Border::Reflect;
     } else if (pad.fill == PadFill::Edge) {

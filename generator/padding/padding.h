@@ -223,7 +223,7 @@ void validate_pool_windows(const Resolved& pads, const std::vector<AxisParams>& 
 // them. Folding it into its reader makes one layer that reads the unpadded tensor.
 enum class PadFill { Constant, Reflect, Edge };
 struct ExplicitPad {
-  std::vector<int64_t> before, after;  // per spatial axis, >= 0
+  std::vector<int64_t> before, after;  // per spatial axis; negative: a crop
   PadFill fill = PadFill::Constant;
   float value = 0.f;  // PadFill::Constant
 };
@@ -234,6 +234,7 @@ struct PadReader {
   const Resolved* own_pads = nullptr;
   Border border = Border::Zeros;
   bool count_include_pad = false;
+  float border_value = 0.f;  // Border::Constant
 };
 // The folded layer's explicit pads, border and count_include_pad.
 struct FoldedPad {
@@ -247,7 +248,10 @@ struct FoldedPad {
 // zero fill is Border::Zeros, except before a max pool, where the Pad's zeros take part in the max:
 // Border::Constant 0; an average pool then counts the Pad's values); a zero fill before a
 // zero-bordered conv, or an average pool that counts its padding, adds to the reader's own pads;
-// other combinations have no single border.
+// other combinations have no single border. Negative pads are crops: a Pad that only crops adds
+// to any reader's pads, keeping its border; the reader's own crops (a Slice after the Pad, folded
+// first) cut into the Pad's pads; a crop under the reader's own padding on the same side is
+// refused.
 std::variant<FoldedPad, std::string> fold_explicit_pad(const ExplicitPad& pad,
                                                        const PadReader& reader);
 

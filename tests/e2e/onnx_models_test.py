@@ -825,6 +825,37 @@ def keras_unoptimized_pool_head():
                                      weights("fc_w", [6, 4]), bias_of("fc_b", 4)])
 
 
+def crops():
+    """Crops folded as negative pads: Keras NASNet's adjust block (ZeroPadding2D(((0, 1), (0, 1)))
+    and Cropping2D(((1, 0), (1, 0))) before a 1x1 stride-2 AveragePool, beside the unshifted one),
+    an ONNX Pad with negative pads before a conv padding the other sides, and a Slice dropping the
+    last row before a ceil_mode MaxPool."""
+    t = helper.make_node
+    big = 1 << 30
+    return model("crops", [
+        conv("c0", "x", "c0o", "w0", kernel_shape=[1, 1]),
+        t("Relu", ["c0o"], ["r"], name="relu"),
+        t("AveragePool", ["r"], ["p1"], name="path1", kernel_shape=[1, 1], strides=[2, 2]),
+        t("Pad", ["r", "zp"], ["rp"], name="zero_padding2d"),
+        t("Slice", ["rp", "cs", "ce", "ca"], ["rc"], name="cropping2d"),
+        t("AveragePool", ["rc"], ["p2"], name="path2", kernel_shape=[1, 1], strides=[2, 2]),
+        t("Concat", ["p1", "p2"], ["cat"], name="concat", axis=1),
+        conv("c1", "cat", "c1o", "w1", "b1", kernel_shape=[1, 1]),
+        t("Pad", ["c1o", "np"], ["c1c"], name="negative_pad"),
+        conv("c2", "c1c", "c2o", "w2", kernel_shape=[3, 3], pads=[0, 1, 1, 0]),
+        t("Slice", ["c2o", "ls", "le", "la"], ["c2c"], name="last_row"),
+        t("MaxPool", ["c2c"], ["y"], name="pool", kernel_shape=[2, 2], strides=[2, 2],
+          ceil_mode=1),
+    ], [("x", [1, 4, 13, 13])], "y", [
+        tensor("zp", np.array([0, 0, 0, 0, 0, 0, 1, 1], np.int64)),
+        tensor("cs", np.array([0, 1, 1, 0], np.int64)),
+        tensor("ce", np.array([big] * 4, np.int64)), tensor("ca", np.array([0, 2, 3, 1], np.int64)),
+        weights("w0", [4, 4, 1, 1]), weights("w1", [6, 8, 1, 1]), bias_of("b1", 6),
+        tensor("np", np.array([0, 0, -1, 0, 0, 0, 0, -2], np.int64)), weights("w2", [5, 6, 3, 3]),
+        tensor("ls", np.array([0], np.int64)), tensor("le", np.array([-1], np.int64)),
+        tensor("la", np.array([2], np.int64))])
+
+
 MODELS = {f.__name__: f for f in [
     same_upper_even_strided, same_lower_stride3, pools_same, depthwise_clip, residual_block,
     pad_reflect_conv, pad_edge_and_constant, conv_transpose_same, conv_transpose_lower_and_shape,
@@ -835,7 +866,7 @@ MODELS = {f.__name__: f for f in [
     resize_modes, resize_3d_and_1d, resize_1d_nearest, upsample_opset9, resize_opset10_linear,
     shufflenet_units, channel_slices, slice_opset9, split_channels, split_opset11,
     convnext_block, layer_norm_head, layer_normalization_opset17, keras_unoptimized_block,
-    keras_unoptimized_pool_head]}
+    keras_unoptimized_pool_head, crops]}
 
 
 # Channels-first models imported also with --layout nchw and with --io-layout nhwc (OPTIONS).

@@ -258,10 +258,12 @@ def border_spec(d):
     conv("circular", "replicate", 5, 4, 3, 1, "same", "circular")
     conv("constant", "circular", 4, 4, 2, 1, "same_upper",
          {"mode": "constant", "value": 0.5}, extra={"activation": "hard_swish"})
-    layers.append({"name": "maxp", "op": "max_pool2d", "input": "constant", "kernel": [3, 3],
+    # Negative pads crop: a conv padding the other sides, an average pool counting its pads.
+    conv("cropc", "constant", 4, 4, 2, 1, [-1, 1, 0, -1], "zeros")
+    layers.append({"name": "maxp", "op": "max_pool2d", "input": "cropc", "kernel": [3, 3],
                    "stride": [2, 2], "padding": [1, 1], "ceil_mode": True, "border": "reflect"})
     layers.append({"name": "avgp", "op": "avg_pool2d", "input": "constant", "kernel": [2, 3],
-                   "stride": [2, 2], "padding": [1, 0, 0, 1], "ceil_mode": True,
+                   "stride": [2, 2], "padding": [1, -1, 0, 1], "ceil_mode": True,
                    "count_include_pad": True})
     w = rng.random((4, 3, 3, 3), dtype=np.float32) - 0.5  # IOHW
     np.save(d / "weights" / "up_w.npy", w)

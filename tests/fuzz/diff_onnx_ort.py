@@ -133,13 +133,37 @@ def add_pad(g, x):
     pads = [[0, 0] for _ in s]
     for a in range(2, len(s)):
         limit = s[a] - 1 if mode == "reflect" else 2
-        pads[a] = [int(rng.integers(0, limit + 1)), int(rng.integers(0, limit + 1))]
+        # A constant Pad's negative pads crop (folded as such), leaving at least one position.
+        low = -min(2, (s[a] - 1) // 2) if mode == "constant" and rng.random() < 0.3 else 0
+        pads[a] = [int(rng.integers(low, limit + 1)), int(rng.integers(low, limit + 1))]
     flat = [p[0] for p in pads] + [p[1] for p in pads]
     inputs = [x, g.const(np.array(flat, np.int64), "pads")]
     if mode == "constant":
         inputs.append(g.const(np.array(rng.choice([0.0, 0.5, -1.25]), np.float32), "pv"))
     shape = [d + p[0] + p[1] for d, p in zip(s, pads)]
     return g.node("Pad", inputs, shape, mode=mode)
+
+
+def add_crop(g, x):
+    """A Slice cropping spatial axes (Keras's Cropping2D; after a Pad, NASNet's shifted pools):
+    folded into the convs or pools after as negative pads. Starts and ends counted either way."""
+    rng, s = g.rng, g.tensors[x]
+    starts, ends, axes, shape = [], [], [], list(s)
+    for a in range(2, len(s)):
+        if s[a] < 3 or rng.random() < 0.3:
+            continue
+        b, e = int(rng.integers(0, 2)), int(rng.integers(0, 2))
+        if b + e >= s[a]:
+            continue
+        starts.append(b if rng.random() < 0.5 else b - s[a])
+        ends.append(s[a] - e if rng.random() < 0.5 else (-e if e else 1 << 30))
+        axes.append(a if rng.random() < 0.5 else a - len(s))
+        shape[a] = s[a] - b - e
+    if not axes:
+        return x
+    ins = [x] + [g.const(np.array(v, np.int64), n) for v, n in
+                 ((starts, "cs"), (ends, "ce"), (axes, "ca"))]
+    return g.node("Slice", ins, shape)
 
 
 def add_conv(g, x):
@@ -530,6 +554,8 @@ def float_graph(rng):
             x = add_pad(g, x)
             if rng.random() < 0.4:  # a second reader: NASNet pads once for two convs
                 (add_conv if rng.random() < 0.5 else add_pool)(g, x)
+        if step in (add_conv, add_pool) and rng.random() < 0.25 and len(g.tensors[x]) >= 3:
+            x = add_crop(g, x)
         if step is add_head and not all(d == 1 for d in g.tensors[x][2:]):
             x = add_global(g, x)
         if len(g.tensors[x]) < 3 and step is not add_activation:

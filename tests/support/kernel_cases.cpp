@@ -96,7 +96,10 @@ json layer_for(const OpKind& op, const std::string& conv, const std::string& bor
   }
   if (conv == "explicit") {
     json pads = json::array();
-    for (int i = 0; i < 2 * dims; ++i) pads.push_back(pick(0, 3));
+    // Crops (negative pads) where the border takes them: a zeros or constant border.
+    const bool crops =
+        !op.transposed && (std::string(border) == "zeros" || std::string(border) == "constant");
+    for (int i = 0; i < 2 * dims; ++i) pads.push_back(pick(crops ? -2 : 0, 3));
     L["padding"] = pads;
   } else {
     L["padding"] = conv;

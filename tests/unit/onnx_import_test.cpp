@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "frontend/onnx/constant_fold.h"
 #include "frontend/onnx/import.h"
@@ -387,7 +388,7 @@ TEST(OnnxImport, PadsThatCannotFoldAreLeftWithTheReason) {
   const Case cases[] = {
       {"reflect", {0, 0, 1, 1, 0, 0, 1, 1}, {1, 1, 1, 1}, "no single border"},
       {"constant", {0, 1, 1, 1, 0, 0, 1, 1}, {0, 0, 0, 0}, "batch or channel axis"},
-      {"constant", {0, 0, -1, 0, 0, 0, 0, 0}, {0, 0, 0, 0}, "negative"},
+      {"constant", {0, 0, -1, 0, 0, 0, 0, 0}, {1, 0, 0, 0}, "where the crop cuts"},
       {"reflect", {0, 0, 6, 0, 0, 0, 0, 0}, {0, 0, 0, 0}, "padfold refuses it"},
   };
   for (const Case& k : cases) {
@@ -432,6 +433,76 @@ TEST(OnnxImport, PadReadByTwoConvsFoldsIntoBoth) {
   EXPECT_TRUE(has(left.left_to_caller[0].reason, "not folded: its reader 'other' (Relu)"))
       << left.left_to_caller[0].reason;
   EXPECT_EQ(layer(left, 0)["input"], "xp");
+}
+
+// A Slice cropping the spatial axes folds into the convs and pools reading it as negative pads,
+// and a Pad before it then folds too: Keras NASNet's ZeroPadding2D(((0, 1), (0, 1))) and
+// Cropping2D(((1, 0), (1, 0))) before a 1x1 stride-2 AveragePool are one pool reading x shifted
+// by a pixel, the Pad's zeros counted.
+TEST(OnnxImport, CropsFoldAsNegativePads) {
+  const ModelBuilder b = pad_model("constant", {0, 0, 0, 0, 0, 0, 1, 1}, 0.f, [](ModelBuilder& m) {
+    m.int_initializer("starts", {0, 1, 1, 0})
+        .int_initializer("ends", {1 << 30, 1 << 30, 1 << 30, 1 << 30});
+    m.int_initializer("axes", {0, 2, 3, 1});
+    m.node("Slice", {"xp", "starts", "ends", "axes"}, {"xc"}, "crop");
+    m.node("AveragePool", {"xc"}, {"y"}, "pool")
+        .ints("kernel_shape", {1, 1})
+        .ints("strides", {2, 2});
+  });
+  const ImportResult r = import(b);
+  ASSERT_TRUE(r.left_to_caller.empty()) << r.left_to_caller[0].reason;
+  ASSERT_EQ(spec(r)["layers"].size(), 1u);
+  EXPECT_EQ(layer(r, 0)["input"], "x");
+  EXPECT_EQ(layer(r, 0)["padding"], json::parse(R"j({"pads": [-1, -1, 1, 1]})j"));
+  EXPECT_EQ(layer(r, 0)["count_include_pad"], true);
+  EXPECT_EQ(rep(r)["layers"][0]["output_shape"], json::parse("[1, 2, 3, 3]"));
+  std::set<std::string> roles;
+  const json report = rep(r);
+  for (const auto& n : report["layers"][0]["onnx_nodes"])
+    roles.insert(n["role"].get<std::string>());
+  EXPECT_EQ(roles, (std::set<std::string>{"pad", "crop", "layer"}));
+
+  // A crop alone before a conv with pads of its own on other sides; a crop of the start under the
+  // conv's own padding there is left, as is a strided Slice.
+  for (const auto& [starts, steps, folds] :
+       {std::tuple<std::vector<int64_t>, std::vector<int64_t>, bool>{{1, 0}, {1, 1}, true},
+        {{0, 2}, {1, 1}, false},
+        {{1, 0}, {2, 1}, false}}) {
+    ModelBuilder c;
+    c.input("x", {1, 2, 7, 7}).output("y");
+    c.int_initializer("starts", starts).int_initializer("ends", {6, 7});
+    c.int_initializer("axes", {2, 3}).int_initializer("steps", steps);
+    c.node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"xc"}, "crop");
+    add_conv(c, "conv", "xc", "y", 2, 3, 3).ints("pads", {0, 1, 0, 1});
+    const ImportResult rc = import(c);
+    if (folds) {
+      ASSERT_TRUE(rc.left_to_caller.empty()) << rc.left_to_caller[0].reason;
+      EXPECT_EQ(layer(rc, 0)["input"], "x");
+      EXPECT_EQ(layer(rc, 0)["padding"], json::parse(R"j({"pads": [-1, 1, -1, 1]})j"));
+      EXPECT_EQ(rep(rc)["layers"][0]["output_shape"], json::parse("[1, 3, 3, 7]"));
+    } else {
+      const std::string why = left_reason(rc, "crop");
+      EXPECT_TRUE(has(why, steps[0] == 2 ? "a strided or reversed run" : "where the crop cuts"))
+          << why;
+      EXPECT_EQ(layer(rc, 0)["input"], "xc");
+    }
+  }
+}
+
+// A channel Split is a layer with no window: a Pad or crop it reads stays (folded into its
+// gather it changed the gather's spatial size; diff_onnx_ort seed 291 found it with a crop).
+TEST(OnnxImport, APadReadByAChannelSplitIsNotFolded) {
+  const ModelBuilder b = pad_model("constant", {0, 0, 0, 0, 0, 0, 0, -1}, 0.f, [](ModelBuilder& m) {
+    add_conv(m, "conv", "xp", "y", 2, 3, 3);
+    m.int_initializer("sizes", {1, 1});
+    m.node("Split", {"xp", "sizes"}, {"a", "b"}, "halves").i("axis", 1);
+    m.output("a");
+  });
+  const ImportResult r = import(b);
+  // The Split is read as two channel Slices before import.
+  EXPECT_TRUE(has(left_reason(r, "pad"), "(Slice) is not a padfold conv or pool"))
+      << left_reason(r, "pad");
+  EXPECT_EQ(layer(r, 0)["input"], "xp");
 }
 
 TEST(OnnxImport, ActivationsFuseIntoTheConv) {
@@ -2512,7 +2583,9 @@ TEST(OnnxImport, ChannelSlicesAndShufflesOnly) {
   b.output("shuffled");
   b.output("g_relu");
   const ImportResult r = import(b);
-  EXPECT_TRUE(has(left_reason(r, "crop"), "slices axis 2 (a spatial axis)"))
+  EXPECT_TRUE(has(left_reason(r, "crop"),
+                  "crops the spatial axes, and is not folded: its output "
+                  "'crop' is a graph output"))
       << left_reason(r, "crop");
   const Layer* head = r.model.find_layer("head");
   ASSERT_NE(head, nullptr);

@@ -164,7 +164,7 @@ Expected brute_forward(PadMode mode, const std::vector<AxisParams>& axes,
   for (size_t i = 0; i < axes.size(); ++i) {
     const AxisParams& a = axes[i];
     const auto p = brute_pads(mode, a, explicit_pads.empty() ? Pads{} : explicit_pads[i]);
-    if (!p) return {true, {}, false, false};
+    if (!p || p->before <= -a.input || p->after <= -a.input) return {true, {}, false, false};
     const auto out = brute_output(a.input, *p, span(a.kernel, a.dilation), a.stride, ceil_mode);
     if (!out) return {true, {}, false, false};
     AxisPads ap;
@@ -246,9 +246,10 @@ RandomCase random_case(std::mt19937& rng, bool with_pads) {
     a.stride = uni(1, 5);
     a.dilation = uni(1, 3);
     c.axes.push_back(a);
-    if (with_pads) {
+    if (with_pads) {  // a third of the pads negative: crops, some of the whole input
       const int64_t ke = span(a.kernel, a.dilation);
-      c.pads.push_back({uni(0, ke), uni(0, ke)});
+      auto pad = [&] { return uni(0, 2) == 0 ? -uni(1, a.input) : uni(0, ke); };
+      c.pads.push_back({pad(), pad()});
     }
   }
   return c;
@@ -964,10 +965,37 @@ TEST(ExplicitPadding, Forms) {
   EXPECT_EQ(r.axes[1].output, 9);
 }
 
+// Negative pads crop: windows start inside the input, and only forward windows take them.
+TEST(ExplicitPadding, NegativePadsCrop) {
+  AxisParams a;
+  a.input = 7;
+  a.kernel = 1;
+  a.stride = 2;
+  // Keras's ZeroPadding2D(((0, 1), ...)) then Cropping2D(((1, 0), ...)): the input shifted by one.
+  const Resolved r = resolve_forward(explicit_padding({-1, 1}, 1), {a});
+  EXPECT_EQ(r.axes[0].before, -1);
+  EXPECT_EQ(r.axes[0].after, 1);
+  EXPECT_EQ(r.axes[0].output, 4);  // taps 1, 3, 5, 7 (the last in the padding)
+  EXPECT_EQ(tap_position<int64_t>(0, 0, a.stride, r.axes[0].before, a.dilation), 1);
+  const std::string whole = error_of([&] { resolve_forward(explicit_padding({-7, 9}, 1), {a}); });
+  EXPECT_NE(whole.find("must leave part of the input"), std::string::npos) << whole;
+  a.kernel = 3;
+  EXPECT_THROW(resolve_forward(explicit_padding({-3, -2}, 1), {a}), PaddingError);  // 2 < 3
+  const std::string transposed = error_of([&] {
+    resolve_transposed(explicit_padding({-1, 0}, 1), {a}, {});
+  });
+  EXPECT_NE(transposed.find("must be >= 0"), std::string::npos) << transposed;
+  // A crop takes a border whose values do not come from the (cropped) input's edge.
+  const Resolved crop = resolve_forward(explicit_padding({-1, 1}, 1), {a});
+  EXPECT_NO_THROW(validate_border(Border::Zeros, crop, {a}));
+  EXPECT_NO_THROW(validate_border(Border::Constant, crop, {a}));
+  for (Border b : {Border::Reflect, Border::Replicate, Border::Symmetric, Border::Circular})
+    EXPECT_THROW(validate_border(b, crop, {a}), PaddingError) << to_string(b);
+}
+
 TEST(ExplicitPadding, Errors) {
-  const std::string neg = error_of([] { explicit_padding({1, -1}, 2); });
-  EXPECT_NE(neg.find("negative"), std::string::npos) << neg;
-  EXPECT_THROW(explicit_padding({-1}, 1), PaddingError);
+  const std::string far = error_of([] { explicit_padding({1, -(int64_t{1} << 40)}, 1); });
+  EXPECT_NE(far.find("within"), std::string::npos) << far;
   const std::string count = error_of([] { explicit_padding({1, 2, 3}, 2); });
   EXPECT_NE(count.find("3 values"), std::string::npos) << count;
   EXPECT_THROW(explicit_padding({}, 2), PaddingError);
@@ -1719,6 +1747,39 @@ TEST(FoldExplicitPad, TheFillBecomesTheBorderOrAddsToTheReadersPads) {
   // A conv whose own border is not zeros cannot take the Pad's zeros into its pads.
   EXPECT_TRUE(std::holds_alternative<std::string>(
       fold_explicit_pad(zeros, {WindowOp::Conv, &own, Border::Reflect, false})));
+}
+
+// Negative pads are crops (a Slice, ONNX Pad's negative pads): they add to any reader's pads and
+// keep its border, unless the reader pads where the crop cuts; a Pad before a reader with crops
+// of its own (the Slice after the Pad, folded first) gives the difference.
+TEST(FoldExplicitPad, CropsAddUnlessTheReaderPadsWhereTheyCut) {
+  const Resolved none{{{0, 0, 5}, {0, 0, 5}}};
+  const Resolved own{{{1, 1, 5}, {0, 1, 5}}};
+  const ExplicitPad crop{{-1, -2}, {0, 0}, PadFill::Constant, 0.f};
+  const auto max = std::get<FoldedPad>(
+      fold_explicit_pad(crop, {WindowOp::MaxPool, &none, Border::Replicate, false}));
+  EXPECT_EQ(max.before, (std::vector<int64_t>{-1, -2}));
+  EXPECT_EQ(max.border, Border::Replicate);  // a crop adds no values: the border stays
+  const ExplicitPad crop_w{{0, -2}, {0, 0}, PadFill::Constant, 0.f};
+  const auto conv = std::get<FoldedPad>(
+      fold_explicit_pad(crop_w, {WindowOp::AvgPool, &own, Border::Zeros, false}));
+  EXPECT_EQ(conv.before, (std::vector<int64_t>{1, -2}));
+  EXPECT_EQ(conv.after, (std::vector<int64_t>{1, 1}));
+  EXPECT_FALSE(conv.count_include_pad);
+  // Cropping H's start under the reader's own pad there: no pads say both.
+  EXPECT_NE(std::get<std::string>(fold_explicit_pad(crop, {WindowOp::Conv, &own, Border::Zeros}))
+                .find("where the crop cuts"),
+            std::string::npos);
+  // ZeroPadding2D(((0, 1), (0, 1))) then Cropping2D(((1, 0), (1, 0))) before an average pool that
+  // counts no padding: the crop folded first, then the Pad's zeros, counted as data.
+  const Resolved cropped{{{-1, 0, 5}, {-1, 0, 5}}};
+  const ExplicitPad zero_pad{{0, 0}, {1, 1}, PadFill::Constant, 0.f};
+  const auto shifted = std::get<FoldedPad>(
+      fold_explicit_pad(zero_pad, {WindowOp::AvgPool, &cropped, Border::Zeros, false}));
+  EXPECT_EQ(shifted.before, (std::vector<int64_t>{-1, -1}));
+  EXPECT_EQ(shifted.after, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(shifted.border, Border::Zeros);
+  EXPECT_TRUE(shifted.count_include_pad);
 }
 
 }  // namespace

@@ -168,9 +168,15 @@ TEST(SpecErrors, WrongPadsCount) {
   expect_layer_error(R"({"padding": [[1, 1], [1]]})", "padding", {"array [1]"});
 }
 
+// Negative pads crop the input: a conv reads it from the crop on; a crop must leave part of the
+// input, takes a zeros or constant border, and is no transposed convolution's.
 TEST(SpecErrors, NegativePad) {
-  expect_layer_error(R"({"padding": -1})", "padding", {"negative value"});
-  expect_layer_error(R"({"padding": [[0, 1], [-2, 0]]})", "padding", {"negative"});
+  expect_layer_error(R"({"padding": -40})", "padding", {"must leave part of the input"});
+  expect_layer_error(R"({"padding": [[0, 1], [-2, 0]], "border": "reflect"})", "border",
+                     {"a negative pad takes a zeros or constant border"});
+  expect_layer_error(
+      R"({"op": "conv_transpose2d", "padding": [[0, 1], [-2, 0]], "weight_layout": "IOHW"})",
+      "padding", {"must be >= 0"});
 }
 
 TEST(SpecErrors, BorderCannotProducePads) {

@@ -51,6 +51,7 @@ ojson Importer::node_ref(int i, const char* role) const {
 std::string Importer::layer_description(const Draft& d) const {
   std::string s = "ONNX ";
   if (d.pad_node >= 0) s += node_text(d.pad_node) + " (" + pad_mode_.at(d.node) + ", folded) + ";
+  if (d.crop_node >= 0) s += node_text(d.crop_node) + " (a crop, folded) + ";
   const auto affine = affine_nodes_.find(d.node);
   if (affine != affine_nodes_.end())
     for (int a : affine->second)
@@ -193,6 +194,7 @@ ImportResult Importer::assemble() {
 
     ojson nodes = ojson::array();
     if (d.pad_node >= 0) nodes.push_back(node_ref(d.pad_node, "pad"));
+    if (d.crop_node >= 0) nodes.push_back(node_ref(d.crop_node, "crop"));
     const auto affine = affine_nodes_.find(i);
     if (affine != affine_nodes_.end())
       for (int a : affine->second)

@@ -16,17 +16,43 @@ void Importer::fold_pad(int i) {
     reason_[i] = "not folded: " + why;
 }
 
+void Importer::fold_crop(int i) {
+  if (g_.folded(i) || role_[i] != Role::Left) return;  // a constant; a channel Slice's layer
+  auto info = detail::crop_info(c_, i);
+  if (const auto* left = std::get_if<Left>(&info)) {
+    if (!left->reason.empty()) reason_[i] = left->reason;
+    return;
+  }
+  const std::string why = try_fold(i, std::get<PadInfo>(info));
+  if (why.empty()) {
+    role_[i] = Role::FoldedPad;
+    reason_[i].clear();
+  } else {
+    reason_[i] = "it crops the spatial axes, and is not folded: " + why;
+  }
+}
+
 std::string Importer::try_fold(int i, const PadInfo& p) {
   const std::string out = g_.node(i).output(0);
   if (c_.reaches_graph_output(out)) return "its output '" + out + "' is a graph output";
-  const std::vector<int> readers = c_.readers(out);
+  // A crop folded already (a Pad's Slice) passes the fold on to its readers.
+  std::vector<int> readers;
+  for (std::vector<int> next = c_.readers(out); !next.empty();) {
+    const int r = next.back();
+    next.pop_back();
+    if (role_[static_cast<size_t>(r)] == Role::FoldedPad && g_.node(r).op_type() == "Slice") {
+      for (int rr : c_.readers(g_.node(r).output(0))) next.push_back(rr);
+    } else {
+      readers.push_back(r);
+    }
+  }
   // Into every reader or none (NASNet pads once for two separable convs): each fold is tried on
   // a copy of the reader's draft, and the copies replace the drafts once all have folded.
   std::vector<Draft> folded;
   for (int r : readers) {
     const auto it = drafts_.find(r);
     const onnx::NodeProto& rn = g_.node(r);
-    if (it == drafts_.end() || it->second.layer.is_join())
+    if (it == drafts_.end() || !it->second.layer.has_window())
       return "its reader " + quoted_node(rn) + " is not a padfold conv or pool";
     Draft d = it->second;
     if (d.layer.op != Op::ConvTranspose && d.layer.inputs[0] != c_.canon(out))
@@ -36,7 +62,7 @@ std::string Importer::try_fold(int i, const PadInfo& p) {
   }
   if (folded.empty()) return "its output '" + out + "' is read by no node";
   for (Draft& d : folded) {
-    pad_mode_[d.node] = pad_mode_text(p);
+    if (p.mode != "crop") pad_mode_[d.node] = pad_mode_text(p);
     drafts_.at(d.node) = std::move(d);
   }
   // An affine op before the Pad folds through it into its one reader alone.

@@ -26,6 +26,8 @@ ImportResult Importer::run() {
     classify_layer_norm(i);
   }
   compose_channel_gathers();
+  for (int i = n - 1; i >= 0; --i)  // a crop reading another folds after it
+    if (default_domain(g_.node(i)) && g_.node(i).op_type() == "Slice") fold_crop(i);
   for (int i = 0; i < n; ++i)
     if (default_domain(g_.node(i)) && g_.node(i).op_type() == "Pad") fold_pad(i);
   // Affine ops after a conv fold forwards; before one, backwards (a chain folds from the conv).

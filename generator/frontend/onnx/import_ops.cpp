@@ -623,12 +623,20 @@ std::vector<int64_t> slice_indices(int64_t dim, int64_t start, int64_t end, int6
 
 // A Slice along the channels (torch's chunk and split, a Split's part): the gather of its
 // channels. Every other axis must be kept whole.
-std::variant<Draft, Left> draft_slice(const Context& c, int i) {
+struct SliceKept {
+  std::string input;
+  TensorType type;
+  std::vector<std::vector<int64_t>> kept;  // per axis of the input
+};
+
+// The indices Slice node `i` keeps of each axis of its input (of rank 3 to 5), in order.
+std::variant<SliceKept, Left> slice_kept(const Context& c, int i) {
   const onnx::NodeProto& n = c.graph().node(i);
   if (input_of(n, 0).empty()) c.fail(i, "expected input 'data'");
-  const std::string x = c.canon(n.input(0));
-  TensorType xt;
-  if (std::string why = check_float_input(c, i, x, xt); !why.empty()) return Left{why};
+  SliceKept r;
+  r.input = c.canon(n.input(0));
+  TensorType& xt = r.type;
+  if (std::string why = check_float_input(c, i, r.input, xt); !why.empty()) return Left{why};
   const int64_t rank = static_cast<int64_t>(xt.shape.size());
   if (rank < 3 || rank > 5)
     return Left{"input 'data' has rank " + std::to_string(rank) +
@@ -658,7 +666,8 @@ std::variant<Draft, Left> draft_slice(const Context& c, int i) {
     c.fail(i, fmt::format("starts, ends, axes and steps have {}, {}, {} and {} values; expected "
                           "one each per sliced axis",
                           starts.size(), ends.size(), axes.size(), steps.size()));
-  std::vector<std::vector<int64_t>> kept(static_cast<size_t>(rank));
+  std::vector<std::vector<int64_t>>& kept = r.kept;
+  kept.resize(static_cast<size_t>(rank));
   for (int64_t k = 0; k < rank; ++k)
     for (int64_t e = 0; e < xt.shape[static_cast<size_t>(k)]; ++e)
       kept[static_cast<size_t>(k)].push_back(e);
@@ -672,6 +681,18 @@ std::variant<Draft, Left> draft_slice(const Context& c, int i) {
     kept[static_cast<size_t>(axis)] =
         slice_indices(xt.shape[static_cast<size_t>(axis)], starts[s], ends[s], steps[s]);
   }
+  return r;
+}
+
+std::variant<Draft, Left> draft_slice(const Context& c, int i) {
+  const onnx::NodeProto& n = c.graph().node(i);
+  auto sliced = slice_kept(c, i);
+  if (auto* left = std::get_if<Left>(&sliced)) return *left;
+  const SliceKept& sk = std::get<SliceKept>(sliced);
+  const std::vector<std::vector<int64_t>>& kept = sk.kept;
+  const TensorType& xt = sk.type;
+  const int64_t rank = static_cast<int64_t>(xt.shape.size());
+  const std::string& x = sk.input;
   for (int64_t k = 0; k < rank; ++k) {
     if (k == 1) continue;
     const auto& idx = kept[static_cast<size_t>(k)];
@@ -679,7 +700,9 @@ std::variant<Draft, Left> draft_slice(const Context& c, int i) {
                        (idx.empty() || idx.front() == 0) && std::is_sorted(idx.begin(), idx.end());
     if (!whole)
       return Left{"it slices axis " + std::to_string(k) + " (" +
-                  (k == 0 ? std::string("the batch") : std::string("a spatial axis")) +
+                  (k == 0 ? std::string("the batch")
+                          : std::string("a spatial axis: a crop, which folds only into the convs "
+                                        "and pools reading it")) +
                   "); padfold slices the channels (axis 1)"};
   }
   if (kept[1].empty()) return Left{"it takes no channels (an empty tensor)"};
@@ -697,6 +720,38 @@ std::variant<Draft, Left> draft_slice(const Context& c, int i) {
 }
 
 }  // namespace
+
+std::variant<PadInfo, Left> crop_info(const Context& c, int i) {
+  auto sliced = slice_kept(c, i);
+  if (auto* left = std::get_if<Left>(&sliced)) return *left;
+  const SliceKept& sk = std::get<SliceKept>(sliced);
+  const std::vector<int64_t>& shape = sk.type.shape;
+  PadInfo p;
+  p.input = sk.input;
+  p.mode = "crop";
+  bool crops = false;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    const std::vector<int64_t>& idx = sk.kept[k];
+    bool run = !idx.empty();
+    for (size_t j = 1; run && j < idx.size(); ++j) run = idx[j] == idx[j - 1] + 1;
+    const bool whole = run && idx.front() == 0 && static_cast<int64_t>(idx.size()) == shape[k];
+    if (k < 2 && !whole)
+      return Left{"it slices axis " + std::to_string(k) + " (" +
+                  (k == 0 ? std::string("the batch") : std::string("the channels")) +
+                  ") and a spatial axis; padfold slices the channels or crops the spatial axes"};
+    if (!run)
+      return Left{"it takes " +
+                  (idx.empty() ? std::string("nothing") : "a strided or reversed run") +
+                  " of spatial axis " + std::to_string(k) +
+                  "; padfold folds crops (a run of step 1) into the conv or pool reading them"};
+    if (k < 2) continue;
+    p.pad.before.push_back(-idx.front());
+    p.pad.after.push_back(idx.back() + 1 - shape[k]);
+    crops = crops || !whole;
+  }
+  if (!crops) return Left{""};  // no crop: the drafter's reason stands
+  return p;
+}
 
 std::optional<std::vector<int64_t>> onnx_shape(const Context& c, const std::string& t) {
   const auto ty = c.graph().type(t);
@@ -1168,7 +1223,8 @@ std::string fold_pad_into(const Context& c, Draft& d, int pad_node, const PadInf
   const WindowOp op = l.op == Op::Conv      ? WindowOp::Conv
                       : l.op == Op::MaxPool ? WindowOp::MaxPool
                                             : WindowOp::AvgPool;
-  const auto folded = fold_explicit_pad(p.pad, {op, &l.pads, l.border, l.count_include_pad});
+  const auto folded =
+      fold_explicit_pad(p.pad, {op, &l.pads, l.border, l.count_include_pad, l.border_value});
   if (const auto* why = std::get_if<std::string>(&folded))
     return "its reader " + reader + " " + *why;
   const FoldedPad& f = std::get<FoldedPad>(folded);
@@ -1192,7 +1248,7 @@ std::string fold_pad_into(const Context& c, Draft& d, int pad_node, const PadInf
     return "folding it into " + reader + " gives the output " + shape_text(shape) + " instead of " +
            shape_text(l.output_shape_full()) +
            " (ceil_mode counts from the input, not the padded tensor)";
-  nd.pad_node = pad_node;
+  (p.mode == "crop" ? nd.crop_node : nd.pad_node) = pad_node;
   d = std::move(nd);
   return "";
 }
@@ -1235,10 +1291,7 @@ std::variant<PadInfo, Left> pad_info(const Context& c, int i) {
     return Left{"its pads " + shape_text(pads) +
                 " pad the batch or channel axis; padfold folds spatial pads only"};
   for (size_t k = 2; k < rank; ++k) {
-    if (pads[k] < 0 || pads[rank + k] < 0)
-      return Left{"its pads " + shape_text(pads) +
-                  " are negative (a crop); padfold folds pads >= 0"};
-    if (pads[k] > kMaxSize || pads[rank + k] > kMaxSize)
+    if (std::abs(pads[k]) > kMaxSize || std::abs(pads[rank + k]) > kMaxSize)
       return Left{"its pads " + shape_text(pads) + " exceed " + std::to_string(kMaxSize)};
     p.pad.before.push_back(pads[k]);
     p.pad.after.push_back(pads[rank + k]);

@@ -35,8 +35,9 @@ struct Draft {
   std::string output;  // the tensor it produces (the activation's, once fused)
   const onnx::TensorProto* weights = nullptr;
   const onnx::TensorProto* bias = nullptr;
-  int pad_node = -1;  // a folded Pad
-  int act_node = -1;  // a fused activation
+  int pad_node = -1;   // a folded Pad
+  int crop_node = -1;  // a folded Slice of the spatial axes, read before pad_node's Pad
+  int act_node = -1;   // a fused activation
   // Gemm or MatMul, drafted as a 1x1 conv of a tensor with unit spatial dims: `weights` is B,
   // [C, K] or (trans_b) [K, C]; alpha scales it and beta the bias C (dense_as_conv).
   struct Dense {
@@ -70,7 +71,7 @@ struct Left {
 struct PadInfo {
   std::string input;  // the tensor it pads
   ExplicitPad pad;    // spatial pads and fill
-  std::string mode;   // as the node says: constant, reflect, edge
+  std::string mode;   // as the node says: constant, reflect, edge; "crop" for a Slice
 };
 
 // An activation that could be fused into the layer producing its input.
@@ -202,6 +203,9 @@ std::optional<Draft> draft_layer_norm(const Context& c, int i);
 // not (a reason that reads after "its reader ...").
 std::string fold_pad_into(const Context& c, Draft& d, int pad_node, const PadInfo& p);
 std::variant<PadInfo, Left> pad_info(const Context& c, int node);
+// A Slice that crops the spatial axes (runs of step 1, batch and channels whole) as a Pad of
+// negative pads, mode "crop"; a reason of "" where it slices no spatial axis.
+std::variant<PadInfo, Left> crop_info(const Context& c, int node);
 std::variant<ActInfo, Left> act_info(const Context& c, int node);
 
 // The tensors a layer reads, with the shapes padfold computes for them (Context::type).

@@ -171,7 +171,11 @@ class Importer {
   // ---- Pads, affine ops and activations folded into the layers next to them (folds.cpp).
 
   void fold_pad(int i);
+  // A Slice cropping the spatial axes folds into the convs and pools reading it as negative pads,
+  // before the Pads (a Pad then a crop, Keras's ZeroPadding2D then Cropping2D, then fold too).
+  void fold_crop(int i);
 
+  // Folds Pad or crop `i` into every reader or none; "" or why not.
   std::string try_fold(int i, const PadInfo& p);
 
   bool affine_candidate(int i) const;

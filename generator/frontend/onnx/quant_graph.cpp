@@ -313,6 +313,12 @@ class Recognizer {
     auto info = pad_info(c_, i);
     if (const auto* left = std::get_if<Left>(&info)) c_.fail(i, "not folded: " + left->reason);
     PadInfo p = std::get<PadInfo>(info);
+    for (const auto* side : {&p.pad.before, &p.pad.after})
+      for (int64_t v : *side)
+        if (v < 0)
+          c_.fail(i,
+                  "not folded: its pads are negative (a crop); padfold folds a quantized "
+                  "graph's pads >= 0");
     const std::string x = c_.canon(n.input(0));
     const bool on_float = deq_.count(x) != 0;
     QTensor q = on_float ? deq_.at(x) : quantized(i, x);
