@@ -1,9 +1,10 @@
-// How an algorithm reads its tensors and walks its windows, shared by the algorithms
-// (algorithm.cpp, winograd.cpp).
+// How an algorithm reads its tensors and walks its windows, shared by the op families' builders
+// (builders.h) and Winograd (winograd.cpp). Defined in access.cpp.
 #pragma once
 
 #include <Halide.h>
 
+#include <string>
 #include <vector>
 
 #include "algorithm/algorithm.h"
@@ -29,5 +30,25 @@ Halide::Func apply_border(const Algorithm& a, const Layer& L, Border border, Hal
 // constant; for a quantized layer the input's zero point (the integer meaning 0.0) or the constant
 // quantized.
 Halide::Expr border_fill(const Layer& L);
+
+// Fixes a buffer's bounds and dense row-major strides (shape is outermost first).
+void fix_shape(Halide::OutputImageParam param, const std::vector<int64_t>& shape);
+
+// Spatial index j of Halide (innermost first) is axis dims-1-j of the layer (outermost first).
+size_t axis_of(size_t j, size_t dims);
+
+// Reduction domain: input channels of a group (when more than one), then kernel taps, innermost
+// spatial axis first; split_rdom names its channel (0 when there is one) and tap variables.
+Halide::RDom make_rdom(const Layer& L, int64_t channels, const std::string& suffix = "_r");
+void split_rdom(const Halide::RDom& r, int64_t channels, Halide::Expr& rc,
+                std::vector<Halide::Expr>& rk);
+
+// The input positions of the window's taps rk (innermost spatial axis first).
+std::vector<Halide::Expr> tap_positions(const Algorithm& a, const Layer& L,
+                                        const std::vector<Halide::Expr>& rk);
+
+// Whether taps at `pos` lie before the end of the padded input (ceil_mode's last window may
+// reach past it: those taps are left out).
+Halide::Expr inside_padding(const Layer& L, const std::vector<Halide::Expr>& pos);
 
 }  // namespace padfold

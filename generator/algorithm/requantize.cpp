@@ -203,8 +203,8 @@ OnnxAdd onnx_add(const LayerQuant& q) {
   const QuantParams &a = q.inputs[0], &b = q.inputs[1], &out = q.output;
   const float ra = a.scale / out.scale, rb = b.scale / out.scale;
   return {ra, rb,
-          static_cast<float>(out.zero_point) -
-              std::fma(ra, static_cast<float>(a.zero_point), rb * static_cast<float>(b.zero_point))};
+          static_cast<float>(out.zero_point) - std::fma(ra, static_cast<float>(a.zero_point),
+                                                        rb * static_cast<float>(b.zero_point))};
 }
 
 // The exponent of v's last mantissa bit (v a nonzero float).
