@@ -159,6 +159,10 @@ MODELS = {"mobilenet_v2": mobilenet_v2, "efficientnet_b0": efficientnet_b0,
           "fcn_resnet50": lambda: Segmentation("fcn_resnet50"),
           "shufflenet_v2_x1_0": lambda: torchvision_classifier("shufflenet_v2_x1_0"),
           "convnext_tiny": lambda: torchvision_classifier("convnext_tiny")}
+# The other torchvision classifiers that run whole (results-coverage.md), by name.
+for _name in ("mobilenet_v3_large", "mnasnet1_0", "regnet_y_400mf", "squeezenet1_1", "googlenet",
+              "densenet121"):
+    MODELS[_name] = lambda name=_name: torchvision_classifier(name)
 
 
 def randomize(model, seed):

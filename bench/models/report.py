@@ -19,7 +19,11 @@ NAMES = {"mobilenet_v2": "MobileNetV2", "efficientnet_b0": "EfficientNet-B0",
          "lraspp_mobilenet_v3_large": "LR-ASPP MobileNetV3-Large (torchvision)",
          "fcn_resnet50": "FCN-ResNet50 (torchvision)",
          "shufflenet_v2_x1_0": "ShuffleNetV2 x1.0 (torchvision)",
-         "convnext_tiny": "ConvNeXt-T (torchvision)"}
+         "convnext_tiny": "ConvNeXt-T (torchvision)",
+         "mobilenet_v3_large": "MobileNetV3-Large (torchvision)",
+         "mnasnet1_0": "MNASNet 1.0 (torchvision)", "regnet_y_400mf": "RegNetY-400MF (torchvision)",
+         "squeezenet1_1": "SqueezeNet 1.1 (torchvision)", "googlenet": "GoogLeNet (torchvision)",
+         "densenet121": "DenseNet-121 (torchvision)"}
 # Issue 40: ahead of ONNX Runtime (ResNet-50, where ONNX Runtime is at ~93% of the FMA peak: 1.1x).
 GOAL = {"mobilenet_v2": 1.25, "efficientnet_b0": 1.25, "resnet50": 1.1}
 # The Keras models (make_keras_models.py) have the goals of the same networks from torch.
