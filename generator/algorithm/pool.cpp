@@ -31,11 +31,8 @@ Expr counted_taps(Algorithm& a, const Layer& L, bool ignored) {
   for (size_t j = 0; j < D; ++j) {
     const size_t ax = axis_of(j, D);
     const AxisParams p = L.axes()[ax];
-    // Taps on the input (less its crops, negative pads) or, counted, on its padding too.
-    const AxisPads& pads = L.pads.axes[ax];
-    const int lo = static_cast<int>(ignored ? std::max<int64_t>(0, -pads.before) : -pads.before);
-    const int hi =
-        static_cast<int>(p.input + (ignored ? std::min<int64_t>(0, pads.after) : pads.after));
+    const CountedRange counted = counted_positions(p, L.pads.axes[ax], ignored);
+    const int lo = static_cast<int>(counted.lo), hi = static_cast<int>(counted.hi);
     Var x("x");
     RDom k(0, static_cast<int>(p.kernel), L.name + "_count_k" + std::to_string(j));
     const Expr tap = tap_position<Expr>(x, k, p.stride, L.pads.axes[ax].before, p.dilation);

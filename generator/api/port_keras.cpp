@@ -81,15 +81,29 @@ struct Emitter {
     return t;
   }
 
-  // The input padded by the layer's pads (and `ext` zeros or -inf after), or as it is.
-  // Negative pads crop first (Cropping*D), then the rest pads.
+  // A layer's pads as Keras applies them: the negative ones crop first, then the rest pads.
+  struct SplitPads {
+    std::vector<int64_t> before, after, crop_before, crop_after;
+  };
+  static SplitPads split_pads(const Layer& L) {
+    SplitPads s;
+    for (const AxisPads& ax : L.pads.axes) {
+      s.before.push_back(std::max<int64_t>(ax.before, 0));
+      s.after.push_back(std::max<int64_t>(ax.after, 0));
+      s.crop_before.push_back(std::max<int64_t>(-ax.before, 0));
+      s.crop_after.push_back(std::max<int64_t>(-ax.after, 0));
+    }
+    return s;
+  }
+
+  // The input padded by the layer's pads (and `ext` zeros or -inf after), or as it is:
+  // Cropping*D for the crops, then the padding.
   std::string padded(const Layer& L, const std::string& t, const std::vector<int64_t>& ext,
                      bool neg_inf_pads) {
-    std::vector<int64_t> b, a, cb, ca, zero(ext.size(), 0);
-    for (const AxisPads& ax : L.pads.axes) {
-      b.push_back(std::max<int64_t>(ax.before, 0)), a.push_back(std::max<int64_t>(ax.after, 0));
-      cb.push_back(std::max<int64_t>(-ax.before, 0)), ca.push_back(std::max<int64_t>(-ax.after, 0));
-    }
+    const SplitPads pads = split_pads(L);
+    const std::vector<int64_t>&b = pads.before, &a = pads.after, &cb = pads.crop_before,
+          &ca = pads.crop_after;
+    const std::vector<int64_t> zero(ext.size(), 0);
     std::string out = t;
     if (std::any_of(cb.begin(), cb.end(), [](int64_t v) { return v; }) ||
         std::any_of(ca.begin(), ca.end(), [](int64_t v) { return v; }))
@@ -232,18 +246,15 @@ struct Emitter {
     // taps inside the input (padding ignored) or inside input and pads (count_include_pad).
     const std::string in = padded(L, t, ext, false);
     // The mask of the input as padded() crops it, padded by the rest.
-    std::vector<int64_t> b, a, zero(ext.size(), 0), mask_shape = {1};
-    for (size_t k = 0; k < L.pads.axes.size(); ++k) {
-      const AxisPads& ax = L.pads.axes[k];
-      b.push_back(std::max<int64_t>(ax.before, 0)), a.push_back(std::max<int64_t>(ax.after, 0));
-      mask_shape.push_back(L.in_spatial[k] + std::min<int64_t>(ax.before, 0) +
-                           std::min<int64_t>(ax.after, 0));
-    }
+    const SplitPads pads = split_pads(L);
+    std::vector<int64_t> zero(ext.size(), 0), mask_shape = {1};
+    for (size_t k = 0; k < L.pads.axes.size(); ++k)
+      mask_shape.push_back(L.in_spatial[k] - pads.crop_before[k] - pads.crop_after[k]);
     mask_shape.push_back(1);
-    const std::string count =
-        fmt::format("_window_mean({}, {}, {}, {}, {}, {}, '{}')", python_tuple(mask_shape),
-                    keras_pairs(b, a), keras_pairs(zero, ext), L.ignores_padding() ? "0.0" : "1.0",
-                    python_tuple(L.kernel), python_tuple(L.stride), cls);
+    const std::string count = fmt::format(
+        "_window_mean({}, {}, {}, {}, {}, {}, '{}')", python_tuple(mask_shape),
+        keras_pairs(pads.before, pads.after), keras_pairs(zero, ext),
+        L.ignores_padding() ? "0.0" : "1.0", python_tuple(L.kernel), python_tuple(L.stride), cls);
     const std::string mean = add(fmt::format("{}({}, padding='valid')", cls, args), in);
     return add(fmt::format("layers.Lambda(lambda t, c={}: t / c)", count), mean);
   }

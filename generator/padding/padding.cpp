@@ -557,6 +557,12 @@ bool pool_ignores_padding(PoolKind kind, Border border, bool count_include_pad) 
   return false;
 }
 
+CountedRange counted_positions(const AxisParams& axis, const AxisPads& pads, bool ignores_padding) {
+  if (ignores_padding)
+    return {std::max<int64_t>(0, -pads.before), axis.input + std::min<int64_t>(0, pads.after)};
+  return {-pads.before, axis.input + pads.after};
+}
+
 void validate_pool_windows(const Resolved& pads, const std::vector<AxisParams>& axes) {
   for (size_t i = 0; i < axes.size() && i < pads.axes.size(); ++i) {
     const AxisParams& a = axes[i];
@@ -580,24 +586,22 @@ std::variant<FoldedPad, std::string> fold_explicit_pad(const ExplicitPad& pad,
   // The reader's own negative pads crop the Pad's output; a negative pad of the Pad's (ONNX Pad's
   // crop, a Slice) before the reader's own padding on the same side would move that padding
   // inwards, over values: no pads say both.
-  bool own_zero = true;
+  bool own_zero = true, crop_only = true;
   const std::vector<AxisPads>& own = reader.own_pads->axes;
   for (size_t k = 0; k < own.size(); ++k) {
     own_zero = own_zero && own[k].before <= 0 && own[k].after <= 0;
+    crop_only = crop_only && pad.before[k] <= 0 && pad.after[k] <= 0;
     if ((pad.before[k] < 0 && own[k].before > 0) || (pad.after[k] < 0 && own[k].after > 0))
       return std::string(
           "pads the cropped tensor (pads of its own where the crop cuts): no pads say both");
   }
   const bool zero_fill = pad.fill == PadFill::Constant && pad.value == 0.f;
+  // Every fold below keeps the reader's own pads (crops, or zeros the Pad's zeros add to).
   FoldedPad f{pad.before, pad.after, reader.border, reader.border_value, reader.count_include_pad};
-  bool crop_only = true;
-  for (size_t k = 0; k < pad.before.size(); ++k)
-    crop_only = crop_only && pad.before[k] <= 0 && pad.after[k] <= 0;
-  if (crop_only || own_zero)  // the reader's border and padding stay, or it had none
-    for (size_t k = 0; k < own.size(); ++k) {
-      f.before[k] += own[k].before;
-      f.after[k] += own[k].after;
-    }
+  for (size_t k = 0; k < own.size(); ++k) {
+    f.before[k] += own[k].before;
+    f.after[k] += own[k].after;
+  }
   if (crop_only) return f;  // no values added: the reader's border and counting stand
   if (own_zero) {           // no padding of its own: the Pad's, less the reader's crops
     if (pad.fill == PadFill::Reflect) {
@@ -616,13 +620,7 @@ std::variant<FoldedPad, std::string> fold_explicit_pad(const ExplicitPad& pad,
   const bool adds =
       zero_fill && reader.border == Border::Zeros &&
       (reader.op == WindowOp::Conv || (reader.op == WindowOp::AvgPool && reader.count_include_pad));
-  if (adds) {
-    for (size_t k = 0; k < f.before.size(); ++k) {
-      f.before[k] += reader.own_pads->axes[k].before;
-      f.after[k] += reader.own_pads->axes[k].after;
-    }
-    return f;
-  }
+  if (adds) return f;
   if (reader.op == WindowOp::MaxPool)
     return std::string(
         "has pads of its own, which never win the max, while the Pad's values do: no single "

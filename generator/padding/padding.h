@@ -214,6 +214,14 @@ enum class PoolKind { Max, Avg };
 // convolution, and average pools then count the padded taps.
 bool pool_ignores_padding(PoolKind kind, Border border, bool count_include_pad);
 
+// The positions along one axis whose taps an average pool counts, [lo, hi) in input coordinates:
+// the input less its crops (negative pads), and the pads too unless the pool ignores its padding.
+// A ceil_mode window's overhang past the pads is never counted (as in PyTorch and ONNX).
+struct CountedRange {
+  int64_t lo = 0, hi = 0;
+};
+CountedRange counted_positions(const AxisParams& axis, const AxisPads& pads, bool ignores_padding);
+
 // For pooling that ignores the padding (pool_ignores_padding), a window lying wholly in the padding
 // has no value; it is an error naming the axis and the first such window. Closed form: the time
 // does not grow with the number of windows (pads as resolve_forward gives them).

@@ -489,6 +489,25 @@ TEST(OnnxImport, CropsFoldAsNegativePads) {
   }
 }
 
+// A Slice left to the caller keeps the reason that fits it: one of channels only is a gather's,
+// not a crop's (the crop check named "the channels and a spatial axis" for it).
+TEST(OnnxImport, ALeftSliceSaysWhatItSlices) {
+  for (const auto& [axes, starts, expected] :
+       {std::tuple<std::vector<int64_t>, std::vector<int64_t>, std::string>{
+            {1}, {2}, "it takes no channels"},
+        {{1, 2}, {1, 1}, "it slices axis 1 (the channels) and a spatial axis"}}) {
+    ModelBuilder m;
+    m.input("x", {1, 2, 7, 7}).output("y");
+    m.int_initializer("starts", starts)
+        .int_initializer("ends", std::vector<int64_t>(axes.size(), 1 << 30));
+    m.int_initializer("axes", axes);
+    m.node("Slice", {"x", "starts", "ends", "axes"}, {"y"}, "slice");
+    // Its only node left, the import fails giving the reason.
+    const std::string why = import_error(m);
+    EXPECT_TRUE(has(why, "'slice' (Slice): " + expected)) << why;
+  }
+}
+
 // A channel Split is a layer with no window: a Pad or crop it reads stays (folded into its
 // gather it changed the gather's spatial size; diff_onnx_ort seed 291 found it with a crop).
 TEST(OnnxImport, APadReadByAChannelSplitIsNotFolded) {

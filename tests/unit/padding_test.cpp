@@ -1782,5 +1782,50 @@ TEST(FoldExplicitPad, CropsAddUnlessTheReaderPadsWhereTheyCut) {
   EXPECT_TRUE(shifted.count_include_pad);
 }
 
+
+// counted_positions against PyTorch's average-pool divisor (its CPU kernel's closed form), which
+// carries over to crops: the window's taps inside the padded input (its end clipped by a ceil_mode
+// overhang), or only those on the input when the pool ignores its padding.
+TEST(PoolCount, CountedPositionsMatchTheDivisorOfPyTorch) {
+  std::mt19937 rng(92);
+  auto uni = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  int checked = 0, cropped = 0;
+  for (int iter = 0; iter < 5000; ++iter) {
+    AxisParams a;
+    a.input = uni(1, 12);
+    a.kernel = uni(1, 5);
+    a.stride = uni(1, 4);
+    const bool ceil_mode = uni(0, 1) == 1, ignores = uni(0, 1) == 1;
+    const PaddingSpec spec = explicit_padding({uni(-2, a.kernel - 1), uni(-2, a.kernel - 1)}, 1);
+    Resolved r;
+    try {
+      r = resolve_forward(spec, {a}, ceil_mode);
+    } catch (const PaddingError&) {
+      continue;
+    }
+    const AxisPads& p = r.axes[0];
+    const CountedRange range = counted_positions(a, p, ignores);
+    for (int64_t o = 0; o < p.output; ++o) {
+      const int64_t start = o * a.stride - p.before;
+      const int64_t end = std::min(start + a.kernel, a.input + p.after);
+      const int64_t divisor =
+          ignores ? std::min(end, a.input) - std::max<int64_t>(start, 0) : end - start;
+      int64_t counted = 0;
+      for (int64_t t = 0; t < a.kernel; ++t)
+        counted += start + t >= range.lo && start + t < range.hi;
+      ASSERT_EQ(counted, std::max<int64_t>(divisor, 0))
+          << "in " << a.input << " k " << a.kernel << " s " << a.stride << " pads " << p.before
+          << "/" << p.after << (ceil_mode ? " ceil" : "") << (ignores ? " ignoring" : "")
+          << ", window " << o;
+      ++checked;
+    }
+    cropped += p.before < 0 || p.after < 0;
+  }
+  EXPECT_GT(checked, 5000);
+  EXPECT_GT(cropped, 200);
+}
+
 }  // namespace
 }  // namespace padfold

@@ -627,6 +627,12 @@ struct SliceKept {
   std::string input;
   TensorType type;
   std::vector<std::vector<int64_t>> kept;  // per axis of the input
+
+  bool keeps_whole(size_t axis) const {
+    const std::vector<int64_t>& idx = kept[axis];
+    return static_cast<int64_t>(idx.size()) == type.shape[axis] &&
+           (idx.empty() || idx.front() == 0) && std::is_sorted(idx.begin(), idx.end());
+  }
 };
 
 // The indices Slice node `i` keeps of each axis of its input (of rank 3 to 5), in order.
@@ -695,10 +701,7 @@ std::variant<Draft, Left> draft_slice(const Context& c, int i) {
   const std::string& x = sk.input;
   for (int64_t k = 0; k < rank; ++k) {
     if (k == 1) continue;
-    const auto& idx = kept[static_cast<size_t>(k)];
-    const bool whole = static_cast<int64_t>(idx.size()) == xt.shape[static_cast<size_t>(k)] &&
-                       (idx.empty() || idx.front() == 0) && std::is_sorted(idx.begin(), idx.end());
-    if (!whole)
+    if (!sk.keeps_whole(static_cast<size_t>(k)))
       return Left{"it slices axis " + std::to_string(k) + " (" +
                   (k == 0 ? std::string("the batch")
                           : std::string("a spatial axis: a crop, which folds only into the convs "
@@ -726,30 +729,29 @@ std::variant<PadInfo, Left> crop_info(const Context& c, int i) {
   if (auto* left = std::get_if<Left>(&sliced)) return *left;
   const SliceKept& sk = std::get<SliceKept>(sliced);
   const std::vector<int64_t>& shape = sk.type.shape;
-  PadInfo p;
-  p.input = sk.input;
-  p.mode = "crop";
   bool crops = false;
-  for (size_t k = 0; k < shape.size(); ++k) {
-    const std::vector<int64_t>& idx = sk.kept[k];
-    bool run = !idx.empty();
-    for (size_t j = 1; run && j < idx.size(); ++j) run = idx[j] == idx[j - 1] + 1;
-    const bool whole = run && idx.front() == 0 && static_cast<int64_t>(idx.size()) == shape[k];
-    if (k < 2 && !whole)
+  for (size_t k = 2; k < shape.size(); ++k) crops = crops || !sk.keeps_whole(k);
+  if (!crops) return Left{""};  // no crop: the drafter's reason stands
+  for (size_t k = 0; k < 2; ++k)
+    if (!sk.keeps_whole(k))
       return Left{"it slices axis " + std::to_string(k) + " (" +
                   (k == 0 ? std::string("the batch") : std::string("the channels")) +
                   ") and a spatial axis; padfold slices the channels or crops the spatial axes"};
+  PadInfo p;
+  p.input = sk.input;
+  p.mode = "crop";
+  for (size_t k = 2; k < shape.size(); ++k) {
+    const std::vector<int64_t>& idx = sk.kept[k];
+    bool run = !idx.empty();
+    for (size_t j = 1; run && j < idx.size(); ++j) run = idx[j] == idx[j - 1] + 1;
     if (!run)
       return Left{"it takes " +
                   (idx.empty() ? std::string("nothing") : "a strided or reversed run") +
                   " of spatial axis " + std::to_string(k) +
                   "; padfold folds crops (a run of step 1) into the conv or pool reading them"};
-    if (k < 2) continue;
     p.pad.before.push_back(-idx.front());
     p.pad.after.push_back(idx.back() + 1 - shape[k]);
-    crops = crops || !whole;
   }
-  if (!crops) return Left{""};  // no crop: the drafter's reason stands
   return p;
 }
 
