@@ -72,6 +72,8 @@ struct Emitter {
         return add("layers.Activation('silu')", t);
       case Activation::Gelu:  // Keras's gelu defaults to the erf form
         return add("layers.Activation('gelu')", t);
+      case Activation::GeluTanh:
+        return add("layers.Lambda(lambda t: ops.gelu(t, approximate=True))", t);
       case Activation::HardSigmoid:
         return add(fmt::format("layers.Lambda(lambda t: ops.clip(t * {} + {}, 0.0, 1.0))", a, b),
                    t);

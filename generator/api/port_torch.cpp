@@ -53,6 +53,8 @@ std::string activation(const Layer& L, const std::string& y) {
       return fmt::format("F.silu({})", y);
     case Activation::Gelu:
       return fmt::format("F.gelu({})", y);
+    case Activation::GeluTanh:
+      return fmt::format("F.gelu({}, approximate='tanh')", y);
   }
   return y;
 }

@@ -53,7 +53,8 @@ enum class Activation {
   HardSigmoid,
   HardSwish,
   Silu,
-  Gelu
+  Gelu,
+  GeluTanh  // GELU's tanh approximation
 };
 enum class DType { F32, F16, I8, U8 };  // F32, and I8/U8 quantized layers (quant below)
 

@@ -20,6 +20,7 @@ inline constexpr EnumName<Activation> kActivationNames[] = {
     {Activation::Silu, "silu"},
     {Activation::Silu, "swish", Spelling::Alias},
     {Activation::Gelu, "gelu"},
+    {Activation::GeluTanh, "gelu_tanh"},
 };
 
 inline constexpr EnumName<DType> kDTypeNames[] = {

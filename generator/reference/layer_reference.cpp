@@ -54,6 +54,8 @@ ref::ActivationKind activation_kind(Activation a) {
       return ref::ActivationKind::Silu;
     case Activation::Gelu:
       return ref::ActivationKind::Gelu;
+    case Activation::GeluTanh:
+      return ref::ActivationKind::GeluTanh;
   }
   return ref::ActivationKind::None;
 }

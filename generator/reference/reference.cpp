@@ -341,6 +341,9 @@ float activation(float v, ActivationKind kind, float alpha, float beta) {
       return static_cast<float>(x / (1 + std::exp(-x)));
     case ActivationKind::Gelu:
       return static_cast<float>(0.5 * x * (1 + std::erf(x / std::sqrt(2.0))));
+    case ActivationKind::GeluTanh:
+      return static_cast<float>(
+          0.5 * x * (1 + std::tanh(std::sqrt(2 / std::acos(-1.0)) * (x + 0.044715 * x * x * x))));
   }
   return v;
 }

@@ -105,7 +105,8 @@ enum class ActivationKind {
   HardSigmoid,
   HardSwish,
   Silu,
-  Gelu
+  Gelu,
+  GeluTanh
 };
 float activation(float v, ActivationKind kind, float alpha = 0.f, float beta = 0.f);
 Tensor activation(const Tensor& t, ActivationKind kind, float alpha = 0.f, float beta = 0.f);

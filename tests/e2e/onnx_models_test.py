@@ -288,6 +288,40 @@ def activations():
     return model("activations", nodes, [("x", [1, 3, 7, 6])], "y", inits, opset=14)  # HardSwish
 
 
+def gelu_tanh_nodes(t, x, y, k, torch_form):
+    """GELU's tanh form as torch.onnx writes it (x^3 as two Muls, halved last) or tf2onnx writes
+    TensorFlow's (Pow, x halved first); constants coeff, scale, one, half, three."""
+    n = [t("Mul", ["coeff", f"cube{k}"], [f"v{k}"], name=f"coeff{k}"),
+         t("Add", [x, f"v{k}"], [f"u{k}"], name=f"sum{k}"),
+         t("Mul", ["scale", f"u{k}"], [f"s{k}"], name=f"scale{k}"),
+         t("Tanh", [f"s{k}"], [f"th{k}"], name=f"tanh{k}"),
+         t("Add", ["one", f"th{k}"], [f"p{k}"], name=f"plus1_{k}")]
+    if torch_form:
+        return [t("Mul", [x, x], [f"sq{k}"], name=f"square{k}"),
+                t("Mul", [x, f"sq{k}"], [f"cube{k}"], name=f"cube{k}")] + n + [
+                t("Mul", [x, f"p{k}"], [f"g{k}"], name=f"times_x{k}"),
+                t("Mul", ["half", f"g{k}"], [y], name=f"gelu{k}")]
+    return [t("Mul", ["half", x], [f"hx{k}"], name=f"half_x{k}"),
+            t("Pow", [x, "three"], [f"cube{k}"], name=f"pow{k}")] + n + [
+            t("Mul", [f"hx{k}", f"p{k}"], [y], name=f"gelu{k}")]
+
+
+def gelu_tanh():
+    """GELU's tanh approximation after two convs, in torch.onnx's and in tf2onnx's form: each
+    fuses into its conv as gelu_tanh (and --emit-onnx writes the chain back below opset 20)."""
+    t = helper.make_node
+    nodes, inits = [], []
+    for k in range(2):
+        nodes.append(conv(f"conv{k}", "x", f"c{k}", f"w{k}", f"b{k}", kernel_shape=[3, 3],
+                          auto_pad="SAME_UPPER"))
+        inits += [weights(f"w{k}", [3, 3, 3, 3]), bias_of(f"b{k}", 3)]
+        nodes += gelu_tanh_nodes(t, f"c{k}", f"a{k}", k, torch_form=k == 0)
+    nodes.append(t("Concat", ["a0", "a1"], ["y"], name="cat", axis=1))
+    inits += [tensor(name, np.array(v, np.float32)) for name, v in
+              [("coeff", 0.044715), ("scale", 0.7978846), ("one", 1), ("half", 0.5), ("three", 3)]]
+    return model("gelu_tanh", nodes, [("x", [1, 3, 7, 6])], "y", inits)
+
+
 def classifier_gemm():
     """A torchvision-style head: GlobalAveragePool, Flatten, Gemm (transB, alpha, beta and a C):
     a 1x1 conv on the pooled [N, C, 1, 1], its [N, K] output returned as ONNX shapes it."""
@@ -860,7 +894,7 @@ MODELS = {f.__name__: f for f in [
     same_upper_even_strided, same_lower_stride3, pools_same, depthwise_clip, residual_block,
     pad_reflect_conv, pad_edge_and_constant, conv_transpose_same, conv_transpose_lower_and_shape,
     pools_ceil_dilated, conv3d_same, conv1d_dilated, mobilenet_v2_block, nhwc_edges,
-    conv_batchnorm, affine_before_convs, activations, global_pools, classifier_gemm,
+    conv_batchnorm, affine_before_convs, activations, gelu_tanh, global_pools, classifier_gemm,
     classifier_nhwc_matmul, reduce_max_squeeze, squeeze_excite, input_normalization,
     softmax_channels, nhwc_input_normalization, resize_torch_bilinear, resize_keras_upsampling,
     resize_modes, resize_3d_and_1d, resize_1d_nearest, upsample_opset9, resize_opset10_linear,

@@ -253,7 +253,8 @@ def border_spec(d):
         layers.append(L)
 
     conv("reflect", "x", 3, 4, 3, 2, "same_upper", "reflect", extra={"activation": "silu"})
-    conv("symmetric", "reflect", 4, 4, 4, 1, "same_lower", "symmetric")
+    conv("symmetric", "reflect", 4, 4, 4, 1, "same_lower", "symmetric",
+         extra={"activation": "gelu_tanh"})
     conv("replicate", "symmetric", 4, 5, 3, 1, [2, 1, 0, 2], "replicate", dil=2)
     conv("circular", "replicate", 5, 4, 3, 1, "same", "circular")
     conv("constant", "circular", 4, 4, 2, 1, "same_upper",

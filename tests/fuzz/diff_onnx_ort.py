@@ -2,12 +2,14 @@
 """Differential fuzzer of `padfold import` against ONNX Runtime.
 
 Builds small random ONNX graphs of the ops padfold imports: convs and pools of every padding form
-next to Pads of every mode (folds at every border), per-channel affine ops, activations, binary
-ops whose operands broadcast in every way ONNX allows (rank-2 [N, C] scales among them), global
-pools, Flatten -> Gemm -> Softmax heads, maps flattened (through a channels-last Transpose, as
-tf2onnx writes Keras's Flatten) into MatMul/Gemm, Keras's hard sigmoid as relu6(x + 3) / 6 (and
-hard swish), channels-last stretches between Transposes (LayerNorm, Linear, GELU as Erf: ConvNeXt's
-block), and QDQ groups (int8/uint8, Pad constants on and off the grid). Each graph ONNX Runtime accepts is imported, compiled and run with `padfold run --model
+next to Pads of every mode (folds at every border), per-channel affine ops, activations, binary ops
+whose operands broadcast in every way ONNX allows (rank-2 [N, C] scales among them), global pools,
+Flatten -> Gemm -> Softmax heads, maps flattened (through a channels-last Transpose, as tf2onnx
+writes Keras's Flatten) into MatMul/Gemm, Keras's hard sigmoid as relu6(x + 3) / 6 (and hard swish)
+and GELU's tanh form (as torch.onnx and tf2onnx write it), channels-last stretches between
+Transposes (LayerNorm, Linear, GELU as Erf or tanh: ConvNeXt's block), and QDQ groups (int8/uint8,
+Pad constants on and off the grid).
+Each graph ONNX Runtime accepts is imported, compiled and run with `padfold run --model
 --partial`; every output padfold writes is compared with ONNX Runtime's value of the same ONNX
 tensor (a spec input a node left to the caller computes is fed from ONNX Runtime). A finding is:
 padfold crashing, an internal error, an output of another shape, or values that differ (float: by
@@ -33,7 +35,8 @@ import onnxruntime
 from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 13
-ACTIVATIONS = ["Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish"]
+ACTIVATIONS = ["Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",
+               "GeluTanh"]
 
 
 class Graph:
@@ -246,9 +249,29 @@ def add_global(g, x):
     return g.node(op, [x], shape, axes=list(range(2, len(s))), keepdims=keep)
 
 
+def gelu_tanh(g, x, shape):
+    """GELU's tanh form as torch.onnx writes it (x^3 as two Muls, halved last) or as tf2onnx
+    writes TensorFlow's (Pow, x halved first)."""
+    f32, rng = np.float32, g.rng
+    torch_form = rng.random() < 0.5
+    if torch_form:
+        cube = g.node("Mul", [x, g.node("Mul", [x, x], shape)], shape)
+    else:
+        half_x = g.node("Mul", [g.const(np.array(0.5, f32)), x], shape)
+        cube = g.node("Pow", [x, g.const(np.array(3.0, f32))], shape)
+    v = g.node("Mul", [g.const(np.array(0.044715, f32)), cube], shape)
+    u = g.node("Mul", [g.const(np.array(0.7978846, f32)), g.node("Add", [x, v], shape)], shape)
+    p = g.node("Add", [g.const(np.array(1.0, f32)), g.node("Tanh", [u], shape)], shape)
+    if torch_form:
+        return g.node("Mul", [g.const(np.array(0.5, f32)), g.node("Mul", [x, p], shape)], shape)
+    return g.node("Mul", [half_x, p], shape)
+
+
 def add_activation(g, x):
     rng = g.rng
     op = str(rng.choice(ACTIVATIONS))
+    if op == "GeluTanh":
+        return gelu_tanh(g, x, g.tensors[x])
     if op == "Clip":
         lo, hi = [(0.0, 6.0), (0.0, None), (-1.0, 1.0)][int(rng.integers(0, 3))]
         inputs = [x, g.const(np.array(lo, np.float32), "lo")]
@@ -497,7 +520,9 @@ def add_channels_last_stretch(g, x):
                 b = g.const((rng.random(k) - 0.5).astype(f32))
                 t = g.node("Add", [b, t] if rng.random() < 0.5 else [t, b], None)
             c = k
-        elif kind == 2:  # GELU
+        elif kind == 2 and rng.random() < 0.3:  # GELU's tanh form
+            t = gelu_tanh(g, t, None)
+        elif kind == 2:  # GELU as Erf
             if rng.random() < 0.5:
                 a = g.node("Div", [t, g.const(np.array(np.sqrt(2), f32))], None)
             else:

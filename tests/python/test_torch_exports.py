@@ -434,3 +434,21 @@ def test_torchvision_convnext_runs_whole_and_matches_torch(tmp_path):
     assert sum(lay.get("activation") == "gelu" for lay in spec["layers"]) == 3
     assert "transpose" not in ops
     runs_and_ports_like_torch(path, x, want)
+
+
+def test_gelu_tanh_fuses_into_convs_and_matches_torch(tmp_path):
+    """nn.GELU(approximate='tanh') after a conv and a depthwise conv, as torch.onnx writes it before
+    opset 20 (x^3 as two Muls, then Mul, Add, Mul, Tanh, Add, Mul, Mul): each chain fuses into its
+    conv as gelu_tanh; the export runs whole and matches torch, and so does its port."""
+    torch.manual_seed(11)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.GELU(approximate="tanh"),
+                          nn.Conv2d(8, 8, 5, 1, 2, groups=8), nn.GELU(approximate="tanh"),
+                          nn.Conv2d(8, 4, 1)).eval()
+    x = torch.randn(1, 3, 21, 17) * 2
+    with torch.no_grad():
+        want = model(x).numpy()
+    path = tmp_path / "gelu_tanh.onnx"
+    imported_whole(model, x, path)
+    spec = json.loads((tmp_path / "imported" / "gelu_tanh.json").read_text())
+    assert [lay.get("activation") for lay in spec["layers"]] == ["gelu_tanh", "gelu_tanh", None]
+    runs_and_ports_like_torch(path, x, want)

@@ -85,11 +85,12 @@ json layer_for(const OpKind& op, const std::string& conv, const std::string& bor
   }
   if (op.weights) {
     L["bias"] = pick(0, 1) == 1;
-    const char* acts[] = {"none", "relu", "relu6", "sigmoid", "tanh", "hard_swish", "silu", "gelu"};
-    const int a = pick(0, 9);
-    if (a == 8)
+    const char* acts[] = {"none",       "relu", "relu6", "sigmoid",  "tanh",
+                          "hard_swish", "silu", "gelu",  "gelu_tanh"};
+    const int a = pick(0, 10);
+    if (a == 9)
       L["activation"] = {{"type", "leaky_relu"}, {"alpha", 0.125}};
-    else if (a == 9)
+    else if (a == 10)
       L["activation"] = {{"type", "hard_sigmoid"}, {"alpha", 0.3}, {"beta", 0.4}};
     else
       L["activation"] = acts[a];

@@ -2791,12 +2791,67 @@ TEST(OnnxImport, ChannelsLastStretchesJoinedByANodeAreRelaidTogether) {
   EXPECT_EQ(std::count(ops.begin(), ops.end(), "layer_norm"), 1) << fmt::format("{}", ops);
 }
 
-// ONNX Gelu: the erf form fuses; the tanh approximation is left, saying which it is.
-TEST(OnnxImport, GeluTanhIsLeftNamingItsApproximation) {
+// ONNX Gelu's tanh approximation fuses as gelu_tanh; an approximate ONNX does not define is an
+// error naming the node.
+TEST(OnnxImport, GeluTanhFuses) {
   BlockOptions o;
   o.tanh = true;
   const ImportResult r = import(convnext_block(o));
-  EXPECT_TRUE(has(left_reason(r, "gelu"), "approximate is 'tanh'")) << left_reason(r, "gelu");
+  ASSERT_TRUE(r.left_to_caller.empty())
+      << r.left_to_caller[0].name << ": " << r.left_to_caller[0].reason;
+  ASSERT_EQ(r.model.layers.size(), 5u);
+  EXPECT_EQ(r.model.layers[2].activation, Activation::GeluTanh);
+  ModelBuilder b;  // Gelu at any opset: the schema the import reads it with (onnx_graph.cpp)
+  b.input("x", {1, 2, 5, 5}).output("y");
+  add_conv(b, "c1", "x", "t", 2, 2, 3);
+  b.node("Gelu", {"t"}, {"y"}, "gelu").str("approximate", "fast");
+  const std::string error = import_error(b);
+  EXPECT_TRUE(has(error, "'gelu'")) << error;
+  EXPECT_TRUE(has(error, "approximate is 'fast'; expected none or tanh")) << error;
+}
+
+// GELU's tanh form as torch.onnx writes it (x^3 as Mul(x, Mul(x, x)), halved last) and as tf2onnx
+// writes TensorFlow's (Pow(x, 3), x halved first) fuses into the conv before it as gelu_tanh. A
+// chain with another coefficient, or whose inner tensor has a second reader, stays as it is.
+TEST(OnnxImport, GeluTanhChainsFuse) {
+  enum class Form { Torch, TensorFlow, OtherCoefficient, InnerRead };
+  for (const Form form : {Form::Torch, Form::TensorFlow, Form::OtherCoefficient, Form::InnerRead}) {
+    ModelBuilder b;
+    b.input("x", {1, 2, 5, 5}).output("y");
+    add_conv(b, "c1", "x", "t", 2, 2, 3);
+    b.initializer("coeff", {}, {form == Form::OtherCoefficient ? 0.0447f : 0.044715f});
+    b.initializer("scale", {}, {0.7978846f}).initializer("one", {}, {1.f});
+    b.initializer("half", {}, {0.5f}).initializer("three", {}, {3.f});
+    if (form == Form::TensorFlow) {
+      b.node("Mul", {"half", "t"}, {"hx"}, "half_x");
+      b.node("Pow", {"t", "three"}, {"cube"}, "pow");
+    } else {
+      b.node("Mul", {"t", "t"}, {"sq"}, "square");
+      b.node("Mul", {"t", "sq"}, {"cube"}, "cube");
+    }
+    b.node("Mul", {"coeff", "cube"}, {"v"}, "coeff");
+    b.node("Add", {"t", "v"}, {"u"}, "sum");
+    b.node("Mul", {"scale", "u"}, {"s"}, "scale");
+    b.node("Tanh", {"s"}, {"th"}, "tanh");
+    b.node("Add", {"one", "th"}, {"p"}, "plus1");
+    if (form == Form::TensorFlow) {
+      b.node("Mul", {"hx", "p"}, {"y"}, "gelu");
+    } else {
+      b.node("Mul", {"t", "p"}, {"g"}, "times_x");
+      b.node("Mul", {"half", "g"}, {"y"}, "gelu");
+    }
+    if (form == Form::InnerRead) b.output("u");
+    const ImportResult r = import(b);
+    if (form == Form::Torch || form == Form::TensorFlow) {
+      ASSERT_TRUE(r.left_to_caller.empty())
+          << r.left_to_caller[0].name << ": " << r.left_to_caller[0].reason;
+      ASSERT_EQ(r.model.layers.size(), 1u);
+      EXPECT_EQ(layer(r, 0)["activation"], "gelu_tanh");
+    } else {
+      EXPECT_FALSE(r.left_to_caller.empty());
+      EXPECT_EQ(layer(r, 0)["activation"], nullptr) << layer(r, 0).dump();
+    }
+  }
 }
 
 // A Split's parts are imported as Slices named "<split>_<k>"; the report says which output of

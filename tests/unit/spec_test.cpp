@@ -997,9 +997,11 @@ TEST(Spec, NameTables) {
        {Activation::None, Activation::Relu, Activation::Relu6, Activation::LeakyRelu})
     EXPECT_EQ(parse(one_layer({{"activation", to_string(a)}})).layers[0].activation, a);
   EXPECT_EQ(parse(one_layer({{"activation", "gelu"}})).layers[0].activation, Activation::Gelu);
+  EXPECT_EQ(parse(one_layer({{"activation", "gelu_tanh"}})).layers[0].activation,
+            Activation::GeluTanh);
   EXPECT_EQ(error_of(one_layer({{"activation", "mish"}})),
             "t.json: layer 'c' (#0): field 'activation': 'mish'; expected none, relu, relu6, "
-            "leaky_relu, sigmoid, tanh, hard_sigmoid, hard_swish, silu or gelu");
+            "leaky_relu, sigmoid, tanh, hard_sigmoid, hard_swish, silu, gelu or gelu_tanh");
   EXPECT_EQ(to_string(DType::F32), "float32");
   EXPECT_EQ(to_string(DType::F16), "float16");
   EXPECT_EQ(to_string(DType::I8), "int8");

@@ -1,6 +1,7 @@
 #include "frontend/onnx/decomposed_activations.h"
 
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -18,6 +19,7 @@ struct Chain {
   int last;
   std::string x;
   const char* op;
+  const char* approximate = nullptr;  // Gelu's attribute, when not "none"
 };
 
 class ChainFinder {
@@ -65,9 +67,80 @@ class ChainFinder {
     return Chain{{scale, erf, one, times_x}, half, x, "Gelu"};
   }
 
+  // GELU's tanh form from its Tanh: Mul(sqrt(2 / pi), Add(x, Mul(0.044715, x^3))) -> Tanh ->
+  // Add(1), then times x and 1/2 in either order (torch.onnx: Mul(x) -> Mul(1/2); TensorFlow:
+  // Mul(Mul(x, 1/2), .)); x^3 as Pow(x, 3) or Mul(x, Mul(x, x)).
+  std::optional<Chain> gelu_tanh_from(int tanh) const {
+    const onnx::NodeProto& t = g_.node(tanh);
+    if (!is(tanh, "Tanh") || t.input_size() != 1) return std::nullopt;
+    const int scale = inner(t.input(0), "Mul");
+    if (scale < 0) return std::nullopt;
+    const int sum = inner(other_input(scale, scalar_near(0.7978845608)), "Add");
+    if (sum < 0) return std::nullopt;
+    // Add(x, v): v is the Mul by 0.044715 of x cubed; x is the other operand.
+    for (int side = 0; side < 2; ++side) {
+      const std::string x = g_.node(sum).input(side);
+      const int coeff = inner(g_.node(sum).input(1 - side), "Mul");
+      if (coeff < 0 || g_.constant(x)) continue;
+      const int cube = inner(other_input(coeff, scalar_near(0.044715)), "");
+      if (cube < 0) continue;
+      std::vector<int> inside = {cube, coeff, sum, scale, tanh};
+      if (!cubes(cube, x, inside)) continue;
+      const int one = only_reader(tanh);
+      if (one < 0 || !is(one, "Add") || !near(scalar(operand_beside(one, tanh)), 1.0))
+        return std::nullopt;
+      inside.push_back(one);
+      const int next = only_reader(one);
+      if (next < 0 || !is(next, "Mul")) return std::nullopt;
+      const std::string other = operand_beside(next, one);
+      if (other == x) {  // Mul(x) -> Mul(1/2)
+        const int half = only_reader(next);
+        if (half < 0 || !is(half, "Mul") || !near(scalar(operand_beside(half, next)), 0.5))
+          return std::nullopt;
+        inside.push_back(next);
+        return Chain{inside, half, x, "Gelu", "tanh"};
+      }
+      if (near(scalar(other), 0.5)) {  // Mul(1/2) -> Mul(x)
+        const int last = only_reader(next);
+        if (last < 0 || !is(last, "Mul") || operand_beside(last, next) != x) return std::nullopt;
+        inside.push_back(next);
+        return Chain{inside, last, x, "Gelu", "tanh"};
+      }
+      const int half_x = inner(other, "Mul");  // Mul(Mul(x, 1/2), .)
+      if (half_x < 0 || other_input(half_x, scalar_near(0.5)) != x) return std::nullopt;
+      inside.push_back(half_x);
+      return Chain{inside, next, x, "Gelu", "tanh"};
+    }
+    return std::nullopt;
+  }
+
  private:
   bool is(int i, const char* op) const {
     return default_domain(g_.node(i)) && g_.node(i).op_type() == op;
+  }
+  // The node of type `op` ("": any) producing `t`, whose output only one node reads, once.
+  int inner(const std::string& t, const char* op) const {
+    if (t.empty()) return -1;
+    const int p = g_.producer(t);
+    if (p < 0 || (*op && !is(p, op)) || g_.node(p).output_size() != 1 || only_reader(p) < 0)
+      return -1;
+    return p;
+  }
+  // Whether node `cube` computes x^3: Pow(x, 3), or Mul(x, Mul(x, x)) (the inner Mul added to
+  // `inside`).
+  bool cubes(int cube, const std::string& x, std::vector<int>& inside) const {
+    const onnx::NodeProto& n = g_.node(cube);
+    if (n.input_size() != 2) return false;
+    if (is(cube, "Pow")) return n.input(0) == x && scalar(n.input(1)) == 3.f;
+    if (!is(cube, "Mul")) return false;
+    const std::string square = other_input(cube, [&](const std::string& in) { return in == x; });
+    const int sq = inner(square, "Mul");
+    if (sq < 0 || g_.node(sq).input(0) != x || g_.node(sq).input(1) != x) return false;
+    inside.push_back(sq);
+    return true;
+  }
+  std::function<bool(const std::string&)> scalar_near(double want) const {
+    return [this, want](const std::string& t) { return near(scalar(t), want); };
   }
   // The value of a one-element constant.
   std::optional<float> scalar(const std::string& name) const {
@@ -139,6 +212,12 @@ onnx::NodeProto activation(const Chain& c, const std::string& name, const std::s
   hs.set_op_type(c.op);
   hs.add_input(c.x);
   hs.add_output(y);
+  if (c.approximate) {
+    onnx::AttributeProto* a = hs.add_attribute();
+    a->set_name("approximate");
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(c.approximate);
+  }
   if (std::string(c.op) != "HardSigmoid") return hs;
   for (const auto& [attr, value] : {std::pair{"alpha", 1.f / 6.f}, std::pair{"beta", 0.5f}}) {
     onnx::AttributeProto* a = hs.add_attribute();
@@ -159,6 +238,7 @@ int fold_decomposed_activations(onnx::ModelProto& model, const std::string& labe
     for (int i = 0; i < g.num_nodes(); ++i) {
       if (const std::optional<Chain> c = find.from(i)) chains.push_back(*c);
       if (const std::optional<Chain> c = find.gelu_from(i)) chains.push_back(*c);
+      if (const std::optional<Chain> c = find.gelu_tanh_from(i)) chains.push_back(*c);
     }
   }
   if (chains.empty()) return 0;
@@ -205,10 +285,25 @@ int expand_gelu_below_opset20(onnx::ModelProto& model) {
       m->add_output(out);
       return out;
     };
-    const std::string scaled =
-        add("Div", {x, scalar(base + "_sqrt2", std::sqrt(2.f))}, fresh(base + "_scaled"));
-    const std::string erf = add("Erf", {scaled}, fresh(base + "_erf"));
-    const std::string one = add("Add", {erf, scalar(base + "_one", 1.f)}, fresh(base + "_plus1"));
+    bool tanh = false;
+    for (const onnx::AttributeProto& a : n.attribute())
+      tanh = tanh || (a.name() == "approximate" && a.s() == "tanh");
+    std::string inner;
+    if (tanh) {  // x^3 -> Mul(0.044715) -> Add(x) -> Mul(sqrt(2 / pi)) -> Tanh
+      const std::string square = add("Mul", {x, x}, fresh(base + "_square"));
+      const std::string cube = add("Mul", {square, x}, fresh(base + "_cube"));
+      const std::string coeff =
+          add("Mul", {cube, scalar(base + "_coeff", 0.044715f)}, fresh(base + "_cube_coeff"));
+      const std::string sum = add("Add", {x, coeff}, fresh(base + "_sum"));
+      const std::string scaled =
+          add("Mul", {sum, scalar(base + "_scale", 0.7978845608f)}, fresh(base + "_scaled"));
+      inner = add("Tanh", {scaled}, fresh(base + "_tanh"));
+    } else {
+      const std::string scaled =
+          add("Div", {x, scalar(base + "_sqrt2", std::sqrt(2.f))}, fresh(base + "_scaled"));
+      inner = add("Erf", {scaled}, fresh(base + "_erf"));
+    }
+    const std::string one = add("Add", {inner, scalar(base + "_one", 1.f)}, fresh(base + "_plus1"));
     const std::string times = add("Mul", {x, one}, fresh(base + "_times_x"));
     add("Mul", {times, scalar(base + "_half", 0.5f)}, n.output(0));
   }

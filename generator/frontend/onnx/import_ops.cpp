@@ -1318,11 +1318,11 @@ std::variant<ActInfo, Left> act_info(const Context& c, int i) {
   } else if (n.op_type() == "HardSwish") {
     r.activation = Activation::HardSwish;
   } else if (n.op_type() == "Gelu") {
-    r.activation = Activation::Gelu;
     const std::string approximate =
         c.at_node(i, [&] { return a.get_string("approximate", "none"); });
-    if (approximate != "none")
-      return Left{"its approximate is '" + approximate + "': padfold computes the erf form (none)"};
+    if (approximate != "none" && approximate != "tanh")
+      c.fail(i, "approximate is '" + approximate + "'; expected none or tanh");
+    r.activation = approximate == "tanh" ? Activation::GeluTanh : Activation::Gelu;
   } else if (n.op_type() == "HardSigmoid") {
     r.activation = Activation::HardSigmoid;
     r.alpha = c.at_node(i, [&] { return a.get_float("alpha", 0.2f); });
