@@ -1,3 +1,6 @@
+#include <cmath>
+#include <limits>
+
 #include "frontend/onnx/importer.h"
 
 namespace padfold::onnx_import::detail {
@@ -264,6 +267,94 @@ void Importer::fuse_activation(int i) {
   draft_by_output_[d->output] = d->node;
   d->act_node = i;
   role_[i] = Role::FusedActivation;
+}
+
+std::string fold_pad_into(const Context& c, Draft& d, int pad_node, const PadInfo& p) {
+  const onnx::NodeProto& rn = c.graph().node(d.node);
+  const std::string reader = "'" + rn.name() + "' (" + rn.op_type() + ")";
+  const Layer& l = d.layer;
+  if (l.op == Op::ConvTranspose)
+    return "its reader " + reader +
+           " is a ConvTranspose, whose pads crop its output: a Pad before it is no border";
+  const WindowOp op = l.op == Op::Conv      ? WindowOp::Conv
+                      : l.op == Op::MaxPool ? WindowOp::MaxPool
+                                            : WindowOp::AvgPool;
+  const auto folded =
+      fold_explicit_pad(p.pad, {op, &l.pads, l.border, l.count_include_pad, l.border_value});
+  if (const auto* why = std::get_if<std::string>(&folded))
+    return "its reader " + reader + " " + *why;
+  const FoldedPad& f = std::get<FoldedPad>(folded);
+  Draft nd = d;
+  nd.layer.inputs[0] = p.input;
+  std::vector<int64_t> pads = f.before;
+  pads.insert(pads.end(), f.after.begin(), f.after.end());
+  nd.layer.border = f.border;
+  nd.layer.border_value = f.border_value;
+  nd.layer.count_include_pad = f.count_include_pad;
+  std::string why;
+  try {
+    nd.layer.padding = explicit_padding(pads, l.spatial_dims);
+    why = resolve_draft(c, nd);
+  } catch (const PaddingError& e) {
+    why = e.what();
+  }
+  if (!why.empty()) return "folded into " + reader + ", padfold refuses it: " + why;
+  const std::vector<int64_t> shape = nd.layer.output_shape_full();
+  if (shape != l.output_shape_full())
+    return "folding it into " + reader + " gives the output " + shape_text(shape) + " instead of " +
+           shape_text(l.output_shape_full()) +
+           " (ceil_mode counts from the input, not the padded tensor)";
+  (p.mode == "crop" ? nd.crop_node : nd.pad_node) = pad_node;
+  d = std::move(nd);
+  return "";
+}
+
+std::variant<PadInfo, Left> pad_info(const Context& c, int i) {
+  const onnx::NodeProto& n = c.graph().node(i);
+  if (input_of(n, 0).empty()) c.fail(i, "expected input data");
+  PadInfo p;
+  p.input = c.canon(n.input(0));
+  TensorType xt;
+  if (std::string why = check_data_input(c, p.input, xt); !why.empty()) return Left{why};
+  const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
+  p.mode = c.at_node(i, [&] { return a.get_string("mode", "constant"); });
+  if (p.mode != "constant" && p.mode != "reflect" && p.mode != "edge")
+    c.fail(i, "attribute 'mode': '" + p.mode + "'; expected constant, reflect or edge");
+  p.pad.fill = p.mode == "reflect" ? PadFill::Reflect
+               : p.mode == "edge"  ? PadFill::Edge
+                                   : PadFill::Constant;
+  std::vector<int64_t> pads;
+  if (c.graph().opset() < 11) {
+    pads = c.at_node(i, [&] { return a.get_ints("pads"); });
+    p.pad.value = c.at_node(i, [&] { return a.get_float("value", 0.f); });
+  } else {
+    const std::string t = input_of(n, 1);
+    if (t.empty()) c.fail(i, "input 1 (pads) is missing; expected the pads");
+    const onnx::TensorProto* v = c.constant(t);
+    if (!v) return Left{"its pads '" + t + "' are computed at run time"};
+    pads = c.at_node(i, [&] { return to_int64s(*v, "input 1 (pads) '" + t + "'"); });
+    bool ok = true;
+    const auto value = c.at_node(i, [&] { return scalar_input(c, i, 2, ok); });
+    if (!ok) return Left{"its constant_value '" + input_of(n, 2) + "' is computed at run time"};
+    p.pad.value = value.value_or(0.f);
+  }
+  const size_t rank = xt.shape.size();
+  if (pads.size() != 2 * rank)
+    c.fail(i, "pads " + shape_text(pads) + " have " + std::to_string(pads.size()) +
+                  " values; expected " + std::to_string(2 * rank) + " for the rank-" +
+                  std::to_string(rank) + " input '" + p.input + "'");
+  if (pads[0] || pads[1] || pads[rank] || pads[rank + 1])
+    return Left{"its pads " + shape_text(pads) +
+                " pad the batch or channel axis; padfold folds spatial pads only"};
+  for (size_t k = 2; k < rank; ++k) {
+    if (std::abs(pads[k]) > kMaxSize || std::abs(pads[rank + k]) > kMaxSize)
+      return Left{"its pads " + shape_text(pads) + " exceed " + std::to_string(kMaxSize)};
+    p.pad.before.push_back(pads[k]);
+    p.pad.after.push_back(pads[rank + k]);
+  }
+  if (p.pad.fill == PadFill::Constant && !std::isfinite(p.pad.value))
+    return Left{"its constant value is not a finite number"};  // a spec's border value is one
+  return p;
 }
 
 }  // namespace padfold::onnx_import::detail

@@ -1,5 +1,9 @@
 // Internal to the importer: what one ONNX node becomes (a layer draft, a foldable Pad, a fusable
 // activation), or why it is left to the caller. import.cpp decides which drafts are joined.
+// import_ops.cpp holds the Context, the checks every drafter shares and draft_layer, which calls
+// the drafter of the node's family: draft_windows.cpp (convs, pools, dense ops as convs),
+// draft_elementwise.cpp (joins, Softmax, LayerNorm, activations), draft_data_movement.cpp (Resize,
+// channel Slices, crops, channel shuffles); folds.cpp reads and folds Pads.
 #pragma once
 
 #include <map>
@@ -213,5 +217,33 @@ std::vector<TensorSource> sources_of(const Context& c, const Layer& layer);
 
 // Resolves d.layer (frontend/resolve.h) against its sources: "" or why padfold refuses it.
 std::string resolve_draft(const Context& c, Draft& d);
+
+// Shared by the drafters.
+inline constexpr int kFloat = onnx::TensorProto::FLOAT;
+// The layout of ONNX tensors: channels first.
+TensorLayout layout_for(int dims);
+bool quantized_type(int elem_type);
+// check_data_input for a conv or pool, whose data input must be float32 (an error, naming node i),
+// or, drafting a quantized graph's layer, int8/uint8 too.
+std::string check_float_input(const Context& c, int i, const std::string& t, TensorType& type,
+                              const DraftOptions& o = {});
+// A float32 constant input (weights, bias), or the int8/int32 one of a quantized graph; `role`
+// names it in messages, `why` says why there is none (computed at run time).
+const onnx::TensorProto* float_constant(const Context& c, int node, const std::string& t,
+                                        const std::string& role, std::string& why,
+                                        const DraftOptions& o = {});
+std::vector<int64_t> dims_of(const onnx::TensorProto& t);
+// A scalar constant input of Clip or Pad, or nullopt when the input is absent. `ok` turns false
+// for a value computed at run time.
+std::optional<float> scalar_input(const Context& c, int node, int k, bool& ok);
+
+// The drafters draft_layer calls, by family.
+std::variant<Draft, Left> draft_conv(const Context& c, int i, const DraftOptions& o);
+std::variant<Draft, Left> draft_pool(const Context& c, int i, const DraftOptions& o);
+std::variant<Draft, Left> draft_dense(const Context& c, int i, const DraftOptions& o);
+std::variant<Draft, Left> draft_join(const Context& c, int i);
+std::variant<Draft, Left> draft_softmax(const Context& c, int i);
+std::variant<Draft, Left> draft_resize(const Context& c, int i);
+std::variant<Draft, Left> draft_slice(const Context& c, int i);
 
 }  // namespace padfold::onnx_import::detail
