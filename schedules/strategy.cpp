@@ -6,6 +6,7 @@
 #include "schedules/cpu/cpu.h"
 #include "schedules/gpu/gpu.h"
 #include "schedules/schedule.h"
+#include "schedules/tile_math.h"
 
 namespace padfold {
 
@@ -147,7 +148,25 @@ ScheduleParams default_schedule(const Layer& layer, const Halide::Target& target
   // -> 4.4 ms, bench/results-shufflenet-zen4.md). Knobs naming gemm_pixels still choose it.
   if (p.gemm_pixels > 0 && p.vector_lanes > 0 && layer.out_channels % p.vector_lanes != 0)
     p.gemm_pixels = 0;
+  keep_vectors_in_groups(layer, target, p);
   return p;
+}
+
+void keep_vectors_in_groups(const Layer& layer, const Halide::Target& target, ScheduleParams& p) {
+  const OpClass c = classify(layer);
+  if (target_family(target) == TargetFamily::Gpu || layer.groups <= 1 ||
+      !layer.layout.channels_last || layer.quantized() ||
+      (c != OpClass::Dense && c != OpClass::Stem))
+    return;
+  const int64_t per_group = layer.out_channels / layer.groups;
+  int lanes = p.vector_lanes > 0 ? p.vector_lanes : target.natural_vector_size<float>();
+  while (lanes > 1 && per_group % lanes != 0) lanes /= 2;
+  if (lanes < 8) return;  // 4 channels per group: narrower vectors do not pay (ResNeXt-50's)
+  p.vector_lanes = lanes;
+  const int vectors = std::max(1, p.channel_vectors);
+  const int fit = divisor_at_most(layer.out_channels / lanes, vectors);
+  p.tile_x = std::max(1, p.tile_x) * vectors / fit;  // as many accumulators
+  p.channel_vectors = fit;
 }
 
 ScheduleParams conservative_schedule(const Layer& layer, const Halide::Target& target) {

@@ -161,7 +161,7 @@ MODELS = {"mobilenet_v2": mobilenet_v2, "efficientnet_b0": efficientnet_b0,
           "convnext_tiny": lambda: torchvision_classifier("convnext_tiny")}
 # The other torchvision classifiers that run whole (results-coverage.md), by name.
 for _name in ("mobilenet_v3_large", "mnasnet1_0", "regnet_y_400mf", "squeezenet1_1", "googlenet",
-              "densenet121"):
+              "densenet121", "resnext50_32x4d", "regnet_x_400mf"):
     MODELS[_name] = lambda name=_name: torchvision_classifier(name)
 
 

@@ -23,7 +23,9 @@ NAMES = {"mobilenet_v2": "MobileNetV2", "efficientnet_b0": "EfficientNet-B0",
          "mobilenet_v3_large": "MobileNetV3-Large (torchvision)",
          "mnasnet1_0": "MNASNet 1.0 (torchvision)", "regnet_y_400mf": "RegNetY-400MF (torchvision)",
          "squeezenet1_1": "SqueezeNet 1.1 (torchvision)", "googlenet": "GoogLeNet (torchvision)",
-         "densenet121": "DenseNet-121 (torchvision)"}
+         "densenet121": "DenseNet-121 (torchvision)",
+         "resnext50_32x4d": "ResNeXt-50 32x4d (torchvision)",
+         "regnet_x_400mf": "RegNetX-400MF (torchvision)"}
 # Issue 40: ahead of ONNX Runtime (ResNet-50, where ONNX Runtime is at ~93% of the FMA peak: 1.1x).
 GOAL = {"mobilenet_v2": 1.25, "efficientnet_b0": 1.25, "resnet50": 1.1}
 # The Keras models (make_keras_models.py) have the goals of the same networks from torch.

@@ -147,6 +147,34 @@ TEST(KernelOptions, GroupedRowTasksMatchReference) {
   }
 }
 
+// Grouped convs of 8 and 24 channels per group, channels last, strided and not, both weight
+// layouts: with the default knobs (group_lanes: vectors within a group on AVX-512) and with
+// vectors that span groups (16 lanes), against the reference.
+TEST(KernelOptions, GroupedConvsMatchReferenceAtEveryVectorWidth) {
+  struct Case {
+    int channels, groups, stride;
+    const char* weights;
+  };
+  for (const Case& c : {Case{24, 3, 2, "OIHW"}, Case{24, 3, 1, "HWIO"}, Case{48, 2, 1, "OIHW"}}) {
+    const std::string spec = fmt::format(
+        R"({{"model": "grouped", "layers": [{{"name": "conv", "op": "conv2d",
+        "input_shape": [1, 11, 9, {}], "layout": "NHWC", "weight_layout": "{}", "out_channels": {},
+        "groups": {}, "kernel": 3, "stride": {}, "padding": "same_upper", "bias": true}}]}})",
+        c.channels, c.weights, c.channels, c.groups, c.stride);
+    const Model model = parse_spec(spec, "grouped");
+    const Layer& L = model.layers.at(0);
+    const ref::LayerData data = ref::random_data(L, 13);
+    const ref::Tensor expected = ref::reference_output(L, data);
+    for (const char* knobs : {"{}", R"({"vector_lanes": 8})", R"({"vector_lanes": 16})"}) {
+      SCOPED_TRACE(spec + "\nschedule " + knobs);
+      const ref::Tensor actual = kernel_output(L, data, "host", nlohmann::json::parse(knobs));
+      ASSERT_EQ(actual.shape, expected.shape);
+      for (size_t i = 0; i < expected.data.size(); ++i)
+        ASSERT_NEAR(actual.data[i], expected.data[i], 1e-4) << "element " << i;
+    }
+  }
+}
+
 // Channel blocks outermost with each block's weights packed (pack_weights_kb), channels last, in
 // both weight layouts, dense and pointwise, strided and asymmetric, on channel counts that leave a
 // last block shifted inwards and on 7 columns (a prime), with threads over rows or over blocks.

@@ -266,6 +266,45 @@ TEST(Implementations, TheKnobsChooseOneAndTheResolvedKnobsNameIt) {
   }
 }
 
+// Grouped float convs, channels last, on CPUs: vectors of output channels stay within a group
+// (keep_vectors_in_groups), a power of two of at least 8 lanes dividing the channels per group,
+// and the tile's vectors divide the channels (none shifted inwards into a group); else the row's
+// lanes.
+TEST(StrategyTable, GroupedConvVectorsStayInAGroup) {
+  const Halide::Target avx512 =
+      resolve_target("x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41");
+  const Halide::Target avx2 = resolve_target("x86-64-linux-avx2-fma");
+  const auto lanes = [](const json& spec, const Halide::Target& t) {
+    const Layer L = one_layer(spec);
+    return resolve_schedule(L, t, default_schedule(L, t)).vector_lanes;
+  };
+  EXPECT_EQ(lanes(conv(16, 16, 3), avx512), 16);
+  EXPECT_EQ(lanes(conv(104, 104, 3, 13), avx512), 8);  // RegNetY: 8 per group
+  EXPECT_EQ(lanes(conv(120, 120, 3, 5), avx512), 8);   // 24 per group
+  EXPECT_EQ(lanes(conv(64, 64, 3, 4), avx512), 16);    // 16 per group
+  EXPECT_EQ(lanes(conv(64, 64, 3, 16), avx512), 16);   // 4 per group: narrower lanes do not pay
+  EXPECT_EQ(lanes(conv(104, 104, 3, 13), avx2), 8);
+  for (const Halide::Target& t : {avx512, avx2})
+    for (const json& spec : {conv(104, 104, 3, 13), conv(120, 120, 3, 5), conv(72, 72, 3, 9)}) {
+      const Layer L = one_layer(spec);
+      const ScheduleParams r = resolve_schedule(L, t, default_schedule(L, t));
+      EXPECT_EQ(L.out_channels % (r.vector_lanes * r.channel_vectors), 0)
+          << spec.dump() << " on " << t.to_string() << ": " << r.channel_vectors << " x "
+          << r.vector_lanes;
+    }
+  EXPECT_EQ(lanes(conv(96, 96, 3, 96), avx512), 16);  // depthwise: its own schedule
+  json nchw = conv(104, 104, 3, 13);
+  nchw["layout"] = "NCHW";
+  nchw["weight_layout"] = "OIHW";
+  nchw["input_shape"] = {1, 104, 32, 32};
+  EXPECT_EQ(lanes(nchw, avx512), 16);  // vectors along x
+  // Knobs naming the lanes still choose them.
+  const Layer L = one_layer(conv(104, 104, 3, 13));
+  EXPECT_EQ(resolve_schedule(L, avx512, requested_schedule(L, avx512, {{"vector_lanes", 16}}))
+                .vector_lanes,
+            16);
+}
+
 TEST(StrategyTable, TargetFamilies) {
   const std::pair<const char*, TargetFamily> cases[] = {
       {"x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41", TargetFamily::X86Avx512},
