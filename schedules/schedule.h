@@ -140,10 +140,11 @@ ScheduleParams default_schedule(const Layer& layer, const Halide::Target& target
 // group. A vector spanning two groups reads each lane's input channel from its own group, a
 // gather per load, where one group's lanes read one channel, broadcast (RegNetY's 8 channels per
 // group under AVX-512's 16 lanes ran at 5% of the FMA peak, at 8 lanes 57%). The lanes become the
-// largest power of two, at least 8, that divides the channels per group, and the register tile's
-// vectors a divisor of the channels' vectors, the pixels taking the accumulators left: a tile
-// shifted inwards starts inside a group (AVX2, 104 channels of 8 per group, HWIO: 2 vectors x 6
-// pixels 0.37 ms, 1 x 12 0.20 ms; where 2 vectors divide 48 or 208 channels, 2 x 6 stays faster).
+// largest power of two, at least 8, that divides the channels per group, and a register tile of
+// several vectors wider than a group one vector by more pixels. AVX2, 8 channels per group, HWIO,
+// 2 vectors x 6 pixels against 1 x 12: 104 channels (a tile shifted inwards starts inside a
+// group) 0.37 -> 0.20 ms, 256 channels 0.89 -> 0.39 ms (stride 2: 1.38 -> 0.39), but 208 and 48
+// channels 0.083 -> 0.095 and 0.27 -> 0.30 ms: the one-vector tile avoids the slow cases.
 // Other layers, and groups of fewer channels, keep `p`.
 void keep_vectors_in_groups(const Layer& layer, const Halide::Target& target, ScheduleParams& p);
 // The conservative knobs of the layer's schedule family ("<family>.conservative").

@@ -6,7 +6,6 @@
 #include "schedules/cpu/cpu.h"
 #include "schedules/gpu/gpu.h"
 #include "schedules/schedule.h"
-#include "schedules/tile_math.h"
 
 namespace padfold {
 
@@ -164,9 +163,10 @@ void keep_vectors_in_groups(const Layer& layer, const Halide::Target& target, Sc
   if (lanes < 8) return;  // 4 channels per group: narrower vectors do not pay (ResNeXt-50's)
   p.vector_lanes = lanes;
   const int vectors = std::max(1, p.channel_vectors);
-  const int fit = divisor_at_most(layer.out_channels / lanes, vectors);
-  p.tile_x = std::max(1, p.tile_x) * vectors / fit;  // as many accumulators
-  p.channel_vectors = fit;
+  if (per_group % (lanes * vectors) != 0) {  // one vector, as many accumulators
+    p.tile_x = std::max(1, p.tile_x) * vectors;
+    p.channel_vectors = 1;
+  }
 }
 
 ScheduleParams conservative_schedule(const Layer& layer, const Halide::Target& target) {
