@@ -905,8 +905,14 @@ def main():
     ap.add_argument("--seconds", type=float, default=120)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--graphs", type=int, default=0, help="stop after this many (0: no limit)")
+    ap.add_argument("--replay", type=pathlib.Path,
+                    help="check this saved model (a finding's model.onnx) instead of drawing")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
+    if a.replay:
+        result = check(a.padfold, a.work / "replay", onnx.load(a.replay), rng)
+        print(f"{a.replay}: {result or 'agrees'}")
+        return 0 if result in (None, "refused") else 1
     a.work.mkdir(parents=True, exist_ok=True)
     counts = {"agree": 0, "invalid": 0, "refused": 0, "finding": 0}
     start, k, relaid = time.monotonic(), 0, 0  # relaid: agreeing graphs with an input_layout

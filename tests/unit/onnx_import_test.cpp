@@ -1452,6 +1452,31 @@ TEST(OnnxImport, AffineOpsOnAnNhwcInputBecomeALayerAfterTheEdge) {
   EXPECT_TRUE(has(left.left_to_caller[0].reason, "--layout nchw")) << left.left_to_caller[0].reason;
 }
 
+// A layout Transpose at a model output whose output a layer also reads (here a Gemm over its
+// flattened [1, H, W, C] tensor) is not an edge, even where a channels-last stretch before it makes
+// the layers compute channels last: it stays, and the Gemm reads the tensor the file computes.
+TEST(OnnxImport, AnOutputTransposeALayerAlsoReadsIsNotAnEdge) {
+  ModelBuilder b;
+  b.input("x", {1, 3, 4, 5});
+  b.node("Transpose", {"x"}, {"xl"}, "to_last").ints("perm", {0, 2, 3, 1});
+  b.node("Relu", {"xl"}, {"r"}, "relu");
+  b.node("Transpose", {"r"}, {"rf"}, "to_first").ints("perm", {0, 3, 1, 2});
+  b.node("MaxPool", {"rf"}, {"p"}, "pool").ints("kernel_shape", {2, 1}).ints("strides", {2, 1});
+  b.node("Transpose", {"p"}, {"t"}, "out_t").ints("perm", {0, 2, 3, 1});
+  b.int_initializer("flat_shape", {1, 30});
+  b.node("Reshape", {"t", "flat_shape"}, {"flat"}, "flatten");
+  b.initializer("w", {6, 30});
+  b.node("Gemm", {"flat", "w"}, {"y"}, "fc").i("transB", 1);
+  b.output("y").output("t");
+  const ImportResult r = import(b);
+  EXPECT_NE(left_reason(r, "out_t"), "not left");
+  const json report = rep(r);
+  bool fc_reads_t = false;
+  for (const auto& in : report["inputs"])
+    if (in["onnx_tensor"] == "t") fc_reads_t = in["produced_by"].is_object();
+  EXPECT_TRUE(fc_reads_t) << report["inputs"].dump();
+}
+
 TEST(OnnxImport, GemmWithAWrongBShapeNamesTheNode) {
   ModelBuilder b;
   b.input("x", {1, 3, 4, 4}).output("y");

@@ -88,7 +88,7 @@ void Importer::fold_layout_edges() {
         ((g_.is_graph_input(x) && !c_.constant(x)) || edge_chain_.count(i)))
       ins.push_back(i);
     else if (*perm == channels_last_perm(perm->size()) && g_.is_graph_output(node.output(0)) &&
-             draft_producing(x))
+             c_.readers(node.output(0)).empty() && draft_producing(x))
       outs.push_back(i);
   }
   std::set<std::string> edge_inputs;
