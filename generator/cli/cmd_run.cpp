@@ -270,6 +270,12 @@ std::string desc_str(const pf_buffer_desc& b) {
   return fmt::format("{} {}", b.layout, shape_str(std::vector<int64_t>(b.shape, b.shape + b.rank)));
 }
 
+// Whether `s` before a '=' reads as a NAME rather than as part of a path.
+bool looks_like_name(const std::string& s) {
+  return !s.empty() && s.find_first_of("/\\") == std::string::npos &&
+         s.find(".npy") == std::string::npos;
+}
+
 // "name=path" where name is one of `names`; a bare path when there is exactly one name.
 // Returns the index of the name and the path.
 // `others` are names that are not `what`s (the layers that are not outputs): refused by name.
@@ -292,7 +298,15 @@ std::pair<size_t, std::string> bind_arg(const std::string& flag, const std::stri
         return {i, arg.substr(eq + 1)};
       }
   }
-  if (names.size() == 1) return {0, arg};
+  // A bare FILE with a '=' in it would be taken for a mistyped NAME=FILE: "scores=y.npy" for an
+  // output named otherwise must not write a file named "scores=y.npy" (./a=b.npy is a file).
+  if (names.size() == 1 && (eq == std::string::npos || !looks_like_name(arg.substr(0, eq))))
+    return {0, arg};
+  if (names.size() == 1)
+    throw std::runtime_error(fmt::format(
+        "{} {}: '{}' is not the model's {} (it has one: {}); expected {}=FILE or a bare FILE "
+        "(./{} for a file named so)",
+        flag, arg, arg.substr(0, eq), what, names[0], names[0], arg));
   throw std::runtime_error(fmt::format("{} {}: expected NAME=FILE, NAME one of the model's {}s: {}",
                                        flag, arg, what, fmt::join(names, ", ")));
 }

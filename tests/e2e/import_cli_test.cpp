@@ -91,7 +91,7 @@ TEST_F(ImportCli, WritesSpecWeightsAndReport) {
   EXPECT_EQ(spec["layers"][0]["border"], "reflect");
   EXPECT_EQ(spec["layers"][0]["activation"], "relu");
   EXPECT_EQ(spec["layers"][1]["input"], "h");
-  EXPECT_EQ(spec["outputs"], json::parse(R"(["conv1", "conv2"])"));
+  EXPECT_EQ(spec["outputs"], json::parse(R"(["conv1", "y"])"));
   const json report = read_json(fs::path(out()) / "import-report.json");
   EXPECT_EQ(report["format"], "padfold-import");
   const json left = {{{"name", "hs"},
@@ -104,16 +104,16 @@ TEST_F(ImportCli, WritesSpecWeightsAndReport) {
   EXPECT_EQ(w1.data, test_values(4 * 2 * 3 * 3));
   const NpyArray b1 = read_npy_f32(out() + "/weights/conv1_bias.npy");
   EXPECT_EQ(b1.shape, (std::vector<int64_t>{4}));
-  EXPECT_EQ(read_npy_f32(out() + "/weights/conv2_weights.npy").shape,
+  EXPECT_EQ(read_npy_f32(out() + "/weights/y_weights.npy").shape,
             (std::vector<int64_t>{4, 4, 4, 4}));
-  EXPECT_FALSE(fs::exists(out() + "/weights/conv2_bias.npy"));
+  EXPECT_FALSE(fs::exists(out() + "/weights/y_bias.npy"));
   std::vector<std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(out()))
     files.push_back(fs::relative(e.path(), out()).string());
   std::sort(files.begin(), files.end());
   EXPECT_EQ(files, (std::vector<std::string>{"import-report.json", "model.json", "weights",
                                              "weights/conv1_bias.npy", "weights/conv1_weights.npy",
-                                             "weights/conv2_weights.npy"}));
+                                             "weights/y_weights.npy"}));
 }
 
 TEST_F(ImportCli, SpecPassesPadfoldCheck) {
@@ -280,14 +280,14 @@ TEST_F(ImportCli, LayoutChoosesTheLayersAndIoLayoutTheArrays) {
     EXPECT_EQ(by_name["conv1_nhwc"]["input"], "x");
     EXPECT_EQ(by_name["conv1_nhwc"]["input_layout"], "NCHW");
     EXPECT_EQ(by_name["conv1_nhwc"]["layout"], "NHWC");
-    EXPECT_EQ(by_name["conv2_nhwc"]["input"], "h");
-    EXPECT_EQ(by_name["conv2_nhwc"]["input_layout"], "NCHW");
+    EXPECT_EQ(by_name["y_nhwc"]["input"], "h");
+    EXPECT_EQ(by_name["y_nhwc"]["input_layout"], "NCHW");
     // Channels last, the weights are spatial..., I, O: what the channels-last schedules read best.
     EXPECT_EQ(by_name["conv1_nhwc"]["weight_layout"], "HWIO");
     // The output keeps its name and the model's layout.
     EXPECT_EQ(by_name["conv1"]["op"], "transpose");
     EXPECT_EQ(by_name["conv1"]["layout"], "NCHW");
-    EXPECT_EQ(spec["outputs"], json::parse(R"(["conv1", "conv2"])"));
+    EXPECT_EQ(spec["outputs"], json::parse(R"(["conv1", "y"])"));
   }
   const NpyArray plain = read_npy_f32(out("plain") + "/weights/conv1_weights.npy");
   const NpyArray hwio = read_npy_f32(out() + "/weights/conv1_weights.npy");

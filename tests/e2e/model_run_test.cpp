@@ -667,9 +667,26 @@ TEST(ModelRun, CliRunsTheModel) {
                   " --model --input nope=" + shell_quote(x.string()) + " --output " +
                   shell_quote(y.string()));
   EXPECT_NE(r.status, 0);
-  // One model input: an argument naming no input is a file name.
-  EXPECT_TRUE(contains(r.output, "nope=" + x.string() + ": cannot open: No such file or directory"))
+  // One model input or output: NAME=FILE naming another is refused, not read or written as a file
+  // named "NAME=FILE" (a path before the '=' is a file name).
+  EXPECT_TRUE(contains(r.output, "--input nope=" + x.string() +
+                                     ": 'nope' is not the model's input (it has one: stem.input); "
+                                     "expected stem.input=FILE or a bare FILE"))
       << r.output;
+  const fs::path scores = fs::current_path() / ("scores=" + y.filename().string());
+  fs::remove(scores);
+  r = run_command(std::string(PADFOLD_BIN) + " run " + shell_quote(c.bundle.string()) +
+                  " --model --input " + shell_quote(x.string()) + " --output " +
+                  shell_quote(scores.filename().string()));
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "'scores' is not the model's output (it has one: join)"))
+      << r.output;
+  EXPECT_FALSE(fs::exists(scores));
+  r = run_command(std::string(PADFOLD_BIN) + " run " + shell_quote(c.bundle.string()) +
+                  " --model --input " + shell_quote(x.string()) + " --output " +
+                  shell_quote((kWork / "cli" / "a=b.npy").string()));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(padfold::read_npy_f32((kWork / "cli" / "a=b.npy").string()).data, got.data);
   r = run_command(std::string(PADFOLD_BIN) + " run " + shell_quote(c.bundle.string()) +
                   " --model --input " + shell_quote(x.string()) +
                   " --output stem=" + shell_quote(y.string()));

@@ -191,10 +191,10 @@ def mobilenet_v2_block():
 # into the epilogue of the conv (or fused chain) before them. (dw2's 64 KB intermediate stays in
 # cache: not fused.)
 # The fused blocks of a default import (the layers channels last; an output's layer is renamed
-# <name>_nhwc and its NCHW transpose takes its name).
+# <name>_nhwc and its NCHW transpose takes its name; a graph output's layer is named after it).
 EXPECTED_BLOCKS = {"mobilenet_v2_block": ["expand+dw+project+residual"],
-                   "residual_block": ["c2+skip_nhwc"], "convnext_block": ["linear2+residual_nhwc"],
-                   "layer_normalization_opset17": ["linear2+residual_nhwc"]}
+                   "residual_block": ["c2+y_nhwc"], "convnext_block": ["linear2+y_nhwc"],
+                   "layer_normalization_opset17": ["linear2+y_nhwc"]}
 
 
 # ONNX Runtime refuses dilation with auto_pad SAME ("Dilation not supported for

@@ -299,6 +299,7 @@ def test_torch_export_runs_whole_and_matches_torch(name, layout, io_layout, tmp_
     with padfold.compile(path, layout=layout, io_layout=io_layout) as b:
         model_run = b.model()
         assert [tuple(o["shape"]) for o in model_run.outputs] == [want.shape]
+        assert [o["name"] for o in model_run.outputs] == ["scores"]  # the export's output name
         feed = x.numpy() if io_layout == "auto" else np.ascontiguousarray(x.permute(0, 2, 3, 1))
         got = model_run(feed)
         assert got.shape == want.shape

@@ -86,12 +86,17 @@ ImportResult Importer::assemble() {
   for (const std::string& t : spec_inputs)
     if (const auto e = edge_input_.find(t); e != edge_input_.end())
       tensor_name[t] = names.allocate(e->second, "input");
+  // A layer computing a graph output is named after it (what the user asks `run` for), and
+  // named first, so that no node's name takes it.
   std::map<int, std::string> layer_name;
-  for (const auto& [i, d] : drafts_) {
-    layer_name[i] = names.allocate(g_.node(i).name(),
-                                   ascii_lower(g_.node(i).op_type()) + "_" + std::to_string(i));
-    tensor_name[d.output] = layer_name[i];
-  }
+  for (const bool graph_output : {true, false})
+    for (const auto& [i, d] : drafts_) {
+      if (c_.reaches_graph_output(d.output) != graph_output) continue;
+      const std::string fallback = ascii_lower(g_.node(i).op_type()) + "_" + std::to_string(i);
+      layer_name[i] =
+          names.allocate(graph_output ? output_name(d.output) : g_.node(i).name(), fallback);
+      tensor_name[d.output] = layer_name[i];
+    }
   for (const std::string& t : spec_inputs)
     if (!tensor_name.count(t)) tensor_name[t] = names.allocate(t, "input");
   // Outputs read in another layout than the layers compute in: the layer is renamed, and a
