@@ -32,8 +32,8 @@ Expr activate(Expr v, const Layer& L) {
       return v / (1.f + exp(-v));
     case Activation::Gelu:
       return 0.5f * v * (1.f + erf(v * 0.70710678f));
-    case Activation::GeluTanh:  // sqrt(2 / pi) (x + 0.044715 x^3)
-      return 0.5f * v * (1.f + tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+    case Activation::GeluTanh:
+      return 0.5f * v * (1.f + tanh(gelu_tanh::kScale * (v + gelu_tanh::kCubic * v * v * v)));
   }
   return v;
 }

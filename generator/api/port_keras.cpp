@@ -54,33 +54,11 @@ struct Emitter {
   }
 
   std::string activation(const Layer& L, const std::string& t) {
-    const std::string a = python_float(L.activation_alpha), b = python_float(L.activation_beta);
-    switch (L.activation) {
-      case Activation::None:
-        return t;
-      case Activation::Relu:
-        return add("layers.ReLU()", t);
-      case Activation::Relu6:
-        return add("layers.ReLU(max_value=6.0)", t);
-      case Activation::LeakyRelu:
-        return add(fmt::format("layers.LeakyReLU(negative_slope={})", a), t);
-      case Activation::Sigmoid:
-        return add("layers.Activation('sigmoid')", t);
-      case Activation::Tanh:
-        return add("layers.Activation('tanh')", t);
-      case Activation::Silu:
-        return add("layers.Activation('silu')", t);
-      case Activation::Gelu:  // Keras's gelu defaults to the erf form
-        return add("layers.Activation('gelu')", t);
-      case Activation::GeluTanh:
-        return add("layers.Lambda(lambda t: ops.gelu(t, approximate=True))", t);
-      case Activation::HardSigmoid:
-        return add(fmt::format("layers.Lambda(lambda t: ops.clip(t * {} + {}, 0.0, 1.0))", a, b),
-                   t);
-      case Activation::HardSwish:
-        return add("layers.Lambda(lambda t: t * ops.clip(t / 6 + 0.5, 0.0, 1.0))", t);
-    }
-    return t;
+    if (L.activation == Activation::None) return t;
+    return add(fmt::format(fmt::runtime(activation_def(L.activation).keras),
+                           fmt::arg("alpha", python_float(L.activation_alpha)),
+                           fmt::arg("beta", python_float(L.activation_beta))),
+               t);
   }
 
   // A layer's pads as Keras applies them: the negative ones crop first, then the rest pads.

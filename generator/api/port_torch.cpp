@@ -31,32 +31,9 @@ std::string permuted(const std::string& t, const std::vector<int64_t>& p) {
 }
 
 std::string activation(const Layer& L, const std::string& y) {
-  switch (L.activation) {
-    case Activation::None:
-      return y;
-    case Activation::Relu:
-      return fmt::format("F.relu({})", y);
-    case Activation::Relu6:
-      return fmt::format("F.hardtanh({}, 0.0, 6.0)", y);
-    case Activation::LeakyRelu:
-      return fmt::format("F.leaky_relu({}, {})", y, python_float(L.activation_alpha));
-    case Activation::Sigmoid:
-      return fmt::format("torch.sigmoid({})", y);
-    case Activation::Tanh:
-      return fmt::format("torch.tanh({})", y);
-    case Activation::HardSigmoid:
-      return fmt::format("torch.clamp({} * {} + {}, 0.0, 1.0)", y, python_float(L.activation_alpha),
-                         python_float(L.activation_beta));
-    case Activation::HardSwish:
-      return fmt::format("_hard_swish({})", y);
-    case Activation::Silu:
-      return fmt::format("F.silu({})", y);
-    case Activation::Gelu:
-      return fmt::format("F.gelu({})", y);
-    case Activation::GeluTanh:
-      return fmt::format("F.gelu({}, approximate='tanh')", y);
-  }
-  return y;
+  return fmt::format(fmt::runtime(activation_def(L.activation).torch), fmt::arg("x", y),
+                     fmt::arg("alpha", python_float(L.activation_alpha)),
+                     fmt::arg("beta", python_float(L.activation_beta)));
 }
 
 struct Emitter {

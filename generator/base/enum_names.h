@@ -4,9 +4,12 @@
 #pragma once
 
 #include <cstddef>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 namespace padfold {
 
@@ -23,39 +26,43 @@ struct EnumName {
   Spelling spelling = Spelling::Name;
 };
 
+// A table is a C array or a std::array of EnumName<E>; E is its enum.
+template <typename Table>
+using EnumOf = std::remove_cv_t<decltype(std::begin(std::declval<const Table&>())->value)>;
+
 // The canonical name of `value`, or nullptr when the table has none.
-template <typename E, size_t N>
-const char* find_name(const EnumName<E> (&table)[N], E value) {
-  for (const EnumName<E>& e : table)
+template <typename Table>
+const char* find_name(const Table& table, EnumOf<Table> value) {
+  for (const auto& e : table)
     if (e.value == value && e.spelling == Spelling::Name) return e.name;
   return nullptr;
 }
 
 // The canonical name of `value`; "?" for a value missing from the table.
-template <typename E, size_t N>
-std::string name_of(const EnumName<E> (&table)[N], E value) {
+template <typename Table>
+std::string name_of(const Table& table, EnumOf<Table> value) {
   const char* name = find_name(table, value);
   return name ? name : "?";
 }
 
 // The value spelt `name` (any spelling, exact match), or nullopt.
-template <typename E, size_t N>
-std::optional<E> value_of(const EnumName<E> (&table)[N], std::string_view name) {
-  for (const EnumName<E>& e : table)
+template <typename Table>
+std::optional<EnumOf<Table>> value_of(const Table& table, std::string_view name) {
+  for (const auto& e : table)
     if (name == e.name) return e.value;
   return std::nullopt;
 }
 
 // The names of one spelling in table order, joined by `sep`; the last two joined by `last` when it
 // is given ("a, b or c").
-template <typename E, size_t N>
-std::string names_of(const EnumName<E> (&table)[N], Spelling spelling, const char* sep = ", ",
+template <typename Table>
+std::string names_of(const Table& table, Spelling spelling, const char* sep = ", ",
                      const char* last = nullptr) {
   size_t count = 0;
-  for (const EnumName<E>& e : table) count += e.spelling == spelling;
+  for (const auto& e : table) count += e.spelling == spelling;
   std::string text;
   size_t i = 0;
-  for (const EnumName<E>& e : table) {
+  for (const auto& e : table) {
     if (e.spelling != spelling) continue;
     if (i > 0) text += last && i + 1 == count ? last : sep;
     text += e.name;

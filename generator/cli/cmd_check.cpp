@@ -67,10 +67,9 @@ json layer_json(const padfold::Layer& l) {
   if (l.op == padfold::Op::Transpose || l.relayout_input) j["input_layout"] = l.input_layout.name();
   if (l.op == padfold::Op::Transpose) j["perm"] = l.perm;
   if (l.border == padfold::Border::Constant) j["border_value"] = l.border_value;
-  if (l.activation == padfold::Activation::LeakyRelu ||
-      l.activation == padfold::Activation::HardSigmoid)
-    j["activation_alpha"] = l.activation_alpha;
-  if (l.activation == padfold::Activation::HardSigmoid) j["activation_beta"] = l.activation_beta;
+  const int params = padfold::activation_def(l.activation).params;
+  if (params >= 1) j["activation_alpha"] = l.activation_alpha;
+  if (params >= 2) j["activation_beta"] = l.activation_beta;
   if (!l.weights_file.empty()) j["weight_files"] = {{"weights", l.weights_file}};
   if (!l.bias_file.empty()) j["weight_files"]["bias"] = l.bias_file;
   return j;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/activation.h"
 #include "padding/padding.h"
 #include "padding/resize.h"
 #include "padfold_registry.h"
@@ -43,19 +44,6 @@ enum class Op {
   LayerNorm
 };
 inline constexpr size_t kOpCount = static_cast<size_t>(Op::LayerNorm) + 1;  // the last op + 1
-enum class Activation {
-  None,
-  Relu,
-  Relu6,
-  LeakyRelu,
-  Sigmoid,
-  Tanh,
-  HardSigmoid,
-  HardSwish,
-  Silu,
-  Gelu,
-  GeluTanh  // GELU's tanh approximation
-};
 enum class DType { F32, F16, I8, U8 };  // F32, and I8/U8 quantized layers (quant below)
 
 // The runtime's dtype of a spec's tensor type (a model input's, a layer's activations).

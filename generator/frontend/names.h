@@ -1,27 +1,12 @@
 // The names of the frontend's enums, one table each (see base/enum_names.h): to_string
 // (layer.cpp) and the spec parser (spec.cpp) both read them. Internal to the frontend. Ops are
-// named in their definitions (op_table.h).
+// named in their definitions (op_table.h), activations in theirs (activation.h).
 #pragma once
 
 #include "base/enum_names.h"
 #include "frontend/layer.h"
 
 namespace padfold {
-
-inline constexpr EnumName<Activation> kActivationNames[] = {
-    {Activation::None, "none"},
-    {Activation::Relu, "relu"},
-    {Activation::Relu6, "relu6"},
-    {Activation::LeakyRelu, "leaky_relu"},
-    {Activation::Sigmoid, "sigmoid"},
-    {Activation::Tanh, "tanh"},
-    {Activation::HardSigmoid, "hard_sigmoid"},
-    {Activation::HardSwish, "hard_swish"},
-    {Activation::Silu, "silu"},
-    {Activation::Silu, "swish", Spelling::Alias},
-    {Activation::Gelu, "gelu"},
-    {Activation::GeluTanh, "gelu_tanh"},
-};
 
 inline constexpr EnumName<DType> kDTypeNames[] = {
     {DType::F32, "float32"}, {DType::F32, "f32", Spelling::Alias},

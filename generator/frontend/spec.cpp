@@ -797,20 +797,26 @@ class Parser {
     const auto activation = value_of(kActivationNames, type);
     if (!activation) c.fail("activation", "'" + type + "'", names);
     l.activation = *activation;
-    // ONNX's defaults (LeakyRelu, HardSigmoid).
-    if (l.activation == Activation::LeakyRelu) l.activation_alpha = 0.01f;
-    if (l.activation == Activation::HardSigmoid)
-      l.activation_alpha = 0.2f, l.activation_beta = 0.5f;
+    const ActivationDef& def = activation_def(l.activation);
+    l.activation_alpha = def.alpha;
+    l.activation_beta = def.beta;
+    // The activations taking at least `params` parameters, "a or b".
+    auto taking = [](int params) {
+      std::string text;
+      for (const ActivationDef& d : kActivations)
+        if (d.params >= params) text += (text.empty() ? "" : " or ") + std::string(d.name);
+      return text;
+    };
     if (a.is_object() && a.contains("alpha")) {
-      if (l.activation != Activation::LeakyRelu && l.activation != Activation::HardSigmoid)
+      if (def.params < 1)
         c.fail("activation.alpha", "given with activation '" + type + "'",
-               "alpha only with leaky_relu or hard_sigmoid");
+               "alpha only with " + taking(1));
       l.activation_alpha = c.get_number(a["alpha"], "activation.alpha");
     }
     if (a.is_object() && a.contains("beta")) {
-      if (l.activation != Activation::HardSigmoid)
+      if (def.params < 2)
         c.fail("activation.beta", "given with activation '" + type + "'",
-               "beta only with hard_sigmoid");
+               "beta only with " + taking(2));
       l.activation_beta = c.get_number(a["beta"], "activation.beta");
     }
   }

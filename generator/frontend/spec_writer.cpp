@@ -28,11 +28,11 @@ ojson border_json(const Layer& l) {
 }
 
 ojson activation_json(const Layer& l) {
-  if (l.activation == Activation::LeakyRelu)
-    return {{"type", "leaky_relu"}, {"alpha", l.activation_alpha}};
-  if (l.activation == Activation::HardSigmoid)
-    return {{"type", "hard_sigmoid"}, {"alpha", l.activation_alpha}, {"beta", l.activation_beta}};
-  return to_string(l.activation);
+  const ActivationDef& d = activation_def(l.activation);
+  if (d.params == 0) return d.name;
+  ojson j = {{"type", d.name}, {"alpha", l.activation_alpha}};
+  if (d.params >= 2) j["beta"] = l.activation_beta;
+  return j;
 }
 
 ojson params_json(const QuantParams& q) {

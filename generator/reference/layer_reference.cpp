@@ -32,34 +32,6 @@ ref::BorderKind border_kind(Border b) {
   return ref::BorderKind::Zeros;
 }
 
-ref::ActivationKind activation_kind(Activation a) {
-  switch (a) {
-    case Activation::None:
-      return ref::ActivationKind::None;
-    case Activation::Relu:
-      return ref::ActivationKind::Relu;
-    case Activation::Relu6:
-      return ref::ActivationKind::Relu6;
-    case Activation::LeakyRelu:
-      return ref::ActivationKind::LeakyRelu;
-    case Activation::Sigmoid:
-      return ref::ActivationKind::Sigmoid;
-    case Activation::Tanh:
-      return ref::ActivationKind::Tanh;
-    case Activation::HardSigmoid:
-      return ref::ActivationKind::HardSigmoid;
-    case Activation::HardSwish:
-      return ref::ActivationKind::HardSwish;
-    case Activation::Silu:
-      return ref::ActivationKind::Silu;
-    case Activation::Gelu:
-      return ref::ActivationKind::Gelu;
-    case Activation::GeluTanh:
-      return ref::ActivationKind::GeluTanh;
-  }
-  return ref::ActivationKind::None;
-}
-
 }  // namespace
 
 LayerData random_data(const Layer& L, unsigned seed) {
@@ -132,7 +104,7 @@ ref::Tensor reference_output(const Layer& L, const LayerData& d) {
     case Op::Transpose:
       break;  // above
   }
-  y = ref::activation(y, activation_kind(L.activation), L.activation_alpha, L.activation_beta);
+  y = ref::activation(y, L.activation, L.activation_alpha, L.activation_beta);
   return L.layout.channels_last ? ref::to_channels_last(y) : y;
 }
 
@@ -251,8 +223,7 @@ Tensor add_output(const Layer& add, const Tensor& a, const Tensor& b) {
   if (a.shape != b.shape) throw std::invalid_argument("add_output: shapes differ");
   Tensor sum = a;
   for (size_t i = 0; i < sum.data.size(); ++i) sum.data[i] += b.data[i];
-  return ref::activation(sum, activation_kind(add.activation), add.activation_alpha,
-                         add.activation_beta);
+  return ref::activation(sum, add.activation, add.activation_alpha, add.activation_beta);
 }
 
 }  // namespace padfold::ref

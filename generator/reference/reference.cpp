@@ -318,37 +318,37 @@ Tensor avg_pool(const Tensor& x, const PoolParams& p, std::vector<int64_t> out_s
   });
 }
 
-float activation(float v, ActivationKind kind, float alpha, float beta) {
+float activation(float v, Activation kind, float alpha, float beta) {
   const double x = v;
   switch (kind) {
-    case ActivationKind::None:
+    case Activation::None:
       return v;
-    case ActivationKind::Relu:
+    case Activation::Relu:
       return v > 0.f ? v : 0.f;
-    case ActivationKind::Relu6:
+    case Activation::Relu6:
       return std::min(std::max(v, 0.f), 6.f);
-    case ActivationKind::LeakyRelu:
+    case Activation::LeakyRelu:
       return v >= 0.f ? v : alpha * v;
-    case ActivationKind::Sigmoid:
+    case Activation::Sigmoid:
       return static_cast<float>(1 / (1 + std::exp(-x)));
-    case ActivationKind::Tanh:
+    case Activation::Tanh:
       return static_cast<float>(std::tanh(x));
-    case ActivationKind::HardSigmoid:
+    case Activation::HardSigmoid:
       return static_cast<float>(std::clamp(alpha * x + beta, 0.0, 1.0));
-    case ActivationKind::HardSwish:
+    case Activation::HardSwish:
       return static_cast<float>(x * std::clamp(x / 6 + 0.5, 0.0, 1.0));
-    case ActivationKind::Silu:
+    case Activation::Silu:
       return static_cast<float>(x / (1 + std::exp(-x)));
-    case ActivationKind::Gelu:
+    case Activation::Gelu:
       return static_cast<float>(0.5 * x * (1 + std::erf(x / std::sqrt(2.0))));
-    case ActivationKind::GeluTanh:
+    case Activation::GeluTanh:
       return static_cast<float>(
           0.5 * x * (1 + std::tanh(std::sqrt(2 / std::acos(-1.0)) * (x + 0.044715 * x * x * x))));
   }
   return v;
 }
 
-Tensor activation(const Tensor& t, ActivationKind kind, float alpha, float beta) {
+Tensor activation(const Tensor& t, Activation kind, float alpha, float beta) {
   Tensor y = t;
   for (float& v : y.data) v = activation(v, kind, alpha, beta);
   return y;

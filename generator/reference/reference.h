@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "frontend/activation.h"
+
 namespace padfold::ref {
 
 struct Tensor {
@@ -95,21 +97,8 @@ Tensor avg_pool(const Tensor& x, const PoolParams& p, std::vector<int64_t> out_s
 
 // In double. hard_sigmoid: clamp(alpha*v + beta, 0, 1); hard_swish: v*clamp(v/6 + 1/2, 0, 1)
 // (ONNX HardSwish); silu: v*sigmoid(v); gelu: v*Phi(v), v/2*(1 + erf(v/sqrt 2)).
-enum class ActivationKind {
-  None,
-  Relu,
-  Relu6,
-  LeakyRelu,
-  Sigmoid,
-  Tanh,
-  HardSigmoid,
-  HardSwish,
-  Silu,
-  Gelu,
-  GeluTanh
-};
-float activation(float v, ActivationKind kind, float alpha = 0.f, float beta = 0.f);
-Tensor activation(const Tensor& t, ActivationKind kind, float alpha = 0.f, float beta = 0.f);
+float activation(float v, Activation kind, float alpha = 0.f, float beta = 0.f);
+Tensor activation(const Tensor& t, Activation kind, float alpha = 0.f, float beta = 0.f);
 // Softmax over axis 1 (channels) of an N C s... tensor, in double.
 Tensor softmax_channels(const Tensor& x);
 // (x - mean) / sqrt(variance + epsilon) over axis 1 (channels) at each pixel, in double.

@@ -35,9 +35,9 @@ std::string layer_signature(const Layer& L) {
             {"activation", to_string(L.activation)}};
   if (L.has_weights()) j["weight_layout"] = L.weight_layout.order;
   if (L.border == Border::Constant) j["border_value"] = L.border_value;
-  if (L.activation == Activation::LeakyRelu || L.activation == Activation::HardSigmoid)
-    j["activation_alpha"] = L.activation_alpha;
-  if (L.activation == Activation::HardSigmoid) j["activation_beta"] = L.activation_beta;
+  const int params = activation_def(L.activation).params;
+  if (params >= 1) j["activation_alpha"] = L.activation_alpha;
+  if (params >= 2) j["activation_beta"] = L.activation_beta;
   if (L.op == Op::AvgPool) j["count_include_pad"] = L.count_include_pad;
   return j.dump();  // nlohmann's object keys are sorted: the text is canonical
 }

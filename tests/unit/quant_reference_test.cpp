@@ -467,10 +467,10 @@ const ConvCase kConvCases[] = {
      0},
 };
 
-ActivationKind float_activation(int activation) {
-  return activation == 0   ? ActivationKind::None
-         : activation == 1 ? ActivationKind::Relu
-                           : ActivationKind::Relu6;
+Activation float_activation(int activation) {
+  return activation == 0   ? Activation::None
+         : activation == 1 ? Activation::Relu
+                           : Activation::Relu6;
 }
 
 // A relu with the output zero point at the top of the range clamps everything.

@@ -188,15 +188,15 @@ TEST(RefPool, TwoDimensional) {
 }
 
 TEST(RefActivation, Kinds) {
-  EXPECT_EQ(activation(-2.f, ActivationKind::None), -2.f);
-  EXPECT_EQ(activation(-2.f, ActivationKind::Relu), 0.f);
-  EXPECT_EQ(activation(3.f, ActivationKind::Relu), 3.f);
-  EXPECT_EQ(activation(7.f, ActivationKind::Relu6), 6.f);
-  EXPECT_EQ(activation(-1.f, ActivationKind::Relu6), 0.f);
-  EXPECT_EQ(activation(5.f, ActivationKind::Relu6), 5.f);
-  EXPECT_EQ(activation(-2.f, ActivationKind::LeakyRelu, 0.1f), -0.2f);
-  EXPECT_EQ(activation(2.f, ActivationKind::LeakyRelu, 0.1f), 2.f);
-  EXPECT_EQ(activation(t1d({-1, 1}), ActivationKind::Relu).data, (V{0, 1}));
+  EXPECT_EQ(activation(-2.f, Activation::None), -2.f);
+  EXPECT_EQ(activation(-2.f, Activation::Relu), 0.f);
+  EXPECT_EQ(activation(3.f, Activation::Relu), 3.f);
+  EXPECT_EQ(activation(7.f, Activation::Relu6), 6.f);
+  EXPECT_EQ(activation(-1.f, Activation::Relu6), 0.f);
+  EXPECT_EQ(activation(5.f, Activation::Relu6), 5.f);
+  EXPECT_EQ(activation(-2.f, Activation::LeakyRelu, 0.1f), -0.2f);
+  EXPECT_EQ(activation(2.f, Activation::LeakyRelu, 0.1f), 2.f);
+  EXPECT_EQ(activation(t1d({-1, 1}), Activation::Relu).data, (V{0, 1}));
 }
 
 TEST(RefLayout, Permutations) {

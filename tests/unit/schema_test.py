@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Validates every example spec against generator/spec.schema.json and checks that the schema
-rejects a few invalid specs. Usage: schema_test.py SCHEMA EXAMPLES_DIR"""
+"""Validates every example spec against generator/frontend/spec.schema.json and checks that the
+schema rejects a few invalid specs. Usage: schema_test.py SCHEMA EXAMPLES_DIR"""
 import copy
 import json
 import pathlib

@@ -104,6 +104,52 @@ TEST(SpecGrammar, TheSchemaSpellsTheOpTable) {
   for (const std::string& field : op_fields()) EXPECT_TRUE(layer.contains(field)) << field;
 }
 
+// The schema's activation names are the activation table's spellings; each row's
+// parameters round-trip through the writer and the parser, and a parameter it does not take is
+// refused naming those that take it.
+TEST(SpecGrammar, TheSchemaSpellsTheActivationTable) {
+  std::ifstream f(PADFOLD_SPEC_SCHEMA);
+  const nlohmann::json schema = nlohmann::json::parse(f);
+  std::vector<std::string> names;
+  for (const auto& n : kActivationNames) names.push_back(n.name);
+  EXPECT_EQ(sorted(schema["$defs"]["activation_name"]["enum"].get<std::vector<std::string>>()),
+            sorted(names));
+  for (const ActivationDef& d : kActivations) {
+    auto spec = [&](const nlohmann::json& activation) {
+      nlohmann::json j = {{"model", "m"},
+                          {"layers",
+                           {{{"name", "c"},
+                             {"op", "conv2d"},
+                             {"input_shape", {1, 3, 6, 6}},
+                             {"out_channels", 4},
+                             {"kernel", 3},
+                             {"activation", activation}}}}};
+      return j.dump();
+    };
+    const Layer plain = parse_spec(spec(d.name), "m.json").layers.at(0);
+    EXPECT_EQ(plain.activation, d.value) << d.name;
+    EXPECT_EQ(plain.activation_alpha, d.alpha) << d.name;  // the defaults
+    EXPECT_EQ(plain.activation_beta, d.beta) << d.name;
+    nlohmann::json given = {{"type", d.name}, {"alpha", 0.375}, {"beta", -1.25}};
+    if (d.params < 2) given.erase("beta");
+    if (d.params < 1) given.erase("alpha");
+    const Model m = parse_spec(spec(given), "m.json");
+    const Layer back = parse_spec(to_spec_json(m).dump(), "m.json").layers.at(0);
+    EXPECT_EQ(back.activation, d.value) << d.name;
+    EXPECT_EQ(back.activation_alpha, d.params >= 1 ? 0.375f : d.alpha) << d.name;
+    EXPECT_EQ(back.activation_beta, d.params >= 2 ? -1.25f : d.beta) << d.name;
+    if (d.params == 2) continue;
+    try {
+      parse_spec(spec({{"type", d.name}, {"alpha", 1}, {"beta", 1}}), "m.json");
+      ADD_FAILURE() << d.name << " took parameters it has not";
+    } catch (const std::exception& e) {
+      const std::string want = d.params == 0 ? "alpha only with leaky_relu or hard_sigmoid"
+                                             : "beta only with hard_sigmoid";
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
+}
+
 // A 3x3 SAME conv2d with its fields set directly, as the importer builds one.
 Layer conv(int64_t groups, int64_t out_channels) {
   Layer l;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/activation.h"
 #include "frontend/onnx/onnx_graph.h"
 #include "frontend/onnx/onnx_model.h"
 
@@ -75,14 +76,14 @@ class ChainFinder {
     if (!is(tanh, "Tanh") || t.input_size() != 1) return std::nullopt;
     const int scale = inner(t.input(0), "Mul");
     if (scale < 0) return std::nullopt;
-    const int sum = inner(other_input(scale, scalar_near(0.7978845608)), "Add");
+    const int sum = inner(other_input(scale, scalar_near(gelu_tanh::kScale)), "Add");
     if (sum < 0) return std::nullopt;
     // Add(x, v): v is the Mul by 0.044715 of x cubed; x is the other operand.
     for (int side = 0; side < 2; ++side) {
       const std::string x = g_.node(sum).input(side);
       const int coeff = inner(g_.node(sum).input(1 - side), "Mul");
       if (coeff < 0 || g_.constant(x)) continue;
-      const int cube = inner(other_input(coeff, scalar_near(0.044715)), "");
+      const int cube = inner(other_input(coeff, scalar_near(gelu_tanh::kCubic)), "");
       if (cube < 0) continue;
       std::vector<int> inside = {cube, coeff, sum, scale, tanh};
       if (!cubes(cube, x, inside)) continue;
@@ -292,11 +293,11 @@ int expand_gelu_below_opset20(onnx::ModelProto& model) {
     if (tanh) {  // x^3 -> Mul(0.044715) -> Add(x) -> Mul(sqrt(2 / pi)) -> Tanh
       const std::string square = add("Mul", {x, x}, fresh(base + "_square"));
       const std::string cube = add("Mul", {square, x}, fresh(base + "_cube"));
-      const std::string coeff =
-          add("Mul", {cube, scalar(base + "_coeff", 0.044715f)}, fresh(base + "_cube_coeff"));
+      const std::string coeff = add("Mul", {cube, scalar(base + "_coeff", gelu_tanh::kCubic)},
+                                    fresh(base + "_cube_coeff"));
       const std::string sum = add("Add", {x, coeff}, fresh(base + "_sum"));
       const std::string scaled =
-          add("Mul", {sum, scalar(base + "_scale", 0.7978845608f)}, fresh(base + "_scaled"));
+          add("Mul", {sum, scalar(base + "_scale", gelu_tanh::kScale)}, fresh(base + "_scaled"));
       inner = add("Tanh", {scaled}, fresh(base + "_tanh"));
     } else {
       const std::string scaled =

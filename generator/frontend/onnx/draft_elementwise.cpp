@@ -229,31 +229,21 @@ std::variant<ActInfo, Left> act_info(const Context& c, int i) {
   ActInfo r;
   r.input = c.canon(n.input(0));
   const NodeAttributes a = c.at_node(i, [&] { return NodeAttributes(n); });
-  if (n.op_type() == "Relu") {
-    r.activation = Activation::Relu;
-  } else if (n.op_type() == "Sigmoid") {
-    r.activation = Activation::Sigmoid;
-  } else if (n.op_type() == "Tanh") {
-    r.activation = Activation::Tanh;
-  } else if (n.op_type() == "HardSwish") {
-    r.activation = Activation::HardSwish;
-  } else if (n.op_type() == "Gelu") {
-    const std::string approximate =
-        c.at_node(i, [&] { return a.get_string("approximate", "none"); });
-    if (approximate != "none" && approximate != "tanh")
-      c.fail(i, "approximate is '" + approximate + "'; expected none or tanh");
-    r.activation = approximate == "tanh" ? Activation::GeluTanh : Activation::Gelu;
-  } else if (n.op_type() == "HardSigmoid") {
-    r.activation = Activation::HardSigmoid;
-    r.alpha = c.at_node(i, [&] { return a.get_float("alpha", 0.2f); });
-    r.beta = c.at_node(i, [&] { return a.get_float("beta", 0.5f); });
-    if (!std::isfinite(r.alpha) || !std::isfinite(r.beta))
-      return Left{"its alpha or beta is not a finite number"};
-  } else if (n.op_type() == "LeakyRelu") {
-    r.activation = Activation::LeakyRelu;
-    r.alpha = c.at_node(i, [&] { return a.get_float("alpha", 0.01f); });
+  if (const ActivationDef* def = activation_of_onnx_op(n.op_type())) {
+    r.activation = def->value;
+    if (def->params >= 1) r.alpha = c.at_node(i, [&] { return a.get_float("alpha", def->alpha); });
+    if (def->params >= 2) r.beta = c.at_node(i, [&] { return a.get_float("beta", def->beta); });
     // A spec's alpha is a JSON number, which inf and NaN are not.
-    if (!std::isfinite(r.alpha)) return Left{"its alpha is not a finite number"};
+    if (!std::isfinite(r.alpha) || !std::isfinite(r.beta))
+      return Left{def->params == 1 ? "its alpha is not a finite number"
+                                   : "its alpha or beta is not a finite number"};
+    if (def->value == Activation::Gelu) {
+      const std::string approximate =
+          c.at_node(i, [&] { return a.get_string("approximate", "none"); });
+      if (approximate != "none" && approximate != "tanh")
+        c.fail(i, "approximate is '" + approximate + "'; expected none or tanh");
+      if (approximate == "tanh") r.activation = Activation::GeluTanh;
+    }
   } else {  // Clip
     constexpr float kMax = std::numeric_limits<float>::max();
     float lo = std::numeric_limits<float>::lowest(), hi = kMax;

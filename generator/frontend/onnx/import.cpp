@@ -38,8 +38,7 @@ ImportResult Importer::run() {
   for (int i = 0; i < n; ++i)
     if (affine_candidate(i)) affine_as_layer(i);
   for (int i = 0; i < n; ++i)
-    if (default_domain(g_.node(i)) && one_of(g_.node(i).op_type(), kActivationOps))
-      fuse_activation(i);
+    if (default_domain(g_.node(i)) && is_activation_op(g_.node(i).op_type())) fuse_activation(i);
   if (o_.layout != ImportLayout::ChannelsFirst)
     fold_layout_edges();
   else

@@ -41,8 +41,10 @@ inline constexpr const char* kLayerOps[] = {
     "Upsample",      "Slice"};
 // Reshapes that are no op on a tensor with unit spatial dims (classify_unit_reshape).
 inline constexpr const char* kReshapeOps[] = {"Flatten", "Reshape", "Squeeze", "Unsqueeze"};
-inline constexpr const char* kActivationOps[] = {"Relu", "Clip",        "LeakyRelu", "Sigmoid",
-                                                 "Tanh", "HardSigmoid", "HardSwish", "Gelu"};
+// An op that is an activation (activation.h's, or Clip: relu or relu6 by its bounds).
+inline bool is_activation_op(const std::string& op) {
+  return op == "Clip" || activation_of_onnx_op(op) != nullptr;
+}
 inline constexpr const char* kAffineOps[] = {"BatchNormalization", "Mul", "Add", "Sub", "Div"};
 
 inline std::string quoted_node(const onnx::NodeProto& n) {

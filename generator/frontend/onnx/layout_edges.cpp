@@ -145,7 +145,7 @@ void Importer::set_shape_onwards(const std::string& t, const std::vector<int64_t
   for (int r : g_.consumers(t)) {
     const onnx::NodeProto& n = g_.node(r);
     if (!default_domain(n) || n.output_size() < 1 || n.output(0).empty()) continue;
-    const bool unary = one_of(n.op_type(), kActivationOps) || n.op_type() == "Identity" ||
+    const bool unary = is_activation_op(n.op_type()) || n.op_type() == "Identity" ||
                        n.op_type() == "Dropout" || n.op_type() == "BatchNormalization";
     // A binary op keeps the shape where ONNX says it does (no broadcasting past it).
     const auto out = g_.type(n.output(0));
