@@ -335,10 +335,12 @@ std::vector<std::string> bind_all(const std::string& flag, const std::vector<std
 
 // What the manifest's graph says of the model outputs beyond the runtime's buffers: the ops
 // outside padfold that read them (graph.read_by) and the shape each is read in where it is not
-// its buffer's (graph.output_shapes).
+// its buffer's (graph.output_shapes), and what an integer output's q stand for (graph.quant:
+// scale * (q - zero_point)).
 struct OutputNotes {
   std::map<std::string, std::string> read_by;
   std::map<std::string, std::vector<int64_t>> shapes;
+  std::map<std::string, std::pair<float, int64_t>> quant;
 };
 OutputNotes output_notes(const std::string& bundle) {
   const std::string path = (fs::path(bundle) / "manifest.json").string();
@@ -354,6 +356,9 @@ OutputNotes output_notes(const std::string& bundle) {
     if (graph->contains("output_shapes"))
       for (const auto& [name, shape] : graph->at("output_shapes").items())
         notes.shapes[name] = shape.get<std::vector<int64_t>>();
+    if (graph->contains("quant"))
+      for (const auto& [name, q] : graph->at("quant").items())
+        notes.quant[name] = {q.at("scale").get<float>(), q.at("zero_point").get<int64_t>()};
     return notes;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(fmt::format("{}: graph: {}", path, e.what()));
@@ -463,6 +468,10 @@ void run_model(const RunArgs& a) {
              fmt::join(out_paths, ", "));
   for (const auto& [name, ops] : read_by)
     fmt::print("partial: output '{}' still has to go through {}\n", name, ops);
+  for (const std::string& name : out_names)
+    if (const auto q = notes.quant.find(name); q != notes.quant.end())
+      fmt::print("output '{}': integers q standing for {} * (q - {})\n", name, q->second.first,
+                 q->second.second);
 }
 
 void run(const RunArgs& a) {

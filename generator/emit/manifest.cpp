@@ -2,6 +2,8 @@
 #include "emit/manifest.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
 #include "compile/target.h"
 #include "emit/dtypes.h"
@@ -13,6 +15,22 @@ namespace padfold {
 using json = nlohmann::json;
 
 namespace {
+
+json quant_json(const QuantParams& q) {
+  return {{"scale", q.scale}, {"zero_point", q.zero_point}};
+}
+
+// The quantization the first layer reading model input `name` reads it in, if it is quantized.
+std::optional<QuantParams> input_quant(const Model& model, const std::string& name) {
+  for (const Layer& l : model.layers) {
+    if (!l.quant) continue;
+    for (size_t k = 0; k < l.quant->inputs.size(); ++k)
+      if ((k < l.inputs.size() && l.inputs[k] == name) ||
+          (l.inputs.empty() && k == 0 && name == l.name + ".input"))
+        return l.quant->inputs[k];
+  }
+  return std::nullopt;
+}
 
 json graph_json(const Model& model) {
   json inputs = json::array();
@@ -33,10 +51,20 @@ json graph_json(const Model& model) {
   // write and return it; the runtime's buffers keep the layer's shape, the same values).
   json output_shapes = json::object();
   for (const auto& [name, shape] : model.output_shapes) output_shapes[name] = shape;
+  // What the integers of each int8/uint8 model input and output stand for, scale * (q -
+  // zero_point) (the CLI and the Python package report it; the runtime ignores the field).
+  json quant = json::object();
+  for (const ModelInput& in : model.inputs)
+    if (in.dtype != DType::F32)
+      if (const auto q = input_quant(model, in.name)) quant[in.name] = quant_json(*q);
+  for (const std::string& name : model.outputs)
+    if (const Layer* l = model.find_layer(name); l && l->quant && l->output_dtype() != DType::F32)
+      quant[name] = quant_json(l->quant->output);
   return {{"inputs", inputs},
           {"outputs", model.outputs},
           {"read_by", read_by},
-          {"output_shapes", output_shapes}};
+          {"output_shapes", output_shapes},
+          {"quant", quant}};
 }
 
 // The knobs in effect for each of the target's kernels, with the fallback where there was one.

@@ -128,14 +128,16 @@ class Model:
     def __init__(self, bundle: "Bundle"):
         self._bundle = bundle
         info = bundle._handle.model()
-        self.inputs = info["inputs"]
         self.arena_bytes: int = info["arena_bytes"]
         # An output read in another shape than its buffer's (an ONNX classifier's [N, K] for the
-        # layer's [N, K, 1, 1]: the same values) is returned in that shape.
-        manifest = json.loads((bundle.dir / "manifest.json").read_text())
-        views = manifest.get("graph", {}).get("output_shapes", {})
+        # layer's [N, K, 1, 1]: the same values) is returned in that shape. An int8/uint8 input
+        # or output says what its integers stand for: scale * (q - zero_point).
+        graph = json.loads((bundle.dir / "manifest.json").read_text()).get("graph", {})
+        views, quant = graph.get("output_shapes", {}), graph.get("quant", {})
+        self.inputs = [dict(b, **quant.get(b["name"], {})) for b in info["inputs"]]
         self._buffer_shapes = [tuple(b["shape"]) for b in info["outputs"]]
-        self.outputs = [dict(b, shape=views.get(b["name"], b["shape"])) for b in info["outputs"]]
+        self.outputs = [dict(b, shape=views.get(b["name"], b["shape"]), **quant.get(b["name"], {}))
+                        for b in info["outputs"]]
 
     def __repr__(self):
         return (f"<padfold.Model {self._bundle.model_name}: inputs " +

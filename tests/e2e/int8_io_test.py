@@ -4,7 +4,8 @@ writes them so: int8 or uint8 graph input -> DequantizeLinear ... QuantizeLinear
 output, no float edge), imported, compiled and run whole with `padfold run --model` on the
 integers, bit-exact with ONNX Runtime run here on the same model: a 3-channel stem reading the
 NCHW input as it lies, 8- and 16-channel inputs through a transpose layer, int8 and uint8,
-asymmetric pads, a max pool. Refused with the node named: an input dequantized with two different
+asymmetric pads, a max pool; the bundle's manifest says the input's and output's scale and zero
+point as the file's DequantizeLinear and QuantizeLinear do. Refused with the node named: an input dequantized with two different
 parameter sets, or per channel.
 Keras models as Keras users quantize them (TFLite full-int8 with int8 input and output, then
 `tf2onnx --tflite`: tests/data/int8/tflite_int8_*, made by make_tflite_int8.py there): imported
@@ -70,6 +71,32 @@ def model(channels, u8, second_dq=None):
 CASES = {"stem_i8": (3, False), "c8_i8": (8, False), "c16_u8": (16, True), "stem_u8": (3, True)}
 
 
+def edge_quant(mdl):
+    """The scale and zero point of the model's integer input and output as its DequantizeLinear
+    and QuantizeLinear say (through a layout Transpose at either edge)."""
+    inits = {i.name: numpy_helper.to_array(i) for i in mdl.graph.initializer}
+    producer = {o: n for n in mdl.graph.node for o in n.output}
+    x, y = mdl.graph.input[0].name, mdl.graph.output[0].name
+    near_x = {x} | {n.output[0] for n in mdl.graph.node if n.op_type == "Transpose"
+                    and n.input[0] == x}
+    dq = next(n for n in mdl.graph.node if n.op_type == "DequantizeLinear" and n.input[0] in near_x)
+    q = producer[y]
+    if q.op_type == "Transpose":
+        q = producer[q.input[0]]
+    as_params = lambda n: (float(np.float32(inits[n.input[1]])), int(inits[n.input[2]]))
+    return as_params(dq), as_params(q)
+
+
+def check_manifest_quant(bundle, mdl, name):
+    """The bundle says what the integers of its input and output stand for, as the file does."""
+    graph = json.loads((bundle / "manifest.json").read_text())["graph"]
+    got = [(float(np.float32(q["scale"])), q["zero_point"])
+           for q in (graph["quant"].get(graph["inputs"][0]["name"]),
+                     graph["quant"].get(graph["outputs"][0])) if q]
+    want = list(edge_quant(mdl))
+    return None if got == want else f"{name}: manifest graph.quant {graph['quant']}, the file's {want}"
+
+
 def check(padfold, work, name):
     d = work / name
     shutil.rmtree(d, ignore_errors=True)
@@ -84,7 +111,14 @@ def check(padfold, work, name):
     if [i["dtype"] for i in spec["inputs"]] != [str(x.dtype)]:
         return f"{name}: spec inputs {spec['inputs']}, expected one {x.dtype} input"
     run([padfold, "compile", d / "imported" / "m.json", "-o", d / "bundle", "--target", "host"])
-    run([padfold, "run", d / "bundle", "--model", "--input", d / "x.npy", "--output", d / "y.npy"])
+    if why := check_manifest_quant(d / "bundle", mdl, name):
+        return why
+    out = run([padfold, "run", d / "bundle", "--model", "--input", d / "x.npy", "--output",
+               d / "y.npy"])
+    scale, zero = edge_quant(mdl)[1]
+    said = f"output 'y': integers q standing for {scale:.6g} * (q - {zero})"
+    if said not in out:
+        return f"{name}: `run --model` does not say \"{said}\": {out}"
     got = np.load(d / "y.npy")
     if got.dtype != want.dtype or got.shape != want.shape:
         return f"{name}: {got.dtype} {got.shape}, ONNX Runtime {want.dtype} {want.shape}"
@@ -127,6 +161,8 @@ def check_tflite(padfold, data, work, name):
         return f"{name}: a transpose layer is left; the layout Transposes should fold"
     run([padfold, "compile", d / "imported" / f"{report['model']}.json", "-o", d / "bundle",
          "--target", "host"])
+    if why := check_manifest_quant(d / "bundle", onnx.load(model), name):
+        return why
     np.save(d / "x.npy", x)
     run([padfold, "run", d / "bundle", "--model", "--input", d / "x.npy", "--output", d / "y.npy"])
     got = np.load(d / "y.npy")

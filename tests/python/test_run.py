@@ -1,5 +1,6 @@
 """Compile specs from Python and run every op family on NumPy arrays and PyTorch tensors, checked
 element-wise against float64 references written here (np.pad + torch's ops)."""
+import json
 import math
 
 import numpy as np
@@ -200,6 +201,27 @@ def test_whole_keras_model_from_onnx_matches_keras(name, tmp_path):
         y = torch.zeros(want.shape)
         assert model(torch.from_numpy(x), out=y) is y
         np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_an_int8_models_integers_say_what_they_stand_for(tmp_path):
+    """A Keras model through TFLite full-int8 and tf2onnx takes and gives int8 integers: its
+    input and output carry their scale and zero point (the bundle manifest's graph.quant, checked
+    against the file by tests/e2e/int8_io_test.py), and it runs on the integers as TFLite does
+    (within the 1 step where TFLite and ONNX Runtime differ)."""
+    name = "tflite_int8_conv_pool"
+    x = np.load(DATA / "int8" / f"{name}_x.npy")
+    want = np.load(DATA / "int8" / f"{name}_y.npy")
+    with padfold.compile(DATA / "int8" / f"{name}.onnx", out=tmp_path / "bundle") as b:
+        model = b.model()
+        quant = json.loads((tmp_path / "bundle" / "manifest.json").read_text())["graph"]["quant"]
+        for edge in model.inputs + model.outputs:
+            assert edge["dtype"] == "int8", edge
+            assert quant[edge["name"]] == {"scale": edge["scale"],
+                                           "zero_point": edge["zero_point"]}, edge
+            assert edge["scale"] > 0 and -128 <= edge["zero_point"] <= 127, edge
+        got = model(x)
+        assert got.dtype == np.int8 and got.shape == want.shape
+        assert np.abs(got.astype(np.int32) - want).max() <= 1
 
 
 def test_an_onnx_model_in_other_layouts(tmp_path):
