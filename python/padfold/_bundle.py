@@ -133,10 +133,14 @@ class Model:
         # layer's [N, K, 1, 1]: the same values) is returned in that shape. An int8/uint8 input
         # or output says what its integers stand for: scale * (q - zero_point).
         graph = json.loads((bundle.dir / "manifest.json").read_text()).get("graph", {})
-        views, quant = graph.get("output_shapes", {}), graph.get("quant", {})
-        self.inputs = [dict(b, **quant.get(b["name"], {})) for b in info["inputs"]]
+        views = graph.get("output_shapes", {})
+
+        def quant(name):
+            q = graph.get("quant", {}).get(name, {})
+            return {k: q[k] for k in ("scale", "zero_point") if k in q}
+        self.inputs = [dict(b, **quant(b["name"])) for b in info["inputs"]]
         self._buffer_shapes = [tuple(b["shape"]) for b in info["outputs"]]
-        self.outputs = [dict(b, shape=views.get(b["name"], b["shape"]), **quant.get(b["name"], {}))
+        self.outputs = [dict(b, shape=views.get(b["name"], b["shape"]), **quant(b["name"]))
                         for b in info["outputs"]]
 
     def __repr__(self):
