@@ -25,9 +25,7 @@ std::optional<QuantParams> input_quant(const Model& model, const std::string& na
   for (const Layer& l : model.layers) {
     if (!l.quant) continue;
     for (size_t k = 0; k < l.quant->inputs.size(); ++k)
-      if ((k < l.inputs.size() && l.inputs[k] == name) ||
-          (l.inputs.empty() && k == 0 && name == l.name + ".input"))
-        return l.quant->inputs[k];
+      if (k < l.inputs.size() && l.inputs[k] == name) return l.quant->inputs[k];
   }
   return std::nullopt;
 }
