@@ -209,6 +209,9 @@ Algorithm build_algorithm(const Layer& L, const AlgorithmVariant& variant, const
     case Op::LayerNorm:
       build_layer_norm(a);
       break;
+    case Op::Activation:
+      build_activation(a);
+      break;
   }
   if (!a.output.defined() && L.quantized()) {
     Expr acc = a.reduce(a.vars);

@@ -21,6 +21,7 @@ void build_avg_pool(Algorithm& a, const Layer& L);
 
 void build_add(Algorithm& a);
 void build_mul(Algorithm& a);
+void build_activation(Algorithm& a);
 void build_softmax(Algorithm& a);
 void build_layer_norm(Algorithm& a);
 void build_quantize(Algorithm& a);

@@ -1,5 +1,5 @@
-// Elementwise ops and the fused activations: add, mul, softmax, layer_norm, quantize and
-// dequantize (builders.h).
+// Elementwise ops and the fused activations: add, mul, activation, softmax, layer_norm, quantize
+// and dequantize (builders.h).
 #include <vector>
 
 #include "algorithm/access.h"
@@ -56,7 +56,27 @@ void build_mul(Algorithm& a) {
   std::vector<Expr> scale_args(a.vars.begin(), a.vars.end());
   if (L.channel_broadcast)
     scale_args = tensor_args(L.layout, a.c, std::vector<Expr>(a.spatial.size(), 0), a.n);
+  if (L.quantized()) {
+    a.output(a.vars) = cast(element_type(L), mul_quantized(L, cast<int32_t>(a.inputs[0](a.vars)),
+                                                           cast<int32_t>(a.inputs[1](scale_args))));
+    return;
+  }
   a.output(a.vars) = activate(a.inputs[0](a.vars) * a.inputs[1](scale_args), L);
+}
+
+// The activation alone. Quantized: ONNX Runtime's QLinearSigmoid table (onnx_sigmoid_table),
+// computed by the compile and embedded in the kernel, indexed by q - qmin.
+void build_activation(Algorithm& a) {
+  const Layer& L = *a.layer;
+  if (!L.quantized()) {
+    a.output(a.vars) = activate(a.input(a.vars), L);
+    return;
+  }
+  const std::vector<int32_t> entries = onnx_sigmoid_table(L);
+  Buffer<int32_t> table(static_cast<int>(entries.size()), L.name + "_table");
+  for (size_t i = 0; i < entries.size(); ++i) table(static_cast<int>(i)) = entries[i];
+  const int32_t qmin = dtype_range(L.dtype).first;
+  a.output(a.vars) = cast(element_type(L), table(cast<int32_t>(a.input(a.vars)) - qmin));
 }
 
 // exp(x - max) / sum exp(x - max) over channels; the max and the sum are per pixel, helpers a

@@ -265,6 +265,18 @@ Expr add_quantized(const Layer& L, Expr x0, Expr x1) {
   return clamp(x86_saturate(round(value), L.dtype), lo, hi);
 }
 
+Expr mul_quantized(const Layer& L, Expr x0, Expr x1) {
+  const LayerQuant& q = quant_of(L);
+  const float ratio = onnx_mul_ratio(L);
+  const auto [lo, hi] = activation_range(L);
+  // |product| <= 255 * 255: exact in float.
+  const Expr product =
+      (std::move(x0) - q.inputs[0].zero_point) * (std::move(x1) - q.inputs[1].zero_point);
+  const Expr value =
+      strict_float(cast<float>(product) * ratio + static_cast<float>(q.output.zero_point));
+  return clamp(x86_saturate(round(value), L.dtype), lo, hi);
+}
+
 Expr quantize_element(const Layer& L, Expr real) {
   const QuantParams& out = quant_of(L).output;
   const auto [qmin, qmax] = dtype_range(L.dtype);

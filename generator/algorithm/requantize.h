@@ -83,6 +83,9 @@ Halide::Expr average_pool_onnx(Halide::Expr sum, Halide::Expr count, const Quant
 // Throws std::invalid_argument where the peer refuses the scales.
 Halide::Expr add_quantized(const Layer& L, Halide::Expr x0, Halide::Expr x1);
 
+// ---- Mul: int32 inputs, the final clamped int32. ONNX Runtime's QLinearMul (onnx_mul_ratio).
+Halide::Expr mul_quantized(const Layer& L, Halide::Expr x0, Halide::Expr x1);
+
 // Whether an ONNX-mode add of these scales and zero points computes each of its two fmas exactly
 // with a double multiply-add and one rounding to float: every product and sum of an input in
 // [-255, 255] with its ratio and the float it is added to fits in double's 53 bits, so the double

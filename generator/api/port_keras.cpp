@@ -260,6 +260,8 @@ struct Emitter {
                                  : add("layers.Multiply()", list));
       case Op::Concat:
         return add("layers.Concatenate(axis=-1)", list);
+      case Op::Activation:
+        return activation(L, in[0]);
       case Op::Softmax:
         return add("layers.Softmax(axis=-1)", in[0]);
       case Op::LayerNorm:

@@ -212,6 +212,8 @@ struct Emitter {
         return activation(L, "(" + fmt::format("{}", fmt::join(in, " * ")) + ")");
       case Op::Concat:
         return fmt::format("torch.cat([{}], 1)", fmt::join(in, ", "));
+      case Op::Activation:
+        return activation(L, in[0]);
       case Op::Softmax:
         return fmt::format("F.softmax({}, 1)", in[0]);
       case Op::Resize:

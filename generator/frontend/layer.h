@@ -41,9 +41,10 @@ enum class Op {
   Transpose,
   Resize,
   GatherChannels,
-  LayerNorm
+  LayerNorm,
+  Activation  // its activation alone, element by element (int8: a table of the 256 values)
 };
-inline constexpr size_t kOpCount = static_cast<size_t>(Op::LayerNorm) + 1;  // the last op + 1
+inline constexpr size_t kOpCount = static_cast<size_t>(Op::Activation) + 1;  // the last op + 1
 enum class DType { F32, F16, I8, U8 };  // F32, and I8/U8 quantized layers (quant below)
 
 // The runtime's dtype of a spec's tensor type (a model input's, a layer's activations).

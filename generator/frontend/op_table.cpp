@@ -30,7 +30,8 @@ double no_work(const Layer&) {
   return 0;
 }
 
-// One operation per output, as a multiply-add: quantize's divide and round, dequantize's multiply.
+// One operation per output, as a multiply-add: quantize's divide and round, dequantize's multiply,
+// an activation's (its table lookup in int8).
 double one_per_output(const Layer& l) {
   return outputs(l);
 }
@@ -178,7 +179,7 @@ const std::vector<OpDef> kOps = {
      read_pool,
      write_avg_pool},
     {Op::Add, "add", kJoin | kActivation | kInt8, {}, per_extra_input},
-    {Op::Mul, "mul", kJoin | kActivation, {}, per_extra_input},
+    {Op::Mul, "mul", kJoin | kActivation | kInt8, {}, per_extra_input},
     {Op::Concat, "concat", kJoin, {}, no_work},
     {Op::Softmax, "softmax", 0, {}, four_per_output},
     {Op::Quantize, "quantize", kInt8, {}, one_per_output},
@@ -205,6 +206,7 @@ const std::vector<OpDef> kOps = {
      four_per_output,
      read_layer_norm,
      write_layer_norm},
+    {Op::Activation, "activation", kActivation | kInt8, {}, one_per_output},
 };
 
 // The fields the traits bring: a window's, a convolution's weights', a fused activation's.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <string>
 
 namespace padfold {
@@ -144,12 +145,58 @@ float onnx_global_pool_scale(const Layer& L) {
   return scale;
 }
 
+float mlas_logistic(float x) {
+  // Eigen's coefficients as MLAS rounds them to float.
+  constexpr float kAlpha[] = {4.37031012579801e-11f, 1.15627324459942e-07f, 6.08574864600143e-05f,
+                              8.51377133304701e-03f, 2.48287947061529e-01f};
+  constexpr float kBeta[] = {6.10247389755681e-13f, 5.76102136993427e-09f, 6.29106785017040e-06f,
+                             1.70198817374094e-03f, 1.16817656904453e-01f, 9.93151921023180e-01f};
+  const float v = std::min(std::max(x, -18.f), 18.f);
+  const float v2 = v * v;
+  float p = kAlpha[0];
+  for (size_t k = 1; k < std::size(kAlpha); ++k) p = std::fma(p, v2, kAlpha[k]);
+  float q = kBeta[0];
+  for (size_t k = 1; k < std::size(kBeta); ++k) q = std::fma(q, v2, kBeta[k]);
+  return std::min(std::max(p * v / q + 0.5f, 0.f), 1.f);
+}
+
+std::vector<int32_t> onnx_sigmoid_table(const Layer& L) {
+  const LayerQuant& q = quant_of(L);
+  if (q.requantize != Requantize::Onnx || L.activation != Activation::Sigmoid || q.inputs.empty())
+    refuse(L, "a quantized activation layer is ONNX Runtime's sigmoid (requantize onnx)");
+  const auto [qmin, qmax] = dtype_range(L.dtype);
+  const QuantParams& in = q.inputs[0];
+  std::vector<int32_t> table;
+  for (int32_t v = qmin; v <= qmax; ++v) {
+    const float real = in.scale * static_cast<float>(v - in.zero_point);
+    table.push_back(quantize_value(mlas_logistic(real), q.output, L.dtype, Requantize::Onnx));
+  }
+  return table;
+}
+
+float onnx_mul_ratio(const Layer& L) {
+  const LayerQuant& q = quant_of(L);
+  if (q.requantize != Requantize::Onnx || q.inputs.size() != 2)
+    refuse(L, "a quantized mul is ONNX Runtime's QLinearMul (requantize onnx, two inputs)");
+  const float ratio = q.inputs[0].scale * q.inputs[1].scale / q.output.scale;
+  if (!std::isfinite(ratio) || ratio == 0.f)
+    refuse(L,
+           "its scale ratio (input scales' product / output scale) is not a finite, nonzero "
+           "float32");
+  return ratio;
+}
+
 void check_quantized_arithmetic(const Layer& L) {
   if (!L.quantized()) return;
   const LayerQuant& q = quant_of(L);
   if (L.op == Op::Quantize || L.op == Op::Dequantize) return;
   if (q.inputs.empty()) refuse(L, "no input quantization");
+  if (L.op == Op::Activation) {  // the table holds the activation; no clamp after it
+    onnx_sigmoid_table(L);
+    return;
+  }
   activation_range(L);
+  if (L.op == Op::Mul) onnx_mul_ratio(L);
   if (L.op == Op::Conv) conv_requantization(L);
   if (L.op == Op::Add && q.requantize == Requantize::Tflite) tflite_add_multipliers(L);
   if (average_pool_onnx_global(L)) onnx_global_pool_scale(L);

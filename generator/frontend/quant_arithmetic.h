@@ -74,7 +74,24 @@ TfliteAddMultipliers tflite_add_multipliers(const Layer& L);
 // it refuses 2^24 taps or more and a scale outside [2^-32, 256).
 float onnx_global_pool_scale(const Layer& L);
 
-// Every rule above that applies to L's op (conv, add, avg_pool, activations); throws QuantRefused.
+// MLAS's logistic as ONNX Runtime runs it on x86-64 CPUs with FMA (MlasComputeLogistic's FMA3
+// kernel): x clamped to [-18, 18], Eigen's odd/even rational approximation p(x) / q(x) + 0.5 with
+// its multiply-adds fused, clamped to [0, 1].
+float mlas_logistic(float x);
+
+// ONNX Runtime's QLinearSigmoid (which its QDQ optimizer makes of DequantizeLinear -> Sigmoid ->
+// QuantizeLinear): a table over the dtype's 256 integers, entry q - qmin holding
+// quantize_value(mlas_logistic(sx * float(q - zx))) with the output's parameters, half to even.
+std::vector<int32_t> onnx_sigmoid_table(const Layer& L);
+
+// ONNX Runtime's QLinearMul (MLAS's SSE2 kernel, what it runs on x86-64): the product
+// (a - za) * (b - zb) in int32, then float(product) * ratio + float(zc) in float32, rounded half
+// to even, a value past int32 giving qmin (cvtps2dq), saturated; ratio = sa * sb / sc in float,
+// left to right.
+float onnx_mul_ratio(const Layer& L);
+
+// Every rule above that applies to L's op (conv, add, mul, avg_pool, activations); throws
+// QuantRefused. Mul and the activation layer compute ONNX Runtime's arithmetic only.
 void check_quantized_arithmetic(const Layer& L);
 
 }  // namespace padfold

@@ -95,8 +95,12 @@ void parse_quant(const json& q, const Ctx& c, Layer& l) {
   if (!op_def(l.op).has(kInt8) || l.spatial_dims < 1)
     c.fail("dtype", fmt::format("'{}' on a {} layer", dtype, l.op_name),
            fmt::format("{} only on {} layers", dtype, op_names_with(kInt8)));
-  if (l.activation != Activation::None && l.activation != Activation::Relu &&
-      l.activation != Activation::Relu6)
+  if (l.op == Op::Activation && l.activation != Activation::Sigmoid)
+    c.fail("activation",
+           fmt::format("'{}' on a {} activation layer", to_string(l.activation), dtype),
+           "sigmoid (ONNX Runtime's QLinearSigmoid table)");
+  if (l.op != Op::Activation && l.activation != Activation::None &&
+      l.activation != Activation::Relu && l.activation != Activation::Relu6)
     c.fail("activation", fmt::format("'{}' on a {} layer", to_string(l.activation), dtype),
            "none, relu or relu6 (a clamp of the quantized output)");
   if (q.is_null())
@@ -115,10 +119,12 @@ void parse_quant(const json& q, const Ctx& c, Layer& l) {
     parse_edge_quant(q, c, l);
     return;
   }
-  if (l.op == Op::Add) {
-    if (q.contains("input")) c.fail("quant.input", "given on an add", "quant.inputs (one each)");
+  if (l.is_join()) {  // add, mul
+    if (q.contains("input"))
+      c.fail("quant.input", "given on an " + l.op_name, "quant.inputs (one each)");
     if (l.inputs.size() != 2)
-      c.fail("input", fmt::format("{} inputs to a quantized add", l.inputs.size()), "two");
+      c.fail("input", fmt::format("{} inputs to a quantized {}", l.inputs.size(), l.op_name),
+             "two");
     if (!q.contains("inputs") || !q["inputs"].is_array() || q["inputs"].size() != 2)
       c.fail("quant.inputs", q.contains("inputs") ? describe(q["inputs"]) : "missing",
              "a list of two {\"scale\": s, \"zero_point\": z}, one per input");

@@ -461,7 +461,7 @@ class Parser {
       const QuantParams& want = l.quant->inputs[i];
       if (s.quant->scale != want.scale || s.quant->zero_point != want.zero_point)
         c.fail(
-            l.op == Op::Add ? fmt::format("quant.inputs[{}]", i) : std::string("quant.input"),
+            l.is_join() ? fmt::format("quant.inputs[{}]", i) : std::string("quant.input"),
             fmt::format("scale {} and zero point {}, but {} writes scale {} and zero point {}",
                         want.scale, want.zero_point, s.what, s.quant->scale, s.quant->zero_point),
             "the quantization its input is written in");

@@ -43,7 +43,7 @@ ojson params_json(const QuantParams& q) {
 ojson quant_json(const Layer& l) {
   const LayerQuant& q = *l.quant;
   ojson j = {{"requantize", to_string(q.requantize)}};
-  if (l.op == Op::Add) {
+  if (l.is_join()) {  // add, mul
     j["inputs"] = ojson::array();
     for (const QuantParams& p : q.inputs) j["inputs"].push_back(params_json(p));
   } else if (l.op != Op::Quantize) {

@@ -94,6 +94,9 @@ ref::Tensor reference_output(const Layer& L, const LayerData& d) {
     case Op::LayerNorm:
       y = ref::layer_norm_channels(x, L.epsilon);
       break;
+    case Op::Activation:  // applied below
+      y = x;
+      break;
     case Op::Add:
     case Op::Mul:
     case Op::Concat:  // several inputs: join_kernels_test has their reference
@@ -158,6 +161,9 @@ QTensor quant_reference_output(const Layer& L, const QLayerData& d) {
   const LayerQuant& q = *L.quant;
   const auto [lo, hi] = quant_range(L.dtype);
   const QMode mode = q.requantize == Requantize::Onnx ? QMode::Onnx : QMode::Tflite;
+  if (L.op == Op::Activation)
+    return from_logical(L, qsigmoid(to_logical(L.read_layout(), d.inputs[0]), qparams(q.inputs[0]),
+                                    qparams(q.output), lo, hi));
   const int act = L.activation == Activation::Relu ? 1 : L.activation == Activation::Relu6 ? 2 : 0;
   const auto [act_min, act_max] = qactivation_range(act, qparams(q.output), lo, hi, mode);
   std::vector<int64_t> before, after;
@@ -197,6 +203,13 @@ QTensor quant_reference_output(const Layer& L, const QLayerData& d) {
       y = qadd(to_logical(L.read_layout(), d.inputs[0]), to_logical(L.layout, d.inputs[1]),
                qparams(q.inputs[0]), qparams(q.inputs[1]), qparams(q.output), act_min, act_max, lo,
                hi, mode);
+      break;
+    case Op::Mul:
+      if (mode != QMode::Onnx)
+        throw std::invalid_argument("layer '" + L.name + "': a quantized mul is ONNX Runtime's");
+      y = qmul(to_logical(L.layout, d.inputs[0]), to_logical(L.layout, d.inputs[1]),
+               qparams(q.inputs[0]), qparams(q.inputs[1]), qparams(q.output), act_min, act_max, lo,
+               hi);
       break;
     default:
       throw std::invalid_argument("layer '" + L.name + "': no quantized reference for " +

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "frontend/quant_arithmetic.h"
 #include "reference/indexing.h"
 
 namespace padfold::ref {
@@ -523,6 +524,36 @@ QTensor qadd(const QTensor& a, const QTensor& b, QParams a_q, QParams b_q, QPara
     const OnnxAddConstants k = onnx_add_constants(a_q, b_q, out);
     for (size_t i = 0; i < y.data.size(); ++i)
       y.data[i] = std::clamp(onnx_add(a.data[i], b.data[i], k, qmin, qmax), act_min, act_max);
+  }
+  return y;
+}
+
+QTensor qmul(const QTensor& a, const QTensor& b, QParams a_q, QParams b_q, QParams out,
+             int32_t act_min, int32_t act_max, int32_t qmin, int32_t qmax) {
+  const bool per_channel = b.shape != a.shape;
+  require(!per_channel || (b.rank() == a.rank() && b.shape[0] == a.shape[0] &&
+                           b.shape[1] == a.shape[1] && b.numel() == a.shape[0] * a.shape[1]),
+          "qmul needs b of a's shape or one value per channel");
+  require_range(a, qmin, qmax, "the first input");
+  require_range(b, qmin, qmax, "the second input");
+  const float ratio = a_q.scale * b_q.scale / out.scale;
+  const int64_t plane = a.numel() / (a.shape[0] * a.shape[1]);
+  QTensor y(a.shape);
+  for (size_t i = 0; i < y.data.size(); ++i) {
+    const int32_t bv = b.data[per_channel ? i / static_cast<size_t>(plane) : i];
+    const int32_t product = (a.data[i] - a_q.zero_point) * (bv - b_q.zero_point);
+    const float v = static_cast<float>(product) * ratio + static_cast<float>(out.zero_point);
+    y.data[i] = std::clamp(std::clamp(convert_like_cvtps2dq(v), qmin, qmax), act_min, act_max);
+  }
+  return y;
+}
+
+QTensor qsigmoid(const QTensor& x, QParams in, QParams out, int32_t qmin, int32_t qmax) {
+  require_range(x, qmin, qmax, "the input");
+  QTensor y(x.shape);
+  for (size_t i = 0; i < y.data.size(); ++i) {
+    const float real = in.scale * static_cast<float>(x.data[i] - in.zero_point);
+    y.data[i] = qround_quantize(mlas_logistic(real), out, qmin, qmax, QMode::Onnx);
   }
   return y;
 }

@@ -135,4 +135,15 @@ QTensor qavg_pool(const QTensor& x, const PoolParams& p, QParams in, QParams out
 QTensor qadd(const QTensor& a, const QTensor& b, QParams a_q, QParams b_q, QParams out,
              int32_t act_min, int32_t act_max, int32_t qmin, int32_t qmax, QMode mode);
 
+// Elementwise a * b, b of a's shape or one value per channel ([N, C, 1...]), ONNX Runtime's
+// QLinearMul (MLAS's SSE2 kernel): p = (a - za) * (b - zb) in int32, ratio = sa * sb / sc in float,
+// y = cvtps2dq(float(p) * ratio + float(zc)) (half to even; past int32 INT32_MIN), saturated.
+QTensor qmul(const QTensor& a, const QTensor& b, QParams a_q, QParams b_q, QParams out,
+             int32_t act_min, int32_t act_max, int32_t qmin, int32_t qmax);
+
+// ONNX Runtime's QLinearSigmoid element by element: x dequantized in float (sx * float(x - zx)),
+// MLAS's logistic (padfold::mlas_logistic, checked against ONNX Runtime by the import tests),
+// quantized with `out` half to even and saturated.
+QTensor qsigmoid(const QTensor& x, QParams in, QParams out, int32_t qmin, int32_t qmax);
+
 }  // namespace padfold::ref

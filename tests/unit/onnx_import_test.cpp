@@ -2296,13 +2296,70 @@ TEST(OnnxImportQuant, QdqGemmWithBNotTransposedIsRefusedNamingIt) {
 
 TEST(OnnxImportQuant, UnsupportedNodeInAQuantizedGraphIsAnErrorNamingIt) {
   ModelBuilder b = quantized_input();
-  b.node("Sigmoid", {"xd"}, {"s"}, "sig");
+  b.node("Tanh", {"xd"}, {"s"}, "tanh");
   b.node("QuantizeLinear", {"s", "xs", "xz"}, {"sq"}, "qs");
   b.node("DequantizeLinear", {"sq", "xs", "xz"}, {"y"}, "dqy");
   b.output("y");
   const std::string e = import_error(b);
-  EXPECT_TRUE(has(e, "node 'sig' (Sigmoid, #2)")) << e;
+  EXPECT_TRUE(has(e, "node 'tanh' (Tanh, #2)")) << e;
   EXPECT_TRUE(has(e, "in a quantized graph; padfold imports")) << e;
+}
+
+// SiLU and squeeze-and-excite as quantize_static writes them: x -> Q -> DQ -> Sigmoid -> Q -> DQ
+// -> Mul(x, .) -> Q -> DQ, and a Mul of a global pool's [1, 2, 1, 1] (read first) and x.
+TEST(OnnxImportQuant, QdqSigmoidAndMulAreQuantizedLayers) {
+  ModelBuilder b = quantized_input();
+  b.node("Sigmoid", {"xd"}, {"s"}, "sig");
+  b.initializer("ss", {}, {1.f / 256});
+  typed_initializer(b, "sz", kI8, {}, {-128});
+  b.node("QuantizeLinear", {"s", "ss", "sz"}, {"sq"}, "qs");
+  b.node("DequantizeLinear", {"sq", "ss", "sz"}, {"sd"}, "dqs");
+  b.node("Mul", {"xd", "sd"}, {"m"}, "silu");
+  b.initializer("ms", {}, {0.01f});
+  typed_initializer(b, "mz", kI8, {}, {-7});
+  b.node("QuantizeLinear", {"m", "ms", "mz"}, {"mq"}, "qm");
+  b.node("DequantizeLinear", {"mq", "ms", "mz"}, {"md"}, "dqm");
+  b.node("GlobalAveragePool", {"md"}, {"p"}, "pool");
+  b.node("QuantizeLinear", {"p", "ms", "mz"}, {"pq"}, "qp");
+  b.node("DequantizeLinear", {"pq", "ms", "mz"}, {"pd"}, "dqp");
+  b.node("Mul", {"pd", "md"}, {"e"}, "excite");
+  b.node("QuantizeLinear", {"e", "ms", "mz"}, {"eq"}, "qe");
+  b.node("DequantizeLinear", {"eq", "ms", "mz"}, {"y"}, "dqy");
+  b.output("y");
+  const ImportResult r = import(b);
+  const json layers = spec(r)["layers"];
+  ASSERT_EQ(layers.size(), 6u) << layers.dump(2);
+  const json& sig = layers[1];
+  EXPECT_EQ(sig["op"], "activation");
+  EXPECT_EQ(sig["activation"], "sigmoid");
+  EXPECT_EQ(sig["dtype"], "int8");
+  EXPECT_EQ(sig["quant"]["output"]["scale"].get<float>(), 1.f / 256);
+  const json& silu = layers[2];
+  EXPECT_EQ(silu["op"], "mul");
+  EXPECT_EQ(silu["input"], json::array({layers[0]["name"], sig["name"]}));
+  EXPECT_EQ(silu["quant"]["inputs"][0]["zero_point"], 3);
+  EXPECT_EQ(silu["quant"]["inputs"][1]["zero_point"], -128);
+  EXPECT_EQ(silu["quant"]["output"]["zero_point"], -7);
+  const json& excite = layers[4];
+  EXPECT_EQ(excite["op"], "mul");  // the per-channel scale read second
+  EXPECT_EQ(excite["input"], json::array({silu["name"], layers[3]["name"]}));
+  EXPECT_TRUE(r.left_to_caller.empty());
+}
+
+// A Mul broadcasting along another axis than the channels is refused, naming it.
+TEST(OnnxImportQuant, QdqMulBroadcastingOverRowsIsRefusedNamingIt) {
+  ModelBuilder b = quantized_input();
+  b.node("AveragePool", {"xd"}, {"p"}, "rows").ints("kernel_shape", {5, 1});
+  b.node("QuantizeLinear", {"p", "xs", "xz"}, {"pq"}, "qp");
+  b.node("DequantizeLinear", {"pq", "xs", "xz"}, {"pd"}, "dqp");
+  b.node("Mul", {"xd", "pd"}, {"m"}, "row_mul");
+  b.node("QuantizeLinear", {"m", "xs", "xz"}, {"mq"}, "qm");
+  b.node("DequantizeLinear", {"mq", "xs", "xz"}, {"y"}, "dqy");
+  b.output("y");
+  const std::string e = import_error(b);
+  EXPECT_TRUE(has(e, "node 'row_mul' (Mul, #")) << e;
+  EXPECT_TRUE(has(e, "[1, 2, 5, 5] and [1, 2, 1, 5]")) << e;
+  EXPECT_TRUE(has(e, "one value per channel")) << e;
 }
 
 // x -> Q -> DQ -> Conv (int8 weights, scale 0.01; int32 bias of scales `bias_scales`, shape

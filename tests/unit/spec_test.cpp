@@ -361,7 +361,7 @@ TEST(SpecQuant, PoolsKeepTheirInputsQuantizationAndOtherOpsAreRefused) {
   EXPECT_EQ(parse(one_layer(differs)).layers[0].quant->output.zero_point, 4);
   expect_layer_error(R"({"op": "conv_transpose2d", "dtype": "int8"})", "dtype",
                      {"'int8' on a conv_transpose2d layer; expected int8 only on conv, max_pool, "
-                      "avg_pool, add, quantize, dequantize and transpose layers"});
+                      "avg_pool, add, mul, quantize, dequantize, transpose and activation layers"});
 }
 
 // quantize: float32 in, its dtype out with quant.output; dequantize: the reverse with quant.input.
@@ -992,7 +992,8 @@ TEST(Spec, NameTables) {
       error_of(one_layer({{"op", "conv_2d"}})),
       "t.json: layer 'c' (#0): field 'op': 'conv_2d'; expected one of conv1d, conv2d, "
       "conv3d, conv_transpose[1d|2d|3d], max_pool[1d|2d|3d], avg_pool[1d|2d|3d], add, mul, "
-      "concat, softmax, quantize, dequantize, transpose, resize, gather_channels, layer_norm");
+      "concat, softmax, quantize, dequantize, transpose, resize, gather_channels, layer_norm, "
+      "activation");
   for (Activation a :
        {Activation::None, Activation::Relu, Activation::Relu6, Activation::LeakyRelu})
     EXPECT_EQ(parse(one_layer({{"activation", to_string(a)}})).layers[0].activation, a);

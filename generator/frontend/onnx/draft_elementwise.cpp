@@ -45,10 +45,6 @@ std::variant<Draft, Left> draft_softmax(const Context& c, int i) {
   return d;
 }
 
-namespace {
-
-// Whether `s`, aligned to the right against `x` as ONNX broadcasts, is one value per channel of
-// x (axis 1): [C, 1, 1] or [N or 1, C, 1, 1] against [N, C, H, W], but not [C] or [N, C].
 bool broadcasts_per_channel(const std::vector<int64_t>& x, const std::vector<int64_t>& s) {
   if (x.size() < 3 || s.size() > x.size()) return false;
   const size_t lead = x.size() - s.size();
@@ -59,8 +55,6 @@ bool broadcasts_per_channel(const std::vector<int64_t>& x, const std::vector<int
   }
   return true;
 }
-
-}  // namespace
 
 // Add and Concat read two or more computed float32 tensors of rank 3 to 5; Mul two, the second
 // (or, swapped, the first) of one value per channel: squeeze-and-excite's scale. How the inputs

@@ -241,6 +241,10 @@ std::optional<float> scalar_input(const Context& c, int node, int k, bool& ok);
 std::variant<Draft, Left> draft_conv(const Context& c, int i, const DraftOptions& o);
 std::variant<Draft, Left> draft_pool(const Context& c, int i, const DraftOptions& o);
 std::variant<Draft, Left> draft_dense(const Context& c, int i, const DraftOptions& o);
+// Whether `s`, aligned to the right against `x` as ONNX broadcasts, is one value per channel of
+// x (axis 1): [C, 1, 1] or [N or 1, C, 1, 1] against [N, C, H, W], but not [C] or [N, C].
+bool broadcasts_per_channel(const std::vector<int64_t>& x, const std::vector<int64_t>& s);
+
 std::variant<Draft, Left> draft_join(const Context& c, int i);
 std::variant<Draft, Left> draft_softmax(const Context& c, int i);
 std::variant<Draft, Left> draft_resize(const Context& c, int i);

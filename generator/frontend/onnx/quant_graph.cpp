@@ -13,17 +13,19 @@ namespace {
 using TP = onnx::TensorProto;
 
 const char* const kQOps[] = {"QuantizeLinear", "DequantizeLinear",   "QLinearConv",
-                             "QLinearAdd",     "QLinearAveragePool", "QLinearGlobalAveragePool"};
+                             "QLinearAdd",     "QLinearAveragePool", "QLinearGlobalAveragePool",
+                             "QLinearMul",     "QLinearSigmoid"};
 // Float ops between DequantizeLinear and QuantizeLinear (QDQ).
 const char* const kQdqOps[] = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
-                               "Add",  "Gemm"};
+                               "Add",  "Gemm",    "Mul",         "Sigmoid"};
 constexpr const char* kImported =
     "padfold imports QuantizeLinear of the model's float input, DequantizeLinear of an int8 or "
     "uint8 model input or of an output, "
-    "QLinearConv, MaxPool, com.microsoft QLinearAdd, QLinearAveragePool and "
-    "QLinearGlobalAveragePool (QOperator), DequantizeLinear -> Conv, MaxPool, AveragePool, "
-    "GlobalAveragePool, Gemm (a classifier's, after a global pool and Flatten) or Add [-> Relu or "
-    "Clip(0, 6)] -> QuantizeLinear (QDQ), and a Pad before a quantized conv or pool";
+    "QLinearConv, MaxPool, com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, "
+    "QLinearAveragePool and QLinearGlobalAveragePool (QOperator), DequantizeLinear -> Conv, "
+    "MaxPool, AveragePool, GlobalAveragePool, Gemm (a classifier's, after a global pool and "
+    "Flatten), Mul, Sigmoid or Add [-> Relu or Clip(0, 6)] -> QuantizeLinear (QDQ), and a Pad "
+    "before a quantized conv or pool";
 
 // A quantized tensor: its dtype and parameters; `pad` >= 0 when it is a Pad's output not yet
 // folded (then `padded` is the tensor the Pad reads and `pad_info` the Pad, value in real terms).
@@ -83,9 +85,12 @@ class Recognizer {
     if (default_domain(n) && op == "DequantizeLinear") return dequantize(i);
     if (default_domain(n) && op == "Pad") return pad(i);
     if (default_domain(n) && op == "QLinearConv") return qlinear_conv(i);
+    if (n.domain() == "com.microsoft" && (op == "QLinearAdd" || op == "QLinearMul"))
+      return qlinear_binary(i);
+    if (n.domain() == "com.microsoft" && op == "QLinearSigmoid") return qlinear_sigmoid(i);
     if (n.domain() == "com.microsoft" &&
-        (op == "QLinearAdd" || op == "QLinearAveragePool" || op == "QLinearGlobalAveragePool"))
-      return op == "QLinearAdd" ? qlinear_add(i) : qlinear_pool(i);
+        (op == "QLinearAveragePool" || op == "QLinearGlobalAveragePool"))
+      return qlinear_pool(i);
     if (default_domain(n) && op == "MaxPool" && g_.type(n.input(0)) &&
         g_.type(n.input(0))->elem_type != TP::FLOAT)
       return qop_max_pool(i);
@@ -446,7 +451,8 @@ class Recognizer {
 
   void qdq_op(int i) {
     const onnx::NodeProto& n = g_.node(i);
-    if (n.op_type() == "Add") return qdq_add(i);
+    if (n.op_type() == "Add" || n.op_type() == "Mul") return qdq_binary(i);
+    if (n.op_type() == "Sigmoid") return qdq_sigmoid(i);
     if (input_of(n, 0).empty()) c_.fail(i, "expected input X");
     const QTensor in = dequantized(i, n.input(0));
     std::string pad_mode;
@@ -483,41 +489,80 @@ class Recognizer {
                              out.q.scale, out.q.zero_point, in.q.scale, in.q.zero_point));
   }
 
-  Draft add_draft(int i, const std::vector<QTensor>& ins) {
+  // Add (tensors of one shape) or mul (also one of one value per channel, [N, C, 1..], which the
+  // layer reads second: the product is symmetric in its inputs, ONNX Runtime's too).
+  Draft binary_draft(int i, std::vector<QTensor> ins) {
     const onnx::NodeProto& n = g_.node(i);
+    const bool mul = n.op_type() == "Mul" || n.op_type() == "QLinearMul";
     Draft d;
     d.node = i;
     d.output = n.output(0);
     Layer& l = d.layer;
-    l.op = Op::Add;
-    l.op_name = "add";
-    std::vector<int64_t> first;
+    l.op = mul ? Op::Mul : Op::Add;
+    l.op_name = mul ? "mul" : "add";
+    std::vector<std::vector<int64_t>> shapes;
     for (const QTensor& q : ins) {
       no_pad(c_, i, q);
       TensorType ty;
       if (std::string why = check_data_input(c_, q.tensor, ty); !why.empty()) c_.fail(i, why);
-      if (!first.empty() && ty.shape != first)
-        c_.fail(i, "its inputs have the shapes " + shape_text(first, true) + " and " +
-                       shape_text(ty.shape, true) +
-                       "; padfold's add takes tensors of one shape (no broadcasting)");
-      first = ty.shape;
-      l.inputs.push_back(q.tensor);
+      shapes.push_back(ty.shape);
       if (q.dtype != ins[0].dtype) c_.fail(i, "its inputs have different dtypes");
     }
-    l.spatial_dims = static_cast<int>(first.size()) - 2;
+    const auto per_channel = [](const std::vector<int64_t>& x, const std::vector<int64_t>& s) {
+      return s.size() == x.size() && s != x && broadcasts_per_channel(x, s);
+    };
+    if (mul && per_channel(shapes[1], shapes[0])) {
+      std::swap(ins[0], ins[1]);
+      std::swap(shapes[0], shapes[1]);
+    }
+    if (shapes[0] != shapes[1] && !(mul && per_channel(shapes[0], shapes[1])))
+      c_.fail(i, "its inputs have the shapes " + shape_text(shapes[0], true) + " and " +
+                     shape_text(shapes[1], true) + "; padfold's quantized " + l.op_name +
+                     (mul ? " takes tensors of one shape, or one and a tensor of one value per "
+                            "channel of it"
+                          : " takes tensors of one shape (no broadcasting)"));
+    for (const QTensor& q : ins) l.inputs.push_back(q.tensor);
+    l.spatial_dims = static_cast<int>(shapes[0].size()) - 2;
     l.layout = {false, l.spatial_dims};
     LayerQuant& lq = l.quant.emplace();
     for (const QTensor& q : ins) lq.inputs.push_back(q.q);
     return d;
   }
 
-  void qdq_add(int i) {
+  void qdq_binary(int i) {
     const onnx::NodeProto& n = g_.node(i);
     if (n.input_size() != 2) c_.fail(i, "expected two inputs");
-    Draft d = add_draft(i, {dequantized(i, n.input(0)), dequantized(i, n.input(1))});
+    Draft d = binary_draft(i, {dequantized(i, n.input(0)), dequantized(i, n.input(1))});
     const QTensor out = output_quantize(i, d);
     if (out.dtype != quant_.at(d.layer.inputs[0]).dtype)
       c_.fail(i, "its output dtype differs from its inputs'");
+    d.layer.quant->output = out.q;
+    add_layer(std::move(d), out);
+  }
+
+  Draft sigmoid_draft(int i, const QTensor& in) {
+    no_pad(c_, i, in);
+    TensorType ty;
+    if (std::string why = check_data_input(c_, in.tensor, ty); !why.empty()) c_.fail(i, why);
+    Draft d;
+    d.node = i;
+    d.output = g_.node(i).output(0);
+    Layer& l = d.layer;
+    l.op = Op::Activation;
+    l.op_name = "activation";
+    l.activation = Activation::Sigmoid;
+    l.spatial_dims = static_cast<int>(ty.shape.size()) - 2;
+    l.layout = {false, l.spatial_dims};
+    l.inputs = {in.tensor};
+    l.quant.emplace().inputs = {in.q};
+    return d;
+  }
+
+  void qdq_sigmoid(int i) {
+    const QTensor in = dequantized(i, g_.node(i).input(0));
+    Draft d = sigmoid_draft(i, in);
+    const QTensor out = output_quantize(i, d);
+    if (out.dtype != in.dtype) c_.fail(i, "its output dtype differs from its input's");
     d.layer.quant->output = out.q;
     add_layer(std::move(d), out);
   }
@@ -582,16 +627,32 @@ class Recognizer {
     add_layer(std::move(d), out, pad_mode);
   }
 
-  void qlinear_add(int i) {
+  // com.microsoft QLinearAdd and QLinearMul: A, A_scale, A_zero_point, B, B_scale, B_zero_point,
+  // C_scale, C_zero_point.
+  void qlinear_binary(int i) {
     const onnx::NodeProto& n = g_.node(i);
     if (n.input_size() < 7 || n.output_size() < 1)
       c_.fail(i, "expected inputs A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale");
     const QTensor a = quantized(i, n.input(0)), b = quantized(i, n.input(3));
     check_declared(i, a, params(i, 1, 2));
     check_declared(i, b, params(i, 4, 5));
-    Draft d = add_draft(i, {a, b});
+    Draft d = binary_draft(i, {a, b});
     const QTensor out = params(i, 6, 7);
     if (out.dtype != a.dtype) c_.fail(i, "its output dtype differs from its inputs'");
+    d.layer.quant->output = out.q;
+    add_layer(std::move(d), out);
+  }
+
+  // com.microsoft QLinearSigmoid: X, X_scale, X_zero_point, Y_scale, Y_zero_point.
+  void qlinear_sigmoid(int i) {
+    const onnx::NodeProto& n = g_.node(i);
+    if (n.input_size() < 4 || n.output_size() < 1)
+      c_.fail(i, "expected inputs X, X_scale, X_zero_point, Y_scale, Y_zero_point");
+    const QTensor in = quantized(i, n.input(0));
+    check_declared(i, in, params(i, 1, 2));
+    Draft d = sigmoid_draft(i, in);
+    const QTensor out = params(i, 3, 4);
+    if (out.dtype != in.dtype) c_.fail(i, "its output dtype differs from its input's");
     d.layer.quant->output = out.q;
     add_layer(std::move(d), out);
   }
