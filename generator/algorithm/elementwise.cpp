@@ -64,15 +64,15 @@ void build_mul(Algorithm& a) {
   a.output(a.vars) = activate(a.inputs[0](a.vars) * a.inputs[1](scale_args), L);
 }
 
-// The activation alone. Quantized: ONNX Runtime's QLinearSigmoid table (onnx_sigmoid_table),
-// computed by the compile and embedded in the kernel, indexed by q - qmin.
+// The activation alone. Quantized: ONNX Runtime's sigmoid or SiLU as a table of the 256 integers
+// (onnx_activation_table), computed by the compile and embedded in the kernel, indexed by q - qmin.
 void build_activation(Algorithm& a) {
   const Layer& L = *a.layer;
   if (!L.quantized()) {
     a.output(a.vars) = activate(a.input(a.vars), L);
     return;
   }
-  const std::vector<int32_t> entries = onnx_sigmoid_table(L);
+  const std::vector<int32_t> entries = onnx_activation_table(L);
   Buffer<int32_t> table(static_cast<int>(entries.size()), L.name + "_table");
   for (size_t i = 0; i < entries.size(); ++i) table(static_cast<int>(i)) = entries[i];
   const int32_t qmin = dtype_range(L.dtype).first;

@@ -80,6 +80,9 @@ struct LayerQuant {
   QuantParams output;  // dequantize, whose output is float: its input's
   std::vector<float> weight_scales;  // conv: 1 (per tensor) or out_channels (per channel)
   Requantize requantize = Requantize::Tflite;
+  // An activation layer's silu, as ONNX Runtime runs a quantized SiLU: the sigmoid quantized with
+  // these parameters (QLinearSigmoid), then multiplied by the input (QLinearMul) into `output`.
+  std::optional<QuantParams> gate;
 };
 
 // Tensor layout: channels-first (NCHW-style) or channels-last (NHWC-style), 1-3 spatial dims.

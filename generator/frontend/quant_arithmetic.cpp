@@ -160,16 +160,22 @@ float mlas_logistic(float x) {
   return std::min(std::max(p * v / q + 0.5f, 0.f), 1.f);
 }
 
-std::vector<int32_t> onnx_sigmoid_table(const Layer& L) {
+std::vector<int32_t> onnx_activation_table(const Layer& L) {
   const LayerQuant& q = quant_of(L);
-  if (q.requantize != Requantize::Onnx || L.activation != Activation::Sigmoid || q.inputs.empty())
-    refuse(L, "a quantized activation layer is ONNX Runtime's sigmoid (requantize onnx)");
+  const bool silu = L.activation == Activation::Silu;
+  if (q.requantize != Requantize::Onnx || q.inputs.empty() ||
+      !(L.activation == Activation::Sigmoid || (silu && q.gate)))
+    refuse(L,
+           "a quantized activation layer is ONNX Runtime's sigmoid, or silu with its gate's "
+           "quantization (requantize onnx)");
   const auto [qmin, qmax] = dtype_range(L.dtype);
   const QuantParams& in = q.inputs[0];
+  const QuantParams& sigmoid_out = silu ? *q.gate : q.output;
   std::vector<int32_t> table;
   for (int32_t v = qmin; v <= qmax; ++v) {
     const float real = in.scale * static_cast<float>(v - in.zero_point);
-    table.push_back(quantize_value(mlas_logistic(real), q.output, L.dtype, Requantize::Onnx));
+    const int32_t s = quantize_value(mlas_logistic(real), sigmoid_out, L.dtype, Requantize::Onnx);
+    table.push_back(silu ? onnx_mul_value(v, s, in, *q.gate, q.output, L.dtype) : s);
   }
   return table;
 }
@@ -186,13 +192,24 @@ float onnx_mul_ratio(const Layer& L) {
   return ratio;
 }
 
+int32_t onnx_mul_value(int32_t a, int32_t b, const QuantParams& qa, const QuantParams& qb,
+                       const QuantParams& out, DType dtype) {
+  const auto [qmin, qmax] = dtype_range(dtype);
+  const float ratio = qa.scale * qb.scale / out.scale;
+  const float v = static_cast<float>((a - qa.zero_point) * (b - qb.zero_point)) * ratio +
+                  static_cast<float>(out.zero_point);
+  const float rounded = std::nearbyint(v);                                 // half to even
+  if (!(rounded < 2147483648.f && rounded >= -2147483648.f)) return qmin;  // cvtps2dq: INT32_MIN
+  return std::clamp(static_cast<int32_t>(rounded), qmin, qmax);
+}
+
 void check_quantized_arithmetic(const Layer& L) {
   if (!L.quantized()) return;
   const LayerQuant& q = quant_of(L);
   if (L.op == Op::Quantize || L.op == Op::Dequantize) return;
   if (q.inputs.empty()) refuse(L, "no input quantization");
   if (L.op == Op::Activation) {  // the table holds the activation; no clamp after it
-    onnx_sigmoid_table(L);
+    onnx_activation_table(L);
     return;
   }
   activation_range(L);

@@ -79,16 +79,20 @@ float onnx_global_pool_scale(const Layer& L);
 // its multiply-adds fused, clamped to [0, 1].
 float mlas_logistic(float x);
 
-// ONNX Runtime's QLinearSigmoid (which its QDQ optimizer makes of DequantizeLinear -> Sigmoid ->
-// QuantizeLinear): a table over the dtype's 256 integers, entry q - qmin holding
-// quantize_value(mlas_logistic(sx * float(q - zx))) with the output's parameters, half to even.
-std::vector<int32_t> onnx_sigmoid_table(const Layer& L);
-
 // ONNX Runtime's QLinearMul (MLAS's SSE2 kernel, what it runs on x86-64): the product
 // (a - za) * (b - zb) in int32, then float(product) * ratio + float(zc) in float32, rounded half
 // to even, a value past int32 giving qmin (cvtps2dq), saturated; ratio = sa * sb / sc in float,
-// left to right.
+// left to right. onnx_mul_ratio: L's ratio (a mul layer); onnx_mul_value: one product.
 float onnx_mul_ratio(const Layer& L);
+int32_t onnx_mul_value(int32_t a, int32_t b, const QuantParams& qa, const QuantParams& qb,
+                       const QuantParams& out, DType dtype);
+
+// An activation layer's table over the dtype's 256 integers, entry q - qmin its output for q.
+// sigmoid: ONNX Runtime's QLinearSigmoid (which its QDQ optimizer makes of DequantizeLinear ->
+// Sigmoid -> QuantizeLinear), quantize_value(mlas_logistic(sx * float(q - zx))) with the output's
+// parameters, half to even; silu: that sigmoid quantized with quant.gate, then onnx_mul_value of
+// q and it into the output's (ONNX Runtime's QDQ SiLU, Sigmoid then Mul by the input).
+std::vector<int32_t> onnx_activation_table(const Layer& L);
 
 // Every rule above that applies to L's op (conv, add, mul, avg_pool, activations); throws
 // QuantRefused. Mul and the activation layer compute ONNX Runtime's arithmetic only.

@@ -95,10 +95,11 @@ void parse_quant(const json& q, const Ctx& c, Layer& l) {
   if (!op_def(l.op).has(kInt8) || l.spatial_dims < 1)
     c.fail("dtype", fmt::format("'{}' on a {} layer", dtype, l.op_name),
            fmt::format("{} only on {} layers", dtype, op_names_with(kInt8)));
-  if (l.op == Op::Activation && l.activation != Activation::Sigmoid)
+  if (l.op == Op::Activation && l.activation != Activation::Sigmoid &&
+      l.activation != Activation::Silu)
     c.fail("activation",
            fmt::format("'{}' on a {} activation layer", to_string(l.activation), dtype),
-           "sigmoid (ONNX Runtime's QLinearSigmoid table)");
+           "sigmoid or silu (ONNX Runtime's QLinearSigmoid, then QLinearMul by the input)");
   if (l.op != Op::Activation && l.activation != Activation::None &&
       l.activation != Activation::Relu && l.activation != Activation::Relu6)
     c.fail("activation", fmt::format("'{}' on a {} layer", to_string(l.activation), dtype),
@@ -107,7 +108,7 @@ void parse_quant(const json& q, const Ctx& c, Layer& l) {
     c.fail("quant", fmt::format("missing for a layer of dtype {}", dtype),
            "{\"input\": {\"scale\": s, \"zero_point\": z}, \"output\": {...}, ...} (docs/int8.md)");
   if (!q.is_object()) c.fail("quant", describe(q), "an object (docs/int8.md)");
-  c.check_keys(q, {"requantize", "input", "inputs", "output", "weight_scale"}, "quant.");
+  c.check_keys(q, {"requantize", "input", "inputs", "output", "weight_scale", "gate"}, "quant.");
   LayerQuant& lq = l.quant.emplace();
   if (q.contains("requantize")) {
     const std::string mode = c.get_string(q["requantize"], "quant.requantize", "tflite or onnx");
@@ -161,6 +162,13 @@ void parse_quant(const json& q, const Ctx& c, Layer& l) {
   } else if (q.contains("weight_scale")) {
     c.fail("quant.weight_scale", "given on a " + l.op_name, "weight_scale only on conv layers");
   }
+  const bool silu = l.op == Op::Activation && l.activation == Activation::Silu;
+  if (silu && !q.contains("gate"))
+    c.fail("quant.gate", "missing on a silu activation layer",
+           "the sigmoid's {\"scale\": s, \"zero_point\": z} before the product by the input");
+  if (!silu && q.contains("gate"))
+    c.fail("quant.gate", "given on a " + l.op_name, "gate only on silu activation layers");
+  if (silu) lq.gate = parse_params(q["gate"], c, "quant.gate", l.dtype);
 }
 
 }  // namespace padfold

@@ -49,6 +49,7 @@ ojson quant_json(const Layer& l) {
   } else if (l.op != Op::Quantize) {
     j["input"] = params_json(q.inputs.at(0));
   }
+  if (q.gate) j["gate"] = params_json(*q.gate);
   if (l.op != Op::Dequantize) j["output"] = params_json(q.output);
   if (l.op == Op::Conv)
     j["weight_scale"] =

@@ -161,9 +161,15 @@ QTensor quant_reference_output(const Layer& L, const QLayerData& d) {
   const LayerQuant& q = *L.quant;
   const auto [lo, hi] = quant_range(L.dtype);
   const QMode mode = q.requantize == Requantize::Onnx ? QMode::Onnx : QMode::Tflite;
-  if (L.op == Op::Activation)
-    return from_logical(L, qsigmoid(to_logical(L.read_layout(), d.inputs[0]), qparams(q.inputs[0]),
-                                    qparams(q.output), lo, hi));
+  if (L.op == Op::Activation) {  // sigmoid, or silu: the sigmoid to the gate, times the input
+    const QTensor x = to_logical(L.read_layout(), d.inputs[0]);
+    const QParams gate = qparams(q.gate.value_or(q.output));
+    const QTensor s = qsigmoid(x, qparams(q.inputs[0]), gate, lo, hi);
+    return from_logical(
+        L, L.activation == Activation::Silu
+               ? qmul(x, s, qparams(q.inputs[0]), gate, qparams(q.output), lo, hi, lo, hi)
+               : s);
+  }
   const int act = L.activation == Activation::Relu ? 1 : L.activation == Activation::Relu6 ? 2 : 0;
   const auto [act_min, act_max] = qactivation_range(act, qparams(q.output), lo, hi, mode);
   std::vector<int64_t> before, after;

@@ -5,7 +5,8 @@ bit-exact with ONNX Runtime run here on the same model:
 - sweeps: integer in and out (DequantizeLinear -> Sigmoid or Mul -> QuantizeLinear), int8 and
   uint8, every integer of the dtype through the sigmoid and every pair through the mul, with
   random scales and zero points (and the 1/256 output scale quantizers give a sigmoid, and a choice
-  whose table the logistic's fused multiply-adds change); a mul of a
+  whose table the logistic's fused multiply-adds change); SiLU (Sigmoid, QuantizeLinear,
+  DequantizeLinear, Mul by x: one table); a mul of a
   tensor and one value per channel, the per-channel one first as torchvision's squeeze-and-excite
   writes it;
 - an EfficientNet block (SiLU as Sigmoid and Mul, squeeze-and-excite) quantized by
@@ -107,6 +108,16 @@ def sweep_model(npq, seed):
         out = (sensitive[2:] if sensitive else (1 / 256, lo) if typical
                else (scale(2e-3, 1e-2), int(rng.integers(lo, hi + 1))))
         integer_output(f"sy{k}", f"sig{k}", *out)
+    for k in range(2):  # SiLU: the sigmoid's own quantization, then the product with x
+        x = integer_input(f"fx{k}", levels.reshape(1, 1, 16, 16))
+        nodes.append(helper.make_node("Sigmoid", [x], [f"fsig{k}"], name=f"silu_sigmoid{k}"))
+        gate = (1 / 256, lo) if k == 0 else (scale(2e-3, 1e-2), int(rng.integers(lo, hi + 1)))
+        nodes += [helper.make_node("QuantizeLinear", [f"fsig{k}"] + params(f"fg{k}", *gate),
+                                   [f"fgq{k}"], name=f"silu_q{k}"),
+                  helper.make_node("DequantizeLinear", [f"fgq{k}", f"fg{k}_s", f"fg{k}_z"],
+                                   [f"fgd{k}"], name=f"silu_dq{k}"),
+                  helper.make_node("Mul", [x, f"fgd{k}"], [f"fprod{k}"], name=f"silu_mul{k}")]
+        integer_output(f"fy{k}", f"fprod{k}", scale(1e-2, 0.1), int(rng.integers(lo, hi + 1)))
     for k in range(2):
         a = integer_input(f"ma{k}", np.repeat(levels, 256).reshape(1, 1, 256, 256))
         b = integer_input(f"mb{k}", np.tile(levels, 256).reshape(1, 1, 256, 256))
@@ -158,9 +169,10 @@ def check_sweep(padfold, work, name):
     d.mkdir(parents=True)
     mdl, feeds = sweep_model(np.uint8 if name == "sweep_u8" else np.int8, len(name))
     got, spec = run_padfold(padfold, d, mdl, feeds)
-    ops = sorted(layer["op"] for layer in spec["layers"])
-    if ops.count("activation") != 4 or ops.count("mul") != 3:
-        return f"{name}: layers {ops}; expected 4 activation and 3 mul layers"
+    acts = sorted(layer.get("activation", "") for layer in spec["layers"] if layer["op"] == "activation")
+    muls = sum(layer["op"] == "mul" for layer in spec["layers"])
+    if acts != ["sigmoid"] * 4 + ["silu"] * 2 or muls != 3:
+        return f"{name}: activations {acts} and {muls} mul layers; expected 4 sigmoids, 2 silus, 3 muls"
     return compare(name, got, mdl, feeds)
 
 
@@ -232,9 +244,12 @@ def check_quantize_static(padfold, work, name):
         return f"{name}: the quantizer wrote {sorted(ops)}, without {sorted(want_ops - ops)}"
     feeds = {"x": np.random.default_rng(7).uniform(-1, 1, [1, 3, 16, 16]).astype(np.float32)}
     got, spec = run_padfold(padfold, d, mdl, feeds)
-    ops = sorted(layer["op"] for layer in spec["layers"])
-    if ops.count("activation") != 4 or ops.count("mul") != 4:
-        return f"{name}: layers {ops}; expected 4 activation (sigmoid) and 4 mul layers"
+    # QDQ: each SiLU one table, the gate's Mul a layer; QOperator's QLinearMuls stay layers.
+    acts = sorted(layer.get("activation", "") for layer in spec["layers"] if layer["op"] == "activation")
+    muls = sum(layer["op"] == "mul" for layer in spec["layers"])
+    want = (["sigmoid"] + ["silu"] * 3, 1) if name == "block_qdq" else (["sigmoid"] * 4, 4)
+    if (acts, muls) != want:
+        return f"{name}: activations {acts} and {muls} mul layers; expected {want[0]} and {want[1]}"
     return compare(name, got, mdl, feeds)
 
 

@@ -513,6 +513,49 @@ TEST(QuantActivation, SigmoidIsBitExact) {
     }
 }
 
+// ONNX Runtime's quantized SiLU as one table: the sigmoid to the gate's quantization, times the
+// input, over every integer, against the reference's sigmoid then mul; and the gate is required.
+TEST(QuantActivation, SiluIsBitExact) {
+  std::mt19937 rng(15);
+  for (const char* dtype : {"int8", "uint8"})
+    for (const char* layout : {"NHWC", "NCHW"}) {
+      const bool u8 = std::string(dtype) == "uint8";
+      json spec = {{"model", "m"},
+                   {"inputs", {input("x", {1, 16, 16, 2}, layout, dtype)}},
+                   {"layers",
+                    {{{"name", "silu"},
+                      {"op", "activation"},
+                      {"input", "x"},
+                      {"dtype", dtype},
+                      {"activation", "silu"},
+                      {"quant",
+                       {{"requantize", "onnx"},
+                        {"input", params(log_uniform(rng, 1e-2, 1e-1), zero_point(rng, u8))},
+                        {"gate", params(1. / 256, u8 ? 0 : -128)},
+                        // SiLU's range, [-0.28, max x], over most of the integers
+                        {"output", params(log_uniform(rng, 2e-2, 5e-2), u8 ? 20 : -108)}}}}}}};
+      const Layer L = one_layer(spec.dump());
+      ref::QLayerData data = ref::random_quant_data(L, 16);
+      for (size_t i = 0; i < data.inputs[0].data.size(); ++i)
+        data.inputs[0].data[i] = static_cast<int32_t>(i % 256) + (u8 ? 0 : -128);
+      const ref::QTensor want = ref::quant_reference_output(L, data);
+      for (const char* target : {"host", "x86-64-linux-avx2-fma"})
+        expect_same(quant_kernel_output(L, data, target), want, spec.dump() + " " + target);
+      // Not the sigmoid alone.
+      Layer sigmoid = L;
+      sigmoid.activation = Activation::Sigmoid;
+      sigmoid.quant->gate.reset();
+      EXPECT_NE(ref::quant_reference_output(sigmoid, data).data, want.data);
+      spec["layers"][0]["quant"].erase("gate");
+      try {
+        one_layer(spec.dump());
+        ADD_FAILURE() << "a silu without its gate was accepted";
+      } catch (const SpecError& e) {
+        EXPECT_NE(std::string(e.what()).find("quant.gate"), std::string::npos) << e.what();
+      }
+    }
+}
+
 // TFLite's int8 mul and logistic are not reproduced: a spec asking for them is refused, naming
 // the layer.
 TEST(QuantMul, TfliteArithmeticIsRefused) {

@@ -2306,7 +2306,8 @@ TEST(OnnxImportQuant, UnsupportedNodeInAQuantizedGraphIsAnErrorNamingIt) {
 }
 
 // SiLU and squeeze-and-excite as quantize_static writes them: x -> Q -> DQ -> Sigmoid -> Q -> DQ
-// -> Mul(x, .) -> Q -> DQ, and a Mul of a global pool's [1, 2, 1, 1] (read first) and x.
+// -> Mul(x, .) -> Q -> DQ (one silu table), and the sigmoid of a global pool's [1, 2, 1, 1]
+// gating the SiLU's output (read first): a sigmoid and a mul.
 TEST(OnnxImportQuant, QdqSigmoidAndMulAreQuantizedLayers) {
   ModelBuilder b = quantized_input();
   b.node("Sigmoid", {"xd"}, {"s"}, "sig");
@@ -2322,28 +2323,38 @@ TEST(OnnxImportQuant, QdqSigmoidAndMulAreQuantizedLayers) {
   b.node("GlobalAveragePool", {"md"}, {"p"}, "pool");
   b.node("QuantizeLinear", {"p", "ms", "mz"}, {"pq"}, "qp");
   b.node("DequantizeLinear", {"pq", "ms", "mz"}, {"pd"}, "dqp");
-  b.node("Mul", {"pd", "md"}, {"e"}, "excite");
+  b.node("Sigmoid", {"pd"}, {"g"}, "gate");
+  b.node("QuantizeLinear", {"g", "ss", "sz"}, {"gq"}, "qg");
+  b.node("DequantizeLinear", {"gq", "ss", "sz"}, {"gd"}, "dqg");
+  b.node("Mul", {"gd", "md"}, {"e"}, "excite");
   b.node("QuantizeLinear", {"e", "ms", "mz"}, {"eq"}, "qe");
   b.node("DequantizeLinear", {"eq", "ms", "mz"}, {"y"}, "dqy");
   b.output("y");
   const ImportResult r = import(b);
   const json layers = spec(r)["layers"];
   ASSERT_EQ(layers.size(), 6u) << layers.dump(2);
-  const json& sig = layers[1];
-  EXPECT_EQ(sig["op"], "activation");
-  EXPECT_EQ(sig["activation"], "sigmoid");
-  EXPECT_EQ(sig["dtype"], "int8");
-  EXPECT_EQ(sig["quant"]["output"]["scale"].get<float>(), 1.f / 256);
-  const json& silu = layers[2];
-  EXPECT_EQ(silu["op"], "mul");
-  EXPECT_EQ(silu["input"], json::array({layers[0]["name"], sig["name"]}));
-  EXPECT_EQ(silu["quant"]["inputs"][0]["zero_point"], 3);
-  EXPECT_EQ(silu["quant"]["inputs"][1]["zero_point"], -128);
+  const json& silu = layers[1];
+  EXPECT_EQ(silu["op"], "activation");
+  EXPECT_EQ(silu["activation"], "silu");
+  EXPECT_EQ(silu["dtype"], "int8");
+  EXPECT_EQ(silu["input"], layers[0]["name"]);
+  EXPECT_EQ(silu["quant"]["input"]["zero_point"], 3);
+  EXPECT_EQ(silu["quant"]["gate"]["scale"].get<float>(), 1.f / 256);
+  EXPECT_EQ(silu["quant"]["gate"]["zero_point"], -128);
   EXPECT_EQ(silu["quant"]["output"]["zero_point"], -7);
+  const json& gate = layers[3];
+  EXPECT_EQ(gate["op"], "activation");
+  EXPECT_EQ(gate["activation"], "sigmoid");
+  EXPECT_EQ(gate["input"], layers[2]["name"]);
+  EXPECT_FALSE(gate["quant"].contains("gate"));
   const json& excite = layers[4];
   EXPECT_EQ(excite["op"], "mul");  // the per-channel scale read second
-  EXPECT_EQ(excite["input"], json::array({silu["name"], layers[3]["name"]}));
+  EXPECT_EQ(excite["input"], json::array({silu["name"], gate["name"]}));
+  EXPECT_EQ(excite["quant"]["inputs"][1]["scale"].get<float>(), 1.f / 256);
   EXPECT_TRUE(r.left_to_caller.empty());
+  // The SiLU's layer covers its Sigmoid and Mul.
+  const json nodes = rep(r)["layers"][1]["onnx_nodes"];
+  EXPECT_TRUE(has(nodes.dump(), "\"sig\"") && has(nodes.dump(), "\"silu\"")) << nodes.dump();
 }
 
 // A Mul broadcasting along another axis than the channels is refused, naming it.

@@ -288,7 +288,7 @@ Layer quantized_layer(Requantize mode, DType dtype, std::vector<QuantParams> inp
   L.dtype = dtype;
   L.activation = act;
   L.out_channels = weight_scales.empty() ? 1 : static_cast<int64_t>(weight_scales.size());
-  L.quant = LayerQuant{std::move(inputs), out, std::move(weight_scales), mode};
+  L.quant = LayerQuant{std::move(inputs), out, std::move(weight_scales), mode, std::nullopt};
   return L;
 }
 

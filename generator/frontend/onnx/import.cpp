@@ -73,6 +73,7 @@ ImportResult Importer::run_quantized() {
   for (detail::QuantLayer& l : q.layers) {
     const int i = l.draft.node;
     role_[static_cast<size_t>(i)] = Role::Layer;
+    for (const int p : l.draft.part_nodes) role_[static_cast<size_t>(p)] = Role::Layer;
     if (l.draft.act_node >= 0) role_[static_cast<size_t>(l.draft.act_node)] = Role::FusedActivation;
     if (l.draft.pad_node >= 0) pad_mode_[i] = l.pad_mode;
     c_.set_layer_shape(l.draft.output, l.draft.layer.output_shape_full());

@@ -561,10 +561,48 @@ class Recognizer {
   void qdq_sigmoid(int i) {
     const QTensor in = dequantized(i, g_.node(i).input(0));
     Draft d = sigmoid_draft(i, in);
-    const QTensor out = output_quantize(i, d);
+    QTensor out = output_quantize(i, d);
     if (out.dtype != in.dtype) c_.fail(i, "its output dtype differs from its input's");
+    if (const int mul = silu_mul(d.output, out, in); mul >= 0) {  // one table: the SiLU
+      d.layer.activation = Activation::Silu;
+      d.layer.quant->gate = out.q;
+      d.part_nodes = {i};
+      d.node = mul;
+      out = output_quantize(mul, d);
+      if (out.dtype != in.dtype) c_.fail(mul, "its output dtype differs from its inputs'");
+    }
     d.layer.quant->output = out.q;
     add_layer(std::move(d), out);
+  }
+
+  // The Mul of a SiLU (x times its quantized sigmoid `gate`, QDQ) where `gate` is read by one
+  // DequantizeLinear, read by that Mul alone, whose other input dequantizes x itself: that Mul
+  // (its DequantizeLinear absorbed), or -1.
+  int silu_mul(const std::string& gate, const QTensor& gate_q, const QTensor& x) {
+    const std::vector<int> dqs = c_.readers(gate);
+    if (dqs.size() != 1 || c_.reaches_graph_output(gate)) return -1;
+    const onnx::NodeProto& dq = g_.node(dqs[0]);
+    if (!default_domain(dq) || dq.op_type() != "DequantizeLinear" || dq.output_size() < 1 ||
+        c_.reaches_graph_output(dq.output(0)))
+      return -1;
+    const std::vector<int> muls = c_.readers(dq.output(0));
+    if (muls.size() != 1) return -1;
+    const onnx::NodeProto& m = g_.node(muls[0]);
+    if (!default_domain(m) || m.op_type() != "Mul" || m.input_size() != 2) return -1;
+    const std::string other = m.input(0) == dq.output(0) ? m.input(1) : m.input(0);
+    const int other_dq = g_.producer(c_.canon(other));
+    if (other_dq < 0 || g_.node(other_dq).op_type() != "DequantizeLinear" ||
+        c_.canon(g_.node(other_dq).input(0)) != x.tensor)
+      return -1;
+    // Both DequantizeLinears read with the parameters their tensors are written in.
+    const QTensor read_gate = params(dqs[0], 1, 2), read_x = params(other_dq, 1, 2);
+    if (!same(read_gate.q, gate_q.q) || read_gate.dtype != gate_q.dtype || !same(read_x.q, x.q) ||
+        read_x.dtype != x.dtype)
+      return -1;
+    covered_.insert(dqs[0]);
+    out_.absorbed[dqs[0]] = "quantization";
+    covered_.insert(muls[0]);
+    return muls[0];
   }
 
   void qlinear_conv(int i) {
