@@ -563,16 +563,26 @@ class Recognizer {
     Draft d = sigmoid_draft(i, in);
     QTensor out = output_quantize(i, d);
     if (out.dtype != in.dtype) c_.fail(i, "its output dtype differs from its input's");
-    if (const int mul = silu_mul(d.output, out, in); mul >= 0) {  // one table: the SiLU
-      d.layer.activation = Activation::Silu;
-      d.layer.quant->gate = out.q;
-      d.part_nodes = {i};
-      d.node = mul;
+    if (const int mul = silu_mul(d.output, out, in); mul >= 0) {
+      make_silu(d, mul, out);
       out = output_quantize(mul, d);
       if (out.dtype != in.dtype) c_.fail(mul, "its output dtype differs from its inputs'");
     }
     d.layer.quant->output = out.q;
     add_layer(std::move(d), out);
+  }
+
+  // Node `mul` multiplies the sigmoid draft d's input by d's output quantized as `gate`: d becomes
+  // one silu table of both nodes (its output then the mul's).
+  static void make_silu(Draft& d, int mul, const QTensor& gate) {
+    d.layer.activation = Activation::Silu;
+    d.layer.quant->gate = gate.q;
+    d.part_nodes = {d.node};
+    d.node = mul;
+  }
+
+  static bool read_as_written(const QTensor& read, const QTensor& written) {
+    return same(read.q, written.q) && read.dtype == written.dtype;
   }
 
   // The Mul of a SiLU (x times its quantized sigmoid `gate`, QDQ) where `gate` is read by one
@@ -595,9 +605,8 @@ class Recognizer {
         c_.canon(g_.node(other_dq).input(0)) != x.tensor)
       return -1;
     // Both DequantizeLinears read with the parameters their tensors are written in.
-    const QTensor read_gate = params(dqs[0], 1, 2), read_x = params(other_dq, 1, 2);
-    if (!same(read_gate.q, gate_q.q) || read_gate.dtype != gate_q.dtype || !same(read_x.q, x.q) ||
-        read_x.dtype != x.dtype)
+    if (!read_as_written(params(dqs[0], 1, 2), gate_q) ||
+        !read_as_written(params(other_dq, 1, 2), x))
       return -1;
     covered_.insert(dqs[0]);
     out_.absorbed[dqs[0]] = "quantization";
@@ -689,10 +698,34 @@ class Recognizer {
     const QTensor in = quantized(i, n.input(0));
     check_declared(i, in, params(i, 1, 2));
     Draft d = sigmoid_draft(i, in);
-    const QTensor out = params(i, 3, 4);
+    QTensor out = params(i, 3, 4);
     if (out.dtype != in.dtype) c_.fail(i, "its output dtype differs from its input's");
+    if (const int mul = qlinear_silu_mul(n.output(0), out, in); mul >= 0) {
+      make_silu(d, mul, out);
+      d.output = g_.node(mul).output(0);
+      out = params(mul, 6, 7);
+      if (out.dtype != in.dtype) c_.fail(mul, "its output dtype differs from its inputs'");
+    }
     d.layer.quant->output = out.q;
     add_layer(std::move(d), out);
+  }
+
+  // QOperator's SiLU: the com.microsoft QLinearMul of x and its QLinearSigmoid `gate` (read by
+  // nothing else), each read with the parameters it is written in: that node, or -1.
+  int qlinear_silu_mul(const std::string& gate, const QTensor& gate_q, const QTensor& x) {
+    const std::vector<int> readers = c_.readers(gate);
+    if (readers.size() != 1 || c_.reaches_graph_output(gate)) return -1;
+    const onnx::NodeProto& m = g_.node(readers[0]);
+    if (m.domain() != "com.microsoft" || m.op_type() != "QLinearMul" || m.input_size() < 7 ||
+        m.output_size() < 1)
+      return -1;
+    const int k_gate = m.input(0) == gate ? 0 : 3, k_x = 3 - k_gate;
+    if (m.input(k_gate) != gate || c_.canon(m.input(k_x)) != x.tensor) return -1;
+    if (!read_as_written(params(readers[0], k_gate + 1, k_gate + 2), gate_q) ||
+        !read_as_written(params(readers[0], k_x + 1, k_x + 2), x))
+      return -1;
+    covered_.insert(readers[0]);
+    return readers[0];
   }
 
   Context& c_;
