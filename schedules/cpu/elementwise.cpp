@@ -1,5 +1,5 @@
-// CPU schedule of add, mul, concat, softmax, quantize, dequantize and transpose: memory-bound
-// copies and sums with no reduction. The innermost axis is vectorized (channels when
+// CPU schedule of add, mul, activation, concat, softmax, quantize, dequantize and transpose:
+// memory-bound copies and sums with no reduction. The innermost axis is vectorized (channels when
 // channels-last, else x) and rows go over threads; the register tile knobs of schedule.cpp do not
 // apply. A transpose moves square tiles through registers: loaded along the input's innermost
 // axis, stored along the output's.
@@ -40,6 +40,10 @@ bool rows_are_channels(const Layer& L) {
   return !L.layout.channels_last;
 }
 
+// An activation looks each element up in a table (int8: a gather) or computes a transcendental:
+// worth about this many elements of a copy when weighing threads against the work.
+constexpr double kActivationWorkPerElement = 8;
+
 // Elements read and written.
 double traffic(const Layer& L) {
   double elements = static_cast<double>(L.batch * L.out_channels);
@@ -61,7 +65,9 @@ ScheduleParams resolve(const Layer& L, const Target& target, const ScheduleParam
   // A concat's inputs are copied by a parallel loop each: threads where its average input's
   // copy pays for waking them.
   const double n = static_cast<double>(L.inputs.size());
-  const double work = L.op == Op::Concat ? 2 * traffic(L) / ((n + 1) * n) : traffic(L);
+  const double work = L.op == Op::Concat       ? 2 * traffic(L) / ((n + 1) * n)
+                      : L.op == Op::Activation ? kActivationWorkPerElement * traffic(L)
+                                               : traffic(L);
   if (too_little_for_threads(p, work)) r.rows_per_task = 0;
   r.fit_tiles = false;
   r.min_task_kflop = 0;
