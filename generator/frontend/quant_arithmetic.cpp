@@ -180,11 +180,20 @@ std::vector<int32_t> onnx_activation_table(const Layer& L) {
   return table;
 }
 
+namespace {
+
+// QLinearMul's one float scale, sa * sb / sc left to right.
+float mul_ratio(const QuantParams& a, const QuantParams& b, const QuantParams& out) {
+  return a.scale * b.scale / out.scale;
+}
+
+}  // namespace
+
 float onnx_mul_ratio(const Layer& L) {
   const LayerQuant& q = quant_of(L);
   if (q.requantize != Requantize::Onnx || q.inputs.size() != 2)
     refuse(L, "a quantized mul is ONNX Runtime's QLinearMul (requantize onnx, two inputs)");
-  const float ratio = q.inputs[0].scale * q.inputs[1].scale / q.output.scale;
+  const float ratio = mul_ratio(q.inputs[0], q.inputs[1], q.output);
   if (!std::isfinite(ratio) || ratio == 0.f)
     refuse(L,
            "its scale ratio (input scales' product / output scale) is not a finite, nonzero "
@@ -195,7 +204,7 @@ float onnx_mul_ratio(const Layer& L) {
 int32_t onnx_mul_value(int32_t a, int32_t b, const QuantParams& qa, const QuantParams& qb,
                        const QuantParams& out, DType dtype) {
   const auto [qmin, qmax] = dtype_range(dtype);
-  const float ratio = qa.scale * qb.scale / out.scale;
+  const float ratio = mul_ratio(qa, qb, out);
   const float v = static_cast<float>((a - qa.zero_point) * (b - qb.zero_point)) * ratio +
                   static_cast<float>(out.zero_point);
   const float rounded = std::nearbyint(v);                                 // half to even

@@ -602,7 +602,7 @@ class Recognizer {
     const std::string other = m.input(0) == dq.output(0) ? m.input(1) : m.input(0);
     const int other_dq = g_.producer(c_.canon(other));
     if (other_dq < 0 || g_.node(other_dq).op_type() != "DequantizeLinear" ||
-        c_.canon(g_.node(other_dq).input(0)) != x.tensor)
+        g_.node(other_dq).input_size() < 1 || c_.canon(g_.node(other_dq).input(0)) != x.tensor)
       return -1;
     // Both DequantizeLinears read with the parameters their tensors are written in.
     if (!read_as_written(params(dqs[0], 1, 2), gate_q) ||
