@@ -85,7 +85,8 @@ std::vector<BufferInfo> preparation_buffers(const Layer& L, const WeightForm& fo
 }
 
 BufferInfo residual_buffer(const Layer& add) {
-  return {"residual", PF_ROLE_INPUT, add.layout.name(), add.output_shape_full(), add.name, PF_F32};
+  return {"residual", PF_ROLE_INPUT,         add.layout.name(), add.output_shape_full(),
+          add.name,   pf_dtype_of(add.dtype)};
 }
 
 bool pixel_runs_apply(const Layer& L) {
@@ -106,8 +107,10 @@ Algorithm build_algorithm(const Layer& L, const AlgorithmVariant& variant, const
   if (L.dtype != DType::F32 && !L.quantized())
     throw std::runtime_error("layer '" + L.name + "': " + to_string(L.dtype) +
                              " kernels are not generated (float32, int8 and uint8 are)");
-  if (L.quantized() && (source.defined() || residual || winograd_m > 0))
+  if (L.quantized() && (source.defined() || winograd_m > 0))
     throw std::logic_error("layer '" + L.name + "': a quantized layer is its own kernel");
+  if (residual && residual->dtype != L.dtype)
+    throw std::logic_error("layer '" + L.name + "': its residual add has another dtype");
   if (source.defined() && L.is_join())
     throw std::logic_error("layer '" + L.name + "': add, mul and concat are not fused");
   if (residual && (L.op != Op::Conv || residual->op != Op::Add))
@@ -158,10 +161,13 @@ Algorithm build_algorithm(const Layer& L, const AlgorithmVariant& variant, const
   ImageParam addend;
   if (residual) {  // before the output, as the buffers are in manifest order
     const BufferInfo b = residual_buffer(*residual);
-    addend = ImageParam(Float(32), static_cast<int>(b.shape.size()), residual->name + "_residual");
+    addend = ImageParam(element_type(*residual), static_cast<int>(b.shape.size()),
+                        residual->name + "_residual");
     fix_shape(addend, b.shape);
     a.buffers.insert(a.buffers.end() - 1, BufferParam{b, addend});
     a.buffers.back().info = buffer_infos(*residual).back();  // the add's output
+    a.residual = residual;
+    a.addend = addend;
   }
   switch (L.op) {
     case Op::Conv:

@@ -93,6 +93,10 @@ struct Algorithm {
   // update over `pixels` (that run).
   bool pixel_runs = false;
   Halide::RDom pixels;
+  // A residual add in the conv's epilogue: the add and its other input (the block's last buffer
+  // but the output).
+  const Layer* residual = nullptr;
+  Halide::ImageParam addend;
 };
 
 // The loops of a concat's update `u` (one per input) in the output's dimension order, innermost

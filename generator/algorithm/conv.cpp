@@ -69,6 +69,19 @@ int32_t dot_input(Algorithm& a, const Layer& L) {
   return zx;
 }
 
+// A quantized conv's output from its accumulator (bias and zero point's term in): requantized, and
+// with a residual add in its epilogue the add's arithmetic, the conv's integers in their place
+// among the add's inputs.
+Expr quantized_output(const Algorithm& a, const Layer& L, const Expr& acc) {
+  Expr y = requantize_conv(L, acc, a.c);
+  if (a.residual) {
+    const Expr other = cast<int32_t>(a.addend(a.vars));
+    y = a.residual->inputs[0] == L.name ? add_quantized(*a.residual, y, other)
+                                        : add_quantized(*a.residual, other, y);
+  }
+  return cast(element_type(L), y);
+}
+
 // sum (x - zx) * w as sum x * w - zx * sum w, x and zx in the dot-product type
 // (dot_input). The weights' sums per output channel are tabulated once per call, or folded into
 // the bias by the compile (WeightForm::zero_point_in_bias). Every
@@ -103,8 +116,7 @@ void build_quantized_conv(Algorithm& a, const Layer& L, const Expr& x, Expr w, i
     if (folded != zx || !L.bias)
       throw std::logic_error("layer '" + L.name + "': its bias folds zero point " +
                              std::to_string(folded) + ", its products see " + std::to_string(zx));
-    a.output(a.vars) =
-        cast(element_type(L), requantize_conv(L, a.reduce(a.vars) + a.bias(a.c), a.c));
+    a.output(a.vars) = quantized_output(a, L, a.reduce(a.vars) + a.bias(a.c));
     return;
   }
   // The dot products sum their own table (the padded channels' weights are 0 there): its output
@@ -123,7 +135,7 @@ void build_quantized_conv(Algorithm& a, const Layer& L, const Expr& x, Expr w, i
 
   Expr acc = a.reduce(a.vars) - zx * weight_sum(a.c);
   if (L.bias) acc = acc + a.bias(a.c);
-  a.output(a.vars) = cast(element_type(L), requantize_conv(L, acc, a.c));
+  a.output(a.vars) = quantized_output(a, L, acc);
 }
 
 }  // namespace

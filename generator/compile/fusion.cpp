@@ -39,10 +39,14 @@ bool is_residual_add(const Layer& conv, const Layer& add) {
 
 // Whether `chain` is a block kind padfold fuses; "" when it is, else why not.
 std::string unfusible(const std::vector<const Layer*>& chain) {
+  // A quantized conv takes its residual add (same dtype) into its epilogue; no other fusion.
+  const bool quantized_residual = chain.size() == 2 && chain[0]->quantized() &&
+                                  chain[1]->dtype == chain[0]->dtype &&
+                                  is_residual_add(*chain[0], *chain[1]);
   for (const Layer* L : chain)
-    if (L->quantized())
+    if (L->quantized() && !quantized_residual)
       return "layer '" + L->name + "' is " + to_string(L->dtype) +
-             ": quantized layers run as kernels of their own";
+             ": a quantized layer is a kernel of its own, but a conv with its residual add";
   for (size_t i = 1; i < chain.size(); ++i)
     if (chain[i]->relayout_input)
       return "layer '" + chain[i]->name + "' reads its input in another layout (" +

@@ -70,12 +70,13 @@ def check(padfold, data, work, name):
     # and every conv with a bias its bias with the zero point's term folded in: the manifest
     # states both forms and no kernel builds a table or sums weights per call.
     manifest = json.loads((d / "bundle" / "manifest.json").read_text())
+    # A conv with its residual add in the epilogue names its buffers after the conv.
     tables = [b for k in manifest["kernels"] for b in k["buffers"]
-              if b["name"] == "weights" and b["layout"].endswith("IO4i")]
+              if b["name"].split("_")[-1] == "weights" and b["layout"].endswith("IO4i")]
     if not tables:
         return f"{name}: no kernel reads a prepared dot-product weight table"
     biases = [b["layout"] for k in manifest["kernels"] if k["op"].startswith("conv")
-              for b in k["buffers"] if b["name"] == "bias"]
+              for b in k["buffers"] if b["name"].split("_")[-1] == "bias"]
     if not biases or set(biases) != {"O_zero_point_folded"}:
         return f"{name}: conv biases in layouts {biases}; expected O_zero_point_folded"
     if f"bias O_zero_point_folded {len(biases)}" not in compiled:

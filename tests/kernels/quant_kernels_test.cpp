@@ -556,6 +556,64 @@ TEST(QuantActivation, SiluIsBitExact) {
     }
 }
 
+// A quantized conv with its residual add in the epilogue equals the conv then the add, the conv's
+// output either input of the add, in both modes and dtypes, with the weights as the compile
+// prepares them or not.
+TEST(QuantResidual, ConvWithItsAddIsBitExact) {
+  std::mt19937 rng(17);
+  for (const char* dtype : {"int8", "uint8"})
+    for (const char* mode : {"onnx", "tflite"})
+      for (const bool conv_first : {true, false}) {
+        const bool u8 = std::string(dtype) == "uint8";
+        const json conv_out = params(log_uniform(rng, 2e-2, 1e-1), zero_point(rng, u8));
+        const json other = params(log_uniform(rng, 2e-2, 1e-1), zero_point(rng, u8));
+        json conv = {{"name", "conv"},
+                     {"op", "conv2d"},
+                     {"input", "x"},
+                     {"dtype", dtype},
+                     {"out_channels", 8},
+                     {"kernel", 3},
+                     {"padding", "same"},
+                     {"bias", true},
+                     {"activation", "relu"},
+                     {"quant",
+                      {{"requantize", mode},
+                       {"input", params(log_uniform(rng, 1e-2, 1e-1), zero_point(rng, u8))},
+                       {"output", conv_out},
+                       {"weight_scale", log_uniform(rng, 1e-3, 1e-2)}}}};
+        json add = {{"name", "add"},
+                    {"op", "add"},
+                    {"input", conv_first ? json{"conv", "r"} : json{"r", "conv"}},
+                    {"dtype", dtype},
+                    {"activation", "relu"},
+                    {"quant",
+                     {{"requantize", mode},
+                      {"inputs", conv_first ? json{conv_out, other} : json{other, conv_out}},
+                      {"output", params(log_uniform(rng, 5e-2, 2e-1), zero_point(rng, u8))}}}};
+        const json spec = {
+            {"model", "m"},
+            {"inputs",
+             {input("x", {1, 6, 7, 8}, "NHWC", dtype), input("r", {1, 6, 7, 8}, "NHWC", dtype)}},
+            {"layers", {conv, add}}};
+        const Model m = parse_spec(spec.dump(), "test");
+        const Layer &C = m.layers.at(0), &A = m.layers.at(1);
+        const ref::QLayerData data = ref::random_quant_data(C, 18);
+        const ref::QTensor r = ref::random_quant_data(A, 19).inputs.at(conv_first ? 1 : 0);
+        const ref::QTensor y = ref::quant_reference_output(C, data);
+        ref::QLayerData add_data;
+        add_data.inputs =
+            conv_first ? std::vector<ref::QTensor>{y, r} : std::vector<ref::QTensor>{r, y};
+        const ref::QTensor want = ref::quant_reference_output(A, add_data);
+        Block block;
+        block.layers = {&C, &A};
+        const WeightForm prepared = prepared_form(C, "host", json::object());
+        for (const WeightForm& form :
+             {WeightForm{}, prepared, with_folded_bias(C, "host", prepared)})
+          expect_same(quant_residual_kernel_output(block, data, r, "host", form), want,
+                      spec.dump() + (form.prepared() ? " (weights prepared)" : ""));
+      }
+}
+
 // TFLite's int8 mul and logistic are not reproduced: a spec asking for them is refused, naming
 // the layer.
 TEST(QuantMul, TfliteArithmeticIsRefused) {

@@ -59,13 +59,17 @@ ref::QTensor ints_of(const Halide::Buffer<>& b, std::vector<int64_t> shape) {
 
 }  // namespace
 
-ref::QTensor quant_kernel_output(const Layer& L, const ref::QLayerData& d,
-                                 const std::string& target_name, const nlohmann::json& schedule,
-                                 const WeightForm& form) {
+namespace {
+
+// A quantized conv, or a conv and the residual add in its epilogue (`residual`: the add's other
+// input), on `d`; the buffers named as the block names them.
+ref::QTensor quant_block_output(const Block& block, const ref::QLayerData& d,
+                                const ref::QTensor* residual, const std::string& target_name,
+                                const nlohmann::json& schedule, const WeightForm& form) {
   const Halide::Target target = resolve_target(target_name);
-  Block block;
-  block.layers.push_back(&L);
+  const Layer& L = block.consumer();
   Kernel k = lower(block, target, requested_schedule(L, target, schedule), form);
+  const std::string prefix = residual ? L.name + "_" : "";
   const Halide::Type act = element_type(L);
   if (L.is_join()) {
     for (size_t i = 0; i < d.inputs.size(); ++i)
@@ -89,12 +93,29 @@ ref::QTensor quant_kernel_output(const Layer& L, const ref::QLayerData& d,
     bias = Halide::Buffer<int32_t>(reinterpret_cast<int32_t*>(prepared_bias.bytes.data()),
                                    static_cast<int>(L.out_channels));
   }
-  if (L.has_weights()) k.param("weights").set(weights);
-  if (L.bias) k.param("bias").set(bias);
+  if (L.has_weights()) k.param(prefix + "weights").set(weights);
+  if (L.bias) k.param(prefix + "bias").set(bias);
+  if (residual) k.param("residual").set(int_buffer(*residual, act));
   const std::vector<int64_t> shape = L.output_shape_full();
   Halide::Buffer<> out(act, std::vector<int>(shape.rbegin(), shape.rend()));
   k.pipeline.realize(out, codegen_target(target));
   return ints_of(out, shape);
+}
+
+}  // namespace
+
+ref::QTensor quant_kernel_output(const Layer& L, const ref::QLayerData& d,
+                                 const std::string& target_name, const nlohmann::json& schedule,
+                                 const WeightForm& form) {
+  Block block;
+  block.layers.push_back(&L);
+  return quant_block_output(block, d, nullptr, target_name, schedule, form);
+}
+
+ref::QTensor quant_residual_kernel_output(const Block& block, const ref::QLayerData& d,
+                                          const ref::QTensor& residual,
+                                          const std::string& target_name, const WeightForm& form) {
+  return quant_block_output(block, d, &residual, target_name, nlohmann::json::object(), form);
 }
 
 ref::QTensor quantize_kernel_output(const Layer& L, const ref::Tensor& x,

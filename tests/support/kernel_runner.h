@@ -55,6 +55,13 @@ ref::QTensor quant_kernel_output(const Layer& layer, const ref::QLayerData& data
                                  const nlohmann::json& schedule = nlohmann::json::object(),
                                  const WeightForm& form = {});
 
+// A quantized conv with the residual add in its epilogue (`block`: the conv, then the add reading
+// the conv's output and `residual`, in either order), on `data`, JIT-compiled as kernel_output is.
+ref::QTensor quant_residual_kernel_output(const Block& block, const ref::QLayerData& data,
+                                          const ref::QTensor& residual,
+                                          const std::string& target = "host",
+                                          const WeightForm& form = {});
+
 // Every CPU knob at a random in-range value: a search value or, on ranges of at most 256, any
 // value of the range (as `--schedules` or a hand-edited database may give them).
 nlohmann::json random_cpu_knobs(std::mt19937& rng);
