@@ -122,7 +122,7 @@ void parse_quant(const json& q, const Ctx& c, Layer& l) {
   }
   if (l.is_join()) {  // add, mul
     if (q.contains("input"))
-      c.fail("quant.input", "given on an " + l.op_name, "quant.inputs (one each)");
+      c.fail("quant.input", "given on a quantized " + l.op_name, "quant.inputs (one each)");
     if (l.inputs.size() != 2)
       c.fail("input", fmt::format("{} inputs to a quantized {}", l.inputs.size(), l.op_name),
              "two");

@@ -596,8 +596,9 @@ def float_graph(rng):
 
 def quantized_graph(rng):
     """x -> QuantizeLinear -> DequantizeLinear -> [Pad, float or requantized] -> Conv (int8
-    weights, int32 bias) -> [Relu] -> Q -> DQ -> then a pool, an add of two such groups or a
-    classifier head (global pool, Flatten, int8 Gemm), Q -> DQ at the end."""
+    weights, int32 bias) -> [Relu] -> Q -> DQ -> then a pool, an add of two such groups, a
+    classifier head (global pool, Flatten, int8 Gemm) or an elementwise tail (SiLU, sigmoid,
+    squeeze-and-excite, a product of two groups), Q -> DQ at the end."""
     g = Graph(rng)
     u8 = rng.random() < 0.5
     qtype, zero_range = (np.uint8, (0, 255)) if u8 else (np.int8, (-128, 127))
@@ -704,11 +705,39 @@ def quantized_graph(rng):
         params = qparams()
         return qdq(y, params), params
 
+    def gate_params():
+        if rng.random() < 0.5:  # what quantizers give a sigmoid: 1/256 from the dtype's minimum
+            return (g.const(np.array(1 / 256, np.float32), "gs"),
+                    g.const(np.array(zero_range[0], qtype), "gz"))
+        return qparams()
+
+    def mul(a, b):  # a: the full tensor; the inputs in either order
+        shape = g.tensors[a]
+        if rng.random() < 0.5:
+            a, b = b, a
+        return qdq(g.node("Mul", [a, b], shape), qparams())
+
+    def elementwise(t, params):
+        """SiLU, a sigmoid alone, squeeze-and-excite's gate, or a product of two conv groups."""
+        kind = int(rng.integers(0, 4))
+        s = g.tensors[t]
+        if kind == 0:  # SiLU: Sigmoid -> Q -> DQ -> Mul by its own input, either order
+            return mul(t, qdq(g.node("Sigmoid", [t], s), gate_params()))
+        if kind == 1:
+            return qdq(g.node("Sigmoid", [t], s), gate_params())
+        if kind == 2:  # GlobalAveragePool -> Q -> DQ -> Sigmoid -> Q -> DQ -> Mul by the map
+            p = qdq(g.node("GlobalAveragePool", [t], [s[0], s[1], 1, 1]), qparams())
+            return mul(t, qdq(g.node("Sigmoid", [p], [s[0], s[1], 1, 1]), gate_params()))
+        second = conv_group(t, params)
+        if second is None or g.tensors[second[0]] != s:
+            return t
+        return mul(t, second[0])
+
     first = conv_group(x, x_params)
     if first is None:
         return None
     y, params = first
-    choice = rng.integers(0, 4)
+    choice = rng.integers(0, 5)
     if choice == 0:
         s = g.tensors[y]
         k = int(rng.integers(1, 3))
@@ -727,6 +756,8 @@ def quantized_graph(rng):
                 y = z
     elif choice == 2:
         y = classifier_head(y, params)
+    elif choice == 3:
+        y = elementwise(y, params)
     return g, ["x"], shape, [quantized_of[y]]  # the integers: compared step for step
 
 
