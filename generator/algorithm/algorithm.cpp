@@ -126,6 +126,7 @@ Algorithm build_algorithm(const Layer& L, const AlgorithmVariant& variant, const
   a.source = source;
   a.explicit_border = variant.explicit_border;
   a.dot = variant.dot;
+  a.native_fma = variant.native_fma;
   for (const BufferInfo& b : buffer_infos(L, variant.weights)) {
     if (source.defined() && b.role == PF_ROLE_INPUT) continue;  // the producer's Func instead
     BufferParam bp{b, {}};

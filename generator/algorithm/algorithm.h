@@ -88,6 +88,7 @@ struct Algorithm {
   // blocked buffer `weights` (blocked_weights_view); the conv reads them through it.
   Halide::Func blocked_weights;
   DotOperands dot = DotOperands::U8xI8;  // a quantized conv's input offset to these operands
+  bool native_fma = false;               // the target's native_fma (quantized adds)
   // AlgorithmVariant::pixel_runs: `reduce` is over (c, pixel, n), pixel = x + W * y, the output
   // plane one run of pixels, and the output, undefined in its pure definition, is written by one
   // update over `pixels` (that run).
@@ -116,6 +117,7 @@ struct AlgorithmVariant {
   const Layer* residual = nullptr;
   int winograd_m = 0;  // 2 or 4 (winograd_applies(layer)): the conv computed as F(m, 3)
   DotOperands dot = DotOperands::U8xI8;  // the target's dot_operands (quantized convs only)
+  bool native_fma = false;               // the target's native_fma (quantized adds)
   WeightForm weights;  // the form of the weights buffer; a prepared form fits winograd_m
   // A pointwise conv's products over its output plane as one run of pixels (pixel_runs_apply):
   // a tile of consecutive pixels may span rows, as a GEMM's rows do (a 7x7 plane is 49 pixels,

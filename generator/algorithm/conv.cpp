@@ -76,8 +76,8 @@ Expr quantized_output(const Algorithm& a, const Layer& L, const Expr& acc) {
   Expr y = requantize_conv(L, acc, a.c);
   if (a.residual) {
     const Expr other = cast<int32_t>(a.addend(a.vars));
-    y = a.residual->inputs[0] == L.name ? add_quantized(*a.residual, y, other)
-                                        : add_quantized(*a.residual, other, y);
+    y = a.residual->inputs[0] == L.name ? add_quantized(*a.residual, y, other, a.native_fma)
+                                        : add_quantized(*a.residual, other, y, a.native_fma);
   }
   return cast(element_type(L), y);
 }

@@ -41,8 +41,9 @@ Expr activate(Expr v, const Layer& L) {
 void build_add(Algorithm& a) {
   const Layer& L = *a.layer;
   if (L.quantized()) {
-    a.output(a.vars) = cast(element_type(L), add_quantized(L, cast<int32_t>(a.inputs[0](a.vars)),
-                                                           cast<int32_t>(a.inputs[1](a.vars))));
+    a.output(a.vars) =
+        cast(element_type(L), add_quantized(L, cast<int32_t>(a.inputs[0](a.vars)),
+                                            cast<int32_t>(a.inputs[1](a.vars)), a.native_fma));
     return;
   }
   Expr sum = a.inputs[0](a.vars);

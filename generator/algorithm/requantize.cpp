@@ -123,7 +123,21 @@ Expr requantize_conv(const Layer& L, Expr acc, Expr channel) {
   return clamp(cast<int32_t>(cast<int64_t>(scaled) + zy), lo, hi);
 }
 
-Expr fused_multiply_add(Expr a, Expr b, Expr c) {
+bool native_fma(const Target& target) {
+  if (target.has_gpu_feature()) return false;
+  return (target.arch == Target::X86 && target.has_feature(Target::FMA)) ||
+         (target.arch == Target::ARM && target.bits == 64);
+}
+
+Expr fused_multiply_add(Expr a, Expr b, Expr c, bool native) {
+  if (native) {
+    // A call per lane as Halide writes an extern call on a vector; LLVM makes the lanes' fmas one
+    // vector fma again. llvm.fma rounds once whatever the fast-math flags.
+    const Type t = Float(32, a.type().lanes());
+    return Internal::Call::make(
+        t, "llvm.fma.f32", {cast(t, std::move(a)), cast(t, std::move(b)), cast(t, std::move(c))},
+        Internal::Call::PureExtern);
+  }
   // The product of two floats is exact in double. TwoSum (Knuth) gives the error of the double sum,
   // and rounding that sum to odd before rounding to float gives the correctly rounded result
   // (Boldo and Melquiond, "Emulation of FMA and correctly rounded sums", 2008).
@@ -232,7 +246,7 @@ bool onnx_add_exact_in_double(const Layer& L) {
   return high - low <= 52;
 }
 
-Expr add_quantized(const Layer& L, Expr x0, Expr x1) {
+Expr add_quantized(const Layer& L, Expr x0, Expr x1, bool native_fma) {
   const LayerQuant& q = quant_of(L);
   if (q.inputs.size() != 2) refuse(L, "a quantized add needs the quantization of two inputs");
   const QuantParams &a = q.inputs[0], &b = q.inputs[1], &out = q.output;
@@ -252,15 +266,18 @@ Expr add_quantized(const Layer& L, Expr x0, Expr x1) {
   // cvtps2dq(fma(a, ra, fma(b, rb, fixed))).
   const OnnxAdd f = onnx_add(q);
   Expr value;
-  if (onnx_add_exact_in_double(L)) {
+  if (native_fma) {
+    const Expr with_b = fused_multiply_add(cast<float>(std::move(x1)), f.rb, f.fixed, true);
+    value = fused_multiply_add(cast<float>(std::move(x0)), f.ra, with_b, true);
+  } else if (onnx_add_exact_in_double(L)) {
     const auto fma_exact = [](Expr x, float r, Expr c) {
       return cast<float>(strict_float(cast<double>(std::move(x)) * Expr(static_cast<double>(r)) +
                                       cast<double>(std::move(c))));
     };
     value = fma_exact(std::move(x0), f.ra, fma_exact(std::move(x1), f.rb, Expr(f.fixed)));
   } else {
-    const Expr with_b = fused_multiply_add(cast<float>(std::move(x1)), f.rb, f.fixed);
-    value = fused_multiply_add(cast<float>(std::move(x0)), f.ra, with_b);
+    const Expr with_b = fused_multiply_add(cast<float>(std::move(x1)), f.rb, f.fixed, false);
+    value = fused_multiply_add(cast<float>(std::move(x0)), f.ra, with_b, false);
   }
   return clamp(x86_saturate(round(value), L.dtype), lo, hi);
 }

@@ -50,8 +50,13 @@ Halide::Expr quantize_element(const Layer& L, Halide::Expr real);
 // double-precision product rounds to the same float).
 Halide::Expr dequantize_element(const Layer& L, Halide::Expr q);
 
-// A correctly rounded float fma(a, b, c) from double arithmetic (no fma instruction needed).
-Halide::Expr fused_multiply_add(Halide::Expr a, Halide::Expr b, Halide::Expr c);
+// Whether `target` computes a float fma in one instruction (x86 FMA, 64-bit ARM; not a GPU
+// target, whose C-like backends cannot spell LLVM's intrinsic).
+bool native_fma(const Halide::Target& target);
+
+// A correctly rounded float fma(a, b, c): LLVM's fma intrinsic with `native` (one vfmadd per
+// vector), else from double arithmetic (no fma instruction needed).
+Halide::Expr fused_multiply_add(Halide::Expr a, Halide::Expr b, Halide::Expr c, bool native);
 
 // ---- Average pooling. The taps that count are summed in a reduction the caller writes:
 //   sum = average_pool_zero(L); for each counted tap: sum = average_pool_accumulate(L, sum, x)
@@ -80,8 +85,9 @@ Halide::Expr average_pool_onnx(Halide::Expr sum, Halide::Expr count, const Quant
 // ---- Add: int32 inputs (each in its dtype's range), the final clamped int32.
 // Tflite (kernels/add.cc, reference_integer_ops::Add): left shift 20, multipliers s_i / (2 max s)
 // and 2 max s / (2^20 sy); ONNX Runtime: MLAS's AVX2 QLinearAdd kernel (float ratios and fma).
-// Throws std::invalid_argument where the peer refuses the scales.
-Halide::Expr add_quantized(const Layer& L, Halide::Expr x0, Halide::Expr x1);
+// Throws std::invalid_argument where the peer refuses the scales. `native_fma`: the target's
+// (native_fma); without it the fmas are emulated in double.
+Halide::Expr add_quantized(const Layer& L, Halide::Expr x0, Halide::Expr x1, bool native_fma);
 
 // ---- Mul: int32 inputs, the final clamped int32. ONNX Runtime's QLinearMul (onnx_mul_ratio).
 Halide::Expr mul_quantized(const Layer& L, Halide::Expr x0, Halide::Expr x1);
@@ -90,7 +96,7 @@ Halide::Expr mul_quantized(const Layer& L, Halide::Expr x0, Halide::Expr x1);
 // with a double multiply-add and one rounding to float: every product and sum of an input in
 // [-255, 255] with its ratio and the float it is added to fits in double's 53 bits, so the double
 // result is exact and its rounding to float is the fma's. Else add_quantized emulates the fmas
-// (fused_multiply_add), several times the work.
+// (fused_multiply_add), several times the work. Both only where the target has no native fma.
 bool onnx_add_exact_in_double(const Layer& L);
 
 }  // namespace padfold

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "algorithm/requantize.h"
 #include "compile/target.h"
 #include "schedules/block.h"
 
@@ -52,6 +53,7 @@ AlgorithmVariant variant_of(const Implementation& implementation, const Layer& l
   v.explicit_border = s.capabilities.explicit_border;
   v.residual = residual;
   v.dot = dot_operands(target);
+  v.native_fma = native_fma(target);
   v.weights = weights;
   if (s.variant) s.variant(layer, resolve_schedule(implementation, layer, target, requested), v);
   return v;

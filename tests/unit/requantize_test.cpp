@@ -238,15 +238,16 @@ bool same(T a, T b) {
   return a == b;
 }
 
-// Realizes build(x) over [0, expected.size()) on every target, vectorized (on the first target
-// also scalar), and expects every element to equal `expected`; `describe(i)` names element i.
+// Realizes build(x) over [0, expected.size()) on every target (with `fma_only`, those with a
+// native_fma), vectorized (on the first target also scalar), and expects every element to equal
+// `expected`; `describe(i)` names element i.
 template <typename T>
-void expect_everywhere(const Build& build, const std::vector<T>& expected,
-                       const Describe& describe) {
+void expect_everywhere(const Build& build, const std::vector<T>& expected, const Describe& describe,
+                       bool fma_only = false) {
   const std::vector<Target> all = targets();
   for (size_t t = 0; t < all.size(); ++t)
     for (bool vectorized : {true, false}) {
-      if (!vectorized && t > 0) continue;
+      if ((!vectorized && t > 0) || (fma_only && !native_fma(all[t]))) continue;
       Var x("x");
       std::vector<Func> stages;
       Func f("f");
@@ -273,9 +274,10 @@ void expect_everywhere(const Build& build, const std::vector<T>& expected,
 // The same for a value that needs no stage of its own.
 template <typename T>
 void expect_everywhere(const std::function<Expr(const Var& x)>& value,
-                       const std::vector<T>& expected, const Describe& describe) {
+                       const std::vector<T>& expected, const Describe& describe,
+                       bool fma_only = false) {
   expect_everywhere<T>([&](const Var& x, std::vector<Func>&) { return value(x); }, expected,
-                       describe);
+                       describe, fma_only);
 }
 
 // A quantized layer with the given quantization (conv unless op says otherwise).
@@ -630,14 +632,17 @@ TEST(FloatRequantize, FusedMultiplyAddIsCorrectlyRounded) {
     unfused_differs += peer::rounded(a[i] * b[i]) + c[i] != want[i];
   EXPECT_GT(unfused_differs, 10000u);
   const Buffer<float> ba = buffer_of(a), bb = buffer_of(b), bc = buffer_of(c);
-  expect_everywhere<float>([&](const Var& x) { return fused_multiply_add(ba(x), bb(x), bc(x)); },
-                           want,
-                           [&](size_t i) {
-                             std::ostringstream s;
-                             s.precision(9);
-                             s << "fma(" << a[i] << ", " << b[i] << ", " << c[i] << ")";
-                             return s.str();
-                           });
+  for (bool native : {false, true})
+    expect_everywhere<float>(
+        [&](const Var& x) { return fused_multiply_add(ba(x), bb(x), bc(x), native); }, want,
+        [&](size_t i) {
+          std::ostringstream s;
+          s.precision(9);
+          s << (native ? "native " : "emulated ") << "fma(" << a[i] << ", " << b[i] << ", " << c[i]
+            << ")";
+          return s.str();
+        },
+        native);
 }
 
 // ---- Whole conv requantization.
@@ -936,11 +941,14 @@ TEST(Add, BothModesOnEveryPair) {
         told[0] = told[0] || tells[0];
         told[1] = told[1] || tells[1];
         const Buffer<int32_t> b0 = buffer_of(x0), b1 = buffer_of(x1);
-        expect_everywhere<int32_t>(
-            [&](const Var& x) { return add_quantized(L, b0(x), b1(x)); }, want,
-            [&](size_t i) {
-              return to_string(mode) + " " + std::to_string(x0[i]) + " + " + std::to_string(x1[i]);
-            });
+        for (bool native : {false, true})
+          expect_everywhere<int32_t>(
+              [&](const Var& x) { return add_quantized(L, b0(x), b1(x), native); }, want,
+              [&](size_t i) {
+                return to_string(mode) + (native ? " native " : " ") + std::to_string(x0[i]) +
+                       " + " + std::to_string(x1[i]);
+              },
+              native);
       }
       EXPECT_TRUE(told[0] && told[1]) << to_string(mode) << " " << to_string(dtype);
     }
@@ -959,8 +967,8 @@ TEST(Add, OnnxInDoubleWhereExactEqualsTheFmas) {
       const QuantParams a{log_uniform(rng, -2.5, -0.5), zero_point(rng)};
       const QuantParams b{log_uniform(rng, -2.5, -0.5), zero_point(rng)};
       const QuantParams out{log_uniform(rng, -2.5, -0.5), zero_point(rng)};
-      const Layer L = quantized_layer(Requantize::Onnx, dtype, {a, b}, out, {}, Activation::None,
-                                      Op::Add);
+      const Layer L =
+          quantized_layer(Requantize::Onnx, dtype, {a, b}, out, {}, Activation::None, Op::Add);
       ASSERT_TRUE(onnx_add_exact_in_double(L)) << a.scale << " " << b.scale << " " << out.scale;
       ++taken;
       std::vector<int32_t> x0, x1, want;
@@ -972,7 +980,7 @@ TEST(Add, OnnxInDoubleWhereExactEqualsTheFmas) {
         }
       const Buffer<int32_t> b0 = buffer_of(x0), b1 = buffer_of(x1);
       expect_everywhere<int32_t>(
-          [&](const Var& x) { return add_quantized(L, b0(x), b1(x)); }, want,
+          [&](const Var& x) { return add_quantized(L, b0(x), b1(x), false); }, want,
           [&](size_t i) { return std::to_string(x0[i]) + " + " + std::to_string(x1[i]); });
     }
   }
@@ -981,9 +989,9 @@ TEST(Add, OnnxInDoubleWhereExactEqualsTheFmas) {
   const Layer fine = quantized_layer(Requantize::Onnx, DType::U8, {{1e-6f, 0}, {1.f, 0}},
                                      {1.f, 255}, {}, Activation::None, Op::Add);
   EXPECT_FALSE(onnx_add_exact_in_double(fine));
-  EXPECT_FALSE(onnx_add_exact_in_double(quantized_layer(
-      Requantize::Tflite, DType::I8, {{0.1f, 0}, {0.1f, 0}}, {0.1f, 0}, {}, Activation::None,
-      Op::Add)));
+  EXPECT_FALSE(onnx_add_exact_in_double(quantized_layer(Requantize::Tflite, DType::I8,
+                                                        {{0.1f, 0}, {0.1f, 0}}, {0.1f, 0}, {},
+                                                        Activation::None, Op::Add)));
 }
 
 // Past int32, x86's conversion gives INT32_MIN and the saturating packs the dtype's minimum.
@@ -996,14 +1004,15 @@ TEST(Add, OnnxOverflowGivesTheMinimum) {
     want.push_back(peer::ort_add(x0[i], x1[i], {3000.f, 0}, {3000.f, 0}, {1e-4f, 0}, 0, 255));
   EXPECT_EQ(want, (std::vector<int32_t>{0, 0, 255}));
   const Buffer<int32_t> b0 = buffer_of(x0), b1 = buffer_of(x1);
-  expect_everywhere<int32_t>([&](const Var& x) { return add_quantized(L, b0(x), b1(x)); }, want,
-                             [&](size_t i) { return std::to_string(x0[i]); });
+  for (bool native : {false, true})
+    expect_everywhere<int32_t>([&](const Var& x) { return add_quantized(L, b0(x), b1(x), native); },
+                               want, [&](size_t i) { return std::to_string(x0[i]); }, native);
 }
 
 TEST(Add, TfliteRefusesWhatTfliteRefuses) {
   const Layer L = quantized_layer(Requantize::Tflite, DType::I8, {{1.f, 0}, {1.f, 0}}, {1e-6f, 0},
                                   {}, Activation::None, Op::Add);
-  EXPECT_THROW(add_quantized(L, Expr(0), Expr(0)), std::invalid_argument);
+  EXPECT_THROW(add_quantized(L, Expr(0), Expr(0), false), std::invalid_argument);
 }
 
 // ---- The integer reference (reference/quant_reference), the kernels' oracle, reads the peers
@@ -1054,7 +1063,7 @@ TEST(IntegerReference, AgreesWithThisModule) {
           {b.scale, b.zero_point}, {out.scale, out.zero_point}, lo, hi, qmin, qmax, qmode(mode));
       const Buffer<int32_t> b0 = buffer_of(x0), b1 = buffer_of(x1);
       expect_everywhere<int32_t>(
-          [&](const Var& x) { return add_quantized(L, b0(x), b1(x)); }, y.data,
+          [&](const Var& x) { return add_quantized(L, b0(x), b1(x), false); }, y.data,
           [&](size_t i) {
             return to_string(mode) + " " + std::to_string(x0[i]) + " + " + std::to_string(x1[i]);
           });
