@@ -83,7 +83,8 @@ std::string to_string(NearestRounding r) {
 }
 
 int64_t resized_size(int64_t input, float scale) {
-  const double v = std::floor(static_cast<double>(input) * static_cast<double>(scale));
+  // The product in float, as ONNX Runtime takes it: 0.7f * 10 is 7 there, 6.99999988 in double.
+  const double v = std::floor(static_cast<double>(scale * static_cast<float>(input)));
   if (!(v > -1e18 && v < 1e18)) return v > 0 ? std::numeric_limits<int64_t>::max() : -1;
   return static_cast<int64_t>(v);
 }

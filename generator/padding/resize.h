@@ -50,7 +50,8 @@ std::string to_string(ResizeMode m);
 std::string to_string(ResizeCoordinates c);
 std::string to_string(NearestRounding r);
 
-// ONNX's output size for a scale: floor(input * scale); INT64_MAX (or -1) past 10^18.
+// ONNX's output size for a scale: floor(input * scale), the product rounded to float first as
+// ONNX Runtime computes it (0.7 of 10 is 7); INT64_MAX (or -1) past 10^18.
 int64_t resized_size(int64_t input, float scale);
 
 // Completes `spec` for the input sizes `in` (one per spatial axis): the output from the scales

@@ -119,6 +119,10 @@ TEST(CliResize, TapsCompareAndErrors) {
   EXPECT_EQ(j["output"], json({6, 10}));
   ASSERT_EQ(j["taps"].size(), 2u);
   for (int x = 0; x < 10; ++x) EXPECT_EQ(j["taps"][1][x]["first"], x / 2) << x;
+  // The size ONNX Runtime gives: the product in float (0.7f * 10 is 6.99999988 in double).
+  r = run("resize --input 10 --scales 0.7 --mode nearest --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(json::parse(r.out)["output"], json({7}));
   r = run("resize --input 4 --scales 0.1", true);
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(has(r.out, "--scales: 0.1 for an input of 4 (an output of 0)")) << r.out;
