@@ -45,6 +45,21 @@ std::variant<Draft, Left> draft_softmax(const Context& c, int i) {
   return d;
 }
 
+Draft draft_activation(const Context& c, int i, const std::string& input, size_t rank,
+                       Activation act) {
+  Draft d;
+  d.node = i;
+  d.output = c.graph().node(i).output(0);
+  Layer& l = d.layer;
+  l.op = Op::Activation;
+  l.op_name = "activation";
+  l.activation = act;
+  l.spatial_dims = static_cast<int>(rank) - 2;
+  l.layout = {false, l.spatial_dims};
+  l.inputs = {input};
+  return d;
+}
+
 bool broadcasts_per_channel(const std::vector<int64_t>& x, const std::vector<int64_t>& s) {
   if (x.size() < 3 || s.size() > x.size()) return false;
   const size_t lead = x.size() - s.size();

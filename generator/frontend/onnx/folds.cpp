@@ -158,10 +158,7 @@ void Importer::activation_as_layer(int i, const ActInfo& a, const std::string& w
   const auto ty = c_.type(a.input);
   if (!ty || !ty->is_static() || ty->shape.size() < 3 || ty->elem_type != onnx::TensorProto::FLOAT)
     return;
-  Draft d = affine_draft(i, a.input, g_.node(i).output(0));
-  d.layer.padding.written = "valid (" + g_.node(i).op_type() + " alone)";
-  d.layer.bias = false;
-  d.layer.activation = a.activation;
+  Draft d = detail::draft_activation(c_, i, a.input, ty->shape.size(), a.activation);
   d.layer.activation_alpha = a.alpha;
   d.layer.activation_beta = a.beta;
   if (!detail::resolve_draft(c_, d).empty()) return;

@@ -246,6 +246,10 @@ std::variant<Draft, Left> draft_dense(const Context& c, int i, const DraftOption
 bool broadcasts_per_channel(const std::vector<int64_t>& x, const std::vector<int64_t>& s);
 
 std::variant<Draft, Left> draft_join(const Context& c, int i);
+// Node i as an activation layer of `input` (a tensor of `rank` dims: N, C, spatial), its
+// activation `act` alone; the caller adds the activation's parameters or quantization.
+Draft draft_activation(const Context& c, int i, const std::string& input, size_t rank,
+                       Activation act);
 std::variant<Draft, Left> draft_softmax(const Context& c, int i);
 std::variant<Draft, Left> draft_resize(const Context& c, int i);
 std::variant<Draft, Left> draft_slice(const Context& c, int i);

@@ -196,9 +196,9 @@ class Importer {
   void affine_as_layer(int i);
 
   // An activation that fuses into no layer (a pool's output, or a tensor with other readers:
-  // Xception's ReLU of a residual sum the next sum reads too) as a layer of its own: the depthwise
-  // 1x1 conv of weights one and no bias with the activation fused, which computes act(x) exactly.
-  // `why_not_fused` is the node's reason where it cannot be one either.
+  // Xception's ReLU of a residual sum the next sum reads too) as a layer of its own: an activation
+  // layer (its activation alone, no weights). `why_not_fused` is the node's reason where it cannot
+  // be one either.
   void activation_as_layer(int i, const ActInfo& a, const std::string& why_not_fused);
 
   // The depthwise 1x1 conv (weights ones, the affine folded in as after_) of node `i`, reading

@@ -544,17 +544,8 @@ class Recognizer {
     no_pad(c_, i, in);
     TensorType ty;
     if (std::string why = check_data_input(c_, in.tensor, ty); !why.empty()) c_.fail(i, why);
-    Draft d;
-    d.node = i;
-    d.output = g_.node(i).output(0);
-    Layer& l = d.layer;
-    l.op = Op::Activation;
-    l.op_name = "activation";
-    l.activation = Activation::Sigmoid;
-    l.spatial_dims = static_cast<int>(ty.shape.size()) - 2;
-    l.layout = {false, l.spatial_dims};
-    l.inputs = {in.tensor};
-    l.quant.emplace().inputs = {in.q};
+    Draft d = draft_activation(c_, i, in.tensor, ty.shape.size(), Activation::Sigmoid);
+    d.layer.quant.emplace().inputs = {in.q};
     return d;
   }
 
