@@ -126,6 +126,8 @@ void resolve_resize_sizes(ResizeSpec& spec, const std::vector<int64_t>& in) {
   if (spec.scales.empty())
     for (size_t i = 0; i < dims; ++i)
       spec.scales.push_back(static_cast<float>(spec.output[i]) / static_cast<float>(in[i]));
+  // ONNX Runtime copies the input whose output has its sizes, whatever the scales (1.1 of 9 is 9).
+  if (spec.output == in) spec.scales.assign(dims, 1.f);
 }
 
 std::vector<ResizeTap> resize_taps(const ResizeSpec& spec, size_t axis, int64_t in) {

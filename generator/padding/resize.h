@@ -55,7 +55,8 @@ std::string to_string(NearestRounding r);
 int64_t resized_size(int64_t input, float scale);
 
 // Completes `spec` for the input sizes `in` (one per spatial axis): the output from the scales
-// where the spec gives no sizes, the scales as output / input where it gives no scales. Throws
+// where the spec gives no sizes, the scales as output / input where it gives no scales, and scales
+// of 1 where the output has the input's sizes (ONNX Runtime then copies the input). Throws
 // PaddingError naming the field (output_size, scales) for a count other than one per axis, a scale
 // that is not finite and above 0, or an output outside 1..kMaxSize.
 void resolve_resize_sizes(ResizeSpec& spec, const std::vector<int64_t>& in);

@@ -108,8 +108,9 @@ Tensor layer_norm_channels(const Tensor& x, double epsilon);
 // the nearest pixel; coordinates (ONNX's coordinate_transformation_mode: half_pixel,
 // pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn) are computed in float, as
 // the runtimes do, and rounding is ONNX's nearest_mode (round_prefer_floor, round_prefer_ceil,
-// floor, ceil). An axis of scale 1 keeps its pixels (ONNX Runtime's rule, which ONNX's formula for
-// tf_half_pixel_for_nn does not have). Sources past the edge read the edge.
+// floor, ceil). An axis of scale 1 keeps its pixels, and an output of the input's sizes is the
+// input, whatever the scales (ONNX Runtime's rules, which ONNX's formulas do not have). Sources
+// past the edge read the edge.
 struct ResizeParams {
   bool linear = false;
   std::string coordinates = "half_pixel", rounding = "round_prefer_floor";

@@ -505,7 +505,10 @@ def resize_modes():
              ("linear", "align_corners", None, None, [2, 3, 3, 10]),
              ("linear", "asymmetric", None, [1, 1, 0.7, 1.3], None),
              ("linear", "pytorch_half_pixel", None, None, [2, 3, 1, 8]),
-             ("linear", "half_pixel", None, [1, 1, 2.0, 0.45], None)]
+             ("linear", "half_pixel", None, [1, 1, 2.0, 0.45], None),
+             # Sizes kept (7 x 9): ONNX Runtime copies the input, whatever the scales.
+             ("nearest", "half_pixel", "round_prefer_floor", [1, 1, 1.1, 1.05], None),
+             ("linear", "half_pixel", None, [1, 1, 1.1, 1.05], None)]
     for k, (mode, coords, nearest, scales, sizes) in enumerate(cases):
         scale_name = sizes_name = None
         if scales:

@@ -124,6 +124,13 @@ TEST(Resize, SizesScalesAndErrors) {
   EXPECT_EQ(up.output_shape_full(), (std::vector<int64_t>{1, 2, 12, 3}));
   const Layer sized = resize_layer({1, 4, 6, 2}, true, {{"output_size", {8, 9}}});
   EXPECT_EQ(sized.resize.scales, (std::vector<float>{2.f, 1.5f}));
+  // ONNX Runtime copies an input whose output has its sizes: scales 1, whatever the model's.
+  const Layer kept = resize_layer({1, 2, 9, 12}, false, {{"scales", {1.1, 1.05}}});
+  EXPECT_EQ(kept.out_spatial, (std::vector<int64_t>{9, 12}));
+  EXPECT_EQ(kept.resize.scales, (std::vector<float>{1.f, 1.f}));
+  const Layer moved = resize_layer({1, 2, 9, 12}, false, {{"scales", {1.1, 1.1}}});
+  EXPECT_EQ(moved.out_spatial, (std::vector<int64_t>{9, 13}));
+  EXPECT_EQ(moved.resize.scales, (std::vector<float>{1.1f, 1.1f}));
   EXPECT_EQ(sized.output_shape_full(), (std::vector<int64_t>{1, 8, 9, 2}));
   const std::pair<json, const char*> bad[] = {
       {{{"scales", {2.0}}}, "field 'scales'"},
