@@ -428,8 +428,10 @@ def add_resize(g, x):
         attrs["nearest_mode"] = str(rng.choice(NEAREST_MODES))
     kind = rng.random()
     if kind < 0.4:
-        scales = [float(rng.choice([0.5, 0.75, 1.5, 2.0, 2.5, 3.0])) for _ in spatial]
-        out = [max(int(np.floor(n * f)), 0) for n, f in zip(spatial, scales)]
+        # 1.1 of a small axis keeps its size (ONNX Runtime then copies the input).
+        scales = [float(rng.choice([0.5, 0.75, 1.1, 1.5, 2.0, 2.5, 3.0])) for _ in spatial]
+        # The size as ONNX Runtime computes it: the product in float32.
+        out = [max(int(np.float32(f) * np.float32(n)), 0) for n, f in zip(spatial, scales)]
         if min(out) < 1:
             return None
         inputs = [x, "", g.const(np.array([1.0, 1.0] + scales, np.float32), "scales")]
