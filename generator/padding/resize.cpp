@@ -44,13 +44,19 @@ int64_t clamp_index(float v, int64_t in) {
   return static_cast<int64_t>(std::clamp(v, 0.f, static_cast<float>(in - 1)));
 }
 
+// A float coordinate a few ulps off a half (14.499999 for (4 + 0.5) / 0.3f - 0.5, a tie in real
+// numbers) is a tie, as ONNX Runtime decides it (since its issue 28291).
+constexpr float kNearestTieTolerance = 1e-6f;
+
 // ONNX Runtime's nearest rounding of a source coordinate.
 int64_t nearest_index(float v, NearestRounding r, int64_t in) {
+  const float below = std::floor(v);
+  const bool tie = std::fabs(v - below - 0.5f) <= kNearestTieTolerance;
   switch (r) {
-    case NearestRounding::RoundPreferFloor:  // halves down
-      return clamp_index(v - std::floor(v) == 0.5f ? std::floor(v) : std::round(v), in);
+    case NearestRounding::RoundPreferFloor:
+      return clamp_index(tie ? below : std::round(v), in);
     case NearestRounding::RoundPreferCeil:
-      return clamp_index(std::round(v), in);  // halves away from zero: up for v >= 0
+      return clamp_index(tie ? below + 1.f : std::round(v), in);
     case NearestRounding::Floor:
       return clamp_index(std::floor(v), in);
     case NearestRounding::Ceil:

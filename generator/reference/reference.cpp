@@ -444,10 +444,10 @@ int64_t nearest_pixel(float v, const std::string& rounding, int64_t in) {
     r = f;
   else if (rounding == "ceil")
     r = std::ceil(static_cast<double>(v));
-  else if (rounding == "round_prefer_floor")
-    r = frac <= 0.5 ? f : f + 1;
+  else if (rounding == "round_prefer_floor")  // within 1e-6 of a half is a half (ONNX Runtime)
+    r = frac <= 0.5 + 1e-6 ? f : f + 1;
   else if (rounding == "round_prefer_ceil")
-    r = frac < 0.5 ? f : f + 1;
+    r = frac < 0.5 - 1e-6 ? f : f + 1;
   else
     throw std::invalid_argument("reference: nearest_mode '" + rounding + "'");
   return std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1);

