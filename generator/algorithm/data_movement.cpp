@@ -48,13 +48,16 @@ void build_gather_channels(Algorithm& a) {
 // here for the fixed sizes and embedded in the kernel): nearest one index, linear two indices and
 // their weights, clamped to the input, so the edge is folded in and no read leaves the input.
 // Linear sums the 2^dims neighbours, the outermost axis's first neighbour first, as ONNX Runtime
-// does.
+// does. tf_crop_and_resize also tables, per axis, the outputs that read outside the input: they
+// are extrapolation_value.
 void build_resize(Algorithm& a) {
   const Layer& L = *a.layer;
   const size_t dims = L.in_spatial.size();
   const bool linear = L.resize.mode == ResizeMode::Linear;
   std::vector<Buffer<int32_t>> index;  // per axis, outermost first: (output index, neighbour)
   std::vector<Buffer<float>> weight;
+  std::vector<Buffer<uint8_t>> outside;
+  const bool crop = L.resize.coordinates == ResizeCoordinates::TfCropAndResize;
   std::vector<size_t> var_of;  // the position of the axis's Var in a.vars
   for (size_t i = 0; i < dims; ++i) {
     const std::vector<ResizeTap> taps = resize_taps(L.resize, i, L.in_spatial[i]);
@@ -62,15 +65,18 @@ void build_resize(Algorithm& a) {
     const std::string axis = L.name + "_" + std::string(1, spatial_letters(L.spatial_dims)[i]);
     Buffer<int32_t> ix(out, 2, axis + "_taps");
     Buffer<float> w(out, 2, axis + "_weights");
+    Buffer<uint8_t> away(out, axis + "_outside");
     for (int x = 0; x < out; ++x) {
       const ResizeTap& t = taps[static_cast<size_t>(x)];
       ix(x, 0) = static_cast<int32_t>(t.first);
       ix(x, 1) = static_cast<int32_t>(t.second);
       w(x, 0) = t.first_weight;
       w(x, 1) = t.second_weight;
+      away(x) = t.outside ? 1 : 0;
     }
     index.push_back(ix);
     weight.push_back(w);
+    outside.push_back(away);
     // a.vars is (c,) W, H, (D,) (c,) n: spatial axis i (outermost first) is the (dims - 1 - i)th.
     var_of.push_back(dims - 1 - i + (L.layout.channels_last ? 1 : 0));
   }
@@ -89,6 +95,14 @@ void build_resize(Algorithm& a) {
     }
     const Expr term = linear ? w * a.input(at) : a.input(at);
     sum = sum.defined() ? sum + term : term;
+  }
+  if (crop) {
+    Expr away;
+    for (size_t k = 0; k < dims; ++k) {
+      const Expr here = outside[k](a.vars[var_of[k]]) != 0;
+      away = away.defined() ? (away || here) : here;
+    }
+    sum = select(away, cast(sum.type(), L.resize.extrapolation_value), sum);
   }
   a.output(a.vars) = sum;
 }

@@ -176,10 +176,12 @@ struct Emitter {
   // the pixels and weights the kernel reads, whatever the coordinate mode; F.interpolate has no
   // option for most of ONNX's modes.
   static std::string resized(const Layer& L, std::string x) {
+    std::vector<std::string> fills;  // tf_crop_and_resize's outputs outside the input, last
     for (size_t i = 0; i < L.in_spatial.size(); ++i) {
-      std::vector<int64_t> first, second;
+      std::vector<int64_t> first, second, outside;
       std::vector<std::string> wf, ws;
       for (const ResizeTap& t : resize_taps(L.resize, i, L.in_spatial[i])) {
+        if (t.outside) outside.push_back(static_cast<int64_t>(first.size()));
         first.push_back(t.first);
         second.push_back(t.second);
         wf.push_back(python_float(t.first_weight));
@@ -190,7 +192,10 @@ struct Emitter {
               ? fmt::format("_resize_axis({}, {}, [{}])", x, dim, join(first))
               : fmt::format("_resize_axis({}, {}, [{}], [{}], [{}], [{}])", x, dim, join(first),
                             join(second), fmt::join(wf, ", "), fmt::join(ws, ", "));
+      if (!outside.empty()) fills.push_back(fmt::format(", {}, [{}], ", dim, join(outside)));
     }
+    for (const std::string& f : fills)  // after every axis: extrapolated outputs are exact
+      x = "_fill(" + x + f + python_float(L.resize.extrapolation_value) + ")";
     return x;
   }
 
@@ -325,6 +330,11 @@ def _resize_axis(x, dim, first, second=None, first_weight=None, second_weight=No
     shape[dim] = -1
     weight = lambda w: torch.tensor(w, dtype=x.dtype, device=x.device).view(shape)
     return at(first) * weight(first_weight) + at(second) * weight(second_weight)
+
+
+def _fill(x, dim, indices, value):
+    """tf_crop_and_resize: the outputs along `dim` whose source lies outside the input."""
+    return x.index_fill(dim, torch.tensor(indices, device=x.device), value)
 
 
 class Model(nn.Module):

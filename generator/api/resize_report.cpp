@@ -35,6 +35,9 @@ constexpr Convention kConventions[] = {
      "PyTorch F.interpolate(mode='nearest'), Keras UpSampling2D (nearest), TF1 without "
      "half_pixel_centers"},
     {ResizeCoordinates::TfHalfPixelForNn, "TF1 nearest with half_pixel_centers=True"},
+    {ResizeCoordinates::TfCropAndResize,
+     "TF tf.image.crop_and_resize: the region --roi (0:1 reads as align_corners), "
+     "extrapolation_value outside the input"},
 };
 
 std::vector<float> parse_scales(const std::string& text, size_t dims) {
@@ -53,7 +56,29 @@ std::vector<float> parse_scales(const std::string& text, size_t dims) {
   });
 }
 
+std::vector<std::pair<float, float>> parse_roi(const std::string& text, size_t dims) {
+  using Range = std::pair<float, float>;
+  return parse_dims_option<Range>(text, "--roi", dims, [&](const std::string& item) {
+    const size_t colon = item.find(':');
+    size_t used_start = 0, used_end = 0;
+    Range r;
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no colon");
+      r = {std::stof(item.substr(0, colon), &used_start),
+           std::stof(item.substr(colon + 1), &used_end)};
+    } catch (const std::exception&) {
+      used_start = std::string::npos;
+    }
+    if (used_start != colon || used_end != item.size() - colon - 1)
+      throw std::runtime_error(fmt::format(
+          "--roi '{}': expected start:end per axis such as 0.2:0.8 or 0:1,0.1:0.9", text));
+    return r;
+  });
+}
+
 std::string option_of(const std::string& field) {
+  if (field == "roi") return "--roi";
+  if (field == "extrapolation_value") return "--extrapolation-value";
   return field == "scales" ? "--scales" : "--output";
 }
 
@@ -66,6 +91,7 @@ std::vector<std::vector<ResizeTap>> all_taps(const ResizeSpec& spec,
 }
 
 bool same_tap(const ResizeTap& a, const ResizeTap& b, bool linear) {
+  if (a.outside != b.outside) return false;
   if (!linear) return a.first == b.first;
   return a.first == b.first && a.second == b.second && a.first_weight == b.first_weight &&
          a.second_weight == b.second_weight;
@@ -85,6 +111,10 @@ std::vector<std::vector<int64_t>> differences(const std::vector<std::vector<Resi
 json taps_json(const std::vector<ResizeTap>& taps, bool linear) {
   json a = json::array();
   for (const ResizeTap& t : taps) {
+    if (t.outside) {
+      a.push_back({{"outside", true}});
+      continue;
+    }
     if (!linear) {
       a.push_back({{"first", t.first}});
       continue;
@@ -98,6 +128,7 @@ json taps_json(const std::vector<ResizeTap>& taps, bool linear) {
 }
 
 std::string tap_text(const ResizeTap& t, bool linear) {
+  if (t.outside) return "outside: extrapolation_value";
   if (!linear || t.second_weight == 0.f || t.first == t.second) return std::to_string(t.first);
   return fmt::format("{}*{:.4g} + {}*{:.4g}", t.first, t.first_weight, t.second, t.second_weight);
 }
@@ -122,6 +153,8 @@ std::string resize_report(const ResizeRequest& o) {
   }
   if (!o.output.empty()) spec.output = parse_sizes(o.output, "--output", in.size());
   if (!o.scales.empty()) spec.scales = parse_scales(o.scales, in.size());
+  if (!o.roi.empty()) spec.roi = parse_roi(o.roi, in.size());
+  spec.extrapolation_value = o.extrapolation_value;
   try {
     resolve_resize_sizes(spec, in);
   } catch (const PaddingError& e) {
@@ -135,6 +168,12 @@ std::string resize_report(const ResizeRequest& o) {
             {"mode", to_string(spec.mode)},
             {"coordinate_transformation_mode", to_string(spec.coordinates)}};
   if (!linear) j["nearest_mode"] = to_string(spec.rounding);
+  if (spec.coordinates == ResizeCoordinates::TfCropAndResize) {
+    json roi = json::array();
+    for (const auto& [start, end] : spec.roi) roi.push_back({start, end});
+    j["roi"] = roi;
+    j["extrapolation_value"] = spec.extrapolation_value;
+  }
   json axes = json::array(), rows = json::array();
   std::string table;
   for (const auto& t : chosen) axes.push_back(taps_json(t, linear));

@@ -14,8 +14,10 @@ struct ResizeRequest {
   std::string mode = "linear";
   std::string coordinates = "half_pixel";
   std::string rounding = "round_prefer_floor";
-  bool compare = false;  // text: also every other coordinate mode, and where it differs
-  bool json = false;     // the JSON document of docs/spec-and-cli.md instead of text
+  std::string roi;                  // tf_crop_and_resize: start:end per axis ("0.2:0.8,0:1")
+  float extrapolation_value = 0.f;  // tf_crop_and_resize: outside the input
+  bool compare = false;             // text: also every other coordinate mode, and where it differs
+  bool json = false;                // the JSON document of docs/spec-and-cli.md instead of text
 };
 
 // The report as text or JSON. Throws std::runtime_error naming the option for a request that

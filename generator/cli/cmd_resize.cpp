@@ -23,7 +23,13 @@ void add_resize_command(CLI::App& app) {
   cmd->add_option("--mode", o->mode, "nearest or linear (default linear)");
   cmd->add_option("--coordinate-transformation-mode", o->coordinates,
                   "half_pixel (default), pytorch_half_pixel, align_corners, asymmetric, "
-                  "tf_half_pixel_for_nn");
+                  "tf_half_pixel_for_nn, tf_crop_and_resize");
+  cmd->add_option("--roi", o->roi,
+                  "For tf_crop_and_resize: the region read, start:end per axis (0:1 every axis "
+                  "by default; 1 is the last pixel), e.g. 0.2:0.8,0:1");
+  cmd->add_option("--extrapolation-value", o->extrapolation_value,
+                  "For tf_crop_and_resize: the output where the region leaves the input "
+                  "(default 0)");
   cmd->add_option("--nearest-mode", o->rounding,
                   "For nearest: round_prefer_floor (default), round_prefer_ceil, floor, ceil");
   cmd->add_flag("--compare", o->compare,

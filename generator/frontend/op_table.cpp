@@ -119,6 +119,18 @@ void read_resize(const json& j, const Ctx& c, Layer& l) {
   }
   if (r.output.empty() && r.scales.empty())
     c.fail("output_size", "missing", "output_size or scales (" + per_axis + ")");
+  if (j.contains("roi")) {
+    const json& s = j["roi"];
+    const std::string pairs = fmt::format(
+        "a list of {} [start, end] pairs, one per spatial axis (outermost first)", l.spatial_dims);
+    if (!s.is_array()) c.fail("roi", describe(s), pairs);
+    for (const auto& e : s) {
+      if (!e.is_array() || e.size() != 2) c.fail("roi", describe(e), pairs);
+      r.roi.emplace_back(c.get_number(e[0], "roi"), c.get_number(e[1], "roi"));
+    }
+  }
+  if (j.contains("extrapolation_value"))
+    r.extrapolation_value = c.get_number(j["extrapolation_value"], "extrapolation_value");
 }
 
 void write_resize(const Layer& l, ojson& j) {
@@ -127,6 +139,11 @@ void write_resize(const Layer& l, ojson& j) {
   if (l.resize.mode == ResizeMode::Nearest) j["nearest_mode"] = to_string(l.resize.rounding);
   j["output_size"] = l.resize.output;
   j["scales"] = l.resize.scales;
+  if (l.resize.coordinates != ResizeCoordinates::TfCropAndResize) return;
+  ojson roi = ojson::array();
+  for (const auto& [start, end] : l.resize.roi) roi.push_back({start, end});
+  j["roi"] = roi;
+  j["extrapolation_value"] = l.resize.extrapolation_value;
 }
 
 void read_gather_channels(const json& j, const Ctx& c, Layer& l) {
@@ -188,7 +205,8 @@ const std::vector<OpDef> kOps = {
     {Op::Resize,
      "resize",
      0,
-     {"mode", "coordinate_transformation_mode", "nearest_mode", "scales", "output_size"},
+     {"mode", "coordinate_transformation_mode", "nearest_mode", "scales", "output_size", "roi",
+      "extrapolation_value"},
      resize_flops,
      read_resize,
      write_resize},

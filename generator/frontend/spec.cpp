@@ -35,7 +35,7 @@ const SpecKeys& spec_keys() {
        "out_channels", "kernel", "stride", "dilation", "groups", "depth_multiplier", "padding",
        "convention", "output_padding", "output_shape", "ceil_mode", "count_include_pad", "border",
        "bias", "activation", "quant", "weight_files", "read_by", "perm", "input_layout", "mode",
-       "coordinate_transformation_mode", "nearest_mode", "scales", "output_size", "channels", "epsilon"}};
+       "coordinate_transformation_mode", "nearest_mode", "scales", "output_size", "roi", "extrapolation_value", "channels", "epsilon"}};
   // clang-format on
   return keys;
 }

@@ -22,7 +22,8 @@ constexpr EnumName<ResizeCoordinates> kCoordinateNames[] = {
     {ResizeCoordinates::PytorchHalfPixel, "pytorch_half_pixel"},
     {ResizeCoordinates::AlignCorners, "align_corners"},
     {ResizeCoordinates::Asymmetric, "asymmetric"},
-    {ResizeCoordinates::TfHalfPixelForNn, "tf_half_pixel_for_nn"}};
+    {ResizeCoordinates::TfHalfPixelForNn, "tf_half_pixel_for_nn"},
+    {ResizeCoordinates::TfCropAndResize, "tf_crop_and_resize"}};
 constexpr EnumName<NearestRounding> kRoundingNames[] = {
     {NearestRounding::RoundPreferFloor, "round_prefer_floor"},
     {NearestRounding::RoundPreferCeil, "round_prefer_ceil"},
@@ -72,8 +73,7 @@ ResizeMode parse_resize_mode(const std::string& name) {
                "padfold resizes with nearest and linear interpolation");
 }
 ResizeCoordinates parse_resize_coordinates(const std::string& name) {
-  return parse(kCoordinateNames, name, "coordinate_transformation_mode", "tf_crop_and_resize",
-               "it reads a region of interest, which padfold does not");
+  return parse(kCoordinateNames, name, "coordinate_transformation_mode");
 }
 NearestRounding parse_nearest_rounding(const std::string& name) {
   return parse(kRoundingNames, name, "nearest_mode");
@@ -114,6 +114,23 @@ void resolve_resize_sizes(ResizeSpec& spec, const std::vector<int64_t>& in) {
   for (float s : spec.scales)
     if (!(s > 0.f) || !std::isfinite(s))
       throw PaddingError(float_text(s) + "; expected finite scales above 0", "scales");
+  const bool crop = spec.coordinates == ResizeCoordinates::TfCropAndResize;
+  if (!spec.roi.empty() && !crop)
+    throw PaddingError("given with coordinate_transformation_mode '" + to_string(spec.coordinates) +
+                           "'; only tf_crop_and_resize reads it",
+                       "roi");
+  if (!spec.roi.empty() && spec.roi.size() != dims)
+    throw PaddingError(std::to_string(spec.roi.size()) + " pairs; expected " +
+                           std::to_string(dims) + " [start, end] pairs, one per spatial axis",
+                       "roi");
+  for (const auto& [start, end] : spec.roi)
+    if (!std::isfinite(start) || !std::isfinite(end))
+      throw PaddingError(float_text(start) + ", " + float_text(end) + "; expected finite numbers",
+                         "roi");
+  if (!std::isfinite(spec.extrapolation_value))
+    throw PaddingError(float_text(spec.extrapolation_value) + "; expected a finite number",
+                       "extrapolation_value");
+  if (crop && spec.roi.empty()) spec.roi.assign(dims, {0.f, 1.f});
   const std::string limit = std::to_string(kMaxSize);
   for (size_t i = 0; i < dims; ++i) {
     if (spec.output.size() < dims) {
@@ -141,8 +158,12 @@ std::vector<ResizeTap> resize_taps(const ResizeSpec& spec, size_t axis, int64_t 
   const float scale = spec.scales.at(axis);
   std::vector<ResizeTap> taps(static_cast<size_t>(out));
   for (int64_t x = 0; x < out; ++x) {
-    const float v = resize_source(static_cast<float>(x), in, out, scale, spec.coordinates);
+    const std::pair<float, float> roi = spec.roi.empty() ? std::pair{0.f, 1.f} : spec.roi[axis];
+    const float v = resize_source(static_cast<float>(x), in, out, scale, spec.coordinates, roi);
     ResizeTap& t = taps[static_cast<size_t>(x)];
+    // ONNX Runtime extrapolates where the unclamped coordinate leaves [0, in - 1].
+    t.outside = spec.coordinates == ResizeCoordinates::TfCropAndResize &&
+                (v < 0.f || v > static_cast<float>(in - 1));
     if (spec.mode == ResizeMode::Nearest) {
       t.first = t.second = nearest_index(v, spec.rounding, in);
       continue;

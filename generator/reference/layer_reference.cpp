@@ -85,7 +85,7 @@ ref::Tensor reference_output(const Layer& L, const LayerData& d) {
     case Op::Resize: {
       const ResizeSpec& r = L.resize;
       y = ref::resize(x, {r.mode == ResizeMode::Linear, to_string(r.coordinates),
-                          to_string(r.rounding), r.output, r.scales});
+                          to_string(r.rounding), r.output, r.scales, r.roi, r.extrapolation_value});
       break;
     }
     case Op::GatherChannels:

@@ -425,9 +425,17 @@ Tensor permute(const Tensor& t, const std::string& from, const std::string& to) 
 
 namespace {
 
-float resize_coordinate(int64_t x, int64_t in, int64_t out, float scale, const std::string& mode) {
+float resize_coordinate(int64_t x, int64_t in, int64_t out, float scale, const std::string& mode,
+                        std::pair<float, float> roi) {
   const float xf = static_cast<float>(x);
   if (scale == 1.f) return xf;  // ONNX Runtime's rule, whatever the mode
+  if (mode == "tf_crop_and_resize") {
+    // ONNX's formula, in float32 as ONNX Runtime evaluates it (double for one output).
+    const float span = static_cast<float>(in - 1), start = roi.first, end = roi.second;
+    if (out == 1) return static_cast<float>(static_cast<double>(start + end) / 2 * span);
+    const float step = xf * (end - start) * span;
+    return start * span + step / static_cast<float>(out - 1);
+  }
   if (mode == "half_pixel") return (xf + 0.5f) / scale - 0.5f;
   if (mode == "pytorch_half_pixel") return out > 1 ? (xf + 0.5f) / scale - 0.5f : 0.f;
   if (mode == "align_corners")
@@ -461,10 +469,14 @@ Tensor resize(const Tensor& x, const ResizeParams& p) {
   if (std::equal(p.output.begin(), p.output.end(), x.shape.begin() + 2)) return x;
   // Per axis and output index: the neighbours read and their weights.
   std::vector<std::vector<std::vector<std::pair<int64_t, double>>>> taps(dims);
+  std::vector<std::vector<bool>> outside(dims);  // per axis and output index
   for (size_t i = 0; i < dims; ++i) {
     const int64_t in = x.shape[2 + i];
     for (int64_t o = 0; o < p.output[i]; ++o) {
-      const float v = resize_coordinate(o, in, p.output[i], p.scales[i], p.coordinates);
+      const std::pair<float, float> roi = p.roi.empty() ? std::pair{0.f, 1.f} : p.roi.at(i);
+      const float v = resize_coordinate(o, in, p.output[i], p.scales[i], p.coordinates, roi);
+      outside[i].push_back(p.coordinates == "tf_crop_and_resize" &&
+                           (v < 0.f || v > static_cast<float>(in - 1)));
       if (!p.linear) {
         taps[i].push_back({{nearest_pixel(v, p.rounding, in), 1.0}});
         continue;
@@ -501,7 +513,9 @@ Tensor resize(const Tensor& x, const ResizeParams& p) {
       }
       if (i == static_cast<size_t>(-1)) break;
     }
-    y.data[flat++] = static_cast<float>(acc);
+    bool away = false;
+    for (size_t i = 0; i < dims; ++i) away = away || outside[i][static_cast<size_t>(idx[2 + i])];
+    y.data[flat++] = away ? p.extrapolation_value : static_cast<float>(acc);
   } while (detail::next_index(idx, shape));
   return y;
 }

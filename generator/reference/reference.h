@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "frontend/activation.h"
@@ -116,6 +117,10 @@ struct ResizeParams {
   std::string coordinates = "half_pixel", rounding = "round_prefer_floor";
   std::vector<int64_t> output;  // per spatial axis
   std::vector<float> scales;    // per spatial axis
+  // tf_crop_and_resize: per spatial axis the region [start, end] (empty: 0 to 1), and the value
+  // of an output whose coordinate leaves the input along any axis.
+  std::vector<std::pair<float, float>> roi;
+  float extrapolation_value = 0.f;
 };
 Tensor resize(const Tensor& x, const ResizeParams& p);
 

@@ -58,7 +58,8 @@ std::string pads_json(const std::string& input, const std::string& kernel,
 
 std::string resize_json(const std::string& input, const std::string& output,
                         const std::string& scales, const std::string& mode,
-                        const std::string& coordinates, const std::string& rounding) {
+                        const std::string& coordinates, const std::string& rounding,
+                        const std::string& roi, float extrapolation_value) {
   ResizeRequest r;
   r.input = input;
   r.output = output;
@@ -66,6 +67,8 @@ std::string resize_json(const std::string& input, const std::string& output,
   r.mode = mode;
   r.coordinates = coordinates;
   r.rounding = rounding;
+  r.roi = roi;
+  r.extrapolation_value = extrapolation_value;
   r.json = true;
   return released([&] { return resize_report(r); });
 }
@@ -166,7 +169,7 @@ NB_MODULE(_core, m) {
   m.def("pads_json", &pads_json, "input"_a, "kernel"_a, "stride"_a, "dilation"_a, "padding"_a,
         "convention"_a, "ceil_mode"_a, "transposed"_a, "output_padding"_a);
   m.def("resize_json", &resize_json, "input"_a, "output"_a, "scales"_a, "mode"_a,
-        "coordinate_transformation_mode"_a, "nearest_mode"_a);
+        "coordinate_transformation_mode"_a, "nearest_mode"_a, "roi"_a, "extrapolation_value"_a);
   m.def("compile", &compile, "spec_path"_a, "spec_text"_a, "out"_a, "targets"_a, "fuse"_a, "jobs"_a,
         "kernel_timeout"_a, "schedules"_a, "db"_a, "db_any_machine"_a, "embed_weights"_a,
         "emit_stmt"_a, "emit_device_code"_a, "prepare_entry"_a);

@@ -129,9 +129,25 @@ TEST(CliResize, TapsCompareAndErrors) {
   r = run("resize --input 4 --output 8 --scales 2", true);
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(has(r.out, "expected --output or --scales (one of them)")) << r.out;
-  r = run("resize --input 4 --output 8 --coordinate-transformation-mode tf_crop_and_resize", true);
+  // A crop of [-0.5, 1] of 3 pixels to 4: -0.5 * 2 + x * 1.5 * 2 / 3 = x - 1, outside at 0.
+  r =
+      run("resize --input 3 --output 4 --coordinate-transformation-mode tf_crop_and_resize "
+          "--roi -0.5:1 --extrapolation-value 7 --mode nearest --nearest-mode floor --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const json crop = json::parse(r.out);
+  EXPECT_EQ(crop["roi"], json({{-0.5, 1.0}})) << r.out;
+  EXPECT_EQ(crop["extrapolation_value"], 7.0) << r.out;
+  EXPECT_EQ(crop["taps"][0][0], json({{"outside", true}})) << r.out;
+  for (int x = 1; x < 4; ++x) EXPECT_EQ(crop["taps"][0][x]["first"], x - 1) << r.out;
+  r = run("resize --input 4 --output 8 --roi 0:1", true);
   EXPECT_EQ(r.status, 1);
-  EXPECT_TRUE(has(r.out, "tf_crop_and_resize")) << r.out;
+  EXPECT_TRUE(has(r.out, "--roi: given with coordinate_transformation_mode 'half_pixel'")) << r.out;
+  r =
+      run("resize --input 4 --output 8 --coordinate-transformation-mode tf_crop_and_resize "
+          "--roi 0.5",
+          true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.out, "--roi '0.5': expected start:end per axis")) << r.out;
 }
 
 TEST(CliPads, Transposed) {

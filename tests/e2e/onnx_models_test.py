@@ -527,6 +527,53 @@ def resize_modes():
     return model("resize_modes", nodes, [("x", [2, 3, 7, 9])], "y", inits)
 
 
+def crop_node(name, x, y, mode, nearest, roi, value, scales=None, sizes=None):
+    """tf_crop_and_resize of `roi` ([starts of H, W, ends of H, W]) with extrapolation `value`."""
+    node = resize_node(name, x, y, mode, "tf_crop_and_resize", nearest, scales, sizes)
+    node.input[1] = f"{name}_roi"
+    node.attribute.append(helper.make_attribute("extrapolation_value", value))
+    h0, w0, h1, w1 = roi
+    return node, tensor(f"{name}_roi", np.array([0, 0, h0, w0, 1, 1, h1, w1], np.float32))
+
+
+def resize_crops():
+    """tf_crop_and_resize: regions inside the input and past its edges (extrapolated), by scales
+    and by sizes, an output of one pixel (the region's middle), an axis of scale 1 (ONNX Runtime
+    keeps it whatever the region); one Resize each, pooled and concatenated."""
+    t = helper.make_node
+    nodes, inits, outs = [], [], []
+    cases = [("linear", None, [1, 1, 2, 1.5], None, [-0.2, 0.1, 0.8, 1.3], -2.0),
+             ("nearest", "round_prefer_ceil", None, [2, 3, 5, 11], [0.1, 0.25, 0.9, 0.75], 0.0),
+             ("nearest", "floor", [1, 1, 0.6, 2.0], None, [0.5, -0.5, 1.5, 0.5], 3.5),
+             ("linear", None, None, [2, 3, 1, 6], [0.3, 0.0, 0.6, 1.0], 1.0),
+             ("nearest", "round_prefer_floor", [1, 1, 1, 2], None, [0.2, 0.2, 0.7, 0.7], 9.0)]
+    for k, (mode, nearest, scales, sizes, roi, value) in enumerate(cases):
+        scale_name = sizes_name = None
+        if scales:
+            scale_name = f"scales{k}"
+            inits.append(tensor(scale_name, np.array(scales, np.float32)))
+        else:
+            sizes_name = f"sizes{k}"
+            inits.append(tensor(sizes_name, np.array(sizes, np.int64)))
+        node, roi_tensor = crop_node(f"r{k}", "x", f"r{k}", mode, nearest, roi, value, scale_name,
+                                     sizes_name)
+        nodes.append(node)
+        inits.append(roi_tensor)
+        nodes.append(t("GlobalAveragePool", [f"r{k}"], [f"a{k}"], name=f"avg{k}"))
+        nodes.append(t("GlobalMaxPool", [f"r{k}"], [f"m{k}"], name=f"max{k}"))
+        outs += [f"a{k}", f"m{k}"]
+    nodes.append(t("Concat", outs, ["y"], name="all", axis=1))
+    return model("resize_crops", nodes, [("x", [2, 3, 7, 9])], "y", inits)
+
+
+def resize_crop_output():
+    """A bilinear crop past two edges as the model's output, element by element."""
+    node, roi = crop_node("crop", "x", "y", "linear", None, [-0.25, 0.2, 1.1, 0.9], -1.5,
+                          scales="s")
+    return model("resize_crop_output", [node], [("x", [1, 2, 6, 8])], "y",
+                 [roi, tensor("s", np.array([1, 1, 1.5, 0.75], np.float32))])
+
+
 def resize_3d_and_1d():
     """Trilinear (a 3-D Resize) and a 1-D nearest, each before a conv."""
     return model("resize_3d_and_1d", [
@@ -900,7 +947,7 @@ MODELS = {f.__name__: f for f in [
     conv_batchnorm, affine_before_convs, activations, gelu_tanh, global_pools, classifier_gemm,
     classifier_nhwc_matmul, reduce_max_squeeze, squeeze_excite, input_normalization,
     softmax_channels, nhwc_input_normalization, resize_torch_bilinear, resize_keras_upsampling,
-    resize_modes, resize_3d_and_1d, resize_1d_nearest, upsample_opset9, resize_opset10_linear,
+    resize_modes, resize_crops, resize_crop_output, resize_3d_and_1d, resize_1d_nearest, upsample_opset9, resize_opset10_linear,
     shufflenet_units, channel_slices, slice_opset9, split_channels, split_opset11,
     convnext_block, layer_norm_head, layer_normalization_opset17, keras_unoptimized_block,
     keras_unoptimized_pool_head, crops]}
@@ -910,7 +957,7 @@ MODELS = {f.__name__: f for f in [
 RELAID = ["same_upper_even_strided", "pools_same", "mobilenet_v2_block", "residual_block",
           "conv1d_dilated", "conv3d_same", "conv_batchnorm", "global_pools", "classifier_gemm",
           "squeeze_excite", "input_normalization", "softmax_channels", "resize_torch_bilinear",
-          "resize_modes", "shufflenet_units", "channel_slices", "split_channels",
+          "resize_modes", "resize_crops", "shufflenet_units", "channel_slices", "split_channels",
           "convnext_block"]
 
 

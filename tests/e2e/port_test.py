@@ -280,8 +280,13 @@ def border_spec(d):
     layers.append({"name": "lin", "op": "resize", "input": "near", "mode": "linear",
                    "coordinate_transformation_mode": "half_pixel", "output_size": [11, 3]})
     layers.append({"name": "nchw", "op": "transpose", "input": "lin", "perm": [0, 3, 1, 2]})
+    # A crop past two edges: those outputs are the extrapolation value.
+    layers.append({"name": "crop", "op": "resize", "input": "near", "mode": "linear",
+                   "coordinate_transformation_mode": "tf_crop_and_resize",
+                   "roi": [[-0.2, 0.9], [0.3, 1.25]], "extrapolation_value": -3.5,
+                   "output_size": [6, 7]})
     spec = {"model": "borders", "inputs": [{"name": "x", "shape": [1, 11, 10, 3], "layout": "NHWC"}],
-            "outputs": ["up", "nchw"], "layers": layers}
+            "outputs": ["up", "nchw", "crop"], "layers": layers}
     (d / "borders.json").write_text(json.dumps(spec))
     return d / "borders.json"
 
@@ -295,14 +300,16 @@ def check_spec(padfold, repo, work, name):
     np.save(d / "x.npy", x)
     run([padfold, "compile", spec, "-o", d / "bundle", "--target", "host"])
     run([padfold, "run", d / "bundle", "--model", "--input", d / "x.npy",
-         "--output", f"up={d / 'up.npy'}", f"nchw={d / 'nchw.npy'}"])
+         "--output", f"up={d / 'up.npy'}", f"nchw={d / 'nchw.npy'}", f"crop={d / 'crop.npy'}"])
     module, report = port(padfold, spec, d)
     with torch.no_grad():
         got = module.Model()(torch.from_numpy(x))
-    for out_name, g in zip(["up", "nchw"], got):
+    for out_name, g in zip(["up", "nchw", "crop"], got):
         failure = close(g.numpy(), np.load(d / f"{out_name}.npy"))
         if failure:
             return f"{name}: output {out_name} differs from padfold run --model: {failure}"
+    if not (np.load(d / "crop.npy") == -3.5).any():
+        return f"{name}: the crop reads nothing outside its input"
     fixes = {L["name"]: L for L in report["layers"]}
     if fixes["symmetric"]["native_exact"] or "symmetric" not in fixes["symmetric"]["fix"]:
         return f"{name}: a symmetric border has no PyTorch padding_mode: {fixes['symmetric']}"

@@ -408,13 +408,14 @@ def add_flatten_dense(g, x):
 
 
 RESIZE_COORDINATES = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                      "tf_half_pixel_for_nn"]
+                      "tf_half_pixel_for_nn", "tf_crop_and_resize"]
 NEAREST_MODES = ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
 
 
 def add_resize(g, x):
     """A Resize of the spatial axes: nearest or linear, any coordinate mode, by scales or by sizes
-    (constant, or computed from a tensor's Shape as torch's F.interpolate(size=...) writes it)."""
+    (constant, or computed from a tensor's Shape as torch's F.interpolate(size=...) writes it);
+    tf_crop_and_resize with a region inside or past the edges and an extrapolation value."""
     rng = g.rng
     s = g.tensors[x]
     spatial = s[2:]
@@ -426,6 +427,12 @@ def add_resize(g, x):
     attrs = {"mode": mode, "coordinate_transformation_mode": coords}
     if mode == "nearest":
         attrs["nearest_mode"] = str(rng.choice(NEAREST_MODES))
+    roi = ""
+    if coords == "tf_crop_and_resize":
+        starts = rng.uniform(-0.4, 0.7, len(spatial)).round(2)
+        ends = (starts + rng.uniform(-0.3, 1.3, len(spatial))).round(2)
+        roi = g.const(np.array([0, 0] + list(starts) + [1, 1] + list(ends), np.float32), "roi")
+        attrs["extrapolation_value"] = float(rng.choice([0.0, -1.5, 2.25]))
     kind = rng.random()
     if kind < 0.4:
         # 1.1 of a small axis keeps its size (ONNX Runtime then copies the input).
@@ -434,7 +441,7 @@ def add_resize(g, x):
         out = [max(int(np.float32(f) * np.float32(n)), 0) for n, f in zip(spatial, scales)]
         if min(out) < 1:
             return None
-        inputs = [x, "", g.const(np.array([1.0, 1.0] + scales, np.float32), "scales")]
+        inputs = [x, roi, g.const(np.array([1.0, 1.0] + scales, np.float32), "scales")]
     else:
         out = [int(rng.integers(1, 2 * n + 3)) for n in spatial]
         sizes = g.const(np.array(s[:2] + out, np.int64), "sizes")
@@ -445,7 +452,7 @@ def add_resize(g, x):
             hw = g.node("Slice", [sizes, g.const(np.array([2], np.int64)),
                                   g.const(np.array([len(s)], np.int64))], None)
             sizes = g.node("Concat", [nc, hw], None, axis=0)
-        inputs = [x, "", "", sizes]
+        inputs = [x, roi, "", sizes]
     return g.node("Resize", inputs, s[:2] + out, **attrs)
 
 

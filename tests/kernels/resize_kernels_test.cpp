@@ -14,8 +14,8 @@ namespace {
 
 using json = nlohmann::json;
 
-const char* const kCoordinates[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
-                                    "asymmetric", "tf_half_pixel_for_nn"};
+const char* const kCoordinates[] = {"half_pixel", "pytorch_half_pixel",   "align_corners",
+                                    "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
 const char* const kRoundings[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
 
 Layer resize_layer(const std::vector<int64_t>& shape, bool channels_last, const json& fields) {
@@ -57,6 +57,14 @@ std::vector<Case> cases(std::mt19937& rng) {
        {{"mode", "linear"},
         {"coordinate_transformation_mode", "half_pixel"},
         {"scales", {1.5, 0.5, 2.0}}}},
+      // A crop past the edges: those outputs are the extrapolation value.
+      {{1, 3, 8, 6},
+       true,
+       {{"mode", "linear"},
+        {"coordinate_transformation_mode", "tf_crop_and_resize"},
+        {"roi", {{-0.3, 0.9}, {0.2, 1.4}}},
+        {"extrapolation_value", -2.5},
+        {"output_size", {9, 5}}}},
   };
   for (int i = 0; i < 14; ++i) {
     const int dims = pick(1, 3);
@@ -69,7 +77,18 @@ std::vector<Case> cases(std::mt19937& rng) {
     }
     const bool linear = pick(0, 1) == 1;
     c.fields["mode"] = linear ? "linear" : "nearest";
-    c.fields["coordinate_transformation_mode"] = kCoordinates[pick(0, 4)];
+    const std::string coordinates = kCoordinates[pick(0, 5)];
+    c.fields["coordinate_transformation_mode"] = coordinates;
+    if (coordinates == "tf_crop_and_resize") {
+      std::uniform_real_distribution<double> start(-0.3, 0.8), length(-0.2, 1.2);
+      json roi = json::array();
+      for (int d = 0; d < dims; ++d) {
+        const double s = start(rng);
+        roi.push_back({s, s + length(rng)});
+      }
+      c.fields["roi"] = roi;
+      c.fields["extrapolation_value"] = pick(-4, 4) * 0.75;
+    }
     if (!linear) c.fields["nearest_mode"] = kRoundings[pick(0, 3)];
     if (pick(0, 1) == 1) {
       c.fields["output_size"] = sizes;
@@ -140,8 +159,19 @@ TEST(Resize, SizesScalesAndErrors) {
       {{{"output_size", {3}}}, "field 'output_size'"},
       {json::object(), "field 'output_size'"},
       {{{"scales", {2.0, 2.0}}, {"mode", "cubic"}}, "field 'mode'"},
-      {{{"scales", {2.0, 2.0}}, {"coordinate_transformation_mode", "tf_crop_and_resize"}},
-       "field 'coordinate_transformation_mode'"},
+      {{{"scales", {2.0, 2.0}}, {"roi", {{0, 1}, {0, 1}}}}, "field 'roi'"},  // half_pixel's
+      {{{"scales", {2.0, 2.0}},
+        {"coordinate_transformation_mode", "tf_crop_and_resize"},
+        {"roi", {{0, 1}}}},
+       "field 'roi'"},
+      {{{"scales", {2.0, 2.0}},
+        {"coordinate_transformation_mode", "tf_crop_and_resize"},
+        {"roi", {0, 1, 0, 1}}},
+       "field 'roi'"},
+      {{{"scales", {2.0, 2.0}},
+        {"coordinate_transformation_mode", "tf_crop_and_resize"},
+        {"extrapolation_value", "zero"}},
+       "field 'extrapolation_value'"},
       {{{"scales", {2.0, 2.0}}, {"nearest_mode", "up"}}, "field 'nearest_mode'"},
       {{{"scales", {2.0, 2.0}}, {"kernel", {3, 3}}}, "field 'kernel'"},
   };

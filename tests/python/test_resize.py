@@ -54,6 +54,25 @@ def test_compare_says_where_torch_and_tensorflow_part(cli):
     assert json.loads(out) == r
 
 
+def test_crop_and_resize_marks_what_it_reads_outside(cli):
+    # A region of [-0.5, 1] of 3 pixels, 4 outputs: coordinate x - 1, so output 0 is outside.
+    r = padfold.resize(3, output=4, mode="nearest", nearest_mode="floor",
+                       coordinate_transformation_mode="tf_crop_and_resize", roi=[(-0.5, 1)],
+                       extrapolation_value=7)
+    assert r["roi"] == [[-0.5, 1.0]] and r["extrapolation_value"] == 7.0
+    assert r["taps"] == [[{"outside": True}, {"first": 0}, {"first": 1}, {"first": 2}]]
+    rc, out, err = cli("resize", "--input", "3", "--output", "4", "--mode", "nearest",
+                       "--nearest-mode", "floor", "--coordinate-transformation-mode",
+                       "tf_crop_and_resize", "--roi", "-0.5:1", "--extrapolation-value", "7",
+                       "--json")
+    assert rc == 0, err
+    assert json.loads(out) == r
+    with pytest.raises(padfold.Error, match="--roi"):
+        padfold.resize(3, output=4, roi=[(0, 1)])  # half_pixel reads no region
+    with pytest.raises(TypeError):
+        padfold.resize(3, output=4, coordinate_transformation_mode="tf_crop_and_resize", roi=[1])
+
+
 def test_bad_requests_raise_with_the_cli_message():
     with pytest.raises(padfold.Error, match="--scales"):
         padfold.resize(4, scales=0.0)

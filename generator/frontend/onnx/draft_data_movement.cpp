@@ -85,6 +85,19 @@ std::variant<Draft, Left> draft_resize(const Context& c, int i) {
     r.output.assign(sizes.begin() + 2, sizes.end());
   else
     r.scales.assign(scales.begin() + 2, scales.end());
+  if (r.coordinates == ResizeCoordinates::TfCropAndResize) {
+    // roi holds every axis's start, then every axis's end; only the spatial axes move.
+    if (const std::string roi_name = input_of(n, 1); !roi_name.empty()) {
+      const onnx::TensorProto* t = c.constant(roi_name);
+      if (!t) return Left{"its roi '" + roi_name + "' is computed, not a constant"};
+      const std::vector<float> roi = c.at_node(i, [&] { return to_float_tensor(*t, "roi").data; });
+      if (roi.size() != 2 * rank)
+        c.fail(i, "roi has " + std::to_string(roi.size()) + " values; expected " +
+                      std::to_string(2 * rank) + " (every axis's start, then every axis's end)");
+      for (size_t k = 2; k < rank; ++k) r.roi.emplace_back(roi[k], roi[rank + k]);
+    }
+    r.extrapolation_value = c.at_node(i, [&] { return a.get_float("extrapolation_value", 0.f); });
+  }
   if (v10 && r.mode == ResizeMode::Nearest) {
     // Opset 10's nearest rounds down when upsampling and up when downsampling, per axis.
     const bool down = std::any_of(r.scales.begin(), r.scales.end(), [](float s) { return s < 1; });
