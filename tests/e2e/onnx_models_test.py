@@ -492,8 +492,7 @@ def resize_keras_upsampling():
 def resize_modes():
     """Every coordinate mode and nearest mode, up and down by non-integer factors, by sizes and by
     scales, one Resize each, pooled and concatenated into one output."""
-    t = helper.make_node
-    nodes, inits, outs = [], [], []
+    nodes, inits = [], []
     cases = [("nearest", "half_pixel", "round_prefer_floor", [1, 1, 1.7, 0.6], None),
              ("nearest", "pytorch_half_pixel", "round_prefer_ceil", None, [2, 3, 5, 11]),
              ("nearest", "align_corners", "ceil", None, [2, 3, 13, 4]),
@@ -510,21 +509,32 @@ def resize_modes():
              ("nearest", "half_pixel", "round_prefer_floor", [1, 1, 1.1, 1.05], None),
              ("linear", "half_pixel", None, [1, 1, 1.1, 1.05], None)]
     for k, (mode, coords, nearest, scales, sizes) in enumerate(cases):
-        scale_name = sizes_name = None
-        if scales:
-            scale_name = f"scales{k}"
-            inits.append(tensor(scale_name, np.array(scales, np.float32)))
-        else:
-            sizes_name = f"sizes{k}"
-            inits.append(tensor(sizes_name, np.array(sizes, np.int64)))
-        nodes.append(resize_node(f"r{k}", "x", f"r{k}", mode, coords, nearest, scale_name,
-                                 sizes_name))
-        # Global average and max pools of each, concatenated: any output size reaches the sum.
+        nodes.append(resize_node(f"r{k}", "x", f"r{k}", mode, coords, nearest,
+                                 *scales_or_sizes(k, scales, sizes, inits)))
+    return pooled_model("resize_modes", nodes, len(cases), inits)
+
+
+def scales_or_sizes(k, scales, sizes, inits):
+    """Resize k's scales or sizes as a constant added to inits: (its name, None) or (None, its
+    name)."""
+    if scales:
+        inits.append(tensor(f"scales{k}", np.array(scales, np.float32)))
+        return f"scales{k}", None
+    inits.append(tensor(f"sizes{k}", np.array(sizes, np.int64)))
+    return None, f"sizes{k}"
+
+
+def pooled_model(name, nodes, count, inits):
+    """Resizes r0..r{count-1} of x [2, 3, 7, 9], each through a global average and a global max
+    pool, concatenated: any output size reaches the sum."""
+    t = helper.make_node
+    outs = []
+    for k in range(count):
         nodes.append(t("GlobalAveragePool", [f"r{k}"], [f"a{k}"], name=f"avg{k}"))
         nodes.append(t("GlobalMaxPool", [f"r{k}"], [f"m{k}"], name=f"max{k}"))
         outs += [f"a{k}", f"m{k}"]
     nodes.append(t("Concat", outs, ["y"], name="all", axis=1))
-    return model("resize_modes", nodes, [("x", [2, 3, 7, 9])], "y", inits)
+    return model(name, nodes, [("x", [2, 3, 7, 9])], "y", inits)
 
 
 def crop_node(name, x, y, mode, nearest, roi, value, scales=None, sizes=None):
@@ -540,30 +550,18 @@ def resize_crops():
     """tf_crop_and_resize: regions inside the input and past its edges (extrapolated), by scales
     and by sizes, an output of one pixel (the region's middle), an axis of scale 1 (ONNX Runtime
     keeps it whatever the region); one Resize each, pooled and concatenated."""
-    t = helper.make_node
-    nodes, inits, outs = [], [], []
+    nodes, inits = [], []
     cases = [("linear", None, [1, 1, 2, 1.5], None, [-0.2, 0.1, 0.8, 1.3], -2.0),
              ("nearest", "round_prefer_ceil", None, [2, 3, 5, 11], [0.1, 0.25, 0.9, 0.75], 0.0),
              ("nearest", "floor", [1, 1, 0.6, 2.0], None, [0.5, -0.5, 1.5, 0.5], 3.5),
              ("linear", None, None, [2, 3, 1, 6], [0.3, 0.0, 0.6, 1.0], 1.0),
              ("nearest", "round_prefer_floor", [1, 1, 1, 2], None, [0.2, 0.2, 0.7, 0.7], 9.0)]
     for k, (mode, nearest, scales, sizes, roi, value) in enumerate(cases):
-        scale_name = sizes_name = None
-        if scales:
-            scale_name = f"scales{k}"
-            inits.append(tensor(scale_name, np.array(scales, np.float32)))
-        else:
-            sizes_name = f"sizes{k}"
-            inits.append(tensor(sizes_name, np.array(sizes, np.int64)))
-        node, roi_tensor = crop_node(f"r{k}", "x", f"r{k}", mode, nearest, roi, value, scale_name,
-                                     sizes_name)
+        node, roi_tensor = crop_node(f"r{k}", "x", f"r{k}", mode, nearest, roi, value,
+                                     *scales_or_sizes(k, scales, sizes, inits))
         nodes.append(node)
         inits.append(roi_tensor)
-        nodes.append(t("GlobalAveragePool", [f"r{k}"], [f"a{k}"], name=f"avg{k}"))
-        nodes.append(t("GlobalMaxPool", [f"r{k}"], [f"m{k}"], name=f"max{k}"))
-        outs += [f"a{k}", f"m{k}"]
-    nodes.append(t("Concat", outs, ["y"], name="all", axis=1))
-    return model("resize_crops", nodes, [("x", [2, 3, 7, 9])], "y", inits)
+    return pooled_model("resize_crops", nodes, len(cases), inits)
 
 
 def resize_crop_output():
