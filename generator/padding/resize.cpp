@@ -49,6 +49,8 @@ int64_t clamp_index(float v, int64_t in) {
 // numbers) is a tie, as ONNX Runtime decides it (since its issue 28291).
 constexpr float kNearestTieTolerance = 1e-6f;
 
+constexpr float kMaxRoi = 1e6f;
+
 // ONNX Runtime's nearest rounding of a source coordinate.
 int64_t nearest_index(float v, NearestRounding r, int64_t in) {
   const float below = std::floor(v);
@@ -123,9 +125,11 @@ void resolve_resize_sizes(ResizeSpec& spec, const std::vector<int64_t>& in) {
     throw PaddingError(std::to_string(spec.roi.size()) + " pairs; expected " +
                            std::to_string(dims) + " [start, end] pairs, one per spatial axis",
                        "roi");
+  // Bounded so that every coordinate computed from it is a finite float (1e30 would make nan).
   for (const auto& [start, end] : spec.roi)
-    if (!std::isfinite(start) || !std::isfinite(end))
-      throw PaddingError(float_text(start) + ", " + float_text(end) + "; expected finite numbers",
+    if (!(std::fabs(start) <= kMaxRoi) || !(std::fabs(end) <= kMaxRoi))
+      throw PaddingError(float_text(start) + ", " + float_text(end) + "; expected numbers from -" +
+                             float_text(kMaxRoi) + " to " + float_text(kMaxRoi),
                          "roi");
   if (!std::isfinite(spec.extrapolation_value))
     throw PaddingError(float_text(spec.extrapolation_value) + "; expected a finite number",

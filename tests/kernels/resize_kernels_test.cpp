@@ -170,6 +170,10 @@ TEST(Resize, SizesScalesAndErrors) {
        "field 'roi'"},
       {{{"scales", {2.0, 2.0}},
         {"coordinate_transformation_mode", "tf_crop_and_resize"},
+        {"roi", {{0, 1}, {-1e30, 1e30}}}},  // its coordinates would be nan
+       "field 'roi'"},
+      {{{"scales", {2.0, 2.0}},
+        {"coordinate_transformation_mode", "tf_crop_and_resize"},
         {"extrapolation_value", "zero"}},
        "field 'extrapolation_value'"},
       {{{"scales", {2.0, 2.0}}, {"nearest_mode", "up"}}, "field 'nearest_mode'"},
