@@ -435,8 +435,10 @@ def add_resize(g, x):
         attrs["extrapolation_value"] = float(rng.choice([0.0, -1.5, 2.25]))
     kind = rng.random()
     if kind < 0.4:
-        # 1.1 of a small axis keeps its size (ONNX Runtime then copies the input).
-        scales = [float(rng.choice([0.5, 0.75, 1.1, 1.5, 2.0, 2.5, 3.0])) for _ in spatial]
+        # 1.1 of a small axis keeps its size (ONNX Runtime then copies the input); 0.3 and 2.4
+        # put nearest coordinates an ulp off a half (ties in real numbers).
+        scales = [float(rng.choice([0.3, 0.5, 0.75, 1.1, 1.5, 2.0, 2.4, 2.5, 3.0]))
+                  for _ in spatial]
         # The size as ONNX Runtime computes it: the product in float32.
         out = [max(int(np.float32(f) * np.float32(n)), 0) for n, f in zip(spatial, scales)]
         if min(out) < 1:
