@@ -38,22 +38,25 @@ MODELS = {
 
 
 def calibrate(model, rng):
-    """Random BatchNormalization scales and shifts, then moving statistics measured on a batch of
-    inputs like run.sh's (uniform 0..1): with Keras's initial statistics (mean 0, variance 1) the
+    """Random BatchNormalization and LayerNormalization scales and shifts (a LayerNorm left at 1
+    and 0 lets tf2onnx fold its shift away), then BatchNormalization's moving statistics measured
+    on a batch of inputs like run.sh's (uniform 0..1): with Keras's initial statistics (mean 0,
+    variance 1) the
     activations of random weights grow or vanish through 50 layers, and the outputs of 1000
     softmax classes all come out equal."""
-    bns = [L for L in model.layers if isinstance(L, keras.layers.BatchNormalization)]
-    for bn in bns:
+    norms = (keras.layers.BatchNormalization, keras.layers.LayerNormalization)
+    for bn in [L for L in model.layers if isinstance(L, norms)]:
         if bn.gamma is not None:  # InceptionV3's have none (scale=False)
             bn.gamma.assign(rng.uniform(0.5, 1.5, bn.gamma.shape).astype(np.float32))
         if bn.beta is not None:
             bn.beta.assign(rng.uniform(-0.1, 0.1, bn.beta.shape).astype(np.float32))
-        bn.momentum = 0.0  # the moving statistics become this batch's
+        if isinstance(bn, keras.layers.BatchNormalization):
+            bn.momentum = 0.0  # the moving statistics become this batch's
     for layer in model.layers:
         if isinstance(layer, keras.layers.Dropout):
             layer.rate = 0.0  # training=True below must not drop
         bias = getattr(layer, "bias", None)  # ResNet50's conv biases, the Dense's: not zero
-        if bias is not None and not isinstance(layer, keras.layers.BatchNormalization):
+        if bias is not None and not isinstance(layer, norms):
             bias.assign(rng.uniform(-0.1, 0.1, bias.shape).astype(np.float32))
     batch = rng.uniform(0, 1, (4, SIZE, SIZE, 3)).astype(np.float32)
     model(batch, training=True)
