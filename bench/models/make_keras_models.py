@@ -41,9 +41,8 @@ def calibrate(model, rng):
     """Random BatchNormalization and LayerNormalization scales and shifts (a LayerNorm left at 1
     and 0 lets tf2onnx fold its shift away), then BatchNormalization's moving statistics measured
     on a batch of inputs like run.sh's (uniform 0..1): with Keras's initial statistics (mean 0,
-    variance 1) the
-    activations of random weights grow or vanish through 50 layers, and the outputs of 1000
-    softmax classes all come out equal."""
+    variance 1) the activations of random weights grow or vanish through 50 layers, and the
+    outputs of 1000 softmax classes all come out equal."""
     norms = (keras.layers.BatchNormalization, keras.layers.LayerNormalization)
     for bn in [L for L in model.layers if isinstance(L, norms)]:
         if bn.gamma is not None:  # InceptionV3's have none (scale=False)
