@@ -322,6 +322,29 @@ def gelu_tanh():
     return model("gelu_tanh", nodes, [("x", [1, 3, 7, 6])], "y", inits)
 
 
+def gelu_erfc():
+    """GELU as Keras 3 writes it, 0.5 x erfc(-x / sqrt 2), with tf2onnx's Erfc as 1 - Erf, the
+    scale a Mul by 1/sqrt 2 and a Div by sqrt 2: each fuses into its conv as gelu."""
+    t = helper.make_node
+    nodes, inits = [], []
+    for k in range(2):
+        c = f"c{k}"
+        nodes.append(conv(f"conv{k}", "x", c, f"w{k}", f"b{k}", kernel_shape=[3, 3],
+                          auto_pad="SAME_UPPER"))
+        inits += [weights(f"w{k}", [3, 3, 3, 3]), bias_of(f"b{k}", 3)]
+        scale = (t("Mul", [f"n{k}", "inv_sqrt2"], [f"s{k}"], name=f"scale{k}") if k == 0 else
+                 t("Div", [f"n{k}", "sqrt2"], [f"s{k}"], name=f"scale{k}"))
+        nodes += [t("Mul", ["half", c], [f"hx{k}"], name=f"half_x{k}"),
+                  t("Neg", [c], [f"n{k}"], name=f"neg{k}"), scale,
+                  t("Erf", [f"s{k}"], [f"e{k}"], name=f"erf{k}"),
+                  t("Sub", ["one", f"e{k}"], [f"ec{k}"], name=f"erfc{k}"),
+                  t("Mul", [f"hx{k}", f"ec{k}"], [f"a{k}"], name=f"gelu{k}")]
+    nodes.append(t("Concat", ["a0", "a1"], ["y"], name="cat", axis=1))
+    inits += [tensor(name, np.array(v, np.float32)) for name, v in
+              [("inv_sqrt2", 0.70710677), ("sqrt2", 1.4142135), ("one", 1), ("half", 0.5)]]
+    return model("gelu_erfc", nodes, [("x", [1, 3, 7, 6])], "y", inits)
+
+
 def classifier_gemm():
     """A torchvision-style head: GlobalAveragePool, Flatten, Gemm (transB, alpha, beta and a C):
     a 1x1 conv on the pooled [N, C, 1, 1], its [N, K] output returned as ONNX shapes it."""
@@ -942,7 +965,8 @@ MODELS = {f.__name__: f for f in [
     same_upper_even_strided, same_lower_stride3, pools_same, depthwise_clip, residual_block,
     pad_reflect_conv, pad_edge_and_constant, conv_transpose_same, conv_transpose_lower_and_shape,
     pools_ceil_dilated, conv3d_same, conv1d_dilated, mobilenet_v2_block, nhwc_edges,
-    conv_batchnorm, affine_before_convs, activations, gelu_tanh, global_pools, classifier_gemm,
+    conv_batchnorm, affine_before_convs, activations, gelu_tanh, gelu_erfc, global_pools,
+    classifier_gemm,
     classifier_nhwc_matmul, reduce_max_squeeze, squeeze_excite, input_normalization,
     softmax_channels, nhwc_input_normalization, resize_torch_bilinear, resize_keras_upsampling,
     resize_modes, resize_crops, resize_crop_output, resize_3d_and_1d, resize_1d_nearest, upsample_opset9, resize_opset10_linear,

@@ -2944,6 +2944,44 @@ TEST(OnnxImport, GeluTanhChainsFuse) {
   }
 }
 
+// GELU as Keras 3 writes it through tf2onnx, x/2 * (1 - Erf(-x / sqrt 2)), fuses into the conv
+// before it as gelu (the scale a Mul by 1/sqrt 2 or a Div by sqrt 2). With 1 + Erf (not GELU:
+// the sign), another scale, or the halved x read elsewhere, it stays as it is.
+TEST(OnnxImport, GeluErfcChainsFuse) {
+  enum class Form { Mul, Div, PlusErf, OtherScale, HalfRead };
+  for (const Form form : {Form::Mul, Form::Div, Form::PlusErf, Form::OtherScale, Form::HalfRead}) {
+    ModelBuilder b;
+    b.input("x", {1, 2, 5, 5}).output("y");
+    add_conv(b, "c1", "x", "t", 2, 2, 3);
+    b.initializer("inv_sqrt2", {}, {form == Form::OtherScale ? 0.5f : 0.70710677f});
+    b.initializer("sqrt2", {}, {1.4142135f}).initializer("one", {}, {1.f});
+    b.initializer("half", {}, {0.5f});
+    b.node("Mul", {"t", "half"}, {"hx"}, "half_x");
+    b.node("Neg", {"t"}, {"n"}, "neg");
+    if (form == Form::Div)
+      b.node("Div", {"n", "sqrt2"}, {"s"}, "scale");
+    else
+      b.node("Mul", {"inv_sqrt2", "n"}, {"s"}, "scale");
+    b.node("Erf", {"s"}, {"e"}, "erf");
+    if (form == Form::PlusErf)
+      b.node("Add", {"one", "e"}, {"ec"}, "erfc");
+    else
+      b.node("Sub", {"one", "e"}, {"ec"}, "erfc");
+    b.node("Mul", {"hx", "ec"}, {"y"}, "gelu");
+    if (form == Form::HalfRead) b.output("hx");
+    const ImportResult r = import(b);
+    if (form == Form::Mul || form == Form::Div) {
+      ASSERT_TRUE(r.left_to_caller.empty())
+          << r.left_to_caller[0].name << ": " << r.left_to_caller[0].reason;
+      ASSERT_EQ(r.model.layers.size(), 1u);
+      EXPECT_EQ(layer(r, 0)["activation"], "gelu");
+    } else {
+      EXPECT_FALSE(r.left_to_caller.empty()) << static_cast<int>(form);
+      EXPECT_EQ(layer(r, 0)["activation"], nullptr) << layer(r, 0).dump();
+    }
+  }
+}
+
 // A Split's parts are imported as Slices named "<split>_<k>"; the report says which output of
 // which Split of the user's file each one is.
 TEST(OnnxImport, SplitPartsAreReportedAsTheSplitsOutputs) {

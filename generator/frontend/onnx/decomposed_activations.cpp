@@ -68,6 +68,32 @@ class ChainFinder {
     return Chain{{scale, erf, one, times_x}, half, x, "Gelu"};
   }
 
+  // GELU as Keras 3 writes it and tf2onnx converts erfc: Mul(Neg(x), 1/sqrt 2) (or Div by sqrt 2)
+  // -> Erf -> Sub(1, .) -> Mul(Mul(x, 1/2), .). 1 - erf(-x/sqrt 2) is 1 + erf(x/sqrt 2).
+  std::optional<Chain> gelu_erfc_from(int neg) const {
+    if (!is(neg, "Neg") || g_.node(neg).input_size() != 1) return std::nullopt;
+    const std::string x = g_.node(neg).input(0);
+    const int scale = only_reader(neg);
+    if (x.empty() || g_.constant(x) || scale < 0) return std::nullopt;
+    const onnx::NodeProto& s = g_.node(scale);
+    const bool scaled =
+        s.input_size() == 2 && s.output_size() == 1 &&
+        ((is(scale, "Div") && near(scalar(s.input(1)), std::sqrt(2.0))) ||
+         (is(scale, "Mul") && near(scalar(operand_beside(scale, neg)), std::sqrt(0.5))));
+    const int erf = scaled ? only_reader(scale) : -1;
+    if (erf < 0 || !is(erf, "Erf")) return std::nullopt;
+    const int sub = only_reader(erf);
+    if (sub < 0 || !is(sub, "Sub") || g_.node(sub).input_size() != 2 ||
+        g_.node(sub).input(1) != g_.node(erf).output(0) ||
+        !near(scalar(g_.node(sub).input(0)), 1.0))
+      return std::nullopt;
+    const int last = only_reader(sub);
+    if (last < 0 || !is(last, "Mul")) return std::nullopt;
+    const int half_x = inner(operand_beside(last, sub), "Mul");
+    if (half_x < 0 || other_input(half_x, scalar_near(0.5)) != x) return std::nullopt;
+    return Chain{{neg, scale, erf, sub, half_x}, last, x, "Gelu"};
+  }
+
   // GELU's tanh form from its Tanh: Mul(sqrt(2 / pi), Add(x, Mul(0.044715, x^3))) -> Tanh ->
   // Add(1), then times x and 1/2 in either order (torch.onnx: Mul(x) -> Mul(1/2); TensorFlow:
   // Mul(Mul(x, 1/2), .)); x^3 as Pow(x, 3) or Mul(x, Mul(x, x)).
@@ -240,6 +266,7 @@ int fold_decomposed_activations(onnx::ModelProto& model, const std::string& labe
       if (const std::optional<Chain> c = find.from(i)) chains.push_back(*c);
       if (const std::optional<Chain> c = find.gelu_from(i)) chains.push_back(*c);
       if (const std::optional<Chain> c = find.gelu_tanh_from(i)) chains.push_back(*c);
+      if (const std::optional<Chain> c = find.gelu_erfc_from(i)) chains.push_back(*c);
     }
   }
   if (chains.empty()) return 0;
