@@ -194,7 +194,8 @@ def mobilenet_v2_block():
 # <name>_nhwc and its NCHW transpose takes its name; a graph output's layer is named after it).
 EXPECTED_BLOCKS = {"mobilenet_v2_block": ["expand+dw+project+residual"],
                    "residual_block": ["c2+y_nhwc"], "convnext_block": ["linear2+y_nhwc"],
-                   "layer_normalization_opset17": ["linear2+y_nhwc"]}
+                   "layer_normalization_opset17": ["linear2+y_nhwc"],
+                   "keras_convnext_block": ["pw2_matmul+residual"]}
 
 
 # ONNX Runtime refuses dilation with auto_pad SAME ("Dilation not supported for
@@ -930,6 +931,97 @@ def keras_unoptimized_pool_head():
                                      weights("fc_w", [6, 4]), bias_of("fc_b", 4)])
 
 
+def keras_layer_norm_nodes(t, x, y, p, beta=True, reshape=True):
+    """Keras's LayerNormalization over axis 1 as tf2onnx writes it: x * s + (-mean) * s (+ beta),
+    s = gamma / sqrt(var + eps), the mean through a Reshape to its own shape (inputs f"{p}gamma",
+    f"{p}beta", f"{p}mean_shape", "eps")."""
+    def mean(a, out):
+        return t("ReduceMean", [a], [out], name=out, axes=[1], keepdims=1)
+    m = f"{p}mean_r" if reshape else f"{p}mean"
+    nodes = [mean(x, f"{p}mean"), t("Neg", [f"{p}mean"], [f"{p}neg"], name=f"{p}neg")]
+    if reshape:
+        nodes.append(t("Reshape", [f"{p}mean", f"{p}mean_shape"], [m], name=f"{p}mean_r"))
+    nodes += [t("Sub", [x, m], [f"{p}dev"], name=f"{p}dev"),
+              t("Mul", [f"{p}dev", f"{p}dev"], [f"{p}sq"], name=f"{p}sq"), mean(f"{p}sq", f"{p}var"),
+              t("Add", [f"{p}var", "eps"], [f"{p}ve"], name=f"{p}add"),
+              t("Sqrt", [f"{p}ve"], [f"{p}sd"], name=f"{p}sqrt"),
+              t("Reciprocal", [f"{p}sd"], [f"{p}r"], name=f"{p}rsqrt"),
+              t("Mul", [f"{p}r", f"{p}gamma"], [f"{p}s"], name=f"{p}s"),
+              t("Mul", [x, f"{p}s"], [f"{p}xs"], name=f"{p}xs"),
+              t("Mul", [f"{p}neg", f"{p}s"], [f"{p}ms"], name=f"{p}ms")]
+    if beta:
+        nodes.append(t("Add", [f"{p}ms", f"{p}beta"], [f"{p}shift"], name=f"{p}shift"))
+    return nodes + [t("Add", [f"{p}xs", f"{p}shift" if beta else f"{p}ms"], [y], name=f"{p}out")]
+
+
+def tensordot_nodes(t, x, y, w, b, p):
+    """A Keras Dense layer on [N, H, W, C] as tf2onnx writes tf.tensordot: Reshape to [N*H*W, C],
+    MatMul by the kernel, Reshape back (inputs f"{p}flat", f"{p}back"), then the bias."""
+    return [t("Reshape", [x, f"{p}flat"], [f"{p}2d"], name=f"{p}reshape"),
+            t("MatMul", [f"{p}2d", w], [f"{p}mm"], name=f"{p}matmul"),
+            t("Reshape", [f"{p}mm", f"{p}back"], [f"{p}td"], name=f"{p}tensordot"),
+            t("Add", [f"{p}td", b], [y], name=f"{p}bias")]
+
+
+def keras_convnext_block():
+    """Keras's ConvNeXt as tf2onnx writes it: the input normalized channels last, a 4x4 stride-4
+    stem, Keras's LayerNormalization (tf.nn.moments, x * s + (-mean) * s) channels first, with and
+    without beta; the block: a 7x7 depthwise conv, LayerNorm, Transpose to channels last, Dense
+    layers as tf.tensordot (Reshape, MatMul, Reshape), GELU as 0.5 x erfc(-x / sqrt 2), the layer
+    scale, Transpose back and the residual add; the head: global pool, Squeeze, LayerNorm of [N,
+    C], Dense (Gemm) and Softmax."""
+    t = helper.make_node
+    c, h, w = 8, 5, 4
+    nodes = [t("Sub", ["x", "in_mean"], ["xc"], name="in_sub"),
+             t("Mul", ["xc", "in_scale"], ["xn"], name="in_scale"),
+             t("Transpose", ["xn"], ["xf"], name="in_first", perm=[0, 3, 1, 2]),
+             conv("stem", "xf", "s", "w0", "b0", kernel_shape=[4, 4], strides=[4, 4])]
+    nodes += keras_layer_norm_nodes(t, "s", "a", "stem_", beta=False)
+    nodes += [conv("dw", "a", "d", "wd", "bd", kernel_shape=[7, 7], pads=[3, 3, 3, 3], group=c)]
+    nodes += keras_layer_norm_nodes(t, "d", "ln", "ln_")
+    nodes += [t("Transpose", ["ln"], ["ln_last"], name="to_last", perm=[0, 2, 3, 1])]
+    nodes += tensordot_nodes(t, "ln_last", "hb", "w1", "b1", "pw1_")
+    nodes += [t("Mul", ["half", "hb"], ["hx"], name="gelu_half_x"),
+              t("Neg", ["hb"], ["hn"], name="gelu_neg"),
+              t("Mul", ["hn", "inv_sqrt2"], ["hs"], name="gelu_scale"),
+              t("Erf", ["hs"], ["he"], name="gelu_erf"),
+              t("Sub", ["one", "he"], ["hc"], name="gelu_erfc"),
+              t("Mul", ["hx", "hc"], ["g"], name="gelu")]
+    nodes += tensordot_nodes(t, "g", "ob", "w2", "b2", "pw2_")
+    nodes += [t("Mul", ["ob", "layer_scale"], ["ls"], name="layer_scale"),
+              t("Transpose", ["ls"], ["back"], name="to_first", perm=[0, 3, 1, 2]),
+              t("Add", ["a", "back"], ["res"], name="residual"),
+              t("GlobalAveragePool", ["res"], ["gap"], name="gap"),
+              t("Squeeze", ["gap", "hw_axes"], ["pooled"], name="squeeze")]
+    nodes += keras_layer_norm_nodes(t, "pooled", "head", "head_", reshape=False)
+    nodes += [t("Gemm", ["head", "wg", "bg"], ["logits"], name="dense"),
+              t("Softmax", ["logits"], ["y"], name="predictions")]
+    hw = [1, 1, h, w]
+
+    def per_channel_4d(lo, hi):
+        return RNG.uniform(lo, hi, (1, c, 1, 1)).astype(np.float32)
+    return model("keras_convnext_block", nodes, [("x", [1, 4 * h, 4 * w, 3])], "y", [
+        tensor("in_mean", RNG.uniform(-0.5, 0.5, (1, 1, 1, 3)).astype(np.float32)),
+        tensor("in_scale", RNG.uniform(0.5, 2, (1, 1, 1, 3)).astype(np.float32)),
+        weights("w0", [c, 3, 4, 4]), bias_of("b0", c), weights("wd", [c, 1, 7, 7]),
+        bias_of("bd", c), tensor("stem_gamma", per_channel_4d(0.5, 1.5)),
+        tensor("stem_mean_shape", np.array(hw, np.int64)),
+        tensor("ln_gamma", per_channel_4d(0.5, 1.5)), tensor("ln_beta", per_channel_4d(-1, 1)),
+        tensor("ln_mean_shape", np.array(hw, np.int64)),
+        tensor("pw1_flat", np.array([-1, c], np.int64)),
+        tensor("pw1_back", np.array([1, h, w, 4 * c], np.int64)),
+        weights("w1", [c, 4 * c]), last_axis("b1", 4 * c),
+        tensor("pw2_flat", np.array([-1, 4 * c], np.int64)),
+        tensor("pw2_back", np.array([1, h, w, c], np.int64)),
+        weights("w2", [4 * c, c]), last_axis("b2", c), last_axis("layer_scale", c, 0.5, 1.5),
+        tensor("hw_axes", np.array([2, 3], np.int64)),
+        tensor("head_gamma", RNG.uniform(0.5, 1.5, (1, c)).astype(np.float32)),
+        tensor("head_beta", RNG.uniform(-1, 1, (1, c)).astype(np.float32)),
+        weights("wg", [c, 5]), bias_of("bg", 5), tensor("eps", np.float32(1e-6)),
+        tensor("inv_sqrt2", np.float32(np.sqrt(0.5))), tensor("one", np.float32(1)),
+        tensor("half", np.float32(0.5))])
+
+
 def crops():
     """Crops folded as negative pads: Keras NASNet's adjust block (ZeroPadding2D(((0, 1), (0, 1)))
     and Cropping2D(((1, 0), (1, 0))) before a 1x1 stride-2 AveragePool, beside the unshifted one),
@@ -972,7 +1064,7 @@ MODELS = {f.__name__: f for f in [
     resize_modes, resize_crops, resize_crop_output, resize_3d_and_1d, resize_1d_nearest, upsample_opset9, resize_opset10_linear,
     shufflenet_units, channel_slices, slice_opset9, split_channels, split_opset11,
     convnext_block, layer_norm_head, layer_normalization_opset17, keras_unoptimized_block,
-    keras_unoptimized_pool_head, crops]}
+    keras_unoptimized_pool_head, keras_convnext_block, crops]}
 
 
 # Channels-first models imported also with --layout nchw and with --io-layout nhwc (OPTIONS).

@@ -2982,6 +2982,68 @@ TEST(OnnxImport, GeluErfcChainsFuse) {
   }
 }
 
+// Keras's LayerNormalization as tf2onnx writes it (tf.nn.moments over the channels, the mean
+// through a Reshape to its own shape, x * s + (-mean) * s + beta) is a layer_norm, and Dense layers
+// on the channels-last map as tf.tensordot (Reshape to [H*W, C], MatMul, Reshape back) between the
+// layout Transposes are 1x1 convs: the model imports whole, with no transpose. With the mean also
+// a graph output, the variance over another axis, or the tensordot reshaped to another shape, they
+// stay as they are.
+TEST(OnnxImport, KerasLayerNormAndTensordotFold) {
+  enum class Form { Keras, MeanRead, OtherAxis, OtherShape };
+  for (const Form form : {Form::Keras, Form::MeanRead, Form::OtherAxis, Form::OtherShape}) {
+    ModelBuilder b;
+    b.input("x", {1, 3, 5, 4}).output("y");
+    add_conv(b, "c1", "x", "t", 3, 6, 3).ints("pads", {1, 1, 1, 1});
+    b.initializer("eps", {1, 1, 1, 1}, {1e-3f}).initializer("gamma", {1, 6, 1, 1});
+    b.initializer("beta", {1, 6, 1, 1}).int_initializer("mean_shape", {1, 1, 5, 4});
+    b.initializer("w", {6, 7}).initializer("bias", {7});
+    b.int_initializer("flat", {-1, 6});
+    b.int_initializer("back", form == Form::OtherShape ? std::vector<int64_t>{1, 20, 7}
+                                                       : std::vector<int64_t>{1, 5, 4, 7});
+    b.node("ReduceMean", {"t"}, {"mean"}, "mean").ints("axes", {1});
+    b.node("Neg", {"mean"}, {"neg"}, "neg");
+    b.node("Reshape", {"mean", "mean_shape"}, {"mean_r"}, "mean_r");
+    b.node("Sub", {"t", "mean_r"}, {"dev"}, "dev");
+    b.node("Mul", {"dev", "dev"}, {"sq"}, "sq");
+    b.node("ReduceMean", {"sq"}, {"var"}, "var").ints("axes", {form == Form::OtherAxis ? 2 : 1});
+    b.node("Add", {"var", "eps"}, {"ve"}, "add_eps");
+    b.node("Sqrt", {"ve"}, {"sd"}, "sqrt");
+    b.node("Reciprocal", {"sd"}, {"r"}, "rsqrt");
+    b.node("Mul", {"r", "gamma"}, {"s"}, "times_gamma");
+    b.node("Mul", {"t", "s"}, {"xs"}, "xs");
+    b.node("Mul", {"neg", "s"}, {"ms"}, "ms");
+    b.node("Add", {"ms", "beta"}, {"shift"}, "shift");
+    b.node("Add", {"xs", "shift"}, {"ln"}, "ln");
+    b.node("Transpose", {"ln"}, {"ln_last"}, "to_last").ints("perm", {0, 2, 3, 1});
+    b.node("Reshape", {"ln_last", "flat"}, {"rows"}, "flatten");
+    b.node("MatMul", {"rows", "w"}, {"mm"}, "matmul");
+    b.node("Reshape", {"mm", "back"}, {"td"}, "unflatten");
+    b.node("Add", {"td", "bias"}, {"d"}, "bias");
+    if (form == Form::OtherShape) {
+      b.node("Relu", {"d"}, {"y"}, "relu");
+    } else {
+      b.node("Transpose", {"d"}, {"y"}, "to_first").ints("perm", {0, 3, 1, 2});
+    }
+    if (form == Form::MeanRead) b.output("mean");
+    const ImportResult r = import(b);
+    std::vector<std::string> ops;
+    for (const Layer& l : r.model.layers) ops.push_back(l.op_name);
+    const auto count = [&](const char* op) { return std::count(ops.begin(), ops.end(), op); };
+    if (form == Form::Keras) {
+      ASSERT_TRUE(r.left_to_caller.empty())
+          << r.left_to_caller[0].name << ": " << r.left_to_caller[0].reason;
+      EXPECT_EQ(ops, (std::vector<std::string>{"conv2d", "layer_norm", "conv2d"}))
+          << fmt::format("{}", ops);
+    } else if (form == Form::OtherShape) {
+      EXPECT_EQ(count("layer_norm"), 1) << fmt::format("{}", ops);
+      EXPECT_NE(left_reason(r, "matmul"), "not left");
+    } else {
+      EXPECT_EQ(count("layer_norm"), 0) << fmt::format("{}", ops);
+      EXPECT_NE(left_reason(r, "rsqrt"), "not left") << static_cast<int>(form);
+    }
+  }
+}
+
 // A Split's parts are imported as Slices named "<split>_<k>"; the report says which output of
 // which Split of the user's file each one is.
 TEST(OnnxImport, SplitPartsAreReportedAsTheSplitsOutputs) {

@@ -22,6 +22,7 @@
 #include "frontend/onnx/hoist_transposes.h"
 #include "frontend/onnx/last_axis_regions.h"
 #include "frontend/onnx/split_channels.h"
+#include "frontend/onnx/tf_forms.h"
 #include "padding/padding.h"
 
 namespace padfold::onnx_import {
@@ -434,6 +435,7 @@ PreparedModel prepare_model(onnx::ModelProto model, const std::vector<InputSize>
   const int moved = hoist_layout_transposes(p.model, p.inferred);
   if (moved + fold_decomposed_activations(p.model, label) > 0)
     p.inferred = inferred_copy(p.model, label);
+  if (fold_tf_forms(p.model, p.inferred, label) > 0) p.inferred = inferred_copy(p.model, label);
   if (fold_last_axis_regions(p.model, p.inferred, label, kept_regions, p.relaid) > 0)
     p.inferred = inferred_copy(p.model, label);
   if (split_channels_to_slices(p.model, p.inferred, label) > 0)
