@@ -7,8 +7,9 @@ whose operands broadcast in every way ONNX allows (rank-2 [N, C] scales among th
 Flatten -> Gemm -> Softmax heads, maps flattened (through a channels-last Transpose, as tf2onnx
 writes Keras's Flatten) into MatMul/Gemm, Keras's hard sigmoid as relu6(x + 3) / 6 (and hard swish)
 and GELU's tanh form (as torch.onnx and tf2onnx write it), channels-last stretches between
-Transposes (LayerNorm, Linear, GELU as Erf or tanh: ConvNeXt's block), and QDQ groups (int8/uint8,
-Pad constants on and off the grid).
+Transposes (LayerNorm, Linear, GELU as Erf or tanh: ConvNeXt's block), Keras's LayerNormalization
+and Dense layers as tf2onnx writes them (x * s + (-mean) * s, tf.tensordot), and QDQ groups
+(int8/uint8, Pad constants on and off the grid).
 Each graph ONNX Runtime accepts is imported, compiled and run with `padfold run --model
 --partial`; every output padfold writes is compared with ONNX Runtime's value of the same ONNX
 tensor (a spec input a node left to the caller computes is fed from ONNX Runtime). A finding is:
@@ -498,6 +499,41 @@ def add_channel_slice(g, x):
                   [s[0], taken] + s[2:])
 
 
+def keras_layer_norm(g, x, axis, c, shape):
+    """Keras's LayerNormalization over `axis` as tf2onnx writes it: x * s + (-mean) * s (+ beta),
+    s = gamma / sqrt(var + eps) (gamma and beta each optional, of `c` values along `axis`), the
+    mean sometimes through a Reshape to its own shape."""
+    rng, f32 = g.rng, np.float32
+    mean = g.node("ReduceMean", [x], None, axes=[axis])
+    neg = g.node("Neg", [mean], None)
+    m = mean
+    if shape is not None and rng.random() < 0.5:
+        mean_shape = list(shape)
+        mean_shape[axis] = 1
+        m = g.node("Reshape", [mean, g.const(np.array(mean_shape, np.int64), "shape")], None)
+    d = g.node("Sub", [x, m], None)
+    var = g.node("ReduceMean", [g.node("Mul", [d, d], None)], None, axes=[axis])
+    eps = g.const(np.array(float(rng.choice([1e-6, 1e-3])), f32))
+    s = g.node("Reciprocal", [g.node("Sqrt", [g.node("Add", [var, eps], None)], None)], None)
+    along = [1] * (len(shape) if shape is not None else 1)
+    along[axis] = c
+    if rng.random() < 0.8:
+        gamma = g.const((rng.random(along) + 0.5).astype(f32))
+        s = g.node("Mul", [s, gamma] if rng.random() < 0.5 else [gamma, s], None)
+    shift = g.node("Mul", [neg, s], None)
+    if rng.random() < 0.7:
+        shift = g.node("Add", [shift, g.const((rng.random(along) - 0.5).astype(f32))], None)
+    scaled = g.node("Mul", [x, s] if rng.random() < 0.5 else [s, x], None)
+    return g.node("Add", [scaled, shift] if rng.random() < 0.5 else [shift, scaled], shape)
+
+
+def add_keras_layer_norm(g, x):
+    """Keras's LayerNormalization over the channels of a channels-first tensor (as tf2onnx leaves
+    it after moving the Transposes: ConvNeXt's)."""
+    s = g.tensors[x]
+    return keras_layer_norm(g, x, 1, s[1], s)
+
+
 def add_channels_last_stretch(g, x):
     """torch code on channels last, as ConvNeXt's block, or a Keras graph whose Transposes tf2onnx
     failed to move: Transpose to channels last, then some of LayerNorm (ReduceMean, Sub, Pow,
@@ -513,7 +549,9 @@ def add_channels_last_stretch(g, x):
     f32 = np.float32
     for _ in range(int(rng.integers(1, 5))):
         kind = int(rng.integers(0, 9))
-        if kind == 0:  # LayerNorm over the last axis
+        if kind == 0 and rng.random() < 0.3:  # Keras's LayerNorm over the last axis
+            t = keras_layer_norm(g, t, r - 1, c, [s[0]] + s[2:] + [c])
+        elif kind == 0:  # LayerNorm over the last axis
             axes = [-1] if rng.random() < 0.5 else [r - 1]
             m = g.node("ReduceMean", [t], None, axes=axes)
             d = g.node("Sub", [t, m], None)
@@ -524,9 +562,15 @@ def add_channels_last_stretch(g, x):
             if rng.random() < 0.7:
                 t = g.node("Mul", [t, g.const((rng.random(c) + 0.5).astype(f32))], None)
                 t = g.node("Add", [t, g.const((rng.random(c) - 0.5).astype(f32))], None)
-        elif kind == 1:  # Linear
+        elif kind == 1:  # Linear; as Keras's Dense writes it, tf.tensordot (Reshape, MatMul, back)
             k = int(rng.integers(1, 9))
-            t = g.node("MatMul", [t, g.weights([c, k])], None)
+            if rng.random() < 0.3:
+                rows = g.node("Reshape", [t, g.const(np.array([-1, c], np.int64), "shape")], None)
+                back = np.array([s[0]] + s[2:] + [k], np.int64)
+                t = g.node("Reshape", [g.node("MatMul", [rows, g.weights([c, k])], None),
+                                       g.const(back, "shape")], None)
+            else:
+                t = g.node("MatMul", [t, g.weights([c, k])], None)
             if rng.random() < 0.7:
                 b = g.const((rng.random(k) - 0.5).astype(f32))
                 t = g.node("Add", [b, t] if rng.random() < 0.5 else [t, b], None)
@@ -580,7 +624,7 @@ def float_graph(rng):
                                                add_binary, add_concat, add_head,
                                                add_hard_sigmoid_chain, add_flatten_dense,
                                                add_resize, add_channel_slice,
-                                               add_channels_last_stretch]
+                                               add_channels_last_stretch, add_keras_layer_norm]
     last = "x"
     for _ in range(int(rng.integers(2, 8))):
         spatial = g.pick(unit_spatial=False) if rng.random() < 0.7 else None
@@ -870,7 +914,8 @@ def check(padfold, work, model, rng):
     np.save(work / "x.npy", x)
     if ort_values(model, x, [model.graph.output[0].name]) is None:
         return "invalid"
-    r = run([padfold, "import", work / "model.onnx", "-o", work / "imported"])
+    r = run([padfold, "import", work / "model.onnx", "-o", work / "imported", "--emit-onnx",
+             work / "imported.onnx"])
     if r.returncode != 0:
         text = r.stdout + r.stderr
         if r.returncode < 0 or r.returncode > 1 or "internal error" in text:
@@ -884,12 +929,23 @@ def check(padfold, work, model, rng):
     moved = {layer["name"] for layer in report["layers"]
              if layer.get("output_tensor_layout") == "channels_last"}
     outputs = {o["name"]: o["onnx_tensor"] for o in report["outputs"]}  # what the user reads
-    refs = ort_values(model, x, sorted((set(tensor_of.values()) | set(outputs.values())) - {"x"}))
+    wanted = (set(tensor_of.values()) | set(outputs.values())) - {"x"}
+    # Tensors padfold's rewrites made (Keras's LayerNorm normalized before its scale): ONNX
+    # Runtime's values on the model padfold imported (--emit-onnx), which computes them.
+    in_file = {t for n in model.graph.node for t in n.output}
+    made = wanted - in_file
+    refs = ort_values(model, x, sorted(wanted - made))
     if refs is None:
         return "invalid"
+    if made:
+        made_refs = ort_values(onnx.load(work / "imported.onnx"), x, sorted(made))
+        if made_refs is None:
+            return f"ONNX Runtime refuses the imported model (--emit-onnx), which has {sorted(made)}"
+        refs.update(made_refs)
     refs["x"] = [x]
     for name in moved:
-        refs[tensor_of[name]] = [np.moveaxis(v, -1, 1) for v in refs[tensor_of[name]]]
+        if tensor_of[name] not in made:  # the imported model has them channels first already
+            refs[tensor_of[name]] = [np.moveaxis(v, -1, 1) for v in refs[tensor_of[name]]]
     r = run([padfold, "compile", work / "imported/model.json", "-o", work / "bundle", "-j", "2",
              "--target", "host"])
     if r.returncode != 0:

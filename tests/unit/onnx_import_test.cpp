@@ -2985,27 +2985,32 @@ TEST(OnnxImport, GeluErfcChainsFuse) {
 // Keras's LayerNormalization as tf2onnx writes it (tf.nn.moments over the channels, the mean
 // through a Reshape to its own shape, x * s + (-mean) * s + beta) is a layer_norm, and Dense layers
 // on the channels-last map as tf.tensordot (Reshape to [H*W, C], MatMul, Reshape back) between the
-// layout Transposes are 1x1 convs: the model imports whole, with no transpose. With the mean also
-// a graph output, the variance over another axis, or the tensordot reshaped to another shape, they
-// stay as they are.
+// layout Transposes are 1x1 convs: the model imports whole, with no transpose; the layer_norm's
+// output, (x - mean) / sd, is a tensor of its own (not the Reciprocal's, which the file has). With
+// the mean also a graph output, the variance over another axis, both over a spatial axis, or the
+// tensordot reshaped to another shape, they stay as the file has them.
 TEST(OnnxImport, KerasLayerNormAndTensordotFold) {
-  enum class Form { Keras, MeanRead, OtherAxis, OtherShape };
-  for (const Form form : {Form::Keras, Form::MeanRead, Form::OtherAxis, Form::OtherShape}) {
+  enum class Form { Keras, MeanRead, OtherAxis, SpatialAxis, OtherShape };
+  for (const Form form :
+       {Form::Keras, Form::MeanRead, Form::OtherAxis, Form::SpatialAxis, Form::OtherShape}) {
     ModelBuilder b;
     b.input("x", {1, 3, 5, 4}).output("y");
     add_conv(b, "c1", "x", "t", 3, 6, 3).ints("pads", {1, 1, 1, 1});
     b.initializer("eps", {1, 1, 1, 1}, {1e-3f}).initializer("gamma", {1, 6, 1, 1});
     b.initializer("beta", {1, 6, 1, 1}).int_initializer("mean_shape", {1, 1, 5, 4});
     b.initializer("w", {6, 7}).initializer("bias", {7});
+    if (form == Form::SpatialAxis) b.int_initializer("mean_shape_h", {1, 6, 1, 4});
     b.int_initializer("flat", {-1, 6});
     b.int_initializer("back", form == Form::OtherShape ? std::vector<int64_t>{1, 20, 7}
                                                        : std::vector<int64_t>{1, 5, 4, 7});
-    b.node("ReduceMean", {"t"}, {"mean"}, "mean").ints("axes", {1});
+    const int64_t axis = form == Form::SpatialAxis ? 2 : 1;
+    b.node("ReduceMean", {"t"}, {"mean"}, "mean").ints("axes", {axis});
     b.node("Neg", {"mean"}, {"neg"}, "neg");
-    b.node("Reshape", {"mean", "mean_shape"}, {"mean_r"}, "mean_r");
+    b.node("Reshape", {"mean", form == Form::SpatialAxis ? "mean_shape_h" : "mean_shape"},
+           {"mean_r"}, "mean_r");
     b.node("Sub", {"t", "mean_r"}, {"dev"}, "dev");
     b.node("Mul", {"dev", "dev"}, {"sq"}, "sq");
-    b.node("ReduceMean", {"sq"}, {"var"}, "var").ints("axes", {form == Form::OtherAxis ? 2 : 1});
+    b.node("ReduceMean", {"sq"}, {"var"}, "var").ints("axes", {form == Form::OtherAxis ? 2 : axis});
     b.node("Add", {"var", "eps"}, {"ve"}, "add_eps");
     b.node("Sqrt", {"ve"}, {"sd"}, "sqrt");
     b.node("Reciprocal", {"sd"}, {"r"}, "rsqrt");
@@ -3034,12 +3039,19 @@ TEST(OnnxImport, KerasLayerNormAndTensordotFold) {
           << r.left_to_caller[0].name << ": " << r.left_to_caller[0].reason;
       EXPECT_EQ(ops, (std::vector<std::string>{"conv2d", "layer_norm", "conv2d"}))
           << fmt::format("{}", ops);
+      const std::string normalized = rep(r)["layers"][1]["output_tensor"];
+      EXPECT_NE(normalized, "r");
+      EXPECT_NE(normalized, "s");
+      EXPECT_TRUE(has(normalized, "normalized")) << normalized;
     } else if (form == Form::OtherShape) {
       EXPECT_EQ(count("layer_norm"), 1) << fmt::format("{}", ops);
       EXPECT_NE(left_reason(r, "matmul"), "not left");
     } else {
       EXPECT_EQ(count("layer_norm"), 0) << fmt::format("{}", ops);
-      EXPECT_NE(left_reason(r, "rsqrt"), "not left") << static_cast<int>(form);
+      const auto rsqrt = std::find_if(r.left_to_caller.begin(), r.left_to_caller.end(),
+                                      [](const auto& n) { return n.name == "rsqrt"; });
+      ASSERT_NE(rsqrt, r.left_to_caller.end()) << static_cast<int>(form);
+      EXPECT_EQ(rsqrt->op_type, "Reciprocal");  // the file's node, as the file has it
     }
   }
 }

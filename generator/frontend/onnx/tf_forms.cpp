@@ -21,9 +21,10 @@ struct Rewrite {
 
 class FormFinder {
  public:
-  FormFinder(const GraphIndex& g, const std::string& two) : g_(g), two_(two) {}
+  FormFinder(const GraphIndex& g, const std::string& two, GraphNames& names)
+      : g_(g), two_(two), names_(names) {}
 
-  // Keras's LayerNormalization, found from its Reciprocal.
+  // Keras's LayerNormalization over the channels, found from its Reciprocal.
   std::optional<Rewrite> layer_norm(int recip) const {
     if (!is(recip, "Reciprocal", 1)) return std::nullopt;
     const int sqrt = inner(g_.node(recip).input(0), "Sqrt", 1);
@@ -50,7 +51,7 @@ class FormFinder {
       reshape = -1;
     }
     if (mean < 0 || !is(mean, "ReduceMean", -1) || g_.node(mean).input(0) != x || x.empty() ||
-        g_.constant(x) || !same_axes(mean, var))
+        g_.constant(x) || !same_axes(mean, var) || !over_channels(mean, x))
       return std::nullopt;
     // The mean's readers: the Sub (or the Reshape) and a Neg.
     const std::string& m = g_.node(mean).output(0);
@@ -65,7 +66,7 @@ class FormFinder {
     // s: the Reciprocal times gamma, or the Reciprocal alone.
     int gamma = -1;
     const std::string& r = g_.node(recip).output(0);
-    if (g_.consumers(r).size() == 1) {
+    if (g_.consumers(r).size() == 1 && !g_.is_graph_output(r)) {
       gamma = g_.consumers(r)[0];
       if (!is(gamma, "Mul", 2) ||
           !g_.constant(operand_where(gamma, [&](const std::string& t) { return t != r; })))
@@ -112,23 +113,34 @@ class FormFinder {
     pow.set_op_type("Pow");
     pow.set_input(1, two_);
     w.replaced[square] = pow;
+    // (x - mean) / sd, and its product with gamma, are tensors the file does not have: new names.
     onnx::NodeProto div = g_.node(recip);
     div.set_op_type("Div");
     div.clear_input();
     div.add_input(g_.node(sub).output(0));
     div.add_input(g_.node(sqrt).output(0));
+    div.set_output(0, names_.fresh(r + "_normalized"));
     w.replaced[recip] = div;
+    std::string tail_out = div.output(0);
+    if (gamma >= 0) {
+      onnx::NodeProto scaled = g_.node(gamma);
+      const int at = scaled.input(0) == r ? 0 : 1;
+      scaled.set_input(at, tail_out);
+      scaled.set_output(0, names_.fresh(s + "_scaled"));
+      tail_out = scaled.output(0);
+      w.replaced[gamma] = scaled;
+    }
     const int tail = gamma >= 0 ? gamma : recip;
     if (beta >= 0) {  // the last Add adds beta to (x - mean) / sd * gamma
       onnx::NodeProto plus = g_.node(last);
       plus.clear_input();
-      plus.add_input(s);
+      plus.add_input(tail_out);
       plus.add_input(operand_where(
           beta, [&](const std::string& t) { return t != g_.node(times_neg).output(0); }));
       w.replaced[last] = plus;
       w.removed.insert(beta);
     } else {  // the tail writes the last Add's output
-      onnx::NodeProto t = w.replaced.count(tail) ? w.replaced[tail] : g_.node(tail);
+      onnx::NodeProto t = w.replaced.at(tail);
       t.set_output(0, g_.node(last).output(0));
       w.replaced[tail] = t;
       w.removed.insert(last);
@@ -212,6 +224,17 @@ class FormFinder {
     const auto at = g_.type(a), bt = g_.type(b);
     return at && bt && at->is_static() && bt->is_static() && at->shape == bt->shape;
   }
+  // ReduceMean `mean` averages the channels of `x` alone (axis 1 of a rank 2-5 tensor): where
+  // the importer drafts the rewritten chain as a layer_norm, not leaving its new nodes to the
+  // caller.
+  bool over_channels(int mean, const std::string& x) const {
+    const auto t = g_.type(x);
+    const std::optional<std::vector<int64_t>> a = axes(mean);
+    if (!t || !t->has_shape || t->shape.size() < 2 || t->shape.size() > 5 || !a || a->size() != 1)
+      return false;
+    const int64_t rank = static_cast<int64_t>(t->shape.size());
+    return (*a)[0] == 1 || (*a)[0] == 1 - rank;
+  }
   // ReduceMeans `a` and `b` average the same axes, keeping them.
   bool same_axes(int a, int b) const {
     const std::optional<std::vector<int64_t>> x = axes(a), y = axes(b);
@@ -232,6 +255,7 @@ class FormFinder {
 
   const GraphIndex& g_;
   const std::string two_;  // the name of a float32 2 for Pow
+  GraphNames& names_;      // for the tensors the file does not have
 };
 
 }  // namespace
@@ -241,7 +265,7 @@ int fold_tf_forms(onnx::ModelProto& model, const onnx::ModelProto& inferred,
   const GraphIndex g(inferred, label);
   GraphNames names(model.graph());
   const std::string two = names.fresh("padfold_two");
-  const FormFinder find(g, two);
+  const FormFinder find(g, two, names);
   Rewrite all;
   int count = 0;
   bool squares = false;
