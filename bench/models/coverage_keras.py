@@ -78,21 +78,33 @@ def depthwise_as_such(model):
     return copy
 
 
-def check(padfold, work, name):
+def build(name):
+    """Model `name` with its fixed seeds (random weights, calibrated BatchNormalization) and the
+    one random input: (model, x)."""
     make, size = MODELS[name]
-    d = work / name
-    d.mkdir(parents=True, exist_ok=True)
     tf.keras.utils.set_random_seed(3)
     model = make(input_shape=(size, size, 3), weights=None)
     make_keras_models.SIZE = size
     make_keras_models.calibrate(model, np.random.default_rng(5))
-    x = np.random.default_rng(1).uniform(0, 1, (1, size, size, 3)).astype(np.float32)
+    return model, np.random.default_rng(1).uniform(0, 1, (1, size, size, 3)).astype(np.float32)
+
+
+def convert(model, x, path):
+    """The model through tf2onnx (opset 15, the two gaps bridged) to `path`."""
+    spec = (tf.TensorSpec(x.shape, tf.float32, name="x"),)
+    tf2onnx.convert.from_keras(depthwise_as_such(model), input_signature=spec, opset=15,
+                               output_path=str(path),
+                               custom_op_handlers={"Erfc": (erfc_as_erf, [])})
+
+
+def check(padfold, work, name):
+    size = MODELS[name][1]
+    d = work / name
+    d.mkdir(parents=True, exist_ok=True)
+    model, x = build(name)
     want = model(x, training=False).numpy()
-    spec = (tf.TensorSpec((1, size, size, 3), tf.float32, name="x"),)
     try:
-        tf2onnx.convert.from_keras(depthwise_as_such(model), input_signature=spec, opset=15,
-                                   output_path=str(d / "model.onnx"),
-                                   custom_op_handlers={"Erfc": (erfc_as_erf, [])})
+        convert(model, x, d / "model.onnx")
     except Exception as e:  # noqa: BLE001 (tf2onnx's own failure: not padfold's)
         return False, f"tf2onnx fails: {str(e)[:200]}"
     ok, text = coverage_common.through_padfold(padfold, d, x, want, argmax_axis=-1)

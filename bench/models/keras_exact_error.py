@@ -21,10 +21,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import coverage_common  # noqa: E402
 import coverage_keras as ck  # noqa: E402
 import keras  # noqa: E402
-import make_keras_models  # noqa: E402
 import onnxruntime  # noqa: E402
-import tensorflow as tf  # noqa: E402
-import tf2onnx  # noqa: E402
 
 
 def padfold_scores(padfold, d, spec, knobs, tag, shape):
@@ -44,17 +41,10 @@ def main():
     make, size = ck.MODELS[name]
     d = work / name
     d.mkdir(parents=True, exist_ok=True)
-    tf.keras.utils.set_random_seed(3)
-    model = make(input_shape=(size, size, 3), weights=None)
-    make_keras_models.SIZE = size
-    make_keras_models.calibrate(model, np.random.default_rng(5))
-    x = np.random.default_rng(1).uniform(0, 1, (1, size, size, 3)).astype(np.float32)
+    model, x = ck.build(name)
     keras32 = model(x, training=False).numpy()
-    spec_in = (tf.TensorSpec((1, size, size, 3), tf.float32, name="x"),)
-    tf2onnx.convert.from_keras(ck.depthwise_as_such(model), input_signature=spec_in, opset=15,
-                               output_path=str(d / "model.onnx"),
-                               custom_op_handlers={"Erfc": (ck.erfc_as_erf, [])})
-    ok, text = coverage_common.through_padfold(padfold, d, x, keras32, argmax_axis=-1)
+    ck.convert(model, x, d / "model.onnx")
+    _, text = coverage_common.through_padfold(padfold, d, x, keras32, argmax_axis=-1)
     print(f"{name}: padfold against Keras float32: {text}")
     spec = json.loads((d / "imported" / "model.json").read_text())
     schedules = json.loads((d / "bundle" / "manifest.json").read_text())["targets"][0]["schedules"]
