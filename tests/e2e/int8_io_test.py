@@ -73,7 +73,8 @@ CASES = {"stem_i8": (3, False), "c8_i8": (8, False), "c16_u8": (16, True), "stem
 
 def edge_quant(mdl):
     """The scale and zero point of the model's integer input and output as its DequantizeLinear
-    and QuantizeLinear say (through a layout Transpose at either edge)."""
+    and QuantizeLinear say (through a layout Transpose at either edge, and TFLite's Conv1D
+    output Reshape)."""
     inits = {i.name: numpy_helper.to_array(i) for i in mdl.graph.initializer}
     producer = {o: n for n in mdl.graph.node for o in n.output}
     x, y = mdl.graph.input[0].name, mdl.graph.output[0].name
@@ -81,7 +82,7 @@ def edge_quant(mdl):
                     and n.input[0] == x}
     dq = next(n for n in mdl.graph.node if n.op_type == "DequantizeLinear" and n.input[0] in near_x)
     q = producer[y]
-    if q.op_type == "Transpose":
+    while q.op_type in ("Transpose", "Reshape"):
         q = producer[q.input[0]]
     as_params = lambda n: (float(np.float32(inits[n.input[1]])), int(inits[n.input[2]]))
     return as_params(dq), as_params(q)
@@ -140,7 +141,7 @@ def check_refused(padfold, work, name):
     return None if not (d / "imported").exists() else f"{name}: a refused import wrote its folder"
 
 
-TFLITE = ["conv_pool", "strided_even", "depthwise", "residual"]
+TFLITE = ["conv_pool", "strided_even", "depthwise", "residual", "conv1d"]
 
 
 def check_tflite(padfold, data, work, name):
@@ -155,8 +156,9 @@ def check_tflite(padfold, data, work, name):
     run([padfold, "import", model, "-o", d / "imported"])
     report = json.loads((d / "imported" / "import-report.json").read_text())
     spec = json.loads((d / "imported" / f"{report['model']}.json").read_text())
-    if [(i["layout"], i["dtype"]) for i in spec["inputs"]] != [("NHWC", "int8")]:
-        return f"{name}: spec inputs {spec['inputs']}, expected one NHWC int8 input"
+    channels_last = "NWC" if x.ndim == 3 else "NHWC"  # TFLite's own layout: no transpose
+    if [(i["layout"], i["dtype"]) for i in spec["inputs"]] != [(channels_last, "int8")]:
+        return f"{name}: spec inputs {spec['inputs']}, expected one {channels_last} int8 input"
     if any(layer["op"] == "transpose" for layer in spec["layers"]):
         return f"{name}: a transpose layer is left; the layout Transposes should fold"
     run([padfold, "compile", d / "imported" / f"{report['model']}.json", "-o", d / "bundle",

@@ -2171,6 +2171,50 @@ TEST(OnnxImportQuant, QdqConvPerChannelWeightsReluAndEdges) {
   EXPECT_EQ(absorbed_roles(r)["dqx"], "quantization");
 }
 
+// A Reshape of a quantized [1, 2, 5] tensor to [1, 2, 1, 5] before the QDQ conv, and of its
+// output back to [1, 3, 5] (TFLite's Conv1D through tf2onnx), stand for their inputs: the conv is
+// a conv1d on the tensor as it is. A Reshape that moves values between axes is refused, naming
+// it.
+TEST(OnnxImportQuant, ReshapeOfUnitAxesStandsForItsInput) {
+  for (const bool unit : {true, false}) {
+    ModelBuilder b;
+    b.input("x", {1, 2, 5});
+    b.initializer("xs", {}, {0.02f});
+    typed_initializer(b, "xz", kI8, {}, {3});
+    b.node("QuantizeLinear", {"x", "xs", "xz"}, {"xq"}, "qx");
+    b.int_initializer("shape",
+                      unit ? std::vector<int64_t>{1, 2, 1, 5} : std::vector<int64_t>{1, 5, 1, 2});
+    b.node("Reshape", {"xq", "shape"}, {"xr"}, "unsqueeze");
+    b.node("DequantizeLinear", {"xr", "xs", "xz"}, {"xd"}, "dqx");
+    typed_initializer(b, "w", kI8, {3, unit ? 2 : 5, 1, 3},
+                      std::vector<int32_t>(unit ? 18 : 45, 7));
+    b.initializer("ws", {}, {0.01f});
+    typed_initializer(b, "wz", kI8, {}, {0});
+    b.node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}, "dqw");
+    b.node("Conv", {"xd", "wd"}, {"c"}, "conv").ints("pads", {0, 1, 0, 1});
+    b.initializer("ys", {}, {0.05f});
+    typed_initializer(b, "yz", kI8, {}, {-1});
+    b.node("QuantizeLinear", {"c", "ys", "yz"}, {"cq"}, "qy");
+    b.int_initializer("shape_out", {1, 3, 5});
+    b.node("Reshape", {"cq", "shape_out"}, {"cr"}, "squeeze");
+    b.node("DequantizeLinear", {"cr", "ys", "yz"}, {"y"}, "dqy");
+    b.output("y");
+    if (!unit) {
+      const std::string error = import_error(b);
+      EXPECT_TRUE(has(error, "'unsqueeze'")) << error;
+      continue;
+    }
+    const ImportResult r = import(b);
+    ASSERT_TRUE(r.left_to_caller.empty());
+    EXPECT_EQ(layer(r, 1)["op"], "conv1d") << layer(r, 1).dump();
+    EXPECT_EQ(layer(r, 1)["input"], layer(r, 0)["name"]);
+    EXPECT_EQ(absorbed_roles(r)["unsqueeze"], "bypassed");
+    EXPECT_EQ(absorbed_roles(r)["squeeze"], "bypassed");
+    EXPECT_EQ(layer(r, 2)["op"], "dequantize");
+    EXPECT_EQ(layer(r, 2)["input"], layer(r, 1)["name"]);
+  }
+}
+
 // x -> Q -> Pad(constant `value`, an int8 initializer) -> QLinearConv -> DequantizeLinear.
 ModelBuilder padded_qlinear_conv(int32_t value) {
   ModelBuilder b = quantized_input();

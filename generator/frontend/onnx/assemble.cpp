@@ -389,7 +389,9 @@ bool Importer::io_channels_last(const std::string& input) const {
 
 bool Importer::io_channels_last(const Draft& d) const {
   if (o_.io_layout != ImportLayout::Auto) return o_.io_layout == ImportLayout::ChannelsLast;
-  return edge_outputs_.count(d.output) != 0;
+  // Canonical now: a unit reshape between the layer and the Transpose stands for its input.
+  return std::any_of(edge_outputs_.begin(), edge_outputs_.end(),
+                     [&](const std::string& t) { return c_.canon(t) == c_.canon(d.output); });
 }
 
 bool Importer::only_cheap_relayout_readers(const std::string& t) const {

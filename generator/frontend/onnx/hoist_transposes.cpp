@@ -175,6 +175,31 @@ class Hoister {
       }
   }
 
+  // A QuantizeLinear or DequantizeLinear with one scale and zero point for the whole tensor: an
+  // elementwise op, the same on either layout.
+  bool per_tensor_quantization(const onnx::NodeProto& u) const {
+    if (u.op_type() != "QuantizeLinear" && u.op_type() != "DequantizeLinear") return false;
+    if (u.input_size() < 2 || u.input_size() > 3) return false;
+    for (int k = 1; k < u.input_size(); ++k) {
+      if (u.input(k).empty()) continue;
+      const onnx::TensorProto* c = constant(u.input(k));
+      if (!c) return false;
+      int64_t elements = 1;
+      for (int64_t d : c->dims()) elements *= d;
+      if (elements != 1) return false;
+    }
+    return true;
+  }
+
+  const onnx::TensorProto* constant(const std::string& name) const {
+    for (const auto& t : g_.initializer())
+      if (t.name() == name) return &t;
+    for (const auto& n : g_.node())
+      if (n.op_type() == "Constant" && n.output_size() == 1 && n.output(0) == name)
+        if (const onnx::AttributeProto* a = attribute(n, "value"); a && a->has_t()) return &a->t();
+    return nullptr;
+  }
+
   // The channels-last positions of the unit axes that Unsqueeze or Reshape `u` adds to `in` (or,
   // `adds` false, Squeeze or Reshape drops from it) to make `out`, all spatial; or nullopt.
   // `rank`: that of the channels-last side, `out` when adding and `in` when dropping.
@@ -217,7 +242,8 @@ class Hoister {
     return moved;
   }
 
-  // Transpose `ti` (to channels first) above the Pad, Unsqueeze or Reshape producing its input.
+  // Transpose `ti` (to channels first) above the Pad, Unsqueeze, Reshape or per-tensor
+  // QuantizeLinear or DequantizeLinear producing its input.
   bool hoist_above(int ti) {
     const onnx::NodeProto& t = g_.node(ti);
     const std::string mid = t.input(0);
@@ -232,6 +258,8 @@ class Hoister {
     if (u.op_type() == "Pad") {
       if (in && in->size() != perm.size()) return false;
       moved = pad_relaid(u, perm);
+    } else if (per_tensor_quantization(u)) {
+      moved = u;
     } else if (const auto axes = unit_axes(u, in, out, true, perm.size())) {
       new_perm = channels_first_perm(perm.size() - axes->size());
       moved = relaid_reshape(u, *axes, out ? std::optional(permuted(*out, perm)) : std::nullopt);
@@ -249,7 +277,8 @@ class Hoister {
     return true;
   }
 
-  // Transpose `ti` (to channels last) below the Squeeze or Reshape reading its output.
+  // Transpose `ti` (to channels last) below the Squeeze, Reshape or per-tensor QuantizeLinear or
+  // DequantizeLinear reading its output.
   bool sink_below(int ti) {
     const onnx::NodeProto& t = g_.node(ti);
     const std::string mid = t.output(0);
@@ -258,6 +287,19 @@ class Hoister {
     const onnx::NodeProto& u = g_.node(ui);
     const std::optional<Shape> in = shape(mid), out = shape(u.output(0));
     const size_t last_rank = layout_perm(t)->size();
+    if (per_tensor_quantization(u)) {  // the same node on the channels-first tensor
+      const std::optional<Shape> first = shape(t.input(0));
+      onnx::NodeProto moved = u;
+      onnx::NodeProto transpose = t;
+      transpose.set_input(0, mid);
+      transpose.set_output(0, u.output(0));
+      moved.set_input(0, t.input(0));
+      moved.set_output(0, mid);
+      *g_.mutable_node(ti) = std::move(moved);
+      *g_.mutable_node(ui) = std::move(transpose);
+      reshaped(mid, first);
+      return true;
+    }
     const auto axes = unit_axes(u, in, out, false, last_rank);
     if (!axes) return false;
     const size_t rank = last_rank - axes->size();

@@ -16,8 +16,9 @@
 namespace padfold::onnx_import {
 
 // In `model`, moves every channels-first layout Transpose (perm 0, r-1, 1, ..., r-2; rank 3 to 5)
-// above the Pad, Unsqueeze or Reshape producing its input, and every channels-last one (perm 0,
-// 2, ..., r-1, 1) below the Squeeze or Reshape reading its output, where the tensor between them
+// above the Pad, Unsqueeze, Reshape or per-tensor QuantizeLinear/DequantizeLinear producing its
+// input, and every channels-last one (perm 0, 2, ..., r-1, 1) below the Squeeze, Reshape or
+// per-tensor QuantizeLinear/DequantizeLinear reading its output, where the tensor between them
 // has no other reader and the reshape only adds or drops spatial unit axes. Shapes come from
 // `inferred` (the same graph after shape inference). Node names stay; rewritten pads, axes and
 // shapes are new initializers; value_info of the tensors whose shape changes is dropped. Returns

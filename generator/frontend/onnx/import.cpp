@@ -68,8 +68,9 @@ ImportResult Importer::run_quantized() {
   if (o_.layout != ImportLayout::ChannelsFirst) fold_quantized_layout_edges();
   detail::QuantGraph q = detail::recognize_quantized(c_);
   for (const auto& [i, role] : q.absorbed)
-    role_[static_cast<size_t>(i)] =
-        std::string(role) == "pad" ? Role::FoldedPad : Role::Quantization;
+    role_[static_cast<size_t>(i)] = std::string(role) == "pad"        ? Role::FoldedPad
+                                    : std::string(role) == "bypassed" ? Role::Bypassed
+                                                                      : Role::Quantization;
   for (detail::QuantLayer& l : q.layers) {
     const int i = l.draft.node;
     role_[static_cast<size_t>(i)] = Role::Layer;

@@ -21,7 +21,12 @@ void Importer::fold_quantized_layout_edges() {
       edge_input_[y] = x;
     } else if (*perm == channels_last_perm(perm->size()) && g_.is_graph_output(y) &&
                c_.readers(y).empty()) {
-      const int p = g_.producer(x);
+      int p = g_.producer(x);
+      // Through a reshape of unit axes (TFLite's Conv1D output: [N, C, 1, W] to [N, C, W]),
+      // which the quantized graph's recognizer takes as standing for its input or refuses.
+      if (p >= 0 && default_domain(g_.node(p)) && one_of(g_.node(p).op_type(), kReshapeOps) &&
+          g_.node(p).input_size() >= 1 && c_.readers(g_.node(p).input(0)).size() == 1)
+        p = g_.producer(c_.canon(g_.node(p).input(0)));
       if (p < 0 || !default_domain(g_.node(p)) ||
           (g_.node(p).op_type() != "QuantizeLinear" && g_.node(p).op_type() != "DequantizeLinear"))
         continue;

@@ -95,8 +95,30 @@ class Recognizer {
         g_.type(n.input(0))->elem_type != TP::FLOAT)
       return qop_max_pool(i);
     if (default_domain(n) && one_of(op, kQdqOps)) return qdq_op(i);
+    if (default_domain(n) && (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze") &&
+        unit_reshape(i))
+      return;
     c_.fail(i, (default_domain(n) ? op : op + " of domain '" + n.domain() + "'") +
                    " in a quantized graph; " + kImported);
+  }
+
+  // A Reshape, Squeeze or Unsqueeze of a quantized tensor that only drops or adds unit spatial
+  // axes (TFLite's Conv1D output through tf2onnx: [N, C, 1, W] to [N, C, W]) stands for it.
+  bool unit_reshape(int i) {
+    const onnx::NodeProto& n = g_.node(i);
+    if (n.input_size() < 1 || n.output_size() != 1 || n.input(0).empty()) return false;
+    const std::string t = c_.canon(n.input(0));
+    const auto q = quant_.find(t);
+    const auto held = c_.type(t), out = g_.type(n.output(0));
+    if (q == quant_.end() || !held || !held->is_static() || !out || !out->is_static())
+      return false;  // (a pending Pad's tensor: `held` is the padded one, as a reader sees it)
+    std::vector<size_t> axes = inserted_unit_axes(held->shape, out->shape);
+    if (axes.empty()) axes = inserted_unit_axes(out->shape, held->shape);
+    if (held->shape != out->shape && axes.empty()) return false;  // (axes are spatial: >= 2)
+    c_.add_alias(n.output(0), t);
+    c_.set_bypassed(i);
+    out_.absorbed[i] = "bypassed";
+    return true;
   }
 
   // --- quantization parameters -------------------------------------------------------------
@@ -288,8 +310,9 @@ class Recognizer {
                              to_string(in.dtype)));
     deq_[n.output(0)] = in;
     // The float view has the quantized tensor's shape as padfold holds it ([N, C, 1, 1] for a
-    // global pool's output that a Flatten in between made [N, C]); a pending Pad's is its own.
-    if (const auto ty = c_.type(in.tensor); in.pad < 0 && ty && ty->is_static())
+    // global pool's output that a Flatten in between made [N, C]; [N, C, W] for TFLite's Conv1D
+    // input, a Reshape to [N, C, 1, W] in between); a pending Pad's is the padded one, `x`.
+    if (const auto ty = c_.type(in.pad < 0 ? in.tensor : x); ty && ty->is_static())
       c_.set_layer_shape(n.output(0), ty->shape);
     out_.absorbed[i] = "quantization";
     if (!c_.reaches_graph_output(n.output(0))) return;

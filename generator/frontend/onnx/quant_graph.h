@@ -30,7 +30,7 @@ struct QuantGraph {
   std::vector<QuantLayer> layers;  // in graph order
   // The nodes the layers absorb besides their own (the DequantizeLinears of activations, the
   // QuantizeLinears inside layers, the weights' DequantizeLinears) and the folded Pads.
-  std::map<int, const char*> absorbed;  // node -> role: "quantization" or "pad"
+  std::map<int, const char*> absorbed;  // node -> role: "quantization", "pad" or "bypassed"
 };
 
 // Every node of a quantized graph but bypassed ones and constants must be covered; throws
