@@ -1150,6 +1150,29 @@ TEST(OnnxImport, HardSigmoidChainOnAConstantIsNotRewritten) {
   EXPECT_EQ(r.left_to_caller[0].name, "add");
 }
 
+// A rank-3 model input shifted, then flattened through Transpose [0, 2, 1] (which is also the
+// layout Transpose of an NWC input) into a MatMul: the shift folds into the dense layer like any
+// affine op before it, the input read as it is (fuzz seed 1, graph 72: an internal error, the
+// shift held for the layout edge that the dense layer had taken).
+TEST(OnnxImport, ShiftBeforeARank3FlattenFoldsIntoTheDenseLayer) {
+  ModelBuilder b;
+  b.input("x", {1, 4, 6}).output("y").output("z");
+  b.initializer("shift", {}, {0.5f});
+  b.node("Add", {"x", "shift"}, {"shifted"}, "add");
+  b.node("Transpose", {"shifted"}, {"last"}, "to_last").ints("perm", {0, 2, 1});
+  b.int_initializer("flat_shape", {1, -1});
+  b.node("Reshape", {"last", "flat_shape"}, {"flat"}, "flatten");
+  b.initializer("fc_w", {24, 5});
+  b.node("MatMul", {"flat", "fc_w"}, {"y"}, "fc");
+  b.initializer("w", {4, 1, 3});
+  b.node("Conv", {"x", "w"}, {"z"}, "dw").i("group", 4);
+  const ImportResult r = import(b);
+  ASSERT_TRUE(r.left_to_caller.empty()) << r.left_to_caller[0].reason;
+  const json fc = layer(r, 0);
+  EXPECT_EQ(fc["input"], "x");
+  EXPECT_TRUE(has(rep(r)["layers"][0].dump(), "\"add\"")) << rep(r)["layers"][0].dump();
+}
+
 // Keras's Flatten as tf2onnx writes it: the map's channels-last Transpose, then Reshape to
 // [N, H*W*C], then MatMul (Dense): the valid conv over the whole map, B's rows (features in H, W, C
 // order) moved to OIHW's (C, H, W), the Transpose and the Reshape bypassed.

@@ -140,6 +140,7 @@ void Importer::classify_layer(int i) {
   Draft& d = drafts_.emplace(i, std::move(std::get<Draft>(r))).first->second;
   for (const int f : {d.flatten.transpose, d.flatten.node}) {  // the dense layer reads the map
     if (f < 0) continue;
+    unmark_edge_chain(f);
     role_[f] = Role::Bypassed;
     reason_[f].clear();
     c_.add_alias(g_.node(f).output(0), g_.node(f).input(0));

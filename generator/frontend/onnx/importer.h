@@ -162,6 +162,10 @@ class Importer {
 
   // The affine chains of edge Transposes that do not fold: left to the caller, saying why.
   void release_edge_chains(const std::string& why);
+  // The chain before Transpose `t` when a layer takes `t` as its own (a dense layer's flatten
+  // through a channels-last Transpose, which rank 3 cannot tell from a layout one): its nodes are
+  // affine ops as any other, for the folds after.
+  void unmark_edge_chain(int t);
 
   // The graph input an edge Transpose reads, through its affine chain.
   std::string edge_source(int t) const;

@@ -193,6 +193,13 @@ void Importer::release_edge_chains(const std::string& why) {
   edge_chain_.clear();
 }
 
+void Importer::unmark_edge_chain(int t) {
+  const auto chain = edge_chain_.find(t);
+  if (chain == edge_chain_.end()) return;
+  for (int p : chain->second) role_[p] = Role::Left;
+  edge_chain_.erase(chain);
+}
+
 std::string Importer::edge_source(int t) const {
   const auto chain = edge_chain_.find(t);
   if (chain == edge_chain_.end()) return c_.canon(g_.node(t).input(0));
