@@ -125,13 +125,18 @@ class Hoister {
 
   // An integer constant: an initializer or a Constant's value.
   std::optional<Shape> ints(const std::string& name) const {
+    if (const onnx::TensorProto* t = constant(name)) return to_int64s(*t, "'" + name + "'");
+    return std::nullopt;
+  }
+
+  // An initializer or a Constant's value.
+  const onnx::TensorProto* constant(const std::string& name) const {
     for (const auto& t : g_.initializer())
-      if (t.name() == name) return to_int64s(t, "initializer '" + name + "'");
+      if (t.name() == name) return &t;
     for (const auto& n : g_.node())
       if (n.op_type() == "Constant" && n.output_size() == 1 && n.output(0) == name)
-        if (const onnx::AttributeProto* a = attribute(n, "value"); a && a->has_t())
-          return to_int64s(a->t(), "Constant '" + name + "'");
-    return std::nullopt;
+        if (const onnx::AttributeProto* a = attribute(n, "value"); a && a->has_t()) return &a->t();
+    return nullptr;
   }
 
   // The integers of attribute `attr` (older opsets) or else of constant input `input`.
@@ -189,15 +194,6 @@ class Hoister {
       if (elements != 1) return false;
     }
     return true;
-  }
-
-  const onnx::TensorProto* constant(const std::string& name) const {
-    for (const auto& t : g_.initializer())
-      if (t.name() == name) return &t;
-    for (const auto& n : g_.node())
-      if (n.op_type() == "Constant" && n.output_size() == 1 && n.output(0) == name)
-        if (const onnx::AttributeProto* a = attribute(n, "value"); a && a->has_t()) return &a->t();
-    return nullptr;
   }
 
   // The channels-last positions of the unit axes that Unsqueeze or Reshape `u` adds to `in` (or,
